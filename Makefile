@@ -1,0 +1,26 @@
+# The two set-up commands of the README: `make demo` and `make test`. Each installs what it needs.
+VENV ?= .venv
+STAMP := $(VENV)/.installed
+# The demo records into the checkout, not /var/lib/hearth, unless told otherwise.
+HEARTH_STATE_DIR ?= $(CURDIR)/.hearth
+export HEARTH_STATE_DIR
+
+.PHONY: demo test bench self-test clean
+
+$(STAMP): pyproject.toml scripts/bootstrap.sh
+	VENV=$(VENV) sh scripts/bootstrap.sh
+
+demo: $(STAMP)
+	$(VENV)/bin/hearth demo
+
+self-test: $(STAMP)
+	$(VENV)/bin/hearth-loop --self-test
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q
+
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .hearth .pytest_cache

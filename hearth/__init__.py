@@ -1,0 +1,1 @@
+"""hearth: the appliance around the engine (CLI, queue, spawn, audit, state, credentials)."""

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Install what hearth needs on a fresh Debian machine: system packages through apt when run as
+# root (skipped with a message otherwise), then a virtualenv with hearth and its test tools.
+set -eu
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+
+missing=""
+want() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
+want bwrap bubblewrap
+want git git
+want nix-instantiate nix-bin
+want systemd-analyze systemd
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
+
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing system packages:$missing"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+  else
+    echo "bootstrap: not root (or no apt-get): skipping system packages:$missing"
+    echo "bootstrap: the tests that need them are skipped with a reason; install them to run everything"
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+touch "$VENV/.installed"
