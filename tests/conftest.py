@@ -1,0 +1,40 @@
+"""Shared fixtures: a state directory per test, the fake Ollama, and the CLIs as real processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_ollama import FakeOllama
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "state"
+    monkeypatch.setenv("HEARTH_STATE_DIR", str(path))
+    monkeypatch.setenv("HEARTH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("HEARTH_OLLAMA_BACKOFF_S", "0.01")
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    return path
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOllama]:
+    with FakeOllama() as server:
+        yield server
+
+
+def run_cli(program: str, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `hearth` or `hearth-loop` as a real process with the current interpreter."""
+    module = {"hearth": "hearth.cli", "hearth-loop": "hearth.loop_cli"}[program]
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=cwd or ROOT)

@@ -1,0 +1,193 @@
+"""A real HTTP server on 127.0.0.1:0 that speaks Ollama's `/api/chat`, for tests and benchmarks.
+
+It plays a script of replies in order, streams them as NDJSON or answers in one body (as the
+request asks), returns 404 for models it does not have, and records every request body so tests
+assert on exactly what was sent. Script items:
+
+- a dict: an assistant message (`{"content": ..., "tool_calls": [...]}`), sent as Ollama would;
+- `Raw(status, body)`: these exact bytes, for garbage, HTTP 500, a reply with no message ...;
+- a callable taking the request body and returning either of the above.
+
+When the script runs out it answers HTTP 500 "script exhausted", so an overrun is loud.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Raw:
+    status: int
+    body: bytes | str
+    content_type: str = "application/json"
+    delay_s: float = 0.0
+
+
+Script = dict[str, Any] | Raw | Callable[[dict[str, Any]], "dict[str, Any] | Raw"]
+
+
+def final_answer(text: str) -> dict[str, Any]:
+    return {"content": text}
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, content: str = "") -> dict[str, Any]:
+    return {"content": content, "tool_calls": [{"function": {"name": name, "arguments": arguments}}]}
+
+
+class FakeOllama:
+    """Serve a script of chat replies on a loopback port; use as a context manager."""
+
+    def __init__(
+        self,
+        script: list[Script] | None = None,
+        *,
+        models: tuple[str, ...] = ("qwen2.5-coder", "qwen2.5-coder:latest"),
+        tokens: tuple[int, int] = (100, 20),
+        chunk_size: int = 7,
+        repeat_last: bool = False,
+    ) -> None:
+        self.script: list[Script] = list(script or [])
+        self.models = models
+        self.tokens = tokens
+        self.chunk_size = chunk_size
+        self.repeat_last = repeat_last
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeOllama:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add(self, *items: Script) -> None:
+        with self._lock:
+            self.script.extend(items)
+
+    def next_item(self, body: dict[str, Any]) -> dict[str, Any] | Raw:
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                return Raw(500, json.dumps({"error": "script exhausted"}))
+            item = self.script[0] if self.repeat_last and len(self.script) == 1 else self.script.pop(0)
+        return item(body) if callable(item) else item
+
+
+def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # small NDJSON chunks would otherwise wait on delayed ACKs
+
+        def log_message(self, *args: object) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:
+            fake.paths.append(self.path)
+            if self.path == "/api/tags":
+                self._send(200, json.dumps({"models": [{"name": m} for m in fake.models]}))
+            elif self.path == "/api/version":
+                self._send(200, json.dumps({"version": "0.0.0-fake"}))
+            else:
+                self._send(404, "404 page not found", "text/plain")
+
+        def do_POST(self) -> None:
+            fake.paths.append(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path == "/api/show":
+                self._show(raw)
+                return
+            if self.path != "/api/chat":
+                self._send(404, "404 page not found", "text/plain")
+                return
+            body = json.loads(raw)
+            if body.get("model") not in fake.models:
+                fake.requests.append(body)
+                error = f'model "{body.get("model")}" not found, try pulling it first'
+                self._send(404, json.dumps({"error": error}))
+                return
+            item = fake.next_item(body)
+            if isinstance(item, Raw):
+                time.sleep(item.delay_s)
+                self._send(item.status, item.body, item.content_type)
+            elif body.get("stream", True):
+                self._stream(body["model"], item)
+            else:
+                self._send(200, json.dumps(self._final(body["model"], _message(item))))
+
+        def _show(self, raw: bytes) -> None:
+            name = json.loads(raw or b"{}").get("model") or json.loads(raw or b"{}").get("name")
+            if name in fake.models:
+                self._send(200, json.dumps({"model_info": {"general.context_length": 32768}}))
+            else:
+                self._send(404, json.dumps({"error": f"model '{name}' not found"}))
+
+        def _final(self, model: str, message: dict[str, Any]) -> dict[str, Any]:
+            tokens_in, tokens_out = fake.tokens
+            return {
+                "model": model,
+                "created_at": "2026-01-01T00:00:00Z",
+                "message": message,
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": tokens_in,
+                "eval_count": tokens_out,
+            }
+
+        def _stream(self, model: str, item: dict[str, Any]) -> None:
+            message = _message(item)
+            content = message.get("content", "")
+            step = max(1, fake.chunk_size)
+            chunks = [
+                {"model": model, "message": {"role": "assistant", "content": content[i : i + step]}, "done": False}
+                for i in range(0, len(content), step)
+            ]
+            if message.get("tool_calls"):
+                calls = {"role": "assistant", "content": "", "tool_calls": message["tool_calls"]}
+                chunks.append({"model": model, "message": calls, "done": False})
+            chunks.append(self._final(model, {"role": "assistant", "content": ""}))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in chunks:
+                self._write_chunk((json.dumps(chunk) + "\n").encode())
+            self._write_chunk(b"")
+
+        def _write_chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _send(self, status: int, body: bytes | str, content_type: str = "application/json") -> None:
+            data = body.encode() if isinstance(body, str) else body
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _message(item: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": item.get("content", ""), **(
+        {"tool_calls": item["tool_calls"]} if item.get("tool_calls") else {}
+    )}
