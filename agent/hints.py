@@ -1,0 +1,46 @@
+"""Short, actionable hints appended to failed tool results, so a weak model can recover.
+
+Each rule is a pattern over the failure text and a sentence that says what to do next. Only
+recoverable failures get one; a hint never suggests getting around a denial.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+_RULES: list[_Rule] = [
+    (re.compile(r"No module named '?([\w.]+)'?"),
+     lambda m: f"the Python module '{m.group(1)}' is not installed and there is no network to install it; "
+               "use the standard library or another approach."),
+    (re.compile(r"(?:^|\s|:)([\w.+-]+): (?:command )?not found|command not found: ([\w.+-]+)", re.M),
+     lambda m: f"'{m.group(1) or m.group(2)}' is not on PATH here; check what exists with "
+               "`command -v NAME`, or use a tool or program that is available."),
+    (re.compile(r"Permission denied|Read-only file system|Operation not permitted", re.I),
+     lambda m: "only the workspace is writable; write files under the workspace with relative paths."),
+    (re.compile(r"No such file or directory|file not found|directory not found", re.I),
+     lambda m: "check the path with list_files first; paths are relative to the workspace root."),
+    (re.compile(r"timed out", re.I),
+     lambda m: "it took too long; run a smaller or faster step, or pass a larger timeout_s if the tool takes one."),
+    (re.compile(r"has no argument|needs argument|must be (?:string|integer|boolean|one of|a JSON object)|"
+                r"not a JSON object|could not be parsed", re.I),
+     lambda m: "call the tool again with a JSON object of exactly the arguments it lists."),
+]
+
+REPEAT_NUDGE = (
+    "You made exactly this call before and it failed the same way. Do not repeat it: change the "
+    "arguments, use a different tool, or give your final answer."
+)
+
+
+def hint_for(output: str) -> str | None:
+    """The hint for the first rule that matches a failure, or None."""
+    if output.startswith("Denied:"):
+        return None
+    for pattern, make in _RULES:
+        match = pattern.search(output)
+        if match:
+            return f"Hint: {make(match)}"
+    return None

@@ -1,0 +1,228 @@
+"""Loop: query -> parse -> policy -> tool -> record, until the model answers or a limit stops it.
+
+The history is append-only and the system prompt is rendered once, so every request is the
+previous one plus new messages (Ollama reuses its KV cache). Roles stay legal: after the system
+prompt and the goal, the model and hearth take turns; tool results follow only the assistant
+message that carries their calls. A run stops by raising a StopRun subclass, caught in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.hints import REPEAT_NUDGE, hint_for
+from agent.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
+from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
+
+MAX_UNPARSEABLE = 3
+
+
+class StopRun(Exception):
+    """Ends a run; the subclass says how."""
+
+    status = "failed"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class Finished(StopRun):
+    status = "done"
+
+
+class IterationLimit(StopRun):
+    status = "iteration_limit"
+
+
+class ModelDown(StopRun):
+    status = "model_unavailable"
+
+
+class RunFailed(StopRun):
+    status = "failed"
+
+
+class TimeLimit(StopRun):
+    status = "failed"
+
+
+@dataclass
+class Event:
+    """Something the appliance records: a model turn, a tool call, a nudge, the end."""
+
+    kind: str  # run_started | model | tool | nudge | run_finished
+    iteration: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    status: str
+    summary: str
+    iterations: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_seconds: float = 0.0
+    error: str = ""
+
+
+class ToolBox:
+    """What the loop needs from the tools: their schemas and a way to run one call."""
+
+    def __init__(self, schemas: list[dict[str, Any]], run: Callable[[ToolCall], Any]) -> None:
+        self.schemas = schemas
+        self.names = [s["function"]["name"] for s in schemas]
+        self.run = run
+
+
+class Loop:
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: ToolBox,
+        *,
+        system_prompt: str,
+        max_iters: int = 12,
+        on_event: Callable[[Event], None] = lambda event: None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.tools = tools
+        self.max_iters = max_iters
+        self.emit = on_event
+        self.deadline = deadline
+        self.clock = clock
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+        self.iteration = 0
+        self.outcome = Outcome("failed", "", 0)
+        self.done_steps: list[str] = []
+        self._unparseable = 0
+        self._last_failure: tuple[str, str] | None = None
+
+    def run(self, goal: str, context: str = "") -> Outcome:
+        first = f"{context}\n\n## Goal\n{goal}" if context else goal
+        self.messages.append({"role": "user", "content": first})
+        self.emit(Event("run_started", 0, {"goal": goal}))
+        try:
+            while True:
+                self._check_limits()
+                self._step()
+        except StopRun as stop:
+            self.outcome.status = stop.status
+            self.outcome.summary = stop.detail if stop.status == "done" else self._summary(stop)
+            self.outcome.error = "" if stop.status == "done" else stop.detail
+        self.outcome.iterations = self.iteration
+        self.emit(Event("run_finished", self.iteration, {"status": self.outcome.status,
+                                                         "summary": self.outcome.summary,
+                                                         "error": self.outcome.error}))
+        return self.outcome
+
+    def _check_limits(self) -> None:
+        if self.iteration >= self.max_iters:
+            raise IterationLimit(f"stopped at the limit of {self.max_iters} iterations")
+        if self.deadline is not None and self.clock() >= self.deadline:
+            raise TimeLimit("stopped at the run's time limit")
+
+    def _step(self) -> None:
+        self.iteration += 1
+        reply = self._ask_model()
+        calls = self._calls_in(reply)
+        if calls or reply.malformed:
+            self._run_calls(reply, calls)
+            return
+        if looks_like_tool_call(reply.content) or not reply.content.strip():
+            self._nudge(reply)
+            return
+        self.messages.append({"role": "assistant", "content": reply.content})
+        raise Finished(reply.content.strip())
+
+    def _ask_model(self) -> ChatReply:
+        self.emit(Event("thinking", self.iteration, {}))
+        try:
+            reply = self.model.chat(self.messages, self.tools.schemas)
+        except ModelUnavailable as exc:
+            raise ModelDown(str(exc)) from None
+        except ModelError as exc:
+            raise RunFailed(str(exc)) from None
+        self.outcome.tokens_in += reply.tokens_in
+        self.outcome.tokens_out += reply.tokens_out
+        self.outcome.model_seconds += reply.duration_s
+        self.emit(Event("model", self.iteration, {
+            "content": reply.content, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+            "duration_s": reply.duration_s, "tool_calls": len(reply.tool_calls),
+        }))
+        return reply
+
+    def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
+        if reply.tool_calls:
+            return [ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments)
+                    for c in reply.tool_calls]
+        return parse_tool_calls(reply.content, self.tools.names)
+
+    def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
+        self._unparseable = 0
+        # Calls found in the text are written back as structured calls, so the history shows
+        # the model the format we want and tool results follow a message that carries calls.
+        wire = [{"function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+        wire += [{"function": {"name": "invalid_call", "arguments": {}}} for _ in reply.malformed]
+        self.messages.append({"role": "assistant", "content": reply.content, "tool_calls": wire})
+        for call in calls:
+            self._append_result(call.name, self._run_one(call))
+        for problem in reply.malformed:
+            text = f"Error: your tool call could not be parsed: {problem}"
+            self._append_result("invalid_call", f"{text}\n{hint_for(text) or ''}".rstrip())
+
+    def _run_one(self, call: ToolCall) -> str:
+        self.emit(Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments}))
+        result = self.tools.run(call)
+        output = result.output
+        if not result.ok:
+            output = self._helped(call, output)
+        else:
+            self._last_failure = None
+        self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {'ok' if result.ok else 'failed'}")
+        self.emit(Event("tool", self.iteration, {
+            "tool": call.name, "arguments": call.arguments, "ok": result.ok, "output": output,
+            "verdict": result.verdict, "duration_s": result.duration_s, "detail": result.detail,
+        }))
+        return output
+
+    def _helped(self, call: ToolCall, output: str) -> str:
+        signature = (call.name, json.dumps(call.arguments, sort_keys=True, default=str))
+        repeated = signature == self._last_failure
+        self._last_failure = signature
+        hint = hint_for(output)
+        extra = [h for h in (hint, REPEAT_NUDGE if repeated else None) if h]
+        return "\n".join([output, *extra])
+
+    def _append_result(self, name: str, output: str) -> None:
+        self.messages.append({"role": "tool", "content": output, "tool_name": name})
+
+    def _nudge(self, reply: ChatReply) -> None:
+        self._unparseable += 1
+        self.messages.append({"role": "assistant", "content": reply.content})
+        if self._unparseable >= MAX_UNPARSEABLE:
+            raise RunFailed(f"the model gave {MAX_UNPARSEABLE} unusable replies in a row")
+        what = "was empty" if not reply.content.strip() else "looked like a tool call but could not be parsed"
+        text = (
+            f"Your last reply {what}. To use a tool, reply with one JSON object such as "
+            '{"name": "list_files", "arguments": {"path": "."}} (or use the tool-calling format). '
+            "If the goal is complete, reply with your final summary in plain text."
+        )
+        self.messages.append({"role": "user", "content": text})
+        self.emit(Event("nudge", self.iteration, {"reason": what, "count": self._unparseable}))
+
+    def _summary(self, stop: StopRun) -> str:
+        steps = "; ".join(self.done_steps[-20:]) or "no tool calls"
+        return f"{stop.detail}. Steps taken: {steps}."
+
+
+def _short_args(arguments: dict[str, Any], limit: int = 60) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,43 @@
+"""run_command: a shell command in the workspace, inside the OS sandbox, with a timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.hearth_tools import Tool, ToolFailed, register
+from agent.sandbox import SandboxUnavailable, run_sandboxed
+from agent.workspace import Workspace
+
+MAX_TIMEOUT_S = 600
+
+
+def run_command(args: dict[str, Any], ws: Workspace) -> str:
+    services = ws.services
+    timeout = args.get("timeout_s", services.command_timeout_s)
+    if not 1 <= timeout <= MAX_TIMEOUT_S:
+        raise ToolFailed(f"timeout_s must be between 1 and {MAX_TIMEOUT_S}, got {timeout}")
+    if not args["command"].strip():
+        raise ToolFailed("command is empty")
+    try:
+        result = run_sandboxed(args["command"], ws.root, policy=services.sandbox, timeout_s=timeout)
+    except SandboxUnavailable as exc:
+        raise ToolFailed(f"run_command refused: no command sandbox can be set up here ({exc})") from None
+    if result.timed_out:
+        raise ToolFailed(f"command timed out after {timeout}s and was killed with its children\n{result.output}".rstrip())
+    status = f"[exit code {result.exit_code}]"
+    if result.exit_code != 0:
+        raise ToolFailed(f"command failed {status}\n{result.output}".rstrip())
+    return f"{result.output}\n{status}" if result.output else status
+
+
+register(Tool(
+    name="run_command",
+    description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
+    params={
+        "command": {"type": "string", "description": "A /bin/sh command line."},
+        "timeout_s": {"type": "integer", "description": "Seconds before it is killed, 1 to 600 (default 60)."},
+    },
+    required=("command",),
+    fn=run_command,
+    risk="dangerous",
+))
