@@ -1,0 +1,150 @@
+"""AuditStore: the only writer of audit.db (SQLite through sqlite-utils, WAL, migrations).
+
+A row per run and a row per step; later tables (approvals, rejections, ...) come as migrations
+in `hearth/audit_migrations.py`. The file stays plain SQLite, readable as-is by sqlite-utils
+and Datasette. Several processes write at once (one per run): WAL plus a busy timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from hearth.audit_migrations import MIGRATIONS
+
+ARGUMENTS_CAP = 4_000
+OUTPUT_CAP = 8_000
+BUSY_TIMEOUT_S = 30.0
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> str:
+    return f"{now().strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def cap(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit} characters not stored]"
+
+
+@dataclass
+class RunRecord:
+    id: str
+    agent_name: str
+    model: str
+    goal: str
+    mode: str
+    source: str = "cli"
+    requested_by: str = ""
+    workspace: str = ""
+    sandbox: str = ""
+    status: str = "running"
+    started_at: str = ""
+
+
+class AuditStore:
+    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        self.db = sqlite_utils.Database(conn)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        migrate(self.db)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> AuditStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- runs ------------------------------------------------------------------------------
+    def start_run(self, run: RunRecord) -> None:
+        run.started_at = run.started_at or self.clock()
+        self.db["runs"].insert(asdict(run))
+
+    def finish_run(self, run_id: str, **fields: Any) -> None:
+        fields.setdefault("ended_at", self.clock())
+        if "error" in fields:
+            fields["error"] = cap(fields["error"], ARGUMENTS_CAP)
+        self.db["runs"].update(run_id, fields)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        self.db["runs"].update(run_id, fields)
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def runs(self, limit: int = 20, **where: Any) -> list[dict[str, Any]]:
+        clause = " and ".join(f"{k} = :{k}" for k in where) or None
+        return list(self.db["runs"].rows_where(clause, where, order_by="started_at desc, rowid desc", limit=limit))
+
+    def find_run(self, prefix: str) -> dict[str, Any] | None:
+        """A run by its id or a unique prefix of it."""
+        exact = self.run(prefix)
+        if exact:
+            return exact
+        rows = list(self.db["runs"].rows_where("id like ? escape '\\'", [_like_prefix(prefix)], limit=2))
+        return rows[0] if len(rows) == 1 else None
+
+    # -- steps -----------------------------------------------------------------------------
+    def record_step(self, run_id: str, kind: str, **fields: Any) -> int:
+        if "arguments" in fields and not isinstance(fields["arguments"], str | None):
+            fields["arguments"] = json.dumps(fields["arguments"], ensure_ascii=False, default=str)
+        fields["arguments"] = cap(fields.get("arguments"), ARGUMENTS_CAP)
+        fields["output"] = cap(fields.get("output"), OUTPUT_CAP)
+        with immediate(self.db):
+            seq = self.db.execute(
+                "select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]
+            ).fetchone()[0]
+            self.db["steps"].insert({"run_id": run_id, "seq": seq, "at": self.clock(), "kind": kind, **fields})
+        return seq
+
+    def steps(self, run_id: str) -> list[dict[str, Any]]:
+        return list(self.db["steps"].rows_where("run_id = ?", [run_id], order_by="seq"))
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Apply every migration not yet recorded, in order, each in its own transaction."""
+    db.execute("create table if not exists _migrations (name text primary key, applied_at text)")
+    for migration in MIGRATIONS:
+        with immediate(db):
+            done = db.execute("select 1 from _migrations where name = ?", [migration.__name__]).fetchone()
+            if not done:
+                migration(db)
+                db.execute("insert into _migrations values (?, ?)", [migration.__name__, utc_now()])
+
+
+@contextlib.contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[None]:
+    """A write transaction taken up front, so two writers wait instead of failing mid-way."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")

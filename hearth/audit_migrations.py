@@ -1,0 +1,40 @@
+"""Migrations of audit.db: a list of small functions, applied once each, in order.
+
+Never edit a shipped migration; add a new one at the end. Their names are recorded in
+`_migrations`, so a rename re-runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": str, "agent_name": str, "model": str, "goal": str, "mode": str, "source": str,
+            "requested_by": str, "workspace": str, "sandbox": str, "status": str,
+            "started_at": str, "ended_at": str, "iterations": int, "tokens_in": int,
+            "tokens_out": int, "latency_ms": int, "duration_ms": int, "error": str, "summary": str,
+        },
+        pk="id",
+    )
+    db["runs"].create_index(["started_at"])
+    db["runs"].create_index(["status"])
+    db["steps"].create(
+        {
+            "id": int, "run_id": str, "seq": int, "at": str, "kind": str, "iteration": int,
+            "tool": str, "arguments": str, "output": str, "ok": int, "duration_ms": int,
+            "verdict": str, "tokens_in": int, "tokens_out": int, "detail": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["steps"].create_index(["run_id", "seq"], unique=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    m001_runs_and_steps,
+]

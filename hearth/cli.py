@@ -1,0 +1,54 @@
+"""`hearth`: the operator's commands. Each command module parses, makes one call, renders.
+
+A command module under `hearth/commands/` exposes `register(subparsers)`, which adds its
+subcommand(s) with `set_defaults(handler=fn)`; `fn(args, settings) -> int` is the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from hearth.commands import COMMAND_MODULES
+from hearth.errors import HearthError
+from hearth.settings import Settings
+
+INTERNAL_ERROR = 70
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hearth",
+        description="Operate hearth: run the demo, read the audit, manage the queue and the stores.",
+        epilog="exit codes: 0 ok, 1 a check or run failed, 2 bad usage or missing record, 70 internal error",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args, Settings.from_env())
+    except HearthError as exc:
+        print(f"hearth {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        if args.debug or os.environ.get("HEARTH_DEBUG"):
+            traceback.print_exc()
+        print(f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+              file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

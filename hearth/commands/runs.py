@@ -1,0 +1,94 @@
+"""`hearth runs` (the last runs) and `hearth show ID` (one run, step by step)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hearth.audit import AuditStore
+from hearth.errors import NotFound
+from hearth.render import print_json, table
+from hearth.settings import Settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs = sub.add_parser("runs", help="list the most recent runs")
+    runs.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    runs.add_argument("--status", help="only runs with this status")
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(handler=list_runs)
+    show = sub.add_parser("show", help="replay one run step by step")
+    show.add_argument("run_id", help="a run id or a unique prefix of one")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=show_run)
+
+
+def open_audit(settings: Settings) -> AuditStore:
+    if not settings.audit_path.exists():
+        raise NotFound(f"no audit database at {settings.audit_path}; nothing has run yet (HEARTH_STATE_DIR)")
+    return AuditStore(settings.audit_path)
+
+
+def list_runs(args: argparse.Namespace, settings: Settings) -> int:
+    where = {"status": args.status} if args.status else {}
+    with open_audit(settings) as audit:
+        rows = audit.runs(limit=args.limit, **where)
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print("no runs recorded yet")
+    else:
+        columns = ["id", "status", "agent_name", "model", "source", "iterations", "started_at", "goal"]
+        table(rows, columns, widths={"goal": 50})
+    return 0
+
+
+def show_run(args: argparse.Namespace, settings: Settings) -> int:
+    with open_audit(settings) as audit:
+        run = audit.find_run(args.run_id)
+        if run is None:
+            raise NotFound(f"no run with id {args.run_id!r} (or the prefix matches several); see: hearth runs")
+        steps = audit.steps(run["id"])
+    if args.json:
+        print_json({"run": run, "steps": steps})
+        return 0
+    _print_run(run)
+    for step in steps:
+        print(_step_line(step))
+    return 0
+
+
+def _print_run(run: dict[str, Any]) -> None:
+    print(f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
+          f"mode={run['mode']} source={run['source']}")
+    print(f"goal: {run['goal']}")
+    print(f"started {run['started_at']}  ended {run['ended_at'] or '-'}  iterations {run['iterations'] or 0}  "
+          f"tokens {run['tokens_in'] or 0} in / {run['tokens_out'] or 0} out  model time {run['latency_ms'] or 0} ms")
+    print(f"workspace {run['workspace'] or '-'}  sandbox {run['sandbox'] or '-'}")
+    if run.get("error"):
+        print(f"error: {run['error']}")
+    if run.get("summary"):
+        print(f"summary: {run['summary']}")
+    print()
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    head = f"{step['seq']:>3}. [{step['iteration'] or '-'}] {step['kind']}"
+    if step["kind"] == "tool":
+        status = "ok" if step["ok"] else "failed"
+        args = step["arguments"] or "{}"
+        return (f"{head} {step['tool']} {args}  verdict={step['verdict']} {status} "
+                f"({step['duration_ms']} ms)\n{_indent(step['output'])}")
+    if step["kind"] == "model":
+        return (f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms)"
+                + (f"\n{_indent(step['output'])}" if step["output"] else ""))
+    detail = step.get("detail") or step.get("output") or ""
+    return f"{head} {detail}"
+
+
+def _indent(text: str | None, limit: int = 12) -> str:
+    lines = (text or "").splitlines()
+    shown = lines[:limit] + ([f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else [])
+    return "\n".join(f"      {line}" for line in shown)
+
+

@@ -1,0 +1,94 @@
+"""`hearth-loop`: run one goal to completion on a local Ollama model, or prove the path with --self-test."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from agent.ollama_client import DEFAULT_NUM_CTX
+from agent.policy import MODES
+from hearth.errors import HearthError, UsageError
+from hearth.runner import EXIT_CODES, GoalRequest, exit_code, run_goal
+from hearth.settings import Settings
+
+EPILOG = f"""\
+exit codes:
+  {EXIT_CODES['done']}    done: the model gave its final summary
+  {EXIT_CODES['failed']}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
+  {EXIT_CODES['usage']}    bad usage: bad arguments, empty goal, unknown mode, unusable workspace or state directory
+  {EXIT_CODES['iteration_limit']}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
+  {EXIT_CODES['model_unavailable']}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+  {EXIT_CODES['interrupted']}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
+  {EXIT_CODES['internal']}   internal error (a bug in hearth; --debug shows the traceback)
+  --self-test exits 0 when every check passes, 1 otherwise.
+
+environment:
+  HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
+  OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
+  HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe)
+  HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
+"""
+
+
+def build_parser(settings: Settings) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hearth-loop",
+        description="Run one goal to completion with a local model, tools and a full audit.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("goal", nargs="?", help="what the agent should do")
+    parser.add_argument("--model", default=settings.model, help=f"Ollama model (default {settings.model})")
+    parser.add_argument("--agent-name", default="default", help="agent profile name (default: default)")
+    parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
+    parser.add_argument("--mode", default="auto", help=f"{' | '.join(MODES)} (default auto)")
+    parser.add_argument("--max-iters", type=int, default=12, help="iteration cap (default 12)")
+    parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
+    parser.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX, help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})")
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        settings = Settings.from_env()
+    except HearthError as exc:
+        print(f"hearth-loop: {exc}", file=sys.stderr)
+        return exc.exit_code
+    args = build_parser(settings).parse_args(argv)
+    settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
+    try:
+        if args.self_test:
+            from hearth.selftest import run_self_test
+
+            return run_self_test(json_lines=args.json)
+        if args.goal is None:
+            raise UsageError("no goal given; usage: hearth-loop [options] \"GOAL\"")
+        request = GoalRequest(
+            goal=args.goal, model=args.model, agent_name=args.agent_name, mode=args.mode,
+            max_iters=args.max_iters, workspace=args.workspace, num_ctx=args.num_ctx,
+        )
+        _, outcome = run_goal(request, settings, json_lines=args.json)
+        if outcome.status != "done":
+            print(f"hearth-loop: {outcome.status}: {outcome.error}", file=sys.stderr)
+        return exit_code(outcome.status)
+    except HearthError as exc:
+        print(f"hearth-loop: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hearth-loop: interrupted", file=sys.stderr)
+        return EXIT_CODES["interrupted"]
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        if args.debug or os.environ.get("HEARTH_DEBUG"):
+            traceback.print_exc()
+        print(f"hearth-loop: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+        return EXIT_CODES["internal"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

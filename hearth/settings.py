@@ -1,0 +1,83 @@
+"""Settings read once, at the edge, from the environment; passed down as values."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hearth.errors import ConfigError
+
+DEFAULT_STATE_DIR = "/var/lib/hearth"
+DEFAULT_CONFIG_DIR = "/etc/hearth"
+DEFAULT_MODEL = "qwen2.5-coder"
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    config_dir: Path
+    ollama_host: str
+    model: str
+    sandbox: str
+    ollama_timeout_s: float = 300.0
+    ollama_backoff_s: float = 0.5
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            state_dir=Path(env.get("HEARTH_STATE_DIR") or DEFAULT_STATE_DIR),
+            config_dir=Path(env.get("HEARTH_CONFIG_DIR") or DEFAULT_CONFIG_DIR),
+            ollama_host=env.get("OLLAMA_HOST") or "127.0.0.1:11434",
+            model=env.get("HEARTH_MODEL") or DEFAULT_MODEL,
+            sandbox=env.get("HEARTH_SANDBOX") or "auto",
+            ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
+            ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+        )
+
+    @property
+    def audit_path(self) -> Path:
+        return self.state_dir / "audit.db"
+
+    @property
+    def runs_state_dir(self) -> Path:
+        return self.state_dir / "state"
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.state_dir / "agents"
+
+    def writable_state_dir(self) -> Path:
+        """The state directory, created if needed; a ConfigError naming HEARTH_STATE_DIR if unusable."""
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            probe_writable(self.state_dir)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(
+                f"cannot write to the state directory {self.state_dir}: {reason}; "
+                "set HEARTH_STATE_DIR to a directory you can write"
+            ) from None
+        return self.state_dir
+
+
+def probe_writable(directory: Path) -> None:
+    """Raise OSError unless a file can really be created in `directory` (root ignores modes)."""
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+        pass
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value

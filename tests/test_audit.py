@@ -1,0 +1,76 @@
+"""The audit store on real SQLite files: migrations, caps, concurrent writers, plain readability."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from hearth.audit import ARGUMENTS_CAP, OUTPUT_CAP, AuditStore, RunRecord
+from hearth.audit_migrations import MIGRATIONS
+
+
+def record(run_id: str = "r1") -> RunRecord:
+    return RunRecord(id=run_id, agent_name="a", model="m", goal="g", mode="auto")
+
+
+def test_migrations_apply_once_and_are_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    AuditStore(path).close()
+    AuditStore(path).close()
+    names = [r[0] for r in sqlite3.connect(path).execute("select name from _migrations")]
+    assert names == [m.__name__ for m in MIGRATIONS]
+
+
+def test_the_database_is_in_wal_mode_and_plain_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    with AuditStore(path) as audit:
+        audit.start_run(record())
+    assert sqlite3.connect(path).execute("pragma journal_mode").fetchone()[0] == "wal"
+    assert sqlite_utils.Database(path)["runs"].count == 1
+
+
+def test_steps_are_numbered_and_big_arguments_and_outputs_are_capped(tmp_path: Path) -> None:
+    with AuditStore(tmp_path / "audit.db") as audit:
+        audit.start_run(record())
+        audit.record_step("r1", "tool", tool="write_file", arguments={"content": "x" * 50_000}, output="y" * 50_000)
+        audit.record_step("r1", "model", output="fine")
+        first, second = audit.steps("r1")
+    assert (first["seq"], second["seq"]) == (1, 2)
+    assert len(first["arguments"]) < ARGUMENTS_CAP + 100 and "characters not stored" in first["arguments"]
+    assert len(first["output"]) < OUTPUT_CAP + 100
+
+
+def test_a_run_is_found_by_a_unique_prefix_only(tmp_path: Path) -> None:
+    with AuditStore(tmp_path / "audit.db") as audit:
+        audit.start_run(record("20260101T000000-aaaaaa"))
+        audit.start_run(record("20260101T000000-aabbbb"))
+        assert audit.find_run("20260101T000000-aab")["id"] == "20260101T000000-aabbbb"
+        assert audit.find_run("20260101T000000-aa") is None
+        assert audit.find_run("2026010_") is None  # '_' is not a wildcard
+
+
+def _writer(path: str, run_id: str, count: int) -> None:
+    with AuditStore(path) as audit:
+        audit.start_run(record(run_id))
+        for i in range(count):
+            audit.record_step(run_id, "tool", tool="list_files", output=str(i))
+        audit.finish_run(run_id, status="done")
+
+
+def test_concurrent_processes_write_their_runs_without_losing_a_step(tmp_path: Path) -> None:
+    path = str(tmp_path / "audit.db")
+    AuditStore(path).close()
+    procs = [multiprocessing.Process(target=_writer, args=(path, f"run{i}", 50)) for i in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    conn = sqlite3.connect(path)
+    assert conn.execute("select count(*) from steps").fetchone()[0] == 300
+    assert conn.execute("select count(*) from runs where status = 'done'").fetchone()[0] == 6
+    per_run = conn.execute("select run_id, max(seq), count(*) from steps group by run_id").fetchall()
+    assert all(top == n == 50 for _, top, n in per_run)

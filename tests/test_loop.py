@@ -1,0 +1,183 @@
+"""The loop against the real client and a real local /api/chat server: what is sent, what comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.hearth_tools import call_tool, visible_tools
+from agent.loop import MAX_UNPARSEABLE, Loop, Outcome, ToolBox
+from agent.ollama_client import OllamaClient
+from agent.parsing import ToolCall
+from agent.prompt import render_system_prompt
+from agent.sandbox import SandboxPolicy
+from agent.services import RunServices
+from agent.workspace import Workspace
+from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    root = tmp_path / "ws"
+    root.mkdir()
+    with Workspace(root, services=RunServices(sandbox=SandboxPolicy(hide=(str(tmp_path / "state"),)))) as handle:
+        yield handle
+
+
+def run_loop(fake: FakeOllama, ws: Workspace, goal: str = "do the thing", *, mode: str = "bypass",
+             max_iters: int = 12, events: list[Any] | None = None) -> tuple[Loop, Outcome]:
+    tools = visible_tools(None, mode)
+    schemas = [t.schema() for t in tools]
+
+    def run(call: ToolCall) -> Any:
+        return call_tool(call.name, call.arguments, ws, mode=mode)
+
+    client = OllamaClient("qwen2.5-coder", fake.url, sleep=lambda s: None)
+    loop = Loop(client, ToolBox(schemas, run), system_prompt=render_system_prompt("tester", schemas),
+                max_iters=max_iters, on_event=(events.append if events is not None else lambda e: None))
+    return loop, loop.run(goal)
+
+
+def assert_roles_legal(messages: list[dict[str, Any]]) -> None:
+    assert [m["role"] for m in messages[:2]] == ["system", "user"]
+    for prev, cur in zip(messages, messages[1:]):
+        assert not (prev["role"] == cur["role"] and cur["role"] in ("user", "assistant", "system"))
+        if cur["role"] == "tool":
+            assert prev["role"] == "tool" or (prev["role"] == "assistant" and prev.get("tool_calls"))
+        if prev["role"] == "assistant" and prev.get("tool_calls"):
+            assert cur["role"] == "tool"
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            following = messages[i + 1 : i + 1 + len(m["tool_calls"])]
+            assert [f["role"] for f in following] == ["tool"] * len(m["tool_calls"])
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+MIXED_SCRIPT = [
+    tool_call("write_file", {"path": "a.txt", "content": "alpha\n"}),
+    {"content": 'Now reading.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'},
+    {"content": "<tool_call>{'name': 'read_file', 'arguments': {'path': </tool_call>"},
+    tool_call("Read-File", {"path": "missing.txt"}),
+    {"content": "", "tool_calls": [
+        {"function": {"name": "list_files", "arguments": {}}},
+        {"function": {"name": "reed_file", "arguments": {"path": "a.txt"}}},
+    ]},
+    final_answer("Wrote a.txt and read it back."),
+]
+
+
+def test_every_request_keeps_the_system_prompt_roles_and_prefix(ws: Workspace) -> None:
+    with FakeOllama(list(MIXED_SCRIPT)) as fake:
+        loop, outcome = run_loop(fake, ws)
+    assert outcome.status == "done" and outcome.summary == "Wrote a.txt and read it back."
+    requests = fake.requests
+    assert len(requests) == 6
+    assert len({r["messages"][0]["content"] for r in requests}) == 1
+    for earlier, later in zip(requests, requests[1:]):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+    for request in requests:
+        assert_roles_legal(request["messages"])
+    assert_roles_legal(loop.messages)
+
+
+def test_text_calls_and_repaired_names_run_and_unknown_names_get_a_suggestion(ws: Workspace) -> None:
+    with FakeOllama(list(MIXED_SCRIPT)) as fake:
+        run_loop(fake, ws)
+    results = tool_results(fake.requests[-1])
+    assert results[0] == "wrote 6 bytes to a.txt"
+    assert results[1] == "alpha\n"
+    assert results[2].startswith("Error: file not found: missing.txt")  # Read-File -> read_file
+    assert "Hint:" in results[2]
+    assert results[4].startswith("Error: no tool named 'reed_file'; did you mean read_file?")
+
+
+def test_an_unparseable_call_gets_a_nudge_as_a_user_message(ws: Workspace) -> None:
+    with FakeOllama(list(MIXED_SCRIPT)) as fake:
+        run_loop(fake, ws)
+    nudge = fake.requests[3]["messages"][-1]
+    assert nudge["role"] == "user"
+    assert "could not be parsed" in nudge["content"]
+
+
+def test_consecutive_unparseable_replies_are_capped(ws: Workspace) -> None:
+    broken = {"content": '{"name": "write_file", "arguments": {"path": "x.py", "content": "import os\\nprint('}
+    with FakeOllama([broken] * 5) as fake:
+        _, outcome = run_loop(fake, ws)
+    assert outcome.status == "failed"
+    assert f"{MAX_UNPARSEABLE} unusable replies in a row" in outcome.error
+    assert len(fake.requests) == MAX_UNPARSEABLE
+    assert not (ws.root / "x.py").exists()
+
+
+def test_the_same_failing_call_twice_gets_a_stronger_nudge(ws: Workspace) -> None:
+    same = tool_call("read_file", {"path": "nope.txt"})
+    with FakeOllama([same, same, final_answer("gave up")]) as fake:
+        run_loop(fake, ws)
+    first, second = tool_results(fake.requests[-1])
+    assert "Do not repeat it" not in first
+    assert "You made exactly this call before" in second
+
+
+def test_a_missing_python_module_earns_an_actionable_hint(ws: Workspace) -> None:
+    script = [tool_call("run_command", {"command": "python3 -c 'import yaml_not_here'"}), final_answer("ok")]
+    with FakeOllama(script) as fake:
+        run_loop(fake, ws)
+    result = tool_results(fake.requests[-1])[0]
+    assert "No module named 'yaml_not_here'" in result
+    assert "Hint: the Python module 'yaml_not_here' is not installed" in result
+
+
+def test_the_iteration_cap_ends_the_run_with_a_summary_of_what_was_done(ws: Workspace) -> None:
+    with FakeOllama([tool_call("list_files", {"path": "."})], repeat_last=True) as fake:
+        _, outcome = run_loop(fake, ws, max_iters=4)
+    assert outcome.status == "iteration_limit"
+    assert outcome.iterations == 4
+    assert len(fake.requests) == 4
+    assert "limit of 4 iterations" in outcome.summary
+    assert outcome.summary.count("list_files(path='.') -> ok") == 4
+
+
+def test_token_counts_are_summed_over_the_run(ws: Workspace) -> None:
+    with FakeOllama([tool_call("list_files", {}), final_answer("done")], tokens=(100, 7)) as fake:
+        _, outcome = run_loop(fake, ws)
+    assert (outcome.tokens_in, outcome.tokens_out, outcome.iterations) == (200, 14, 2)
+
+
+def test_a_model_server_that_keeps_failing_ends_as_model_unavailable(ws: Workspace) -> None:
+    with FakeOllama([Raw(500, '{"error": "boom"}')] * 10) as fake:
+        _, outcome = run_loop(fake, ws)
+    assert outcome.status == "model_unavailable"
+    assert "HTTP 500" in outcome.error
+
+
+def test_a_garbage_reply_ends_the_run_as_failed_with_the_reason(ws: Workspace) -> None:
+    with FakeOllama([Raw(200, "not json at all", "text/plain")]) as fake:
+        _, outcome = run_loop(fake, ws)
+    assert outcome.status == "failed"
+    assert "not JSON" in outcome.error
+
+
+def test_plan_mode_shows_only_safe_tools_and_denies_a_text_call_to_an_edit_tool(ws: Workspace) -> None:
+    script = [{"content": '{"name": "write_file", "arguments": {"path": "p.txt", "content": "x"}}'},
+              final_answer("planned")]
+    with FakeOllama(script) as fake:
+        run_loop(fake, ws, mode="plan")
+    shown = {t["function"]["name"] for t in fake.requests[0]["tools"]}
+    assert "write_file" not in shown and "run_command" not in shown and "read_file" in shown
+    assert tool_results(fake.requests[-1])[0].startswith("Error: no tool named 'write_file'") or \
+        tool_results(fake.requests[-1])[0].startswith("Denied:")
+    assert not (ws.root / "p.txt").exists()
+
+
+def test_events_cover_each_model_turn_and_tool_call(ws: Workspace) -> None:
+    events: list[Any] = []
+    with FakeOllama([tool_call("list_files", {}), final_answer("done")]) as fake:
+        run_loop(fake, ws, events=events)
+    kinds = [e.kind for e in events]
+    assert kinds == ["run_started", "thinking", "model", "tool_started", "tool", "thinking", "model", "run_finished"]
