@@ -274,7 +274,7 @@ in
         "d ${cfg.stateDir}/agents 0700 hearth hearth - -"
         "d ${cfg.stateDir}/state 0750 hearth hearth - -"
         "d ${cfg.stateDir}/credentials 0700 hearth hearth - -"
-      ] ++ lib.optional (cfg.configRepo != null) "d ${cfg.stateDir}/evolve 0700 hearth hearth - -";
+      ];
 
       environment.etc = agentFiles // {
         # host bindings only; the secrets themselves never leave their files

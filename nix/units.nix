@@ -114,7 +114,7 @@ let
       TemporaryFileSystem = [ "${stateDir}/agents:ro" ];
       BindPaths = [ "${stateDir}/agents/%i" ];
       # the credential store is for the operator's tools; a run gets only LoadCredential= below
-      InaccessiblePaths = [ "-${stateDir}/credentials" "-${stateDir}/evolve" ];
+      InaccessiblePaths = [ "-${stateDir}/credentials" ];
       # the run talks to Ollama (and to the web when its manifest grants it) over TCP/IP
       RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
       SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
@@ -127,7 +127,8 @@ let
       TimeoutStopSec = 30;
     } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations
       // optionalAttrs (cfg.configRepo != null) {
-      # self-evolution adds a proposal branch and a scratch worktree to the config repository
+      # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
+      # workspace) in the config repository's git data; hearth runs git there with hooks off
       ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
     };
   };
@@ -140,7 +141,7 @@ let
       ExecStart = "${bin.hearth} spawn";
       # claims and rejects requests (renames inside the queue) and records rejections in the audit
       ReadWritePaths = [ stateDir ];
-      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" "-${stateDir}/evolve" ];
+      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
       MemoryMax = "256M";
       TasksMax = 16;
       TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
@@ -154,7 +155,7 @@ let
       Type = "oneshot";
       ExecStart = "${bin.hearthLoop} --self-test";
       ReadWritePaths = [ stateDir ];
-      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" "-${stateDir}/evolve" ];
+      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
       SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
       MemoryMax = "1G";
       TasksMax = 64;
