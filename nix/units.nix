@@ -16,7 +16,7 @@
 # bwrapRelaxations) for hiding paths from commands rather than only making them unwritable.
 { cfg, bin, script, ollamaLocal ? false }:
 let
-  inherit (builtins) attrNames concatStringsSep filter listToAttrs mapAttrs replaceStrings;
+  inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
   stateDir = cfg.stateDir;
   configDir = "/etc/hearth";
   # the part of stateDir below /var/lib, for StateDirectory= (the module asserts the prefix)

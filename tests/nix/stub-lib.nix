@@ -8,7 +8,7 @@
 # the real module system runs in /work/shared/tools/nix-eval (nix flake check, NixOS 24.11).
 let
   inherit (builtins) all attrNames concatStringsSep elem foldl' genList isAttrs isBool isFunction
-    isInt isList isPath isString length listToAttrs mapAttrs substring stringLength toJSON typeOf;
+    isInt isList isPath isString length mapAttrs substring stringLength toJSON typeOf;
 
   show = v: if isAttrs v || isList v then typeOf v else toJSON v;
   mkType = name: check: {
