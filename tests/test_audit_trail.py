@@ -29,7 +29,9 @@ ATTACKS = [
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
     # not under /tmp: bwrap mounts a private /tmp, which would hide the audit for the wrong reason
-    path = Path(tempfile.mkdtemp(prefix="hearth-audit-trail-", dir="/var/tmp"))
+    # (a Nix build's TMPDIR is /build, which is fine; a usual one is /tmp, hence /var/tmp)
+    base = tempfile.gettempdir()
+    path = Path(tempfile.mkdtemp(prefix="hearth-audit-trail-", dir="/var/tmp" if base.startswith("/tmp") else base))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
