@@ -7,6 +7,7 @@ The workspace carries one of these (`Workspace.services`), so a tool stays a fun
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent.sandbox import SandboxPolicy
 
@@ -15,3 +16,10 @@ from agent.sandbox import SandboxPolicy
 class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
+    # the self-knowledge tools (agent/tools/selfknow.py): the config repository they may read and
+    # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
+    # point it at a fake NixOS tree) and how long nix_check may take
+    config_repo: Path | None = None
+    ollama_host: str = ""
+    host_root: Path = Path("/")
+    nix_check_timeout_s: int = 600

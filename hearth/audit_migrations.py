@@ -35,6 +35,20 @@ def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
     db["steps"].create_index(["run_id", "seq"], unique=True)
 
 
+def m040_proposals(db: sqlite_utils.Database) -> None:
+    """Self-evolution proposals (hearth/evolve.py): one row per `hearth evolve`, keyed by its run id."""
+    db["proposals"].create(
+        {
+            "id": str, "goal": str, "repo": str, "branch": str, "base_commit": str, "status": str,
+            "run_status": str, "head_commit": str, "check_passed": int, "check_log": str, "diff": str,
+            "diffstat": str, "security_flag": int, "security_reasons": str, "created_at": str,
+        },
+        pk="id",
+    )
+    db["proposals"].create_index(["created_at"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
+    m040_proposals,
 ]

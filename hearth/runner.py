@@ -58,6 +58,7 @@ class GoalRequest:
     network: bool = False
     timeout_s: float | None = None
     num_ctx: int = 8192
+    config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -118,7 +119,8 @@ def run_goal(
         state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
         recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out)
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
-                                                     hide=(str(state_dir),)))
+                                                     hide=(str(state_dir),)),
+                               config_repo=request.config_repo, ollama_host=settings.ollama_host)
         client = model or _client(request, settings)
         with Workspace(root, services=services) as ws:
             loop = _build_loop(request, ws, client, approve, recorder)
