@@ -30,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import ssl
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ class NetGuard:
     connector: Connector | None = None  # None: webclient's default, a plain TCP connection
     egress: tuple[str, ...] = ()  # host patterns this run may reach; empty: any public host
     private_hosts: frozenset[str] = field(default_factory=frozenset)  # operator-named LAN hosts
+    ssl_context: ssl.SSLContext | None = None  # None: the default CA bundle (an operator may add a LAN CA)
 
     def __post_init__(self) -> None:
         self.egress = tuple(normalize_pattern(p) for p in self.egress)

@@ -116,7 +116,7 @@ def _resolve_credentials(headers: dict[str, str], host: str, lookup: CredentialL
 def _send(guard: NetGuard, target: Target, method: str, headers: dict[str, str], body: bytes | None,
           deadline: float, timeout_s: float, caps: tuple[int, int]) -> Reply:
     sent = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", **headers}
-    transport = PinnedTransport(target, guard.connector or plain_connector)
+    transport = PinnedTransport(target, guard.connector or plain_connector, guard.ssl_context or _ssl_context())
     timeout = httpx.Timeout(max(0.05, min(timeout_s, deadline - time.monotonic())))
     try:
         with httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client:
@@ -213,8 +213,9 @@ class _PinnedBackend(httpcore.NetworkBackend):
 class PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool whose backend is pinned to one checked target."""
 
-    def __init__(self, target: Target, connector: Callable[[str, int, float | None], Any]) -> None:
-        self._pool = httpcore.ConnectionPool(ssl_context=_ssl_context(), max_connections=1,
+    def __init__(self, target: Target, connector: Callable[[str, int, float | None], Any],
+                 ssl_context: ssl.SSLContext) -> None:
+        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, max_connections=1,
                                              network_backend=_PinnedBackend(target, connector))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -47,10 +48,12 @@ Route = Answer | Callable[[Seen], Answer]
 class Web:
     """An HTTP server on 127.0.0.1:0 with scripted routes; records every request it receives."""
 
-    def __init__(self, routes: dict[str, Route] | None = None) -> None:
+    def __init__(self, routes: dict[str, Route] | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, Route] = dict(routes or {})
         self.seen: list[Seen] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        if tls is not None:  # the handshake runs at accept(); a failed one is dropped by socketserver
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
 
