@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,19 @@ def servers() -> Any:
     elsewhere.close()
 
 
-def test_credential_values_never_reach_the_model_audit_state_workspace_kb_or_logs(
-        state_dir: Path, tmp_path: Path, servers: tuple[Web, Web], monkeypatch: pytest.MonkeyPatch) -> None:
+@dataclass
+class Evidence:
+    """What one canary run left behind: every stored file, the log, the model's requests."""
+
+    run_id: str
+    status: str
+    files: dict[str, bytes]
+    log: str
+    shown: str
+    model_requests: str
+
+
+def set_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     systemd = tmp_path / "systemd-creds"
     systemd.mkdir()
     (systemd / "SYS_TOKEN").write_text(SYSTEMD_CANARY)
@@ -73,11 +85,8 @@ def test_credential_values_never_reach_the_model_audit_state_workspace_kb_or_log
     assert run_cli_input(["creds", "set", "SYS_TOKEN", "--host", "api.test", "--systemd"], "").returncode == 0
     assert run_cli_input(["creds", "set", "UNLISTED", "--host", "api.test"], "unlisted-value-1234").returncode == 0
 
-    api, elsewhere = servers
-    net = TestNet()
-    net.host("api.test", api)
-    net.host("elsewhere.test", elsewhere)
 
+def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidence:
     keep_wal: list[sqlite3.Connection] = []
 
     def configure(services: RunServices) -> None:
@@ -87,36 +96,43 @@ def test_credential_values_never_reach_the_model_audit_state_workspace_kb_or_log
             keep_wal[-1].execute("select count(*) from sqlite_master").fetchall()
 
     log = io.StringIO()
-    workspace = tmp_path / "ws"
     with FakeOllama(script()) as fake:
         settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
         request = GoalRequest(goal="call the echo API", model="qwen2.5-coder", mode="bypass",
                               workspace=workspace, credentials=["STORE_TOKEN", "SYS_TOKEN"])
         run_id, outcome = run_goal(request, settings, json_lines=True, out=log, configure_services=configure)
         shown = run_cli("hearth", "show", run_id, "--json").stdout
-        stored_files = scan(state_dir, workspace)
-        for conn in keep_wal:
-            conn.close()
+        files = scan(state_dir, workspace)
+    for conn in keep_wal:
+        conn.close()
+    return Evidence(run_id, outcome.status, files, log.getvalue(), shown, json.dumps(fake.requests))
 
-    assert outcome.status == "done", outcome.error
-    # the values did go out, to the bound host only
+
+def test_credential_values_never_reach_the_model_audit_state_workspace_kb_or_logs(
+        state_dir: Path, tmp_path: Path, servers: tuple[Web, Web], monkeypatch: pytest.MonkeyPatch) -> None:
+    set_credentials(tmp_path, monkeypatch)
+    api, elsewhere = servers
+    net = TestNet()
+    net.host("api.test", api)
+    net.host("elsewhere.test", elsewhere)
+    run = run_with_canaries(state_dir, tmp_path / "ws", net)
+    assert run.status == "done"
+    # the values did go out, to the bound host only (elsewhere saw the redirect, not the direct call)
     assert api.seen[0].headers["authorization"] == f"Bearer {STORE_CANARY}"
     assert api.seen[0].headers["x-sys"] == SYSTEMD_CANARY
-    assert all(STORE_CANARY not in json.dumps(s.headers) for s in elsewhere.seen) and len(elsewhere.seen) == 1  # the redirect only
+    assert len(elsewhere.seen) == 1 and STORE_CANARY not in json.dumps(elsewhere.seen[0].headers)
     # ... and came back only redacted
-    sent_to_model = json.dumps(fake.requests)
-    assert "Bearer [redacted:STORE_TOKEN]" in sent_to_model and "[redacted:SYS_TOKEN]" in sent_to_model
-    assert "may not be sent to elsewhere.test" in sent_to_model
-    assert "'UNLISTED' is not listed for this run" in sent_to_model
-    assert "credential name 'bad$name' is not valid" in sent_to_model
-    assert "[redacted:STORE_TOKEN]" in (workspace / "seen.txt").read_text()
-    names = {Path(p).name: data for p, data in stored_files.items()}
-    assert {"audit.db-wal", "knowledge.db-wal", f"{run_id}.json"} <= set(names)
+    assert "Bearer [redacted:STORE_TOKEN]" in run.model_requests and "[redacted:SYS_TOKEN]" in run.model_requests
+    assert "may not be sent to elsewhere.test" in run.model_requests
+    assert "'UNLISTED' is not listed for this run" in run.model_requests
+    assert "credential name 'bad$name' is not valid" in run.model_requests
+    assert "[redacted:STORE_TOKEN]" in (tmp_path / "ws" / "seen.txt").read_text()
+    names = {Path(p).name: data for p, data in run.files.items()}
+    assert {"audit.db-wal", "knowledge.db-wal", f"{run.run_id}.json", "seen.txt"} <= set(names)
     assert b"[redacted:STORE_TOKEN]" in names["audit.db-wal"] + names["audit.db"]  # the scan reads real rows
     for canary in (STORE_CANARY, SYSTEMD_CANARY, "unlisted-value-1234"):
-        assert canary not in sent_to_model
-        assert canary not in log.getvalue() and canary not in shown
-        for path, data in stored_files.items():
+        assert canary not in run.model_requests and canary not in run.log and canary not in run.shown
+        for path, data in run.files.items():
             assert canary.encode() not in data, f"{canary} found in {path}"
 
 

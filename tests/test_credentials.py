@@ -146,3 +146,13 @@ def test_a_child_process_sees_no_credential_value_directory_or_store(tmp_path: P
         pytest.skip(f"no command sandbox here: {exc}")
     assert "done" in result.output
     assert VALUE not in result.output and "CREDENTIALS_DIRECTORY" not in result.output
+
+
+def test_a_run_with_an_unset_credential_or_a_bad_egress_entry_is_rejected_and_recorded(state_dir: Path) -> None:
+    for args, message in [(["--credential", "NOPE"], "'NOPE' listed for this run is not set"),
+                          (["--credential", "a b"], "is not valid"),
+                          (["--egress", "bad host"], "bad egress entry")]:
+        proc = run_cli("hearth-loop", "--ollama-host", "127.0.0.1:9", *args, "do it")
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    runs = json.loads(run_cli("hearth", "runs", "--json").stdout)
+    assert [r["status"] for r in runs] == ["rejected"] * 3
