@@ -21,7 +21,9 @@ guard checks exactly what it checks in production; only the last hop of the sock
 Errors (one line each)::
 
     NetError              a network tool could not do what was asked
-    ├── NetRefused        the guard refused: scheme, address, egress list, redirects, credentials
+    ├── NetRefused        the guard refused: scheme, address, egress list, redirects
+    │   └── CredentialRefused   a cred:NAME that may not be used: odd, unlisted or unknown name,
+    │                           another host (raised by the appliance's resolver)
     └── FetchFailed       the request was allowed but failed: DNS, connect, timeout, size, type
 """
 

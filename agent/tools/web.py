@@ -23,6 +23,7 @@ MAX_REQUEST_BODY = 1_000_000
 MAX_SEARCH_RESULTS = 20
 SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "www-authenticate")
 SEARCH_PROVIDER_HOST = "duckduckgo.com"
+MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
 def guard_of(ws: Workspace) -> NetGuard:
@@ -58,9 +59,11 @@ def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
     page = fetch_page(args, ws)
     title = " ".join((args.get("title") or page.title or page.url).split())[:200]
     text = ws.services.redact(page.text)
+    cut = f"; cut at {MAX_KB_PAGE} of {len(text)} characters" if len(text) > MAX_KB_PAGE else ""
+    text = text[:MAX_KB_PAGE]
     stored = store.add(text, title=title, source=page.url, scope=scope_arg(args, ws, "global"), kind="web")
     verb = "already stored, unchanged" if stored.unchanged else f"stored ({stored.added} chunks added, {stored.kept} kept)"
-    return f"{verb}: document #{stored.doc_id} {title!r} from {page.url}, {len(text)} characters"
+    return f"{verb}: document #{stored.doc_id} {title!r} from {page.url}, {len(text)} characters{cut}"
 
 
 def http_request(args: dict[str, Any], ws: Workspace) -> str:
