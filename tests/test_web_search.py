@@ -73,8 +73,8 @@ def test_bad_arguments_are_refused_before_searching(tmp_path: Path) -> None:
 def test_an_egress_list_without_the_provider_refuses_search_and_with_it_pins_duckduckgo(tmp_path: Path) -> None:
     backend = Backend(RESULTS)
     ok, out = search(tmp_path, backend, NetGuard(egress=("api.github.com",)))
-    assert not ok and "add duckduckgo.com to it" in out and backend.calls == []
-    assert search(tmp_path, backend, NetGuard(egress=("duckduckgo.com",)))[0]
+    assert not ok and "allow html.duckduckgo.com" in out and backend.calls == []
+    assert search(tmp_path, backend, NetGuard(egress=("*.duckduckgo.com",)))[0]
     assert backend.calls[-1][1]["backend"] == "duckduckgo"
 
 

@@ -1,9 +1,8 @@
-"""Web tools: web_fetch, web_search, http_request, fetch_to_kb.
+"""Web tools: web_fetch, http_request, fetch_to_kb (web_search lives in agent/tools/search.py).
 
 Every URL goes through the run's NetGuard (`ws.services.net`) via `agent.webclient`; credentials
 are resolved by name (`cred:NAME` in a header value) through `ws.services.credentials` at send
-time, and every result passes the run's redactor in `call_tool`. `ddgs` is imported only when a
-search runs, and a test injects a backend with ddgs' `text()` instead.
+time, and every result passes the run's redactor in `call_tool`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import json
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.netguard import NetError, NetGuard, NetRefused
+from agent.netguard import NetError, NetGuard
 from agent.readable import Page, readable
 from agent.tools.knowledge import scope_arg, store_of
 from agent.webclient import TIMEOUT_S, Reply, request
@@ -20,9 +19,7 @@ from agent.workspace import Workspace
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000
-MAX_SEARCH_RESULTS = 20
 SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "www-authenticate")
-SEARCH_PROVIDER_HOST = "duckduckgo.com"
 MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
@@ -131,57 +128,6 @@ def describe_reply(reply: Reply, method: str) -> str:
     return "\n".join(lines + ["", body])
 
 
-def web_search(args: dict[str, Any], ws: Workspace) -> str:
-    query = " ".join(args["query"].split())
-    if not query:
-        raise ToolFailed("query is empty")
-    limit = args.get("max_results", 5)
-    if not 1 <= limit <= MAX_SEARCH_RESULTS:
-        raise ToolFailed(f"max_results must be between 1 and {MAX_SEARCH_RESULTS}, got {limit}")
-    backend_name = _search_egress(ws)
-    results = run_search(ws.services.search_backend, query, limit, backend_name)
-    if not results:
-        return f"no results for {query!r}"
-    return "\n\n".join(f"{n}. {r.get('title') or '(no title)'}\n   {r.get('href') or r.get('url') or ''}\n   "
-                       f"{' '.join(str(r.get('body') or '').split())}" for n, r in enumerate(results[:limit], 1))
-
-
-def _search_egress(ws: Workspace) -> str:
-    """ddgs picks its providers itself: with an egress allow list, only DuckDuckGo, and only if listed."""
-    guard = guard_of(ws)
-    if not guard.egress:
-        return "auto"
-    try:
-        guard.check_host(SEARCH_PROVIDER_HOST)
-    except NetRefused as exc:
-        raise ToolFailed(f"web_search {exc}; add {SEARCH_PROVIDER_HOST} to it to search") from None
-    return "duckduckgo"
-
-
-def run_search(backend: Any, query: str, limit: int, backend_name: str) -> list[dict[str, Any]]:
-    """Call ddgs (or the injected backend) and turn its failures into one-line tool errors."""
-    from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
-
-    try:
-        engine = backend if backend is not None else _ddgs()
-        return list(engine.text(query, max_results=limit, backend=backend_name))
-    except RatelimitException:
-        raise ToolFailed("web_search was rate-limited by the search provider; wait a while before searching "
-                         "again, or fetch a known URL with web_fetch") from None
-    except TimeoutException:
-        raise ToolFailed(f"web_search timed out for {query!r}; try again or use fewer words") from None
-    except DDGSException as exc:
-        if "no results" in str(exc).lower():
-            return []
-        raise ToolFailed(f"web_search failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
-
-
-def _ddgs() -> Any:
-    from ddgs import DDGS  # slow to import: only when a search runs
-
-    return DDGS(timeout=int(TIMEOUT_S))
-
-
 _URL = {"type": "string", "description": "An http or https URL."}
 _TIMEOUT = {"type": "integer", "description": "Seconds for the whole request, 1 to 120 (default 20)."}
 
@@ -190,13 +136,6 @@ register(Tool(
     description="Fetch a web page (or text/JSON) and return its readable text.",
     params={"url": _URL, "timeout_s": _TIMEOUT},
     required=("url",), fn=web_fetch, risk="dangerous",
-))
-register(Tool(
-    name="web_search",
-    description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
-    params={"query": {"type": "string", "description": "The search words."},
-            "max_results": {"type": "integer", "description": "1 to 20 (default 5)."}},
-    required=("query",), fn=web_search, risk="dangerous",
 ))
 register(Tool(
     name="http_request",
