@@ -19,6 +19,7 @@ from agent.knowledge import KnowledgeStore, document_hash
 from agent.workspace import Entry, PathRefused, Workspace
 
 MAX_FILE_BYTES = 1_000_000
+MAX_FILES = 20_000  # per call; past it the index stops, and keeps what it had for files not reached
 BATCH = 200  # files per write transaction: other runs' writes wait at most this long
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox",
@@ -36,15 +37,17 @@ class IndexReport:
     chunks_added: int = 0
     chunks_removed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    stopped: bool = False  # MAX_FILES reached: nothing was removed, files past it were not looked at
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def summary(self, where: str) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
+        stopped = f"; stopped at {MAX_FILES} files (index a subdirectory or pass a glob)" if self.stopped else ""
         return (f"indexed {where}: {self.files} text files ({self.new} new, {self.changed} changed, "
                 f"{self.unchanged} unchanged), {self.removed} removed; chunks {self.chunks_added} added, "
-                f"{self.chunks_removed} removed; skipped: {skipped}")
+                f"{self.chunks_removed} removed; skipped: {skipped}{stopped}")
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -106,6 +109,9 @@ def index_directory(store: KnowledgeStore, ws: Workspace, path: str, *, glob: st
         inside = rel if top == "." else posixpath.relpath(rel, top)
         if matcher and not matcher.match(inside):
             continue
+        if report.files >= MAX_FILES:
+            report.stopped = True
+            break
         item = _read(ws, rel, report)
         if item is None:
             continue
@@ -118,7 +124,7 @@ def index_directory(store: KnowledgeStore, ws: Workspace, path: str, *, glob: st
         batch.append((source, rel, item))
         if len(batch) >= BATCH:
             _store(store, batch, known, collection, scope, report)
-    _store(store, batch, known, collection, scope, report, gone=set(known) - seen)
+    _store(store, batch, known, collection, scope, report, gone=set() if report.stopped else set(known) - seen)
     return report
 
 

@@ -186,3 +186,15 @@ def test_plan_mode_searches_but_does_not_store(tmp_path: Path, store: KnowledgeS
     assert call_tool("kb_search", {"query": "x"}, ws, mode="plan").ok
     assert call_tool("recall", {"query": "x"}, ws, mode="plan").ok
     assert call_tool("remember", {"lesson": "x"}, ws, mode="plan").verdict == "denied"
+
+
+def test_an_index_that_stops_at_the_file_cap_removes_nothing(tmp_path: Path, store: KnowledgeStore,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = ws_for(tmp_path, store)
+    for n in range(5):
+        (ws.root / f"f{n}.txt").write_text(f"file number {n}")
+    tool(ws, "index_dir")
+    monkeypatch.setattr("agent.indexing.MAX_FILES", 2)
+    out = tool(ws, "index_dir")
+    assert "stopped at 2 files" in out and "0 removed" in out
+    assert len(store.documents()) == 5
