@@ -7,20 +7,24 @@ import sys
 from typing import Any, TextIO
 
 from agent.loop import Event
+from agent.redaction import Redactor
 from hearth.audit import AuditStore
 from hearth.state import StateFile
 
 
 class Recorder:
     def __init__(self, audit: AuditStore, state: StateFile, run_id: str, *,
-                 json_lines: bool = False, out: TextIO = sys.stdout) -> None:
+                 json_lines: bool = False, out: TextIO = sys.stdout, redactor: Redactor | None = None) -> None:
         self.audit = audit
+        self.redactor = redactor or Redactor()
         self.state = state
         self.run_id = run_id
         self.json_lines = json_lines
         self.out = out
 
     def __call__(self, event: Event) -> None:
+        # the choke point for what is kept and shown: no credential value reaches audit, state or logs
+        event = Event(event.kind, event.iteration, self.redactor.data(event.data))
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler:
             handler(event)
@@ -28,7 +32,7 @@ class Recorder:
 
     def note(self, kind: str, **fields: Any) -> None:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
-        self.audit.record_step(self.run_id, kind, **fields)
+        self.audit.record_step(self.run_id, kind, **self.redactor.data(fields))
 
     def _on_run_started(self, event: Event) -> None:
         self.state.update("starting", "run started", 0)

@@ -20,12 +20,14 @@ from agent.ollama_client import ChatModel, OllamaClient
 from agent.parsing import ToolCall
 from agent.policy import MODES, Approver
 from agent.prompt import render_system_prompt
+from agent.redaction import Redactor
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
-from agent.services import RunServices
 from agent.workspace import Workspace
 from hearth.audit import AuditStore, RunRecord, new_run_id
+from hearth.credentials import check_run_credentials
 from hearth.errors import UsageError
 from hearth.recorder import Recorder
+from hearth.runservices import ServicesHook, check_egress, credential_store, load_redactor, recall_preface, run_services
 from hearth.settings import Settings, probe_writable
 from hearth.state import StateFile
 
@@ -60,6 +62,8 @@ class GoalRequest:
     num_ctx: int = 8192
     config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
     extra: dict[str, Any] = field(default_factory=dict)
+    credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
+    egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
 
 
 class Interrupted(BaseException):
@@ -100,13 +104,19 @@ def run_goal(
     json_lines: bool = False,
     out: TextIO = sys.stdout,
     before_loop: Callable[[Loop, Recorder], None] | None = None,
+    configure_services: ServicesHook | None = None,
 ) -> tuple[str, Outcome]:
-    """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded."""
+    """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
+
+    `configure_services` may adjust the run's services before the loop starts (tests inject a
+    resolver and connector into the network guard there).
+    """
     state_dir = settings.writable_state_dir()
     run_id = request.run_id or new_run_id()
+    redactor = load_redactor(settings)
     with AuditStore(settings.audit_path) as audit:
         audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model, goal=request.goal,
+            id=run_id, agent_name=request.agent_name, model=request.model, goal=redactor(request.goal),
             mode=request.mode, source=request.source, requested_by=request.requested_by,
         ))
         try:
@@ -117,16 +127,17 @@ def run_goal(
         sandbox = _sandbox_label(settings.sandbox)
         audit.update_run(run_id, workspace=str(root), sandbox=sandbox)
         state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
-        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out)
-        services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
-                                                     hide=(str(state_dir),)),
-                               config_repo=request.config_repo, ollama_host=settings.ollama_host)
+        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+        sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
         client = model or _client(request, settings)
-        with Workspace(root, services=services) as ws:
+        with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
+            if configure_services:
+                configure_services(services)
             loop = _build_loop(request, ws, client, approve, recorder)
             if before_loop:
                 before_loop(loop, recorder)
-            outcome = _drive(loop, request, audit, run_id, state)
+            context = recall_preface(services, request.goal, settings, recorder)
+            outcome = _drive(loop, request, audit, run_id, state, context, redactor)
         if isinstance(client, OllamaClient) and model is None:
             client.close()
     return run_id, outcome
@@ -136,6 +147,8 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     problem = validate(request)
     if problem:
         raise UsageError(problem)
+    check_egress(request.egress)
+    check_run_credentials(request.credentials, credential_store(settings))
     return prepare_workspace(request.workspace or settings.agents_dir / run_id)
 
 
@@ -165,17 +178,20 @@ def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel,
                 max_iters=request.max_iters, on_event=recorder, deadline=deadline)
 
 
-def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile) -> Outcome:
+def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile,
+           context: str = "", redactor: Redactor | None = None) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
     try:
-        outcome = loop.run(request.goal)
+        outcome = loop.run(request.goal, context=context)
     except (Interrupted, KeyboardInterrupt):
         outcome = loop.outcome
         outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration
         state.update("interrupted", outcome.error, loop.iteration)
     finally:
         _restore_signals(previous)
+    if redactor:
+        outcome.summary, outcome.error = redactor(outcome.summary), redactor(outcome.error)
     audit.finish_run(
         run_id, status=outcome.status, iterations=outcome.iterations, tokens_in=outcome.tokens_in,
         tokens_out=outcome.tokens_out, latency_ms=int(outcome.model_seconds * 1000),
