@@ -114,26 +114,34 @@ def _gate_and_run(
     approve: policy.Approver | None,
 ) -> ToolResult:
     tool = TOOLS.get(name) if isinstance(name, str) else None
-    if tool is None:
+    if tool is None:  # exact names only: a look-alike never runs (the loop repairs names before this)
         return ToolResult(False, _unknown_tool_message(name, allowed), verdict="unknown")
-    checked = validate_arguments(tool, args)
-    if isinstance(checked, str):
-        return ToolResult(False, checked, verdict="invalid")
-    verdict = policy.decide(name, tool.risk, mode, allowed, checked)
+    verdict = policy.decide(name, tool.risk, mode, allowed)  # the manifest and the mode come first
+    if verdict.action != "deny":
+        checked = validate_arguments(tool, args)
+        if isinstance(checked, str):
+            return ToolResult(False, checked, verdict="invalid")
+        verdict = policy.decide(name, tool.risk, mode, allowed, checked, auto_commands=_auto_commands(workspace))
     if verdict.action == "deny":
-        return ToolResult(False, policy.denied_message(name, verdict.reason), verdict="denied")
-    decided: dict[str, Any] = {}
+        return ToolResult(False, policy.denied_message(name, verdict.reason), verdict="denied",
+                          detail={"reason": verdict.reason})
+    decided: dict[str, Any] = {"policy": verdict.reason} if verdict.reason else {}
     if verdict.action == "ask":
         decision = approve(name, checked, verdict.reason) if approve else policy.NO_APPROVER
-        decided = {"decided_by": decision.by, "reason": verdict.reason}
+        decided = {"decided_by": decision.by, "reason": verdict.reason,
+                   **({"approval": decision.ref} if decision.ref else {})}
         if not decision.granted:
             return ToolResult(False, policy.denied_message(name, decision.detail), verdict="denied",
                               detail=decided)
     result = _run(tool, checked, workspace)
-    if decided and result.verdict == "run":
+    if "decided_by" in decided and result.verdict == "run":
         result.verdict = "approved"
     result.detail.update(decided)
     return result
+
+
+def _auto_commands(workspace: Workspace | str | os.PathLike[str]) -> tuple[str, ...]:
+    return tuple(workspace.services.auto_commands) if isinstance(workspace, Workspace) else ()
 
 
 def _run(tool: Tool, args: dict[str, Any], workspace: Workspace | str | os.PathLike[str]) -> ToolResult:
@@ -201,6 +209,8 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
         return _Invalid(f"must be one of {', '.join(map(str, spec['enum']))}, got {value!r}")
     if kind == "string" and "\x00" in value and not spec.get("binary_ok"):
         return _Invalid("contains a NUL byte")
+    if kind == "string" and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
+        return _Invalid(f"is {len(value)} characters long; the limit is {spec['maxLength']}")
     return value
 
 

@@ -15,3 +15,4 @@ from agent.sandbox import SandboxPolicy
 class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
+    auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking (git, ls, pytest)
