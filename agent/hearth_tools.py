@@ -231,7 +231,7 @@ def cap_output(text: str, limit: int = OUTPUT_LIMIT) -> tuple[str, bool]:
 
 def load_builtin_tools() -> None:
     """Import every tool module so its register() calls run."""
-    from agent.tools import command, files  # noqa: F401
+    from agent.tools import command, edit, files, search  # noqa: F401
 
 
 load_builtin_tools()
