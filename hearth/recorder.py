@@ -19,8 +19,10 @@ class Recorder:
         self.run_id = run_id
         self.json_lines = json_lines
         self.out = out
+        self.iteration = 0  # the loop's current iteration, for records made between its events
 
     def __call__(self, event: Event) -> None:
+        self.iteration = event.iteration
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler:
             handler(event)

@@ -23,6 +23,7 @@ from agent.prompt import render_system_prompt
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.services import RunServices
 from agent.workspace import Workspace
+from hearth import approvers
 from hearth.audit import AuditStore, RunRecord, new_run_id
 from hearth.errors import UsageError
 from hearth.recorder import Recorder
@@ -118,7 +119,9 @@ def run_goal(
         state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
         recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out)
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
-                                                     hide=(str(state_dir),)))
+                                                     hide=(str(state_dir),)), auto_commands=settings.auto_commands)
+        _warn_unsandboxed(settings, recorder)
+        approve = approve or approvers.choose(recorder, settings)
         client = model or _client(request, settings)
         with Workspace(root, services=services) as ws:
             loop = _build_loop(request, ws, client, approve, recorder)
@@ -135,6 +138,16 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     if problem:
         raise UsageError(problem)
     return prepare_workspace(request.workspace or settings.agents_dir / run_id)
+
+
+def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
+    """sandbox = none is the operator's explicit, unsafe choice: say so on every run, and record it."""
+    if settings.sandbox != "none":
+        return
+    text = ("HEARTH_SANDBOX=none: run_command runs with no OS sandbox (only rlimits, a timeout and a "
+            "scrubbed environment); this is unsafe and recorded on the run")
+    print(f"hearth: warning: {text}", file=sys.stderr, flush=True)
+    recorder.note("warning", detail=text)
 
 
 def _sandbox_label(kind: str) -> str:

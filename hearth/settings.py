@@ -13,6 +13,7 @@ from hearth.errors import ConfigError
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
+SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class Settings:
     sandbox: str
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
+    approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
+    auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -33,9 +36,11 @@ class Settings:
             config_dir=Path(env.get("HEARTH_CONFIG_DIR") or DEFAULT_CONFIG_DIR),
             ollama_host=env.get("OLLAMA_HOST") or "127.0.0.1:11434",
             model=env.get("HEARTH_MODEL") or DEFAULT_MODEL,
-            sandbox=env.get("HEARTH_SANDBOX") or "auto",
+            sandbox=_sandbox(env),
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+            approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
+            auto_commands=_heads(env),
         )
 
     @property
@@ -81,3 +86,19 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     if value < 0:
         raise ConfigError(f"{name} must not be negative, got {raw!r}")
     return value
+
+
+def _sandbox(env: Mapping[str, str]) -> str:
+    kind = (env.get("HEARTH_SANDBOX") or "auto").strip()
+    if kind not in SANDBOX_KINDS:
+        raise ConfigError(f"HEARTH_SANDBOX must be one of {', '.join(SANDBOX_KINDS)}, got {kind!r}")
+    return kind
+
+
+def _heads(env: Mapping[str, str]) -> tuple[str, ...]:
+    """HEARTH_AUTO_COMMANDS: a comma list of command heads, like `git,ls,pytest`."""
+    heads = tuple(h.strip() for h in (env.get("HEARTH_AUTO_COMMANDS") or "").split(",") if h.strip())
+    odd = [h for h in heads if any(c.isspace() or c in "$`;&|<>()*?[" for c in h)]
+    if odd:
+        raise ConfigError(f"HEARTH_AUTO_COMMANDS lists program names, like git,ls,pytest; {odd[0]!r} is not one")
+    return heads
