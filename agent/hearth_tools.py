@@ -127,7 +127,7 @@ def _gate_and_run(
                           detail={"reason": verdict.reason})
     decided: dict[str, Any] = {"policy": verdict.reason} if verdict.reason else {}
     if verdict.action == "ask":
-        decision = approve(name, checked, verdict.reason) if approve else policy.NO_APPROVER
+        decision = _ask(approve, name, checked, verdict.reason)
         decided = {"decided_by": decision.by, "reason": verdict.reason,
                    **({"approval": decision.ref} if decision.ref else {})}
         if not decision.granted:
@@ -138,6 +138,16 @@ def _gate_and_run(
         result.verdict = "approved"
     result.detail.update(decided)
     return result
+
+
+def _ask(approve: policy.Approver | None, name: str, args: dict[str, Any], reason: str) -> policy.Decision:
+    """The approver's decision; one that cannot be asked (its store is down) is a deny, never a run."""
+    if approve is None:
+        return policy.NO_APPROVER
+    try:
+        return approve(name, args, reason)
+    except Exception as exc:
+        return policy.Decision(False, by="policy", detail=f"approval could not be asked: {type(exc).__name__}: {exc}")
 
 
 def _auto_commands(workspace: Workspace | str | os.PathLike[str]) -> tuple[str, ...]:

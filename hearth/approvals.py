@@ -3,6 +3,7 @@
     pending --hearth approve ID--> approved
             --hearth deny ID-----> denied
             --nobody in time-----> expired      (a headless run treats it as deny)
+            --run interrupted----> cancelled    (the call never runs)
 
 Each move out of `pending` is one compare-and-set inside a write transaction, so an approve that
 races the timeout has exactly one winner. An approval is bound to the call it was asked for:
@@ -43,7 +44,7 @@ class Approval:
     call_hash: str
     reason: str
     via: str  # 'queue' (decided from another shell) | 'terminal'
-    status: str  # pending | approved | denied | expired
+    status: str  # pending | approved | denied | expired | cancelled
     requested_at: str
     expires_at: str
     timeout_s: float
@@ -181,6 +182,12 @@ def expire(audit: AuditStore, approval_id: str) -> Approval:
     final = find(audit, approval_id)
     assert final is not None
     return final
+
+
+def cancel(audit: AuditStore, approval_id: str, note: str) -> None:
+    """Close a pending approval whose run stopped waiting, so nobody approves a call that cannot run."""
+    with immediate(audit.db):
+        _move(audit, approval_id, "cancelled", stamp(utc_clock()), "run", note)
 
 
 def wait(audit: AuditStore, approval: Approval, *, now: Clock = utc_clock,

@@ -98,7 +98,11 @@ class HeadlessApprover:
         audit = self.recorder.audit
         approval = approvals.ask(audit, self.recorder.run_id, name, args, reason, timeout_s=self.timeout_s, now=self.now)
         self._announce(approval, name, args)
-        final = approvals.wait(audit, approval, now=self.now, sleep=self.sleep, poll_s=self.poll_s)
+        try:
+            final = approvals.wait(audit, approval, now=self.now, sleep=self.sleep, poll_s=self.poll_s)
+        except BaseException as exc:  # SIGTERM, Ctrl-C: the run stops; the question must not stay open
+            approvals.cancel(audit, approval.id, f"the run stopped while waiting ({type(exc).__name__})")
+            raise
         _record_step(self.recorder, final)
         self.recorder.state.update("tool", f"{final.status}: {name}", self.recorder.iteration, name)
         if final.call_hash != approvals.call_hash(name, args) or final.tool != name:

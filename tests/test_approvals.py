@@ -264,3 +264,15 @@ def test_choose_asks_at_a_terminal_only_when_both_ends_are_one(recorder: Recorde
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_a_run_stopped_while_waiting_cancels_its_approval(recorder: Recorder) -> None:
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        HeadlessApprover(recorder, 300, sleep=interrupted)(*CALL, "dangerous")
+    [row] = approvals.listing(recorder.audit, everything=True)
+    assert row.status == "cancelled" and "stopped while waiting" in row.note
+    with pytest.raises(ApprovalClosed, match="already cancelled"):
+        approvals.decide(recorder.audit, row.id, granted=True, by="cli:late")

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -109,6 +110,22 @@ def test_nobody_deciding_in_time_is_a_deny_and_a_late_approve_is_refused(state_d
     late = run_cli("hearth", "approve", waiting["id"])
     assert late.returncode == 1 and "expired" in late.stderr and "nothing changed" in late.stderr
     assert json.loads(run_cli("hearth", "approvals", "--all", "--json").stdout)[0]["status"] == "expired"
+
+
+def test_a_run_stopped_while_waiting_leaves_no_open_approval(state_dir: Path, tmp_path: Path,
+                                                            scripted: FakeOllama) -> None:
+    loop = start_loop(scripted, tmp_path / "ws", "--json")
+    waiting = pending()
+    loop.send_signal(signal.SIGTERM)
+    out, _ = loop.communicate(timeout=30)
+    assert loop.returncode == 130
+    events = [json.loads(line)["event"] for line in out.splitlines()]
+    assert events[-2:] == ["tool_started", "approval_pending"]
+    [row] = db_rows(state_dir, "select * from approvals")
+    assert row["status"] == "cancelled"
+    late = run_cli("hearth", "approve", waiting["id"])
+    assert late.returncode == 1 and "already cancelled" in late.stderr
+    assert not (tmp_path / "ws" / "proof.txt").exists()
 
 
 def test_approvals_commands_on_nothing_are_clear(state_dir: Path) -> None:

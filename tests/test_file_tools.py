@@ -224,3 +224,10 @@ def test_a_binary_file_is_not_read_as_text(ws: Workspace) -> None:
     (ws.root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     result = call(ws, "read_file", path="image.png")
     assert result.output == "Error: path 'image.png' is a binary file"
+
+
+def test_a_symlink_to_a_directory_inside_is_listed_and_searched(ws: Workspace) -> None:
+    (ws.root / "alias").symlink_to("src")
+    assert call(ws, "list_files", path="alias").output.startswith("app.py")
+    assert "  pkg/" in call(ws, "list_tree", path="alias").output
+    assert call(ws, "search_files", pattern="VALUE", path="alias").output == "alias/pkg/util.py:1: VALUE = 1"

@@ -202,3 +202,12 @@ def test_the_denial_tells_the_model_not_to_route_around_it(ws: Workspace) -> Non
     assert result.output == ("Denied: write_file was not run (plan mode runs only read-only tools and write_file is "
                              "edit). Do not retry it or reach the same result another way; continue without it or "
                              "finish with what you have.")
+
+
+def test_an_approver_that_fails_is_a_deny_not_a_crash(ws: Workspace) -> None:
+    def broken(name: str, args: dict[str, Any], reason: str) -> Decision:
+        raise OSError("database is locked")
+
+    result = call_tool("run_command", {"command": "touch pwned"}, ws, mode="auto", approve=broken)
+    assert result.verdict == "denied" and "approval could not be asked: OSError: database is locked" in result.output
+    assert not (ws.root / "pwned").exists()

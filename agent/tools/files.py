@@ -35,11 +35,28 @@ def list_files(args: dict[str, Any], ws: Workspace) -> str:
     return "\n".join(lines) if lines else "(empty directory)"
 
 
-def require_dir(ws: Workspace, path: str) -> str:
+def kind_of(ws: Workspace, path: str) -> str | None:
+    """'file', 'dir' or 'other' at ``path``, following symlinks that stay inside; None when missing.
+
+    A symlink leading out raises PathRefused, like any other use of it would.
+    """
     entry = ws.stat(path)
-    if entry is None:
+    if entry is None or entry.kind != "symlink":
+        return entry.kind if entry else None
+    try:
+        ws.iter_dir(path)
+        return "dir"
+    except NotADirectoryError:
+        return "file"
+    except FileNotFoundError:
+        return None
+
+
+def require_dir(ws: Workspace, path: str) -> str:
+    kind = kind_of(ws, path)
+    if kind is None:
         raise ToolFailed(f"directory not found: {path}")
-    if entry.kind != "dir":
+    if kind != "dir":
         raise ToolFailed(f"{path} is not a directory")
     return path
 

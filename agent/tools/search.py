@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.tools.files import SKIP_DIRS, bounded
+from agent.tools.files import SKIP_DIRS, bounded, kind_of
 from agent.workspace import PathRefused, Workspace
 
 SEARCH_SECONDS = 10.0
@@ -56,14 +56,14 @@ def search_files(args: dict[str, Any], ws: Workspace) -> str:
 
 def candidate_files(ws: Workspace, start: str, glob: str) -> Iterator[str]:
     """Regular files under ``start`` (or ``start`` itself) whose name or path matches ``glob``."""
-    entry = ws.stat(start)
-    if entry is None:
+    kind = kind_of(ws, start)
+    if kind is None:
         raise ToolFailed(f"path not found: {start}")
-    if entry.kind == "file":
+    if kind == "file":
         yield ws.relpath(start)
         return
-    if entry.kind != "dir":
-        raise ToolFailed(f"{start} is a {entry.kind}, not a file or directory")
+    if kind != "dir":
+        raise ToolFailed(f"{start} is not a file or directory")
     for rel, found in ws.walk(start, skip_dirs=SKIP_DIRS):
         if found.kind == "file" and (not glob or _glob_matches(rel, glob)):
             yield rel
