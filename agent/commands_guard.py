@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from agent.shell_words import DYNAMIC, Command, parse
 
-MAX_DEPTH = 6  # nested sh -c / eval / $(...) levels; deeper than any real command goes
+MAX_DEPTH = 6  # nested sh -c / eval / $(...) / find -exec levels; deeper than any real command goes
+_MAX_WRAPPERS = 16  # wrappers peeled off one command
 
 # wrapper -> (options that take a value, positional words before the wrapped program)
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
@@ -113,7 +114,10 @@ def _read_into(reading: Reading, line: str, depth: int, assigned: bool = False) 
 
 def _peel(reading: Reading, words: list[str], assigned: bool, depth: int, before: Command | None) -> None:
     """Take wrappers off ``words`` until the real program shows; re-read text handed to a shell."""
-    while True:
+    if depth > MAX_DEPTH:
+        reading.too_deep = True
+        return
+    for _ in range(_MAX_WRAPPERS):
         while words and _assignment(words[0]):
             assigned, words = True, words[1:]
         if not words:
@@ -132,6 +136,7 @@ def _peel(reading: Reading, words: list[str], assigned: bool, depth: int, before
             reading.programs.append(Program(words, assigned))
             return
         words = inner
+    reading.too_deep = True  # `sudo sudo sudo ...`: nobody writes that many wrappers
 
 
 def _script_argument(head: str, args: list[str], before: Command | None) -> str | None:
@@ -142,8 +147,8 @@ def _script_argument(head: str, args: list[str], before: Command | None) -> str 
         return " ".join(_after_options(args, frozenset({"-n", "--interval"}), 0))
     if head in _SHELLS:
         script = _shell_c(args)
-        if script is None and not _split_options(args)[1] and before and _base(before.words[0]) in ("echo", "printf"):
-            script = " ".join(w for w in before.words[1:] if not w.startswith("-"))  # echo TEXT | sh
+        if script is None and not _split_options(args)[1]:
+            script = _echoed(before)  # echo TEXT | sh
         return script
     for option in _SCRIPT_OPTIONS.get(head, ()):
         for k, arg in enumerate(args):
@@ -152,6 +157,13 @@ def _script_argument(head: str, args: list[str], before: Command | None) -> str 
             if arg.startswith(option + "="):
                 return arg.split("=", 1)[1]
     return None
+
+
+def _echoed(before: Command | None) -> str | None:
+    """The literal text an `echo`/`printf` just before a shell reading its stdin hands it."""
+    if before is None or not before.words or _base(before.words[0]) not in ("echo", "printf"):
+        return None
+    return " ".join(w for w in before.words[1:] if not w.startswith("-"))
 
 
 def _shell_c(args: list[str]) -> str | None:
@@ -220,7 +232,7 @@ def floor_violation(line: str) -> str | None:
         if reason:
             return reason
     if reading.too_deep:
-        return f"it nests shells or substitutions more than {MAX_DEPTH} levels deep, too deep to judge"
+        return f"it nests shells, wrappers or substitutions more than {MAX_DEPTH} levels deep, too deep to judge"
     return None
 
 

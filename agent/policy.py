@@ -59,7 +59,7 @@ def decide(
     if allowed is not None and name not in set(allowed):
         return Verdict("deny", f"{name} is not in this run's allowed tools")
     command = _command(name, args)
-    floor = commands_guard.floor_violation(command) if command is not None else None
+    floor = _floor(command) if command is not None else None
     if floor:
         return Verdict("deny", f"the hard floor forbids this command in every mode: {floor}")
     if mode == "bypass" or risk == "safe":
@@ -71,6 +71,13 @@ def decide(
     if command is not None and commands_guard.auto_approved(command, auto_commands):
         return Verdict("run", "every program in it is an auto-approved command head")
     return Verdict("ask", f"{name} is dangerous and auto mode asks before running it")
+
+
+def _floor(command: str) -> str | None:
+    try:
+        return commands_guard.floor_violation(command)
+    except Exception as exc:  # a line the guard cannot read (or a bug in it) is not run
+        return f"the command could not be judged ({type(exc).__name__})"
 
 
 def _command(name: str, args: dict[str, Any] | None) -> str | None:

@@ -31,6 +31,8 @@ _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "function", "case", "esac", "select", "coproc"})
 _MAX_BRACE_WORD = 4096  # longer words are not brace-expanded (the match would cost too much)
 _MAX_BRACE_WORDS = 256
+_MAX_FUNCTIONS = 64  # a fork bomb is one short function
+_MAX_BODY = 4096
 MAX_LENGTH = 1_000_000  # beyond this the reading is not attempted
 
 
@@ -342,23 +344,29 @@ def _expand(word: str, variables: dict[str, str]) -> list[str]:
 
 
 def _functions(tokens: list[_Token]) -> dict[str, list[str]]:
-    """name() { body } and `function name { body }`: the words of each body."""
+    """name() { body } and `function name { body }`: the words of each body.
+
+    Bounded (the first _MAX_FUNCTIONS definitions, bodies of at most _MAX_BODY tokens), so a
+    line of thousands of unclosed definitions costs no more than any other line.
+    """
     found: dict[str, list[str]] = {}
+    definitions = 0
     for k, token in enumerate(tokens):
-        if token.kind != "word":
+        if token.kind != "word" or definitions >= _MAX_FUNCTIONS:
             continue
         parens = [(t.kind, t.text) for t in tokens[k + 1: k + 3]] == [("op", "("), ("op", ")")]
         keyword = k > 0 and tokens[k - 1].text == "function" and tokens[k - 1].kind == "word"
         if not (parens or keyword):
             continue
         start = k + (3 if parens else 1)
+        definitions += 1
         found[token.text.lstrip("\\")] = _body(tokens, start)
     return found
 
 
 def _body(tokens: list[_Token], start: int) -> list[str]:
     depth, body = 0, []
-    for token in tokens[start:]:
+    for token in tokens[start:start + _MAX_BODY]:
         if token.kind == "word" and token.text == "{":
             depth += 1
         elif token.kind == "word" and token.text == "}":

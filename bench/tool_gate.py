@@ -22,6 +22,8 @@ from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandbox
 from agent.workspace import Workspace  # noqa: E402
 
 COMMAND = "git status --short && ls -la | grep -v '^total' | sort -k5 -n; python3 -m pytest -q tests/ || true"
+# the costliest lines of the longest allowed size found so far (64 KiB): re-read at every level
+ADVERSARIAL = [("watch " * 11000)[:65536], ("eval " * 14000)[:65536], ("f() { " * 11000)[:65536]]
 
 
 def per_call(fn: Callable[[], object], rounds: int) -> float:
@@ -39,6 +41,9 @@ def main() -> None:
         gated = per_call(lambda: call_tool("read_file", args, ws, mode="auto"), 2000)
         print(f"call_tool(read_file) / bare read_file: {gated / bare:.2f}  ({gated * 1e6:.0f} us vs {bare * 1e6:.0f} us)")
         guard = per_call(lambda: (floor_violation(COMMAND), auto_approved(COMMAND, ["git", "ls"])), 500)
+        worst = max(per_call(lambda: floor_violation(line), 3) for line in ADVERSARIAL)
+        print(f"worst 64 KiB adversarial line / typical line in the guard: {worst / guard:.0f}  "
+              f"({worst * 1e3:.0f} ms vs {guard * 1e6:.0f} us)")
         try:
             kind = detect("auto")
         except SandboxUnavailable as exc:

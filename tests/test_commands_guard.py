@@ -74,6 +74,17 @@ def test_nesting_deeper_than_anyone_writes_is_refused_rather_than_guessed() -> N
     assert "too deep" in floor_violation(line)
 
 
+@pytest.mark.parametrize("line", ["find . -exec " * 500 + "true \\;", "sudo " * 500 + "ls", "xargs " * 500])
+def test_pathological_nesting_is_too_deep_to_judge_not_a_crash(line: str) -> None:
+    assert "too deep to judge" in floor_violation(line)
+    assert heads(line) is None
+
+
+def test_a_line_with_only_a_redirection_before_a_shell_is_read() -> None:
+    assert floor_violation("> out | sh") is None
+    assert floor_violation("/bin/echo 'rm -rf /' | sh") == "rm -r would wipe /"
+
+
 def test_huge_and_broken_lines_are_judged_without_hanging() -> None:
     assert floor_violation("echo 'unclosed; rm -rf /") is None  # inside a quote: the shell would not run it
     assert floor_violation("rm -rf / 'unclosed") == "rm -r would wipe /"
