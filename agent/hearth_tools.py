@@ -168,6 +168,7 @@ def _run(tool: Tool, args: dict[str, Any], workspace: Workspace | str | os.PathL
 
 def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
     shown = name if isinstance(name, str) else repr(name)
+    shown = shown if len(shown) <= 80 else shown[:80] + "..."
     names = TOOLS if allowed is None else [n for n in allowed if n in TOOLS]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
     hint = f"; did you mean {guess}?" if guess else f"; available: {', '.join(sorted(names))}"
@@ -180,7 +181,11 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
         args = {}
     if not isinstance(args, dict):
         return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
-    if len(json.dumps(args, default=str)) > ARGUMENTS_LIMIT:
+    try:
+        size = len(json.dumps(args, default=str))
+    except (RecursionError, ValueError):  # nested past any sense, or circular
+        return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
+    if size > ARGUMENTS_LIMIT:
         return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters"
     unknown = sorted(set(args) - set(tool.params))
     if unknown:

@@ -220,6 +220,16 @@ def test_bad_input_is_a_one_line_error_and_changes_nothing(ws: Workspace, name: 
     assert snapshot(ws.root) == before
 
 
+def test_absurd_arguments_and_names_are_one_line_errors(ws: Workspace) -> None:
+    deep: list[object] = []
+    for _ in range(50_000):
+        deep = [deep]
+    nested = call_tool("read_file", {"path": deep}, ws, mode="bypass")
+    assert nested.output == "Error: arguments of read_file are nested too deeply; give flat values as its schema says"
+    named = call_tool("x" * 1_000_000, {}, ws, mode="bypass")
+    assert named.verdict == "unknown" and len(named.output) < 400 and "\n" not in named.output
+
+
 def test_a_binary_file_is_not_read_as_text(ws: Workspace) -> None:
     (ws.root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     result = call(ws, "read_file", path="image.png")
