@@ -20,7 +20,7 @@ import select
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from agent import commands_guard
@@ -35,14 +35,19 @@ ANSWERS = {"o": "once", "once": "once", "y": "once", "yes": "once", "a": "always
 MAX_PROMPTS = 3
 
 
-def choose(recorder: Recorder, settings: Settings, *, stdin: TextIO | None = None,
-           stdout: TextIO | None = None) -> Approver:
-    """The terminal approver when a person is at this terminal, else the headless one."""
+def choose(recorder: Recorder, settings: Settings, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
+           run_timeout_s: float | None = None) -> Approver:
+    """The terminal approver when a person is at this terminal, else the headless one.
+
+    With ``run_timeout_s`` (the run's own time limit) no approval waits past the run's end.
+    """
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    run_ends = utc_clock() + timedelta(seconds=run_timeout_s) if run_timeout_s else None
     if _is_tty(stdin) and _is_tty(stdout):
         # with --json, stdout is for events: the question goes to stderr
-        return TerminalApprover(recorder, settings.approval_timeout_s, stdin, sys.stderr if recorder.json_lines else stdout)
-    return HeadlessApprover(recorder, settings.approval_timeout_s)
+        out = sys.stderr if recorder.json_lines else stdout
+        return TerminalApprover(recorder, settings.approval_timeout_s, stdin, out, run_ends=run_ends)
+    return HeadlessApprover(recorder, settings.approval_timeout_s, run_ends=run_ends)
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -84,19 +89,34 @@ def _too_big(recorder: Recorder, name: str, args: dict[str, Any], reason: str, t
     return Decision(False, by="policy", detail=note, ref=approval.id)
 
 
-class HeadlessApprover:
+class _Bounded:
+    """An approval waits at most the configured time, and never past the end of its run."""
+
+    limit_s: float
+    run_ends: datetime | None
+    now: Clock
+
+    def wait_s(self) -> float:
+        if self.run_ends is None:
+            return self.limit_s
+        return max(0.0, min(self.limit_s, round((self.run_ends - self.now()).total_seconds(), 3)))
+
+
+class HeadlessApprover(_Bounded):
     """Asks through the audit store and waits; a decision comes from `hearth approve|deny ID`."""
 
     def __init__(self, recorder: Recorder, timeout_s: float, *, poll_s: float = 0.2, now: Clock = utc_clock,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.recorder, self.timeout_s, self.poll_s, self.now, self.sleep = recorder, timeout_s, poll_s, now, sleep
+                 sleep: Callable[[float], None] = time.sleep, run_ends: datetime | None = None) -> None:
+        self.recorder, self.limit_s, self.poll_s, self.now, self.sleep = recorder, timeout_s, poll_s, now, sleep
+        self.run_ends = run_ends
 
     def __call__(self, name: str, args: dict[str, Any], reason: str) -> Decision:
-        refused = _too_big(self.recorder, name, args, reason, self.timeout_s)
+        timeout_s = self.wait_s()
+        refused = _too_big(self.recorder, name, args, reason, timeout_s)
         if refused:
             return refused
         audit = self.recorder.audit
-        approval = approvals.ask(audit, self.recorder.run_id, name, args, reason, timeout_s=self.timeout_s, now=self.now)
+        approval = approvals.ask(audit, self.recorder.run_id, name, args, reason, timeout_s=timeout_s, now=self.now)
         self._announce(approval, name, args)
         try:
             final = approvals.wait(audit, approval, now=self.now, sleep=self.sleep, poll_s=self.poll_s)
@@ -121,20 +141,24 @@ class HeadlessApprover:
             return
         print(f"[{rec.iteration}] waiting for approval {approval.id}: {_show_call(name, args)}\n"
               f"    decide with: hearth approve {approval.id}   or: hearth deny {approval.id} "
-              f"(no answer in {self.timeout_s:g}s is a deny)", file=rec.out, flush=True)
+              f"(no answer in {approval.timeout_s:g}s is a deny)", file=rec.out, flush=True)
 
 
-class TerminalApprover:
+class TerminalApprover(_Bounded):
     """Asks the person at this terminal: once, always for this run, or deny."""
 
-    def __init__(self, recorder: Recorder, timeout_s: float, stdin: TextIO, out: TextIO) -> None:
-        self.recorder, self.timeout_s, self.stdin, self.out = recorder, timeout_s, stdin, out
+    def __init__(self, recorder: Recorder, timeout_s: float, stdin: TextIO, out: TextIO, *,
+                 run_ends: datetime | None = None) -> None:
+        self.recorder, self.limit_s, self.stdin, self.out = recorder, timeout_s, stdin, out
+        self.run_ends, self.now = run_ends, utc_clock
+        self.timeout_s = timeout_s  # this call's wait, set as each call starts
         self.always_tools: set[str] = set()
         self.always_heads: set[str] = set()
         self.who = f"terminal:{approvals.operator_name()}"
         self._typed = b""  # read but not yet used: answers typed ahead
 
     def __call__(self, name: str, args: dict[str, Any], reason: str) -> Decision:
+        self.timeout_s = self.wait_s()
         refused = _too_big(self.recorder, name, args, reason, self.timeout_s)
         if refused:
             return refused

@@ -121,7 +121,7 @@ def run_goal(
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
                                                      hide=(str(state_dir),)), auto_commands=settings.auto_commands)
         _warn_unsandboxed(settings, recorder)
-        approve = approve or approvers.choose(recorder, settings)
+        approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
         client = model or _client(request, settings)
         with Workspace(root, services=services) as ws:
             loop = _build_loop(request, ws, client, approve, recorder)

@@ -161,6 +161,16 @@ def test_headless_silence_until_the_timeout_is_a_deny(recorder: Recorder) -> Non
     assert (row.status, row.decided_at) == ("expired", "2026-01-01T12:00:05.000Z")
 
 
+def test_no_approval_waits_past_the_end_of_its_run(recorder: Recorder) -> None:
+    clock = Clock()
+    approver = HeadlessApprover(recorder, 300, now=clock, sleep=clock.advance, poll_s=5,
+                                run_ends=clock() + timedelta(seconds=12))
+    first = approver(*CALL, "dangerous")
+    later = approver(*CALL, "dangerous")  # the run's time is up: it does not wait at all
+    assert [approvals.find(recorder.audit, d.ref).timeout_s for d in (first, later)] == [12, 0]
+    assert not first.granted and not later.granted
+
+
 def test_headless_refuses_an_approval_that_no_longer_matches_its_call(recorder: Recorder, tmp_path: Path) -> None:
     clock = Clock()
 
