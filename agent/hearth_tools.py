@@ -116,26 +116,44 @@ def _gate_and_run(
     approve: policy.Approver | None,
 ) -> ToolResult:
     tool = TOOLS.get(name) if isinstance(name, str) else None
-    if tool is None:
+    if tool is None:  # exact names only: a look-alike never runs (the loop repairs names before this)
         return ToolResult(False, _unknown_tool_message(name, allowed), verdict="unknown")
-    checked = validate_arguments(tool, args)
-    if isinstance(checked, str):
-        return ToolResult(False, checked, verdict="invalid")
-    verdict = policy.decide(name, tool.risk, mode, allowed, checked)
+    verdict = policy.decide(name, tool.risk, mode, allowed)  # the manifest and the mode come first
+    if verdict.action != "deny":
+        checked = validate_arguments(tool, args)
+        if isinstance(checked, str):
+            return ToolResult(False, checked, verdict="invalid")
+        verdict = policy.decide(name, tool.risk, mode, allowed, checked, auto_commands=_auto_commands(workspace))
     if verdict.action == "deny":
-        return ToolResult(False, policy.denied_message(name, verdict.reason), verdict="denied")
-    decided: dict[str, Any] = {}
+        return ToolResult(False, policy.denied_message(name, verdict.reason), verdict="denied",
+                          detail={"reason": verdict.reason})
+    decided: dict[str, Any] = {"policy": verdict.reason} if verdict.reason else {}
     if verdict.action == "ask":
-        decision = approve(name, checked, verdict.reason) if approve else policy.NO_APPROVER
-        decided = {"decided_by": decision.by, "reason": verdict.reason}
+        decision = _ask(approve, name, checked, verdict.reason)
+        decided = {"decided_by": decision.by, "reason": verdict.reason,
+                   **({"approval": decision.ref} if decision.ref else {})}
         if not decision.granted:
             return ToolResult(False, policy.denied_message(name, decision.detail), verdict="denied",
                               detail=decided)
     result = _run(tool, checked, workspace)
-    if decided and result.verdict == "run":
+    if "decided_by" in decided and result.verdict == "run":
         result.verdict = "approved"
     result.detail.update(decided)
     return result
+
+
+def _ask(approve: policy.Approver | None, name: str, args: dict[str, Any], reason: str) -> policy.Decision:
+    """The approver's decision; one that cannot be asked (its store is down) is a deny, never a run."""
+    if approve is None:
+        return policy.NO_APPROVER
+    try:
+        return approve(name, args, reason)
+    except Exception as exc:
+        return policy.Decision(False, by="policy", detail=f"approval could not be asked: {type(exc).__name__}: {exc}")
+
+
+def _auto_commands(workspace: Workspace | str | os.PathLike[str]) -> tuple[str, ...]:
+    return tuple(workspace.services.auto_commands) if isinstance(workspace, Workspace) else ()
 
 
 def _run(tool: Tool, args: dict[str, Any], workspace: Workspace | str | os.PathLike[str]) -> ToolResult:
@@ -152,6 +170,7 @@ def _run(tool: Tool, args: dict[str, Any], workspace: Workspace | str | os.PathL
 
 def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
     shown = name if isinstance(name, str) else repr(name)
+    shown = shown if len(shown) <= 80 else shown[:80] + "..."
     names = TOOLS if allowed is None else [n for n in allowed if n in TOOLS]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
     hint = f"; did you mean {guess}?" if guess else f"; available: {', '.join(sorted(names))}"
@@ -164,7 +183,11 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
         args = {}
     if not isinstance(args, dict):
         return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
-    if len(json.dumps(args, default=str)) > ARGUMENTS_LIMIT:
+    try:
+        size = len(json.dumps(args, default=str))
+    except (RecursionError, ValueError):  # nested past any sense, or circular
+        return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
+    if size > ARGUMENTS_LIMIT:
         return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters"
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
@@ -203,6 +226,8 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
         return _Invalid(f"must be one of {', '.join(map(str, spec['enum']))}, got {value!r}")
     if kind == "string" and "\x00" in value and not spec.get("binary_ok"):
         return _Invalid("contains a NUL byte")
+    if kind == "string" and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
+        return _Invalid(f"is {len(value)} characters long; the limit is {spec['maxLength']}")
     return value
 
 
@@ -223,7 +248,7 @@ def cap_output(text: str, limit: int = OUTPUT_LIMIT) -> tuple[str, bool]:
 
 def load_builtin_tools() -> None:
     """Import every tool module so its register() calls run."""
-    from agent.tools import command, files, knowledge, search, selfknow, web  # noqa: F401
+    from agent.tools import command, edit, files, knowledge, search, selfknow, web, websearch  # noqa: F401
 
 
 load_builtin_tools()

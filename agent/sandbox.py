@@ -1,14 +1,17 @@
 """The OS wall around run_command: bubblewrap when it works, Landlock when it does not.
 
 - ``bwrap``: a read-only view of the whole filesystem with the workspace bound writable, a private
-  /tmp, tmpfs over every ``hide`` path, new PID/IPC/UTS (and, unless granted, network) namespaces,
-  no capabilities. Preferred: it is the only kind that can make paths invisible.
+  /tmp and /run (no host service sockets), tmpfs over every ``hide`` path, new PID/IPC/UTS (and,
+  unless granted, network) namespaces, no capabilities. Preferred: it is the only kind that can
+  make paths invisible.
 - ``landlock``: applied in the child just before exec. Read and execute everywhere, write only in
   the workspace (its ``.tmp`` is TMPDIR) and /dev/null; TCP bind/connect denied unless granted
   (ABI >= 4). Landlock restricts access rights, not visibility, so ``hide`` paths stay READABLE
   here; that is why bwrap comes first. Needs ABI >= 3, without which truncate(2) escapes it.
 - ``none``: an explicit, unsafe operator choice; only rlimits, the timeout and the scrubbed env.
 
+Without network, bwrap and Landlock also get agent.seccomp's filter (no sockets but netlink, no
+io_uring): it closes pathname Unix sockets and, under Landlock, UDP.
 Every kind gets the rlimits, a stdin of /dev/null, a capped merged output and a timeout that kills
 the whole process group (and with bwrap the whole PID namespace). SandboxUnavailable means the
 asked kind cannot be set up here; the caller refuses to run the command.
@@ -27,6 +30,8 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from agent import seccomp
 
 __all__ = ["CommandResult", "SandboxPolicy", "SandboxUnavailable", "detect", "run_sandboxed", "scrubbed_env"]
 
@@ -188,14 +193,15 @@ def run_sandboxed(command: str, workspace: str | os.PathLike[str], *, policy: Sa
     kind = detect(policy.kind)
     tmpdir = "/tmp" if kind == "bwrap" else _private_tmp(ws)
     child_env = scrubbed_env(env, home=ws, tmpdir=tmpdir)
-    argv, preexec, ruleset_fd = _launch_plan(kind, command, ws, policy, child_env)
+    argv, preexec, fd = _launch_plan(kind, command, ws, policy, child_env)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=ws, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec,
+                                pass_fds=(fd,) if fd is not None and kind == "bwrap" else ())
     finally:
-        if ruleset_fd is not None:
-            os.close(ruleset_fd)
+        if fd is not None:
+            os.close(fd)
     with proc:
         data, total, timed_out = _collect(proc, timeout_s, output_limit)
     output = data.decode("utf-8", errors="replace")
@@ -213,19 +219,26 @@ def _private_tmp(ws: str) -> str:
 
 def _launch_plan(kind: str, command: str, ws: str, policy: SandboxPolicy,
                  env: dict[str, str]) -> tuple[list[str], Callable[[], None], int | None]:
-    """argv, the preexec hook and the Landlock ruleset fd to close once the child is started.
+    """argv, the preexec hook, and an fd to close once the child is started: bwrap's seccomp
+    program (passed to it) or Landlock's ruleset (used by the hook, closed at exec).
 
     Everything that allocates or may fail is done here in the parent, so the hook that runs
     between fork and exec only makes system calls (forking a threaded Python is fragile).
+    Without network, both kinds also get the seccomp filter of agent.seccomp.
     """
     limits = _rlimits(policy)
+    filtered = not policy.network and seccomp.supported()
     if kind == "bwrap":
-        return _bwrap_argv(command, ws, policy, env), functools.partial(_apply_limits, limits), None
+        fd = seccomp.program_fd() if filtered else None
+        argv = _bwrap_argv(command, ws, policy, env, seccomp_fd=fd)
+        return argv, functools.partial(_apply_limits, limits), fd
     shell = ["/bin/sh", "-c", command]
     if kind == "none":
         return shell, functools.partial(_apply_limits, limits), None
     ruleset_fd = _landlock_ruleset(ws, policy.network)
-    return shell, functools.partial(_enter_landlock, limits, ruleset_fd), ruleset_fd
+    fprog = seccomp.prepared(seccomp.program()) if filtered else None
+    return shell, functools.partial(_enter_landlock, limits, ruleset_fd, fprog), ruleset_fd
+
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout_s: float, limit: int) -> tuple[bytes, int, bool]:
@@ -301,13 +314,15 @@ def _drop_capabilities() -> None:
 
 # --- bubblewrap ----------------------------------------------------------------------------------
 
-def _bwrap_argv(command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str]) -> list[str]:
+def _bwrap_argv(command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str], *,
+                seccomp_fd: int | None = None) -> list[str]:
     hidden = _hidden_paths(policy)
     above = [path for path in hidden if not _beneath(path, ws)]
     inside = [path for path in hidden if _beneath(path, ws)]
     # /tmp is bounded like one file: a tmpfs is RAM, and RLIMIT_FSIZE alone does not cap the total
     argv = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--size", str(policy.file_size_bytes), "--tmpfs", "/tmp"]
+    argv += _private_run(policy.network)
     for path in above:
         argv += _mask(path)
     argv += ["--bind", ws, ws]  # after the masks, so a workspace under a hidden dir stays usable
@@ -318,9 +333,21 @@ def _bwrap_argv(command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, 
              "--new-session", "--die-with-parent", "--chdir", ws, "--clearenv"]
     if not policy.network:
         argv.append("--unshare-net")
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     return argv + ["--", "/bin/sh", "-c", command]
+
+
+def _private_run(network: bool) -> list[str]:
+    """An empty /run: the host's service sockets live there (docker, databases, D-Bus), and a
+    read-only bind does not stop connect(2). With network granted, the resolver's file comes back."""
+    argv = ["--size", str(1 << 20), "--tmpfs", "/run"]
+    resolv = os.path.realpath("/etc/resolv.conf")
+    if network and resolv.startswith("/run/") and os.path.exists(resolv):
+        argv += ["--ro-bind", resolv, resolv]
+    return argv
 
 
 def _hidden_paths(policy: SandboxPolicy) -> list[str]:
@@ -368,10 +395,12 @@ def _allow(ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def _enter_landlock(limits: list[tuple[int, int]], ruleset: int) -> None:
+def _enter_landlock(limits: list[tuple[int, int]], ruleset: int, fprog: tuple[object, object] | None) -> None:
     """Runs in the child between fork and exec; an exception here aborts the launch."""
     _apply_limits(limits)
     _drop_capabilities()
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # the kernel demands it before restrict_self
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    if fprog is not None:
+        seccomp.install(fprog[0])

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
+    auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking (git, ls, pytest)
     # the self-knowledge tools (agent/tools/selfknow.py): the config repository they may read and
     # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
     # point it at a fake NixOS tree) and how long nix_check may take

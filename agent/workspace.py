@@ -321,6 +321,15 @@ class Workspace:
         finally:
             os.close(dir_fd)
 
+    def check_replaceable(self, path: str) -> None:
+        """Raise PathRefused when write_bytes would refuse ``path``; lets a many-file edit check
+        every target before it writes any."""
+        dir_fd, name = self._parent(path)
+        try:
+            self._replaceable_mode(dir_fd, name, path)
+        finally:
+            os.close(dir_fd)
+
     def _replaceable_mode(self, dir_fd: int, name: str, path: str) -> int | None:
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

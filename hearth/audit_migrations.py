@@ -35,6 +35,21 @@ def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
     db["steps"].create_index(["run_id", "seq"], unique=True)
 
 
+def m010_approvals(db: sqlite_utils.Database) -> None:
+    """One row per approval asked: the exact call (its hash binds the decision to it) and the verdict."""
+    db["approvals"].create(
+        {
+            "id": str, "run_id": str, "tool": str, "arguments": str, "call_hash": str, "reason": str,
+            "via": str, "status": str, "requested_at": str, "expires_at": str, "timeout_s": float,
+            "decided_at": str, "decided_by": str, "note": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["approvals"].create_index(["status"])
+    db["approvals"].create_index(["run_id"])
+
+
 def m040_proposals(db: sqlite_utils.Database) -> None:
     """Self-evolution proposals (hearth/evolve.py): one row per `hearth evolve`, keyed by its run id."""
     db["proposals"].create(
@@ -50,5 +65,6 @@ def m040_proposals(db: sqlite_utils.Database) -> None:
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
+    m010_approvals,
     m040_proposals,
 ]

@@ -28,11 +28,20 @@ exit codes:
 environment:
   HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
-  HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe)
+  HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
+                     warned about and recorded on every run)
+  HEARTH_AUTO_COMMANDS        command heads auto mode runs without asking, e.g. git,ls,pytest
+  HEARTH_APPROVAL_TIMEOUT_S   how long a run waits for an approval (default 300); silence is a deny
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
   CREDENTIALS_DIRECTORY     systemd's credentials; values there win over hearth's store
+
+approvals:
+  In auto mode a dangerous call (run_command, ...) asks first. At a terminal you answer in place
+  (once / always for this run / deny); otherwise the run waits for `hearth approve ID` or
+  `hearth deny ID` from another shell (`hearth approvals` lists them). A few commands are denied
+  in every mode, bypass included: wiping / or $HOME, mkfs, dd onto a disk, fork bombs, shutdown.
 """
 
 
@@ -47,7 +56,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument("--model", default=settings.model, help=f"Ollama model (default {settings.model})")
     parser.add_argument("--agent-name", default="default", help="agent profile name (default: default)")
     parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
-    parser.add_argument("--mode", default="auto", help=f"{' | '.join(MODES)} (default auto)")
+    parser.add_argument("--mode", default="auto", help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks "
+                        "before dangerous ones, bypass runs all but the hard floor (default auto)")
     parser.add_argument("--max-iters", type=int, default=12, help="iteration cap (default 12)")
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
     parser.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX, help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})")

@@ -21,8 +21,10 @@ class Recorder:
         self.run_id = run_id
         self.json_lines = json_lines
         self.out = out
+        self.iteration = 0  # the loop's current iteration, for records made between its events
 
     def __call__(self, event: Event) -> None:
+        self.iteration = event.iteration
         # the choke point for what is kept and shown: no credential value reaches audit, state or logs
         event = Event(event.kind, event.iteration, self.redactor.data(event.data))
         handler = getattr(self, f"_on_{event.kind}", None)

@@ -23,6 +23,7 @@ from agent.prompt import render_system_prompt
 from agent.redaction import Redactor
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.workspace import Workspace
+from hearth import approvers
 from hearth.audit import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import UsageError
@@ -129,6 +130,8 @@ def run_goal(
         state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
         recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
         sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
+        _warn_unsandboxed(settings, recorder)
+        approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
         client = model or _client(request, settings)
         with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
             if configure_services:
@@ -150,6 +153,16 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     check_egress(request.egress)
     check_run_credentials(request.credentials, credential_store(settings))
     return prepare_workspace(request.workspace or settings.agents_dir / run_id)
+
+
+def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
+    """sandbox = none is the operator's explicit, unsafe choice: say so on every run, and record it."""
+    if settings.sandbox != "none":
+        return
+    text = ("HEARTH_SANDBOX=none: run_command runs with no OS sandbox (only rlimits, a timeout and a "
+            "scrubbed environment); this is unsafe and recorded on the run")
+    print(f"hearth: warning: {text}", file=sys.stderr, flush=True)
+    recorder.note("warning", detail=text)
 
 
 def _sandbox_label(kind: str) -> str:

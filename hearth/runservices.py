@@ -54,6 +54,7 @@ def run_services(request: GoalRequest, run_id: str, settings: Settings, sandbox:
             net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
             credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
             redact=redactor, config_repo=request.config_repo, ollama_host=settings.ollama_host,
+            auto_commands=settings.auto_commands,
         )
     finally:
         store.close()

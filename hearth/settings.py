@@ -13,6 +13,7 @@ from hearth.errors import ConfigError
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
+SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Settings:
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
+    approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
+    auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,12 +39,14 @@ class Settings:
             config_dir=Path(env.get("HEARTH_CONFIG_DIR") or DEFAULT_CONFIG_DIR),
             ollama_host=env.get("OLLAMA_HOST") or "127.0.0.1:11434",
             model=env.get("HEARTH_MODEL") or DEFAULT_MODEL,
-            sandbox=env.get("HEARTH_SANDBOX") or "auto",
+            sandbox=_sandbox(env),
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
+            approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
+            auto_commands=_heads(env),
         )
 
     @property
@@ -104,3 +109,19 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw.strip().isdigit():
         raise ConfigError(f"{name} must be a whole number of characters (0 turns it off), got {raw!r}")
     return int(raw)
+
+
+def _sandbox(env: Mapping[str, str]) -> str:
+    kind = (env.get("HEARTH_SANDBOX") or "auto").strip()
+    if kind not in SANDBOX_KINDS:
+        raise ConfigError(f"HEARTH_SANDBOX must be one of {', '.join(SANDBOX_KINDS)}, got {kind!r}")
+    return kind
+
+
+def _heads(env: Mapping[str, str]) -> tuple[str, ...]:
+    """HEARTH_AUTO_COMMANDS: a comma list of command heads, like `git,ls,pytest`."""
+    heads = tuple(h.strip() for h in (env.get("HEARTH_AUTO_COMMANDS") or "").split(",") if h.strip())
+    odd = [h for h in heads if any(c.isspace() or c in "$`;&|<>()*?[" for c in h)]
+    if odd:
+        raise ConfigError(f"HEARTH_AUTO_COMMANDS lists program names, like git,ls,pytest; {odd[0]!r} is not one")
+    return heads

@@ -265,3 +265,67 @@ def test_auto_falls_back_to_landlock_when_bwrap_is_missing(ws: Path) -> None:
     done = subprocess.run([PY, "-c", script, str(ws)], cwd=Path(__file__).resolve().parent.parent,
                           env={"PATH": str(ws)}, capture_output=True, text=True, timeout=30)
     assert done.stdout.split() == ["landlock", "hi"], done.stderr
+
+
+# --- local sockets: the seccomp filter and the private /run ---------------------------------------
+
+@pytest.fixture
+def unix_listener(host_tmp: Path) -> Iterator[tuple[socket.socket, str]]:
+    path = str(host_tmp / "service.sock")  # stands for /run/docker.sock, a database's socket ...
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    server.setblocking(False)
+    yield server, path
+    server.close()
+
+
+def unix_connect(path: str) -> str:
+    return f"{PY} -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}'); print('connected')\""
+
+
+def test_a_host_unix_socket_is_unreachable_without_network(ws: Path, kind: str,
+                                                          unix_listener: tuple[socket.socket, str]) -> None:
+    server, path = unix_listener
+    result = run(unix_connect(path), ws, kind)
+    assert result.exit_code != 0 and "Permission denied" in result.output
+    assert accepted(server) == 0
+
+
+def test_a_host_unix_socket_is_reachable_when_network_is_granted(ws: Path, kind: str,
+                                                                unix_listener: tuple[socket.socket, str]) -> None:
+    server, path = unix_listener
+    result = run(unix_connect(path), ws, kind, network=True)
+    assert result.output == "connected\n" and accepted(server) == 1
+
+
+def test_udp_is_blocked_without_network(ws: Path, kind: str) -> None:
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    port = receiver.getsockname()[1]
+    run(f"{PY} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\"",
+        ws, kind)
+    with pytest.raises(BlockingIOError):
+        receiver.recvfrom(8)
+    receiver.close()
+
+
+def test_without_network_local_plumbing_still_works_and_io_uring_does_not(ws: Path, kind: str) -> None:
+    script = ("import ctypes, socket\n"
+              "a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n"
+              "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink')\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "print('io_uring', libc.syscall(425, 1, ctypes.create_string_buffer(120)), ctypes.get_errno())\n")
+    (ws / "probe.py").write_text(script)
+    result = run(f"{PY} probe.py", ws, kind)
+    assert result.output.split() == ["pair", "netlink", "io_uring", "-1", "38"]  # 38: ENOSYS
+
+
+def test_bwrap_gives_commands_a_private_run(ws: Path) -> None:
+    require("bwrap")
+    resolv = os.path.realpath("/etc/resolv.conf")
+    for network in (False, True):
+        listing = run("find /run -mindepth 1 | sort", ws, "bwrap", network=network).output.split()
+        shown = [p for p in listing if not (network and resolv.startswith(p))]
+        assert shown == [], listing

@@ -9,6 +9,7 @@ from agent.sandbox import SandboxUnavailable, run_sandboxed
 from agent.workspace import Workspace
 
 MAX_TIMEOUT_S = 600
+COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the command runs
 
 
 def run_command(args: dict[str, Any], ws: Workspace) -> str:
@@ -34,7 +35,8 @@ register(Tool(
     name="run_command",
     description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
     params={
-        "command": {"type": "string", "description": "A /bin/sh command line."},
+        "command": {"type": "string", "maxLength": COMMAND_LIMIT,
+                    "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters."},
         "timeout_s": {"type": "integer", "description": "Seconds before it is killed, 1 to 600 (default 60)."},
     },
     required=("command",),

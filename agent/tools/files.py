@@ -1,17 +1,23 @@
-"""File tools: read, list and write inside the run's workspace (containment lives in Workspace)."""
+"""File tools: read, list, tree and write inside the run's workspace (containment lives in Workspace)."""
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.workspace import Workspace
+from agent.workspace import Entry, PathRefused, Workspace
 
 READ_LIMIT = 64_000
+WRITE_LIMIT = 1_000_000  # characters of content; bigger files are built in steps or by a command
+TREE_ENTRIES = 400
+# not worth a model's context, and often huge: VCS data, dependencies, caches, build output
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "build", "dist", "target", ".tmp"})
 
 
 def read_file(args: dict[str, Any], ws: Workspace) -> str:
-    limit = _bounded(args.get("max_bytes", READ_LIMIT), 1, 1_000_000, "max_bytes")
+    limit = bounded(args.get("max_bytes", READ_LIMIT), 1, 1_000_000, "max_bytes")
     entry = ws.stat(args["path"])
     if entry is None:
         raise ToolFailed(f"file not found: {args['path']}")
@@ -24,22 +30,78 @@ def read_file(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def list_files(args: dict[str, Any], ws: Workspace) -> str:
-    path = args.get("path") or "."
-    entry = ws.stat(path)
-    if entry is None:
-        raise ToolFailed(f"directory not found: {path}")
-    if entry.kind != "dir":
-        raise ToolFailed(f"{path} is not a directory")
+    path = require_dir(ws, args.get("path") or ".")
     lines = [_entry_line(e) for e in ws.iter_dir(path)]
     return "\n".join(lines) if lines else "(empty directory)"
 
 
-def _entry_line(entry: Any) -> str:
+def kind_of(ws: Workspace, path: str) -> str | None:
+    """'file', 'dir' or 'other' at ``path``, following symlinks that stay inside; None when missing.
+
+    A symlink leading out raises PathRefused, like any other use of it would.
+    """
+    entry = ws.stat(path)
+    if entry is None or entry.kind != "symlink":
+        return entry.kind if entry else None
+    try:
+        ws.iter_dir(path)
+        return "dir"
+    except NotADirectoryError:
+        return "file"
+    except FileNotFoundError:
+        return None
+
+
+def require_dir(ws: Workspace, path: str) -> str:
+    kind = kind_of(ws, path)
+    if kind is None:
+        raise ToolFailed(f"directory not found: {path}")
+    if kind != "dir":
+        raise ToolFailed(f"{path} is not a directory")
+    return path
+
+
+def _entry_line(entry: Entry) -> str:
     if entry.kind == "dir":
         return f"{entry.name}/"
     if entry.kind == "symlink":
         return f"{entry.name}@"
     return f"{entry.name}  ({entry.size} bytes)"
+
+
+def list_tree(args: dict[str, Any], ws: Workspace) -> str:
+    path = require_dir(ws, args.get("path") or ".")
+    depth = bounded(args.get("max_depth", 4), 1, 12, "max_depth")
+    lines: list[str] = []
+    cut = _tree(ws, ws.relpath(path), 0, depth, lines)
+    if len(lines) > TREE_ENTRIES:
+        lines[TREE_ENTRIES:] = [f"[list_tree: stopped at {TREE_ENTRIES} entries; list a subdirectory or lower max_depth]"]
+    elif cut:
+        lines.append(f"[list_tree: directories deeper than max_depth={depth} are not expanded]")
+    return "\n".join([f"{ws.relpath(path)}/", *lines]) if lines else f"{ws.relpath(path)}/ (empty directory)"
+
+
+def _tree(ws: Workspace, rel: str, level: int, max_depth: int, lines: list[str]) -> bool:
+    """Append one indented line per entry under ``rel``; True when max_depth cut something."""
+    cut, indent = False, "  " * (level + 1)
+    for entry in ws.iter_dir(rel):
+        if len(lines) > TREE_ENTRIES:
+            break
+        if entry.kind != "dir":
+            lines.append(f"{indent}{entry.name}{'@' if entry.kind == 'symlink' else ''}")
+            continue
+        skipped = entry.name in SKIP_DIRS
+        lines.append(f"{indent}{entry.name}/{' (not listed)' if skipped else ''}")
+        if skipped:
+            continue
+        if level + 1 >= max_depth:
+            cut = True
+            continue
+        try:
+            cut |= _tree(ws, posixpath.join(rel, entry.name), level + 1, max_depth, lines)
+        except (PathRefused, OSError):  # swapped or removed while we listed
+            lines.append(f"{indent}  (could not be listed)")
+    return cut
 
 
 def write_file(args: dict[str, Any], ws: Workspace) -> str:
@@ -48,18 +110,18 @@ def write_file(args: dict[str, Any], ws: Workspace) -> str:
     return f"wrote {len(data)} bytes to {ws.relpath(args['path'])}"
 
 
-def _bounded(value: int, low: int, high: int, name: str) -> int:
+def bounded(value: int, low: int, high: int, name: str) -> int:
     if not low <= value <= high:
         raise ToolFailed(f"{name} must be between {low} and {high}, got {value}")
     return value
 
 
-_PATH = {"type": "string", "description": "A path relative to the workspace."}
+PATH = {"type": "string", "description": "A path relative to the workspace."}
 
 register(Tool(
     name="read_file",
     description="Read a text file from the workspace; long files are cut at max_bytes (default 64000).",
-    params={"path": _PATH, "max_bytes": {"type": "integer", "description": "Bytes to read, 1 to 1000000."}},
+    params={"path": PATH, "max_bytes": {"type": "integer", "description": "Bytes to read, 1 to 1000000."}},
     required=("path",),
     fn=read_file,
     risk="safe",
@@ -72,9 +134,19 @@ register(Tool(
     risk="safe",
 ))
 register(Tool(
+    name="list_tree",
+    description="Show the directory tree under a path, indented, skipping .git, node_modules, caches and build output.",
+    params={"path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
+            "max_depth": {"type": "integer", "description": "Levels to expand, 1 to 12 (default 4)."}},
+    fn=list_tree,
+    risk="safe",
+))
+register(Tool(
     name="write_file",
     description="Create or replace a text file in the workspace with the given content.",
-    params={"path": _PATH, "content": {"type": "string", "description": "The whole new content."}},
+    params={"path": PATH,
+            "content": {"type": "string", "maxLength": WRITE_LIMIT,
+                        "description": f"The whole new content, at most {WRITE_LIMIT} characters."}},
     required=("path", "content"),
     fn=write_file,
     risk="edit",

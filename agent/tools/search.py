@@ -1,89 +1,172 @@
-"""web_search: the `ddgs` package (keyless metasearch), behind the run's network guard.
-
-ddgs connects with its own HTTP client, so each search starts a GuardProxy (agent/netproxy.py)
-and hands it to ddgs as its proxy: every provider connection is checked and pinned like any other
-network tool's. With an egress allow list only DuckDuckGo is used, and only if the list allows
-its host. ddgs is imported only when a search runs; tests inject a backend with ddgs' `text()`.
-"""
+"""search_files: plain text or a regular expression across the workspace, bounded in time and output."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import fnmatch
+import posixpath
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.netguard import NetRefused
-from agent.netproxy import GuardProxy
-from agent.tools.web import guard_of
-from agent.webclient import TIMEOUT_S
-from agent.workspace import Workspace
+from agent.tools.files import SKIP_DIRS, bounded, kind_of
+from agent.workspace import PathRefused, Workspace
 
-MAX_RESULTS = 20
-PROVIDER_HOST = "html.duckduckgo.com"  # what ddgs' duckduckgo engine connects to
-
-
-def web_search(args: dict[str, Any], ws: Workspace) -> str:
-    query = " ".join(args["query"].split())
-    if not query:
-        raise ToolFailed("query is empty")
-    limit = args.get("max_results", 5)
-    if not 1 <= limit <= MAX_RESULTS:
-        raise ToolFailed(f"max_results must be between 1 and {MAX_RESULTS}, got {limit}")
-    backend_name = _backend_for(ws)
-    results = search(ws, query, limit, backend_name)
-    if not results:
-        return f"no results for {query!r}"
-    return "\n\n".join(f"{n}. {r.get('title') or '(no title)'}\n   {r.get('href') or r.get('url') or ''}\n   "
-                       f"{' '.join(str(r.get('body') or '').split())}" for n, r in enumerate(results[:limit], 1))
+SEARCH_SECONDS = 10.0
+FILE_LIMIT = 2_000_000  # bytes searched per file
+TOTAL_LIMIT = 64_000_000  # bytes searched per call
+LINE_SHOWN = 200
+_BINARY_SNIFF = 8192
 
 
-def _backend_for(ws: Workspace) -> str:
-    """ddgs picks its providers itself: with an egress allow list, only DuckDuckGo, and only if listed."""
-    guard = guard_of(ws)
-    if not guard.egress:
-        return "auto"
+class _OutOfTime(Exception):
+    pass
+
+
+@dataclass
+class _Search:
+    matcher: re.Pattern[str]
+    max_results: int
+    deadline: float
+    results: list[str] = field(default_factory=list)
+    files: int = 0
+    scanned: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    stopped: str = ""
+
+
+def search_files(args: dict[str, Any], ws: Workspace) -> str:
+    search = _Search(_matcher(args), bounded(args.get("max_results", 100), 1, 500, "max_results"),
+                     time.monotonic() + SEARCH_SECONDS)
+    start = args.get("path") or "."
     try:
-        guard.check_host(PROVIDER_HOST)
-    except NetRefused as exc:
-        raise ToolFailed(f"web_search {exc}; allow {PROVIDER_HOST} (or *.duckduckgo.com) to search") from None
-    return "duckduckgo"
+        with _time_limit(SEARCH_SECONDS):
+            for rel in candidate_files(ws, start, args.get("glob") or ""):
+                if _search_one(ws, rel, search):
+                    break
+    except _OutOfTime:
+        search.stopped = f"stopped after {SEARCH_SECONDS:g}s; narrow the path, glob or pattern"
+    return _report(search, args["pattern"], ws.relpath(start))
 
 
-def search(ws: Workspace, query: str, limit: int, backend_name: str) -> list[dict[str, Any]]:
-    backend = ws.services.search_backend
-    if backend is not None:
-        return _answers(lambda: backend.text(query, max_results=limit, backend=backend_name), query, [])
-    from ddgs import DDGS  # slow to import: only when a search runs
+def candidate_files(ws: Workspace, start: str, glob: str) -> Iterator[str]:
+    """Regular files under ``start`` (or ``start`` itself) whose name or path matches ``glob``."""
+    kind = kind_of(ws, start)
+    if kind is None:
+        raise ToolFailed(f"path not found: {start}")
+    if kind == "file":
+        yield ws.relpath(start)
+        return
+    if kind != "dir":
+        raise ToolFailed(f"{start} is not a file or directory")
+    for rel, found in ws.walk(start, skip_dirs=SKIP_DIRS):
+        if found.kind == "file" and (not glob or _glob_matches(rel, glob)):
+            yield rel
 
-    with GuardProxy(guard_of(ws)) as proxy:
-        engine = DDGS(proxy=proxy.url, timeout=int(TIMEOUT_S))
-        return _answers(lambda: engine.text(query, max_results=limit, backend=backend_name), query, proxy.refused)
+
+def _glob_matches(rel: str, glob: str) -> bool:
+    target = rel if "/" in glob else posixpath.basename(rel)
+    return fnmatch.fnmatchcase(target, glob)
 
 
-def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[dict[str, Any]]:
-    """Run the search; rate limits, timeouts, refusals and failures become one-line tool errors."""
-    from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
-
+def _matcher(args: dict[str, Any]) -> re.Pattern[str]:
+    pattern = args["pattern"]
+    if not pattern:
+        raise ToolFailed("pattern is empty; give the text or regular expression to look for")
+    flags = re.IGNORECASE if args.get("ignore_case") else 0
     try:
-        return list(call())
-    except RatelimitException:
-        raise ToolFailed("web_search was rate-limited by the search provider; wait a while before searching "
-                         "again, or fetch a known URL with web_fetch") from None
-    except TimeoutException:
-        raise ToolFailed(f"web_search timed out for {query!r}; try again or use fewer words") from None
-    except DDGSException as exc:
-        if refused:
-            raise ToolFailed(f"web_search refused by the network guard: {refused[0]}") from None
-        if "no results" in str(exc).lower():
-            return []
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ToolFailed(f"web_search failed: {first}") from None
+        return re.compile(pattern if args.get("regex") else re.escape(pattern), flags)
+    except re.error as exc:
+        raise ToolFailed(f"pattern is not a valid regular expression ({exc}); pass regex=false for plain text") from None
+
+
+def _search_one(ws: Workspace, rel: str, search: _Search) -> bool:
+    """Search one file; True when the search must stop (enough results, time or bytes spent)."""
+    if time.monotonic() > search.deadline:
+        raise _OutOfTime()
+    try:
+        data, truncated = ws.read_bytes(rel, limit=FILE_LIMIT)
+    except (PathRefused, OSError):  # replaced or removed since the walk listed it
+        return _skip(search, "unreadable")
+    if b"\0" in data[:_BINARY_SNIFF]:
+        return _skip(search, "binary")
+    if truncated:
+        _skip(search, f"cut at {FILE_LIMIT} bytes")
+    search.files += 1
+    search.scanned += len(data)
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if search.matcher.search(line):
+            search.results.append(f"{rel}:{number}: {_shown(line)}")
+            if len(search.results) >= search.max_results:
+                search.stopped = f"stopped at {search.max_results} matches; narrow the pattern, path or glob"
+                return True
+    if search.scanned >= TOTAL_LIMIT:
+        search.stopped = f"stopped after searching {TOTAL_LIMIT} bytes; narrow the path or glob"
+        return True
+    return False
+
+
+def _skip(search: _Search, why: str) -> bool:
+    search.skipped[why] = search.skipped.get(why, 0) + 1
+    return False
+
+
+def _shown(line: str) -> str:
+    text = line.strip()
+    return text if len(text) <= LINE_SHOWN else text[:LINE_SHOWN] + "..."
+
+
+def _report(search: _Search, pattern: str, where: str) -> str:
+    lines = list(search.results)
+    if not lines:
+        lines.append(f"no matches for {pattern!r} under {where} ({search.files} files searched)")
+    notes = [search.stopped] if search.stopped else []
+    notes += [f"{count} file(s) skipped: {why}" for why, count in sorted(search.skipped.items())]
+    return "\n".join(lines + [f"[search_files: {note}]" for note in notes])
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt a runaway regular expression: re checks for signals while it backtracks.
+
+    Only the main thread can take signals; elsewhere the per-file deadline is the only bound.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def out_of_time(signum: int, frame: Any) -> None:
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, out_of_time)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if old_delay:  # someone else's alarm keeps running, minus the time we took
+            signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - started), 1e-3), old_interval)
 
 
 register(Tool(
-    name="web_search",
-    description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
-    params={"query": {"type": "string", "description": "The search words."},
-            "max_results": {"type": "integer", "description": "1 to 20 (default 5)."}},
-    required=("query",), fn=web_search, risk="dangerous",
+    name="search_files",
+    description="Search workspace files for text or a regular expression; returns path:line: text for each match.",
+    params={
+        "pattern": {"type": "string", "maxLength": 1000, "description": "The text (or, with regex=true, the regular expression)."},
+        "path": {"type": "string", "description": "A file or directory to search (default: the whole workspace)."},
+        "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
+        "regex": {"type": "boolean", "description": "Treat pattern as a Python regular expression (default false)."},
+        "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)."},
+        "max_results": {"type": "integer", "description": "Matches to return, 1 to 500 (default 100)."},
+    },
+    required=("pattern",),
+    fn=search_files,
+    risk="safe",
 ))

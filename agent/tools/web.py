@@ -1,4 +1,4 @@
-"""Web tools: web_fetch, http_request, fetch_to_kb (web_search lives in agent/tools/search.py).
+"""Web tools: web_fetch, http_request, fetch_to_kb (web_search lives in agent/tools/websearch.py).
 
 Every URL goes through the run's NetGuard (`ws.services.net`) via `agent.webclient`; credentials
 are resolved by name (`cred:NAME` in a header value) through `ws.services.credentials` at send
@@ -139,7 +139,7 @@ register(Tool(
 ))
 register(Tool(
     name="http_request",
-    description="Send an HTTP request (e.g. to an API); a header value cred:NAME is replaced by that credential.",
+    description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
     params={"url": _URL,
             "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
             "headers": {"type": "object", "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.'},

@@ -1,0 +1,77 @@
+"""`hearth approvals` (what waits for a decision), `hearth approve ID` and `hearth deny ID`.
+
+A headless run (queue, timer, or any run without a terminal) that needs approval writes a pending
+approval and waits for one of these, up to HEARTH_APPROVAL_TIMEOUT_S (default 300 s); no decision
+by then is a deny. An approval covers exactly the call it shows, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any
+
+from hearth import approvals
+from hearth.approvals import Approval
+from hearth.audit import AuditStore
+from hearth.errors import NotFound
+from hearth.render import print_json, table
+from hearth.settings import Settings
+
+EPILOG = "exit codes: 0 done, 1 the approval was already decided or has expired, 2 no such approval"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    listing = sub.add_parser("approvals", help="list approvals waiting for a decision")
+    listing.add_argument("--all", action="store_true", help="the latest approvals of any status, not only pending")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=list_approvals)
+    approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG)
+    approve.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
+    approve.set_defaults(handler=approve_one)
+    deny = sub.add_parser("deny", help="refuse one waiting call", epilog=EPILOG)
+    deny.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
+    deny.add_argument("--reason", default="", help="told to the model, and recorded")
+    deny.set_defaults(handler=deny_one)
+
+
+def _row(approval: Approval, now: str) -> dict[str, Any]:
+    arguments = json.loads(approval.arguments)
+    return {**asdict(approval), "arguments": arguments, "status": approval.status_at(now)}
+
+
+def list_approvals(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.audit_path.exists():
+        rows: list[dict[str, Any]] = []
+    else:
+        with AuditStore(settings.audit_path) as audit:
+            now = approvals.stamp(approvals.utc_clock())
+            rows = [_row(a, now) for a in approvals.listing(audit, everything=args.all)]
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print("no approvals waiting" if not args.all else "no approvals recorded")
+    else:
+        shown = [{**r, "call": f"{r['tool']} {json.dumps(r['arguments'], ensure_ascii=False)}"} for r in rows]
+        table(shown, ["id", "status", "run_id", "call", "expires_at", "decided_by"], widths={"call": 70})
+    return 0
+
+
+def approve_one(args: argparse.Namespace, settings: Settings) -> int:
+    return _decide(args, settings, granted=True)
+
+
+def deny_one(args: argparse.Namespace, settings: Settings) -> int:
+    return _decide(args, settings, granted=False)
+
+
+def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> int:
+    if not settings.audit_path.exists():
+        raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
+    with AuditStore(settings.audit_path) as audit:
+        approval = approvals.decide(audit, args.approval_id, granted=granted, by=f"cli:{approvals.operator_name()}",
+                                    note=getattr(args, "reason", ""))
+    verb = "approved" if granted else "denied"
+    print(f"{verb} {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})")
+    return 0

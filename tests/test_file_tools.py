@@ -1,0 +1,243 @@
+"""The file, tree, search and edit tools through call_tool, on real directories; bad input changes nothing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.hearth_tools import ToolResult, call_tool
+from agent.tools import search
+from agent.workspace import Workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    root = tmp_path / "ws"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("import os\n\ndef one():\n    return 1\n\ndef two():\n    return 1\n")
+    (root / "src" / "pkg" / "util.py").write_text("VALUE = 1\n")
+    (root / "README.md").write_text("# Demo\nreturn 1 is documented here\n")
+    with Workspace(root) as workspace:
+        yield workspace
+
+
+def call(ws: Workspace, name: str, **args: object) -> ToolResult:
+    return call_tool(name, args, ws, mode="bypass")
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# --- read, list, tree ----------------------------------------------------------------------------
+
+def test_read_file_cuts_at_max_bytes_and_says_so(ws: Workspace) -> None:
+    (ws.root / "big.txt").write_text("x" * 5000)
+    result = call(ws, "read_file", path="big.txt", max_bytes=100)
+    assert result.ok and result.output.startswith("x" * 100)
+    assert "[read_file: cut at 100 bytes of 5000; pass max_bytes to read more]" in result.output
+
+
+def test_list_tree_is_indented_and_skips_vcs_dependency_and_build_dirs(ws: Workspace) -> None:
+    for skipped in (".git/objects", "node_modules/left-pad", "__pycache__", ".venv/lib", "build/lib", "dist"):
+        (ws.root / skipped).mkdir(parents=True)
+        (ws.root / skipped / "f").write_text("x")
+    (ws.root / "link").symlink_to("src")
+    result = call(ws, "list_tree")
+    assert result.ok
+    assert result.output.splitlines() == [
+        "./", "  .git/ (not listed)", "  .venv/ (not listed)", "  README.md", "  __pycache__/ (not listed)",
+        "  build/ (not listed)", "  dist/ (not listed)", "  link@", "  node_modules/ (not listed)",
+        "  src/", "    app.py", "    pkg/", "      util.py"]
+
+
+def test_list_tree_depth_and_entry_caps_are_reported(ws: Workspace) -> None:
+    shallow = call(ws, "list_tree", max_depth=1).output
+    assert "    app.py" not in shallow and "deeper than max_depth=1" in shallow
+    (ws.root / "many").mkdir()
+    for i in range(500):
+        (ws.root / "many" / f"f{i:03}").write_text("")
+    crowded = call(ws, "list_tree").output
+    assert "stopped at 400 entries" in crowded and len(crowded.splitlines()) == 402
+    assert not call(ws, "list_tree", max_depth=0).ok
+
+
+# --- search --------------------------------------------------------------------------------------
+
+def test_search_files_reports_path_line_and_text(ws: Workspace) -> None:
+    result = call(ws, "search_files", pattern="return 1")
+    assert result.ok
+    assert result.output.splitlines() == [
+        "README.md:2: return 1 is documented here", "src/app.py:4: return 1", "src/app.py:7: return 1"]
+
+
+def test_search_files_regex_glob_case_and_path(ws: Workspace) -> None:
+    assert call(ws, "search_files", pattern=r"def \w+\(", regex=True).output.splitlines() == [
+        "src/app.py:3: def one():", "src/app.py:6: def two():"]
+    assert call(ws, "search_files", pattern="RETURN", ignore_case=True, glob="*.md").output.splitlines() == [
+        "README.md:2: return 1 is documented here"]
+    assert call(ws, "search_files", pattern="VALUE", path="src/pkg").output == "src/pkg/util.py:1: VALUE = 1"
+    assert call(ws, "search_files", pattern="one(", regex=False).output == "src/app.py:3: def one():"
+    assert call(ws, "search_files", pattern="((").output == "no matches for '((' under . (3 files searched)"
+
+
+def test_search_files_skips_binary_and_skip_dirs_and_caps_results(ws: Workspace) -> None:
+    (ws.root / "blob.bin").write_bytes(b"\0\1return 1")
+    (ws.root / "node_modules").mkdir()
+    (ws.root / "node_modules" / "dep.js").write_text("return 1")
+    result = call(ws, "search_files", pattern="return", max_results=2)
+    assert result.output.splitlines() == [
+        "README.md:2: return 1 is documented here", "src/app.py:4: return 1",
+        "[search_files: stopped at 2 matches; narrow the pattern, path or glob]", "[search_files: 1 file(s) skipped: binary]"]
+
+
+def test_a_runaway_regex_is_stopped_by_the_time_bound(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "SEARCH_SECONDS", 0.3)
+    (ws.root / "evil.txt").write_text("a" * 40 + "b\n")
+    result = call(ws, "search_files", pattern="(a+)+$", regex=True)
+    assert result.ok
+    assert result.output.endswith("[search_files: stopped after 0.3s; narrow the path, glob or pattern]")
+    assert result.duration_s < 5
+
+
+def test_an_invalid_regex_is_a_one_line_error(ws: Workspace) -> None:
+    result = call(ws, "search_files", pattern="(unclosed", regex=True)
+    assert not result.ok and "\n" not in result.output
+    assert "not a valid regular expression" in result.output
+
+
+# --- edit_file -----------------------------------------------------------------------------------
+
+def test_edit_file_replaces_the_only_match(ws: Workspace) -> None:
+    result = call(ws, "edit_file", path="src/pkg/util.py", old_text="VALUE = 1", new_text="VALUE = 2")
+    assert result.ok and result.output == "edited src/pkg/util.py: replaced 1 occurrence (first at line 1)"
+    assert (ws.root / "src/pkg/util.py").read_text() == "VALUE = 2\n"
+
+
+def test_edit_file_refuses_an_ambiguous_first_match_and_changes_nothing(ws: Workspace) -> None:
+    before = snapshot(ws.root)
+    result = call(ws, "edit_file", path="src/app.py", old_text="return 1", new_text="return 2")
+    assert not result.ok
+    assert "occurs 2 times in src/app.py (lines 4, 7)" in result.output and "replace_all=true" in result.output
+    assert snapshot(ws.root) == before
+
+
+def test_edit_file_replace_all(ws: Workspace) -> None:
+    result = call(ws, "edit_file", path="src/app.py", old_text="return 1", new_text="return 2", replace_all=True)
+    assert result.output == "edited src/app.py: replaced 2 occurrences (first at line 4)"
+    assert (ws.root / "src/app.py").read_text().count("return 2") == 2
+
+
+def test_edit_file_absent_text_points_to_a_near_miss(ws: Workspace) -> None:
+    before = snapshot(ws.root)
+    near = call(ws, "edit_file", path="src/app.py", old_text="def one():\n  return 1", new_text="x")
+    assert "matches with different whitespace at line 3" in near.output
+    absent = call(ws, "edit_file", path="src/app.py", old_text="nowhere", new_text="x")
+    assert absent.output == "Error: old_text was not found in src/app.py; read the file and copy the exact text to replace"
+    assert snapshot(ws.root) == before
+
+
+def test_edit_file_keeps_crlf_endings_and_the_file_mode(ws: Workspace) -> None:
+    path = ws.root / "win.txt"
+    path.write_bytes(b"a = 1\r\nb = 2\r\n")
+    path.chmod(0o751)
+    assert call(ws, "edit_file", path="win.txt", old_text="a = 1\nb = 2", new_text="a = 3\nb = 4").ok
+    assert path.read_bytes() == b"a = 3\r\nb = 4\r\n"
+    assert path.stat().st_mode & 0o777 == 0o751
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"\x7fELF\0\0\0", "is a binary file"),
+    (b"caf\xe9 latin-1\n", "is not UTF-8 text (bad byte at offset 3)"),
+])
+def test_edit_tools_refuse_binary_and_non_utf8_files(ws: Workspace, content: bytes, reason: str) -> None:
+    (ws.root / "odd").write_bytes(content)
+    result = call(ws, "edit_file", path="odd", old_text="caf", new_text="x")
+    assert not result.ok and reason in result.output and "\n" not in result.output
+    assert (ws.root / "odd").read_bytes() == content
+
+
+# --- replace_in_files ----------------------------------------------------------------------------
+
+def test_replace_in_files_reports_each_file_changed(ws: Workspace) -> None:
+    result = call(ws, "replace_in_files", old_text="return 1", new_text="return 42")
+    assert result.ok
+    assert result.output.splitlines() == [
+        "replaced 3 occurrences in 2 files:", "  README.md: 1", "  src/app.py: 2"]
+    assert "return 1" not in (ws.root / "src/app.py").read_text()
+
+
+def test_replace_in_files_honours_path_and_glob(ws: Workspace) -> None:
+    result = call(ws, "replace_in_files", old_text="return 1", new_text="return 0", path="src", glob="*.py")
+    assert result.output.splitlines() == ["replaced 2 occurrences in 1 file:", "  src/app.py: 2"]
+    assert "return 1" in (ws.root / "README.md").read_text()
+
+
+def test_replace_in_files_changes_nothing_when_one_target_cannot_be_written(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("return 1 outside\n")
+    os.link(outside, ws.root / "src" / "zz_linked.txt")  # a hard link: never written through
+    before = snapshot(ws.root)
+    result = call(ws, "replace_in_files", old_text="return 1", new_text="return 7")
+    assert not result.ok and "hard links" in result.output and "nothing changed" in result.output
+    assert snapshot(ws.root) == before and outside.read_text() == "return 1 outside\n"
+
+
+def test_replace_in_files_with_no_match_is_an_error(ws: Workspace) -> None:
+    result = call(ws, "replace_in_files", old_text="absent text", new_text="x")
+    assert not result.ok and "no file under . contains old_text (3 files searched)" in result.output
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "args", "reason"), [
+    ("write_file", {"path": ["a"], "content": "x"}, "argument 'path' of write_file must be string, got list"),
+    ("write_file", {"path": "a"}, "write_file needs argument 'content'"),
+    ("write_file", {"path": "a", "content": "x", "mode": "w"}, "write_file has no argument 'mode'"),
+    ("write_file", {"path": "a", "content": "x" * 1_000_001}, "is 1000001 characters long; the limit is 1000000"),
+    ("write_file", {"path": "a", "content": "bin\0ary"}, "contains a NUL byte"),
+    ("write_file", "not an object", "must be a JSON object, got str"),
+    ("edit_file", {"path": "src/app.py", "old_text": "", "new_text": "x"}, "old_text is empty"),
+    ("edit_file", {"path": "src/app.py", "old_text": 5, "new_text": {}}, "must be string, got dict"),
+    ("edit_file", {"path": "missing.py", "old_text": "a", "new_text": "b"}, "file not found: missing.py"),
+    ("edit_file", {"path": "src", "old_text": "a", "new_text": "b"}, "src is a directory"),
+    ("replace_in_files", {"old_text": "same", "new_text": "same"}, "nothing would change"),
+    ("read_file", {"path": "src/app.py", "max_bytes": "lots"}, "must be integer, got str"),
+    ("read_file", {"path": "src/app.py", "max_bytes": 0}, "max_bytes must be between 1 and 1000000"),
+    ("search_files", {"pattern": ""}, "pattern is empty"),
+    ("search_files", {"pattern": "x" * 1001}, "the limit is 1000"),
+    ("list_files", {"path": "src/app.py"}, "src/app.py is not a directory"),
+    ("run_command", {"command": "x" * 70_000}, "the limit is 65536"),
+])
+def test_bad_input_is_a_one_line_error_and_changes_nothing(ws: Workspace, name: str, args: object, reason: str) -> None:
+    before = snapshot(ws.root)
+    result = call_tool(name, args, ws, mode="bypass")
+    assert not result.ok and result.output.startswith("Error: ")
+    assert reason in result.output and "\n" not in result.output
+    assert snapshot(ws.root) == before
+
+
+def test_absurd_arguments_and_names_are_one_line_errors(ws: Workspace) -> None:
+    deep: list[object] = []
+    for _ in range(50_000):
+        deep = [deep]
+    nested = call_tool("read_file", {"path": deep}, ws, mode="bypass")
+    assert nested.output == "Error: arguments of read_file are nested too deeply; give flat values as its schema says"
+    named = call_tool("x" * 1_000_000, {}, ws, mode="bypass")
+    assert named.verdict == "unknown" and len(named.output) < 1000 and "\n" not in named.output
+
+
+def test_a_binary_file_is_not_read_as_text(ws: Workspace) -> None:
+    (ws.root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    result = call(ws, "read_file", path="image.png")
+    assert result.output == "Error: path 'image.png' is a binary file"
+
+
+def test_a_symlink_to_a_directory_inside_is_listed_and_searched(ws: Workspace) -> None:
+    (ws.root / "alias").symlink_to("src")
+    assert call(ws, "list_files", path="alias").output.startswith("app.py")
+    assert "  pkg/" in call(ws, "list_tree", path="alias").output
+    assert call(ws, "search_files", pattern="VALUE", path="alias").output == "alias/pkg/util.py:1: VALUE = 1"
