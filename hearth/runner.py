@@ -10,21 +10,27 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent.compaction import Compactor, OutputSpill, spill_threshold
+from agent.context_files import ContextFile, SubdirectoryNotes, find_workspace_context
 from agent.hearth_tools import call_tool, visible_tools
 from agent.loop import Loop, Outcome, ToolBox
 from agent.ollama_client import ChatModel, OllamaClient
 from agent.parsing import ToolCall
 from agent.policy import MODES, Approver
-from agent.prompt import render_system_prompt
+from agent.prompt import PromptPart, freeze_values
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.services import RunServices
 from agent.workspace import Workspace
 from hearth.audit import AuditStore, RunRecord, new_run_id
-from hearth.errors import UsageError
+from hearth.checkpoints import Checkpoint, Checkpoints
+from hearth.errors import HearthError, UsageError
+from hearth.profiles import apply_profile, load_profile
+from hearth.prompting import assemble, config_parts
 from hearth.recorder import Recorder
 from hearth.settings import Settings, probe_writable
 from hearth.state import StateFile
@@ -41,15 +47,19 @@ EXIT_CODES = {
     "internal": 70,
 }
 MAX_ITERS_CEILING = 100
+SPILL_READ_LIMIT = 1_000_000  # a tool's whole output, for OutputSpill to save before the model sees a preview
 
 
 @dataclass
 class GoalRequest:
+    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
+    profile named by agent_name, else hearth's defaults (see hearth/profiles.py)."""
+
     goal: str
-    model: str
+    model: str | None = None
     agent_name: str = "default"
-    mode: str = "auto"
-    max_iters: int = 12
+    mode: str | None = None
+    max_iters: int | None = None
     workspace: Path | None = None
     run_id: str | None = None
     source: str = "cli"
@@ -66,14 +76,14 @@ class Interrupted(BaseException):
 
 
 def validate(request: GoalRequest) -> str | None:
-    """The one-line reason a request cannot run, or None."""
+    """The one-line reason a request (with its profile applied) cannot run, or None."""
     if not request.goal.strip():
         return "the goal is empty; say what the agent should do"
     if request.mode not in MODES:
         return f"unknown mode {request.mode!r}; use one of {', '.join(MODES)}"
-    if not 1 <= request.max_iters <= MAX_ITERS_CEILING:
+    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERS_CEILING:
         return f"max iterations must be between 1 and {MAX_ITERS_CEILING}, got {request.max_iters}"
-    if not request.model.strip():
+    if not (request.model or "").strip():
         return "no model given; pass --model NAME"
     return None
 
@@ -104,13 +114,16 @@ def run_goal(
     state_dir = settings.writable_state_dir()
     run_id = request.run_id or new_run_id()
     with AuditStore(settings.audit_path) as audit:
+        request, parts, problem = _with_profile(request, settings)
         audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model, goal=request.goal,
-            mode=request.mode, source=request.source, requested_by=request.requested_by,
+            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=request.goal,
+            mode=request.mode or "", source=request.source, requested_by=request.requested_by,
         ))
         try:
+            if problem:
+                raise problem
             root = _checked(request, settings, run_id)
-        except UsageError as exc:
+        except HearthError as exc:
             audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
             raise
         sandbox = _sandbox_label(settings.sandbox)
@@ -120,14 +133,45 @@ def run_goal(
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
                                                      hide=(str(state_dir),)))
         client = model or _client(request, settings)
+        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=_inside(state_dir, root))
+        _checkpoint(audit, recorder, root, checkpoints.before(
+            agent_name=request.agent_name, model=request.model or "", goal=request.goal))
         with Workspace(root, services=services) as ws:
-            loop = _build_loop(request, ws, client, approve, recorder)
+            loop = _build_loop(request, ws, client, approve, recorder, parts, checkpoints.git_state())
             if before_loop:
                 before_loop(loop, recorder)
             outcome = _drive(loop, request, audit, run_id, state)
+        _checkpoint(audit, recorder, root, checkpoints.after(
+            outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
+            model=request.model or "", goal=request.goal))
         if isinstance(client, OllamaClient) and model is None:
             client.close()
     return run_id, outcome
+
+
+def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
+    """The request with its profile applied and the operator's prompt parts, or the reason it cannot run."""
+    try:
+        profile = load_profile(settings.config_dir, request.agent_name)
+        parts = config_parts(settings.config_dir, profile)
+    except HearthError as exc:
+        return request, [], exc
+    resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
+                             allowed_tools=request.allowed_tools, default_model=settings.model)
+    return replace(request, **resolved), parts, None
+
+
+def _inside(state_dir: Path, root: Path) -> tuple[str, ...]:
+    """hearth's state directory as a workspace path, when the workspace holds it (never checkpointed)."""
+    state = state_dir.resolve()
+    return (str(state.relative_to(root)),) if state != root and state.is_relative_to(root) else ()
+
+
+def _checkpoint(audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint) -> None:
+    audit.record_checkpoint(recorder.run_id, phase=point.phase, status=point.status, commit_sha=point.commit,
+                            tag=point.tag, files=point.files, detail=point.detail or None, workspace=str(root))
+    if point.status != "unchanged":
+        recorder.notice("checkpoint", point.describe(), step=False)
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
@@ -149,18 +193,45 @@ def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
                         timeout_s=settings.ollama_timeout_s, backoff_s=settings.ollama_backoff_s)
 
 
-def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel,
-                approve: Approver | None, recorder: Recorder) -> Loop:
+def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
+                recorder: Recorder, parts: list[PromptPart], git: dict[str, str]) -> Loop:
     tools = visible_tools(request.allowed_tools, request.mode)
     schemas = [t.schema() for t in tools]
+    prompt = _system_prompt(request, ws, schemas, parts, recorder, git)
+    notes = SubdirectoryNotes(ws, on_found=lambda found: _flag(recorder, found))
+    spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
 
     def run(call: ToolCall) -> Any:
-        return call_tool(call.name, call.arguments, ws, mode=request.mode,
-                         allowed=request.allowed_tools, approve=approve)
+        result = call_tool(call.name, call.arguments, ws, mode=request.mode, allowed=request.allowed_tools,
+                           approve=approve, output_limit=SPILL_READ_LIMIT)
+        result.output = spill(call.name, call.arguments, result.output) + notes.after_tool(call.arguments, result.ok)
+        return result
 
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
-    return Loop(model, ToolBox(schemas, run), system_prompt=render_system_prompt(request.agent_name, schemas),
-                max_iters=request.max_iters, on_event=recorder, deadline=deadline)
+    return Loop(model, ToolBox(schemas, run), system_prompt=prompt, max_iters=request.max_iters or 12,
+                on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
+
+
+def _system_prompt(request: GoalRequest, ws: Workspace, schemas: list[dict[str, Any]], parts: list[PromptPart],
+                   recorder: Recorder, git: dict[str, str]) -> str:
+    """Rendered once, here, from values frozen now; unknown placeholders and flagged files are reported."""
+    found = find_workspace_context(ws, request.num_ctx)
+    if found:
+        _flag(recorder, found)
+    values = freeze_values(workspace_root=str(ws.root), agent_name=request.agent_name, run_id=recorder.run_id,
+                           model=request.model or "", now=datetime.now().astimezone(), git=git)
+    prompt = assemble(schemas, parts, found, values)
+    for source, name in prompt.unknown:
+        recorder.notice("prompt_warning", f"unknown placeholder {{{{{name}}}}} in {source}; left as written "
+                                          "(hearth doctor lists the known ones)")
+    return prompt.text
+
+
+def _flag(recorder: Recorder, found: ContextFile) -> None:
+    if found.flags:
+        recorder.notice("context_flagged", f"{found.shown} looks like a prompt injection: {found.flags[0]}"
+                        + (f" (+{len(found.flags) - 1} more)" if len(found.flags) > 1 else ""),
+                        data={"path": found.path, "flags": list(found.flags)})
 
 
 def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile) -> Outcome:
