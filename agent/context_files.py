@@ -96,9 +96,12 @@ def search_dirs(root: Path) -> list[Path]:
     return dirs
 
 
-def find_workspace_context(ws: Workspace, num_ctx: int) -> ContextFile | None:
-    """The workspace's context file, capped for a window of `num_ctx` tokens, or None."""
-    dirs = search_dirs(ws.root)
+def find_workspace_context(ws: Workspace, num_ctx: int, *, look_above: bool = True) -> ContextFile | None:
+    """The workspace's context file, capped for a window of `num_ctx` tokens, or None.
+
+    `look_above=False` for a workspace made fresh for the run: its parents are hearth's, not a project's.
+    """
+    dirs = search_dirs(ws.root) if look_above else [ws.root]
     for directory in dirs:
         for name in NAMES:
             if directory == ws.root:

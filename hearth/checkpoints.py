@@ -1,12 +1,17 @@
 """Workspace checkpoints: a run's workspace is a git repository, committed before and after the run.
 
 Which repository, decided per workspace (`repository_kind`):
-- `own`: the workspace has its own `.git` (a repository, or a worktree whose `.git` is a file):
-  hearth commits there, on the branch that is checked out.
+- `own`: the workspace has its own `.git` directory: hearth commits there, on the branch that is
+  checked out.
+- `linked`: the workspace's `.git` is a file (a git worktree or a submodule) whose repository
+  lies outside the workspace, where the sandbox cannot write: no checkpoints (`hearth evolve`
+  works in such a worktree and commits its proposal itself).
 - `none`: no `.git` in the workspace or above it: hearth runs `git init` there (branch `main`).
 - `parent`: the workspace is a subdirectory of another repository: no checkpoints. hearth never
-  commits to a repository whose root is not the workspace and never nests a new one inside it;
-  the run records why (point --workspace at the repository root to get checkpoints).
+  commits to a repository whose root is not the workspace and never nests a new one inside a
+  directory the user chose; the run records why (point --workspace at the repository root).
+  A fresh per-run workspace that hearth made itself is its own: it gets `git init` even when the
+  state directory lies inside some repository (as `make demo`'s ./.hearth does).
 
 Before the run: a commit if the tree is dirty, tagged hearth/RUN/before. After: a commit if
 anything changed, tagged hearth/RUN/OUTCOME (done, failed, ...); when the agent committed its own
@@ -82,9 +87,9 @@ class Checkpoint:
 
 
 def repository_kind(root: Path) -> tuple[str, Path | None]:
-    """('own' | 'none' | 'parent', the repository root or None)."""
+    """('own' | 'linked' | 'none' | 'parent', the repository root or None)."""
     if os.path.lexists(root / ".git"):
-        return "own", root
+        return ("own" if (root / ".git").is_dir() and not (root / ".git").is_symlink() else "linked"), root
     for directory in root.parents:
         if os.path.lexists(directory / ".git"):
             return "parent", directory
@@ -98,11 +103,14 @@ def tag_name(run_id: str, label: str) -> str:
 
 
 class Checkpoints:
-    def __init__(self, root: Path, run_id: str, policy: SandboxPolicy, *, exclude: tuple[str, ...] = ()) -> None:
+    def __init__(self, root: Path, run_id: str, policy: SandboxPolicy, *, exclude: tuple[str, ...] = (),
+                 fresh: bool = False) -> None:
         self.root = root
         self.run_id = run_id
         self.policy = SandboxPolicy(kind=policy.kind, network=False, hide=policy.hide)
         self.kind, self.repo = repository_kind(root)
+        if fresh and self.kind == "parent":
+            self.kind, self.repo = "none", None  # hearth made this directory for this run: it is its own
         self.pathspec = [".", *(f":(exclude,top){p}" for p in (".tmp", SPILL_DIR, *exclude))]
         self.base: str | None = None
 
@@ -153,6 +161,9 @@ class Checkpoints:
         if self.kind == "parent" and not parent_ok:
             return (f"the workspace is inside the git repository at {self.repo}; hearth commits only to a "
                     "repository rooted at the workspace (point --workspace at the repository root)")
+        if self.kind == "linked" and not parent_ok:
+            return ("the workspace's .git is a file (a worktree or submodule) whose repository lies outside "
+                    "it, where the sandbox cannot write")
         return ""
 
     def _commit(self, phase: str, message: str, tag: str, *, init: bool = False) -> Checkpoint:

@@ -56,7 +56,10 @@ def mode_of(path: Path) -> int:
 
 def loose_write(path: Path, check: str, what: str) -> list[Finding]:
     """An error if others may write `path`, a warning if its group may (symlinks are judged by their target)."""
-    mode = mode_of(path)
+    try:
+        mode = mode_of(path)
+    except OSError as exc:
+        return [Finding(check, "warn", f"cannot inspect {what} {path}: {exc.strerror or exc}", str(path))]
     if mode & stat.S_IWOTH:
         return [Finding(check, "error", f"{what} {path} is writable by every user (mode {mode:04o}); "
                                         f"run: chmod o-w {path}", str(path))]

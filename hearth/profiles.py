@@ -12,7 +12,7 @@ Precedence, per setting: a request field or a command-line flag given explicitly
 profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; auto; every tool; 12). A
 request's allowed_tools replaces the profile's list (it does not narrow it).
 
-Built in: `default`, `demo` and `self-test` exist without a directory (no role text, no
+Built in: `default`, `demo`, `evolve` and `self-test` exist without a directory (no role text, no
 settings), so a bare install works and hearth's own runs need no config. A directory of the same
 name replaces the built-in one. Any other name without a directory is an error that lists the
 profiles there are.
@@ -29,7 +29,7 @@ from typing import Any
 from agent.policy import MODES
 from hearth.errors import ConfigError, UsageError
 
-BUILTIN = ("default", "demo", "self-test")
+BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
 KEYS = ("model", "mode", "allowed_tools", "max_iterations")
@@ -77,8 +77,9 @@ def load_profile(config_dir: Path, name: str) -> Profile:
     if not directory.is_dir():
         if name in BUILTIN:
             return Profile(name)
-        raise UsageError(f"unknown agent profile {name!r}; profiles: {', '.join(profile_names(config_dir))} "
-                         f"(add {directory}/{ROLE_FILE} to create it)")
+        configured = [n for n in profile_names(config_dir) if (agents_dir(config_dir) / n).is_dir()]
+        raise UsageError(f"unknown agent profile {name!r}; configured: {', '.join(configured) or 'none'}; "
+                         f"built in: {', '.join(BUILTIN)} (add {directory}/{ROLE_FILE} to create it)")
     role_path = directory / ROLE_FILE
     role = _read_text(role_path) if role_path.exists() else ""
     settings = _read_settings(directory / SETTINGS_FILE)

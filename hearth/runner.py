@@ -133,7 +133,8 @@ def run_goal(
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
                                                      hide=(str(state_dir),)))
         client = model or _client(request, settings)
-        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=_inside(state_dir, root))
+        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=_inside(state_dir, root),
+                                  fresh=request.workspace is None)
         _checkpoint(audit, recorder, root, checkpoints.before(
             agent_name=request.agent_name, model=request.model or "", goal=request.goal))
         with Workspace(root, services=services) as ws:
@@ -215,7 +216,7 @@ def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: 
 def _system_prompt(request: GoalRequest, ws: Workspace, schemas: list[dict[str, Any]], parts: list[PromptPart],
                    recorder: Recorder, git: dict[str, str]) -> str:
     """Rendered once, here, from values frozen now; unknown placeholders and flagged files are reported."""
-    found = find_workspace_context(ws, request.num_ctx)
+    found = find_workspace_context(ws, request.num_ctx, look_above=request.workspace is not None)
     if found:
         _flag(recorder, found)
     values = freeze_values(workspace_root=str(ws.root), agent_name=request.agent_name, run_id=recorder.run_id,

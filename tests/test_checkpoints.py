@@ -181,8 +181,37 @@ def test_the_repository_kind_decides_where_hearth_may_commit(tmp_path: Path) -> 
     assert repository_kind(tmp_path / "repo") == ("own", tmp_path / "repo")
     assert repository_kind(tmp_path / "repo" / "sub") == ("parent", tmp_path / "repo")
     assert repository_kind(tmp_path / "plain")[0] == "none"
+    git(tmp_path / "repo", "worktree", "add", "-q", str(tmp_path / "wt"))
+    assert repository_kind(tmp_path / "wt") == ("linked", tmp_path / "wt")
+
+
+def test_a_worktree_workspace_gets_no_checkpoints_and_its_repository_is_untouched(state_dir: Path,
+                                                                                  tmp_path: Path) -> None:
+    repo = user_repo(tmp_path / "repo")
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "wt"))
+    with FakeOllama([tool_call("write_file", {"path": "w.txt", "content": "w"}), final_answer("ok")]) as fake:
+        proc = hearth_loop(fake, tmp_path / "wt")
+    assert proc.returncode == 0
+    assert "whose repository lies outside it" in proc.stdout
+    assert git(repo, "log", "--all", "--format=%s") == "the user's commit"
+    assert git(tmp_path / "wt", "status", "--porcelain") == "?? w.txt"
 
 
 def test_tag_names_are_always_valid_refs() -> None:
     assert tag_name("20260101T000000-abc123", "done") == "hearth/20260101T000000-abc123/done"
     assert tag_name("weird id/..:~^", "iteration_limit") == "hearth/weird-id/iteration_limit"
+
+
+def test_a_fresh_per_run_workspace_is_its_own_repository_even_under_a_project(tmp_path: Path) -> None:
+    """`make demo` keeps its state in ./.hearth inside the checkout: its workspaces are still hearth's."""
+    project = user_repo(tmp_path / "project")
+    (project / "AGENTS.md").write_text("NOTES OF THE ENCLOSING PROJECT")
+    state = project / ".hearth"
+    with FakeOllama([tool_call("write_file", {"path": "f.txt", "content": "f"}), final_answer("ok")]) as fake:
+        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "go",
+                       env={"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert proc.returncode == 0, proc.stderr
+    [ws] = (state / "agents").iterdir()
+    assert git(ws, "log", "--format=%s").startswith("hearth: run ")
+    assert git(project, "log", "--format=%s") == "the user's commit"
+    assert "NOTES OF THE ENCLOSING PROJECT" not in fake.requests[0]["messages"][0]["content"]

@@ -67,7 +67,7 @@ def test_a_healthy_setup_exits_0(state_dir: Path, tmp_path: Path, fake: FakeOlla
     for check in ("state", "config", "profile builder", "prompts", "ollama", "models", "sandbox", "prompt size"):
         assert found[check] == {"ok"}, check
     assert found["systemd"] == {"info"}  # PID 1 is not systemd here
-    assert any("model qwen2.5-coder is pulled (profiles: builder, default, demo, self-test)" in f["message"]
+    assert any("model qwen2.5-coder is pulled (profiles: builder, default, demo, evolve, self-test)" in f["message"]
                for f in report["findings"])
 
 
@@ -120,7 +120,7 @@ def test_an_unknown_agent_name_is_an_error_listing_the_profiles(state_dir: Path,
     healthy_config(tmp_path)
     code, report = doctor(fake, "--agent-name", "ghost", "--context")
     assert code == 1
-    assert any("unknown agent profile 'ghost'; profiles: builder, default, demo, self-test" in e
+    assert any("unknown agent profile 'ghost'; configured: builder; built in: default" in e
                for e in errors(report))
     assert report["context"] is None
 
@@ -187,3 +187,8 @@ def test_systemd_credentials_are_used_when_credentials_directory_is_set(tmp_path
     assert ok.status == "ok" and "systemd credentials" in ok.message
     [missing] = check_credentials(settings, {"CREDENTIALS_DIRECTORY": str(tmp_path / "nope")})
     assert missing.status == "error"
+
+
+def test_a_context_workspace_that_is_not_a_directory_is_bad_usage(state_dir: Path, tmp_path: Path) -> None:
+    proc = run_cli("hearth", "doctor", "--context", "--workspace", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and proc.stderr.strip() == f"hearth doctor: workspace {tmp_path}/nope is not a directory"

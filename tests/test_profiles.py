@@ -49,7 +49,7 @@ def test_a_profile_reads_its_role_and_settings(tmp_path: Path) -> None:
 
 
 def test_default_and_hearths_own_agents_exist_without_any_config(tmp_path: Path) -> None:
-    assert profile_names(tmp_path / "missing") == ["default", "demo", "self-test"]
+    assert profile_names(tmp_path / "missing") == ["default", "demo", "evolve", "self-test"]
     profile = load_profile(tmp_path / "missing", "default")
     assert profile.builtin and profile.role == "" and profile.model is None
 
@@ -67,7 +67,7 @@ def test_an_unknown_name_lists_the_profiles_there_are(tmp_path: Path) -> None:
         load_profile(tmp_path, "buidler")
     message = str(caught.value)
     assert "unknown agent profile 'buidler'" in message
-    assert "profiles: builder, default, demo, reviewer, self-test" in message
+    assert "configured: builder, reviewer; built in: default, demo, evolve, self-test" in message
     assert "\n" not in message
 
 
@@ -155,7 +155,8 @@ def test_an_unknown_profile_exits_2_with_one_line_and_is_recorded_as_rejected(st
     proc = run_cli("hearth-loop", "--agent-name", "nobody", "do it")
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "hearth-loop: unknown agent profile 'nobody'; profiles: builder, default, demo, self-test "
+        "hearth-loop: unknown agent profile 'nobody'; configured: builder; built in: default, demo, evolve, "
+        "self-test "
         f"(add {tmp_path}/config/agents/nobody/AGENTS.md to create it)")
     [run] = rows(state_dir, "select * from runs")
     assert run["status"] == "rejected" and run["agent_name"] == "nobody" and "unknown agent profile" in run["error"]

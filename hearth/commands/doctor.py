@@ -9,7 +9,7 @@ from typing import Any
 from agent.compaction import CHARS_PER_TOKEN
 from agent.ollama_client import DEFAULT_NUM_CTX, probe
 from hearth.doctor import Finding, diagnose, summary_counts
-from hearth.errors import HearthError
+from hearth.errors import HearthError, UsageError
 from hearth.profiles import Profile
 from hearth.prompting import preview
 from hearth.render import print_json
@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    if args.workspace is not None and not args.workspace.is_dir():
+        raise UsageError(f"workspace {args.workspace} is not a directory")
     findings, profiles = diagnose(settings, agent_name=args.agent_name, probe=probe)
     previews = {p.name: _preview(settings, p, args) for p in profiles}
     findings += [_size_finding(name, shown, args.num_ctx) for name, shown in previews.items() if shown]
