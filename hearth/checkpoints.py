@@ -20,7 +20,8 @@ show RUN` lists the checkpoints and how to compare them.
 
 Every git command runs inside the run's command sandbox, because the repository is the agent's to
 write: a `.git/config` it planted (hooks, fsmonitor, clean filters) can only act inside the
-sandbox. git sees hearth's own identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and never the machine's
+sandbox (with HEARTH_SANDBOX=none, the operator's explicit unsafe choice, git runs bare like
+every command). git sees hearth's own identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and never the machine's
 config (GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1); -c flags turn off hooks, fsmonitor,
 signing and auto-gc, and GIT_CEILING_DIRECTORIES keeps git from walking up to a parent repository.
 Never committed: the Landlock sandbox's `.tmp/`, hearth's spilled outputs, and hearth's state

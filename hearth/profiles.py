@@ -2,6 +2,7 @@
 
     $HEARTH_CONFIG_DIR/agents/NAME/AGENTS.md    the role prompt
     $HEARTH_CONFIG_DIR/agents/NAME/agent.toml   settings, every key optional:
+        name = "NAME"                           must match the directory (the NixOS module writes it)
         model = "qwen2.5-coder"                 the default model
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
@@ -9,8 +10,9 @@
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
-profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; auto; every tool; 12). A
-request's allowed_tools replaces the profile's list (it does not narrow it).
+profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; HEARTH_MODE, else auto; every
+tool; HEARTH_MAX_ITERATIONS, else 12). A request's allowed_tools replaces the profile's list (it
+does not narrow it).
 
 Built in: `default`, `demo`, `evolve` and `self-test` exist without a directory (no role text, no
 settings), so a bare install works and hearth's own runs need no config. A directory of the same
@@ -28,14 +30,13 @@ from typing import Any
 
 from agent.policy import MODES
 from hearth.errors import ConfigError, UsageError
+from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("model", "mode", "allowed_tools", "max_iterations")
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations")
 MAX_ITERATIONS = 100  # the runner's ceiling too (MAX_ITERS_CEILING)
-DEFAULT_MODE = "auto"
-DEFAULT_MAX_ITERATIONS = 12
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -83,6 +84,8 @@ def load_profile(config_dir: Path, name: str) -> Profile:
     role_path = directory / ROLE_FILE
     role = _read_text(role_path) if role_path.exists() else ""
     settings = _read_settings(directory / SETTINGS_FILE)
+    if settings.pop("name", name) != name:
+        raise ConfigError(f"{directory / SETTINGS_FILE}: name must be {name!r}, the directory's name")
     return Profile(name, directory, role, role_path if role_path.exists() else None, **settings)
 
 
@@ -116,6 +119,8 @@ def _checked(path: Path, key: str, value: Any) -> Any:
 
 
 def _problem(key: str, value: Any) -> str | None:
+    if key == "name" and not isinstance(value, str):
+        return "must be the profile's name"
     if key == "model" and not (isinstance(value, str) and value.strip()):
         return "must be a model name"
     if key == "mode" and value not in MODES:
@@ -128,12 +133,12 @@ def _problem(key: str, value: Any) -> str | None:
 
 
 def apply_profile(profile: Profile, *, model: str | None, mode: str | None, max_iters: int | None,
-                  allowed_tools: list[str] | None, default_model: str) -> dict[str, Any]:
+                  allowed_tools: list[str] | None, defaults: Settings) -> dict[str, Any]:
     """The run's settings: what was given explicitly, else the profile's, else hearth's default."""
     tools = allowed_tools if allowed_tools is not None else profile.allowed_tools
     return {
-        "model": model or profile.model or default_model,
-        "mode": mode or profile.mode or DEFAULT_MODE,
-        "max_iters": max_iters if max_iters is not None else (profile.max_iterations or DEFAULT_MAX_ITERATIONS),
+        "model": model or profile.model or defaults.model,
+        "mode": mode or profile.mode or defaults.mode,
+        "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         "allowed_tools": list(tools) if tools is not None else None,
     }

@@ -30,6 +30,7 @@ from agent.workspace import Workspace
 from hearth.checkpoints import Checkpoints
 from hearth.errors import ConfigError
 from hearth.profiles import Profile, apply_profile
+from hearth.settings import Settings
 
 SOUL_FILE = "SOUL.md"
 PROMPTS_DIR = "prompts"
@@ -81,21 +82,20 @@ def assemble(tool_schemas: list[dict[str, Any]], config: list[PromptPart], found
     return compose([base_part(tool_schemas), *config, *project, run_facts_part()], values)
 
 
-def preview(config_dir: Path, profile: Profile, *, default_model: str, num_ctx: int, sandbox: str,
+def preview(settings: Settings, profile: Profile, *, num_ctx: int,
             workspace: Path | None = None) -> tuple[RenderedPrompt, int]:
     """The prompt a run of `profile` would get now (and the size of its tool schemas), changing nothing.
 
     Without a workspace the project part is absent and the git placeholders take their fallbacks.
     """
-    settings = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None,
-                             default_model=default_model)
-    schemas = [t.schema() for t in visible_tools(settings["allowed_tools"], settings["mode"])]
+    run = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=settings)
+    schemas = [t.schema() for t in visible_tools(run["allowed_tools"], run["mode"])]
     found, git, root = None, {}, ""
     if workspace is not None:
         with Workspace(workspace) as ws:
             found, root = find_workspace_context(ws, num_ctx), str(ws.root)
-        git = Checkpoints(Path(root), "doctor", SandboxPolicy(kind=sandbox)).git_state()
+        git = Checkpoints(Path(root), "doctor", SandboxPolicy(kind=settings.sandbox)).git_state()
     values = freeze_values(workspace_root=root, agent_name=profile.name, run_id="(doctor)",
-                           model=settings["model"], now=datetime.now().astimezone(), git=git)
-    prompt = assemble(schemas, config_parts(config_dir, profile), found, values)
+                           model=run["model"], now=datetime.now().astimezone(), git=git)
+    prompt = assemble(schemas, config_parts(settings.config_dir, profile), found, values)
     return prompt, len(json.dumps(schemas))

@@ -158,7 +158,7 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
     except HearthError as exc:
         return request, [], exc
     resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
-                             allowed_tools=request.allowed_tools, default_model=settings.model)
+                             allowed_tools=request.allowed_tools, defaults=settings)
     return replace(request, **resolved), parts, None
 
 

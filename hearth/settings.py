@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.policy import MODES
 from hearth.errors import ConfigError
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
@@ -24,6 +25,8 @@ class Settings:
     sandbox: str
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
+    mode: str = "auto"  # when neither the request nor the agent profile says
+    max_iterations: int = 12
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,6 +39,8 @@ class Settings:
             sandbox=env.get("HEARTH_SANDBOX") or "auto",
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+            mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
+            max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, 100),
         )
 
     @property
@@ -68,6 +73,22 @@ def probe_writable(directory: Path) -> None:
     """Raise OSError unless a file can really be created in `directory` (root ignores modes)."""
     with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
         pass
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name) or default
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    if not raw.strip().isdigit() or not low <= int(raw) <= high:
+        raise ConfigError(f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+    return int(raw)
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:

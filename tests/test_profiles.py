@@ -97,14 +97,19 @@ def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(t
     make_profile(tmp_path, "builder", toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["read_file"]\n'
                                            "max_iterations = 5\n")
     profile = load_profile(tmp_path, "builder")
-    unset = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, default_model="dflt")
+    defaults = Settings.from_env({"HEARTH_MODEL": "dflt"})
+    unset = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults)
     assert unset == {"model": "small-model", "mode": "plan", "max_iters": 5, "allowed_tools": ["read_file"]}
     given = apply_profile(profile, model="big", mode="bypass", max_iters=9, allowed_tools=["list_files"],
-                          default_model="dflt")
+                          defaults=defaults)
     assert given == {"model": "big", "mode": "bypass", "max_iters": 9, "allowed_tools": ["list_files"]}
     bare = apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
-                         allowed_tools=None, default_model="dflt")
+                         allowed_tools=None, defaults=defaults)
     assert bare == {"model": "dflt", "mode": "auto", "max_iters": 12, "allowed_tools": None}
+    site = Settings.from_env({"HEARTH_MODE": "plan", "HEARTH_MAX_ITERATIONS": "30"})
+    assert apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
+                         allowed_tools=None, defaults=site) == \
+        {"model": "qwen2.5-coder", "mode": "plan", "max_iters": 30, "allowed_tools": None}
 
 
 def test_the_profile_ceiling_is_the_runners() -> None:
@@ -168,3 +173,21 @@ def test_a_broken_profile_rejects_the_run_naming_the_file(state_dir: Path, tmp_p
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "agents/builder/agent.toml: mode must be one of" in proc.stderr
     assert rows(state_dir, "select status from runs") == [{"status": "rejected"}]
+
+
+def test_the_manifest_the_nixos_module_writes_loads_and_its_name_must_match(tmp_path: Path) -> None:
+    make_profile(tmp_path, "notes", toml='name = "notes"\nmodel = "llama3.1"\nmode = "plan"\n'
+                                         'allowed_tools = ["read_file", "list_files"]\n')
+    assert load_profile(tmp_path, "notes").allowed_tools == ("read_file", "list_files")
+    make_profile(tmp_path, "copied", toml='name = "notes"\n')
+    with pytest.raises(ConfigError, match="name must be 'copied', the directory's name"):
+        load_profile(tmp_path, "copied")
+
+
+@pytest.mark.parametrize(("env", "reason"), [
+    ({"HEARTH_MODE": "yolo"}, "HEARTH_MODE must be one of plan, auto, bypass, got 'yolo'"),
+    ({"HEARTH_MAX_ITERATIONS": "0"}, "HEARTH_MAX_ITERATIONS must be a whole number from 1 to 100, got '0'"),
+])
+def test_site_defaults_from_the_environment_are_checked(state_dir: Path, env: dict[str, str], reason: str) -> None:
+    proc = run_cli("hearth-loop", "go", env=env)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"hearth-loop: {reason}"

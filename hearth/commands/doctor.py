@@ -57,8 +57,7 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
 def _preview(settings: Settings, profile: Profile, args: argparse.Namespace) -> dict[str, Any] | None:
     workspace = args.workspace if args.context and profile.name == (args.agent_name or "default") else None
     try:
-        prompt, schema_chars = preview(settings.config_dir, profile, default_model=settings.model,
-                                       num_ctx=args.num_ctx, sandbox=settings.sandbox, workspace=workspace)
+        prompt, schema_chars = preview(settings, profile, num_ctx=args.num_ctx, workspace=workspace)
     except (HearthError, ValueError):
         return None  # the file problem is already a finding of its own
     parts = [{"label": p.label, "source": p.source, "chars": p.chars, "text": p.text} for p in prompt.parts]
