@@ -39,6 +39,8 @@ from pathlib import Path
 
 from agent.compaction import SPILL_DIR
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
+from hearth.audit import AuditStore
+from hearth.recorder import Recorder
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "hearth", "GIT_AUTHOR_EMAIL": "hearth@localhost",
@@ -197,6 +199,20 @@ class Checkpoints:
         if result.timed_out:
             return 1, f"git timed out after {TIMEOUT_S}s"
         return result.exit_code or 0, result.output
+
+
+def record_checkpoint(audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint) -> None:
+    """Into the audit's checkpoints table, and in front of the operator unless nothing happened."""
+    audit.record_checkpoint(recorder.run_id, phase=point.phase, status=point.status, commit_sha=point.commit,
+                            tag=point.tag, files=point.files, detail=point.detail or None, workspace=str(root))
+    if point.status != "unchanged":
+        recorder.notice("checkpoint", point.describe(), step=False)
+
+
+def state_inside(state_dir: Path, root: Path) -> tuple[str, ...]:
+    """hearth's state directory as a workspace path when the workspace holds it: never committed."""
+    state = state_dir.resolve()
+    return (str(state.relative_to(root)),) if state != root and state.is_relative_to(root) else ()
 
 
 def _fields(output: str) -> dict[str, str]:

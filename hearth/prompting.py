@@ -30,6 +30,7 @@ from agent.workspace import Workspace
 from hearth.checkpoints import Checkpoints
 from hearth.errors import ConfigError
 from hearth.profiles import Profile, apply_profile
+from hearth.recorder import Recorder
 from hearth.settings import Settings
 
 SOUL_FILE = "SOUL.md"
@@ -80,6 +81,29 @@ def assemble(tool_schemas: list[dict[str, Any]], config: list[PromptPart], found
     """The whole system prompt of a run, part by part."""
     project = [project_part(found)] if found else []
     return compose([base_part(tool_schemas), *config, *project, run_facts_part()], values)
+
+
+def run_system_prompt(ws: Workspace, schemas: list[dict[str, Any]], parts: list[PromptPart], recorder: Recorder,
+                      git: Mapping[str, str], *, agent_name: str, model: str, num_ctx: int, look_above: bool) -> str:
+    """A run's prompt, rendered once from values frozen now; unknown placeholders and flagged files are reported."""
+    found = find_workspace_context(ws, num_ctx, look_above=look_above)
+    if found:
+        report_flags(recorder, found)
+    values = freeze_values(workspace_root=str(ws.root), agent_name=agent_name, run_id=recorder.run_id,
+                           model=model, now=datetime.now().astimezone(), git=git)
+    prompt = assemble(schemas, parts, found, values)
+    for source, name in prompt.unknown:
+        recorder.notice("prompt_warning", f"unknown placeholder {{{{{name}}}}} in {source}; left as written "
+                                          "(hearth doctor lists the known ones)")
+    return prompt.text
+
+
+def report_flags(recorder: Recorder, found: ContextFile) -> None:
+    """A context file that reads like a prompt injection: to the operator and the audit."""
+    if found.flags:
+        more = f" (+{len(found.flags) - 1} more)" if len(found.flags) > 1 else ""
+        recorder.notice("context_flagged", f"{found.shown} looks like a prompt injection: {found.flags[0]}{more}",
+                        data={"path": found.path, "flags": list(found.flags)})
 
 
 def preview(settings: Settings, profile: Profile, *, num_ctx: int,

@@ -11,26 +11,25 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from agent.compaction import Compactor, OutputSpill, spill_threshold
-from agent.context_files import ContextFile, SubdirectoryNotes, find_workspace_context
+from agent.context_files import SubdirectoryNotes
 from agent.hearth_tools import call_tool, visible_tools
 from agent.loop import Loop, Outcome, ToolBox
 from agent.ollama_client import ChatModel, OllamaClient
 from agent.parsing import ToolCall
 from agent.policy import MODES, Approver
-from agent.prompt import PromptPart, freeze_values
+from agent.prompt import PromptPart
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.services import RunServices
 from agent.workspace import Workspace
 from hearth.audit import AuditStore, RunRecord, new_run_id
-from hearth.checkpoints import Checkpoint, Checkpoints
+from hearth.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.errors import HearthError, UsageError
 from hearth.profiles import apply_profile, load_profile
-from hearth.prompting import assemble, config_parts
+from hearth.prompting import config_parts, report_flags, run_system_prompt
 from hearth.recorder import Recorder
 from hearth.settings import Settings, probe_writable
 from hearth.state import StateFile
@@ -133,16 +132,16 @@ def run_goal(
         services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
                                                      hide=(str(state_dir),)))
         client = model or _client(request, settings)
-        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=_inside(state_dir, root),
+        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=state_inside(state_dir, root),
                                   fresh=request.workspace is None)
-        _checkpoint(audit, recorder, root, checkpoints.before(
+        record_checkpoint(audit, recorder, root, checkpoints.before(
             agent_name=request.agent_name, model=request.model or "", goal=request.goal))
         with Workspace(root, services=services) as ws:
             loop = _build_loop(request, ws, client, approve, recorder, parts, checkpoints.git_state())
             if before_loop:
                 before_loop(loop, recorder)
             outcome = _drive(loop, request, audit, run_id, state)
-        _checkpoint(audit, recorder, root, checkpoints.after(
+        record_checkpoint(audit, recorder, root, checkpoints.after(
             outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
             model=request.model or "", goal=request.goal))
         if isinstance(client, OllamaClient) and model is None:
@@ -160,19 +159,6 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
     resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
                              allowed_tools=request.allowed_tools, defaults=settings)
     return replace(request, **resolved), parts, None
-
-
-def _inside(state_dir: Path, root: Path) -> tuple[str, ...]:
-    """hearth's state directory as a workspace path, when the workspace holds it (never checkpointed)."""
-    state = state_dir.resolve()
-    return (str(state.relative_to(root)),) if state != root and state.is_relative_to(root) else ()
-
-
-def _checkpoint(audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint) -> None:
-    audit.record_checkpoint(recorder.run_id, phase=point.phase, status=point.status, commit_sha=point.commit,
-                            tag=point.tag, files=point.files, detail=point.detail or None, workspace=str(root))
-    if point.status != "unchanged":
-        recorder.notice("checkpoint", point.describe(), step=False)
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
@@ -198,8 +184,10 @@ def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: 
                 recorder: Recorder, parts: list[PromptPart], git: dict[str, str]) -> Loop:
     tools = visible_tools(request.allowed_tools, request.mode)
     schemas = [t.schema() for t in tools]
-    prompt = _system_prompt(request, ws, schemas, parts, recorder, git)
-    notes = SubdirectoryNotes(ws, on_found=lambda found: _flag(recorder, found))
+    prompt = run_system_prompt(ws, schemas, parts, recorder, git, agent_name=request.agent_name,
+                               model=request.model or "", num_ctx=request.num_ctx,
+                               look_above=request.workspace is not None)
+    notes = SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found))
     spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
 
     def run(call: ToolCall) -> Any:
@@ -211,28 +199,6 @@ def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: 
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
     return Loop(model, ToolBox(schemas, run), system_prompt=prompt, max_iters=request.max_iters or 12,
                 on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
-
-
-def _system_prompt(request: GoalRequest, ws: Workspace, schemas: list[dict[str, Any]], parts: list[PromptPart],
-                   recorder: Recorder, git: dict[str, str]) -> str:
-    """Rendered once, here, from values frozen now; unknown placeholders and flagged files are reported."""
-    found = find_workspace_context(ws, request.num_ctx, look_above=request.workspace is not None)
-    if found:
-        _flag(recorder, found)
-    values = freeze_values(workspace_root=str(ws.root), agent_name=request.agent_name, run_id=recorder.run_id,
-                           model=request.model or "", now=datetime.now().astimezone(), git=git)
-    prompt = assemble(schemas, parts, found, values)
-    for source, name in prompt.unknown:
-        recorder.notice("prompt_warning", f"unknown placeholder {{{{{name}}}}} in {source}; left as written "
-                                          "(hearth doctor lists the known ones)")
-    return prompt.text
-
-
-def _flag(recorder: Recorder, found: ContextFile) -> None:
-    if found.flags:
-        recorder.notice("context_flagged", f"{found.shown} looks like a prompt injection: {found.flags[0]}"
-                        + (f" (+{len(found.flags) - 1} more)" if len(found.flags) > 1 else ""),
-                        data={"path": found.path, "flags": list(found.flags)})
 
 
 def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile) -> Outcome:
