@@ -100,6 +100,8 @@ def call_tool(
 ) -> ToolResult:
     started = time.monotonic()
     result = _gate_and_run(name, args, workspace, mode, allowed, approve)
+    if isinstance(workspace, Workspace):  # the choke point: no credential value leaves a tool
+        result.output = workspace.services.redact(result.output)
     result.output, result.truncated = cap_output(result.output, output_limit)
     result.duration_s = time.monotonic() - started
     return result
@@ -221,7 +223,7 @@ def cap_output(text: str, limit: int = OUTPUT_LIMIT) -> tuple[str, bool]:
 
 def load_builtin_tools() -> None:
     """Import every tool module so its register() calls run."""
-    from agent.tools import command, files  # noqa: F401
+    from agent.tools import command, files, knowledge, search, selfknow, web  # noqa: F401
 
 
 load_builtin_tools()

@@ -1,8 +1,10 @@
 """The system prompt: assembled once per run from parts, byte-identical in every request of it.
 
 A run's prompt is the base prompt below (with the tool list), then the parts the appliance hands
-in (its `prompts/*.md`, the profile's AGENTS.md, SOUL.md, the workspace's context file) and a
-short "this run" part last, so the long stable parts come first and stay cacheable across runs.
+in (its `prompts/*.md`, the profile's AGENTS.md, SOUL.md, the workspace's context file). Nothing
+built in varies from run to run, so an agent's system prompt is identical across its runs too and
+Ollama can reuse its cache between them; an operator who wants the date or the git state in it
+writes the placeholders below into a prompt file, and accepts that trade.
 
 Placeholders are written `{{name}}` in the base and in the operator's files (never substituted
 in workspace files: their text is the project's, not ours). Every value is fixed once, at run
@@ -66,11 +68,6 @@ How to work:
 Tools you may call:
 """
 
-RUN_FACTS = """\
-## This run
-Run {{runId}} on model {{model}}, started {{currentDateTimeIso}} ({{currentTimeZone}}).
-Workspace git: branch {{gitBranch}}, commit {{gitHeadShortSha}}, uncommitted changes: {{gitDirty}}."""
-
 
 @dataclass(frozen=True)
 class PromptPart:
@@ -112,10 +109,6 @@ def tool_lines(tool_schemas: list[dict[str, Any]]) -> str:
 
 def base_part(tool_schemas: list[dict[str, Any]]) -> PromptPart:
     return PromptPart("base", "built-in", BASE_PROMPT + tool_lines(tool_schemas))
-
-
-def run_facts_part() -> PromptPart:
-    return PromptPart("this run", "built-in", RUN_FACTS)
 
 
 def render_system_prompt(agent_name: str, tool_schemas: list[dict[str, Any]]) -> str:

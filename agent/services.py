@@ -6,12 +6,35 @@ The workspace carries one of these (`Workspace.services`), so a tool stays a fun
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from agent.redaction import no_redaction
 from agent.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from agent.knowledge import KnowledgeStore
+    from agent.netguard import NetGuard
 
 
 @dataclass
 class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
+    # the self-knowledge tools (agent/tools/selfknow.py): the config repository they may read and
+    # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
+    # point it at a fake NixOS tree) and how long nix_check may take
+    config_repo: Path | None = None
+    ollama_host: str = ""
+    host_root: Path = Path("/")
+    nix_check_timeout_s: int = 600
+    # Knowledge, memory and the web (issue 4). None means: not available to this run.
+    agent_name: str = "default"
+    run_id: str = ""
+    knowledge: KnowledgeStore | None = None
+    net: NetGuard | None = None  # None: the default guard (public addresses only, system DNS)
+    credentials: Callable[[str, str], str] | None = None  # (name, host) -> value, or CredentialRefused
+    redact: Callable[[str], str] = no_redaction  # applied to every tool result by call_tool
+    search_backend: Any = None  # an object with ddgs' `text(query, max_results=)`; None: ddgs itself

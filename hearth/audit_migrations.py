@@ -35,6 +35,19 @@ def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
     db["steps"].create_index(["run_id", "seq"], unique=True)
 
 
+def m040_proposals(db: sqlite_utils.Database) -> None:
+    """Self-evolution proposals (hearth/evolve.py): one row per `hearth evolve`, keyed by its run id."""
+    db["proposals"].create(
+        {
+            "id": str, "goal": str, "repo": str, "branch": str, "base_commit": str, "status": str,
+            "run_status": str, "head_commit": str, "check_passed": int, "check_log": str, "diff": str,
+            "diffstat": str, "security_flag": int, "security_reasons": str, "created_at": str,
+        },
+        pk="id",
+    )
+    db["proposals"].create_index(["created_at"])
+
+
 def m050_checkpoints(db: sqlite_utils.Database) -> None:
     """Workspace checkpoints (hearth/checkpoints.py): one row per phase of a run, commit or not."""
     db["checkpoints"].create(
@@ -55,6 +68,7 @@ def m051_step_data(db: sqlite_utils.Database) -> None:
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
+    m040_proposals,
     m050_checkpoints,
     m051_step_data,
 ]

@@ -197,21 +197,28 @@ def check_queue(settings: Settings) -> list[Finding]:
                              str(path))]
 
 
-def check_credentials(settings: Settings, env: dict[str, str] | None = None) -> list[Finding]:
-    env = dict(os.environ) if env is None else env
-    systemd_dir = env.get("CREDENTIALS_DIRECTORY")
-    if systemd_dir:
-        ok = Path(systemd_dir).is_dir() and os.access(systemd_dir, os.R_OK | os.X_OK)
-        return [Finding("credentials", "ok" if ok else "error",
-                        f"systemd credentials at {systemd_dir}" + ("" if ok else " are not a readable directory"),
-                        systemd_dir)]
-    path = settings.state_dir / "credentials"
-    if not path.exists():
-        return [Finding("credentials", "info", f"no credentials store at {path}", str(path))]
-    found = _private(path, 0o700, "the credentials directory")
-    for item in sorted(path.rglob("*")):
-        found += _private(item, 0o700 if item.is_dir() else 0o600, "credential file" if item.is_file() else "directory")
-    return found or [Finding("credentials", "ok", f"{path} is 0700 and every file in it 0600", str(path))]
+def check_credentials(settings: Settings) -> list[Finding]:
+    """The store (`credentials.json`, 0600), a `credentials/` directory if one exists (0700, files 0600),
+    and systemd's $CREDENTIALS_DIRECTORY when set: by path and mode only, no value is read."""
+    found = _systemd_credentials(settings.credentials_dir) if settings.credentials_dir else []
+    store = settings.credentials_path
+    if store.exists():
+        found += _private(store, 0o600, "the credentials store") or [
+            Finding("credentials", "ok", f"{store} is readable by its owner only (0600)", str(store))]
+    folder = settings.state_dir / "credentials"
+    if folder.exists():
+        loose = _private(folder, 0o700, "the credentials directory")
+        for item in sorted(folder.rglob("*")):
+            loose += _private(item, 0o700 if item.is_dir() else 0o600, "directory" if item.is_dir() else "credential file")
+        found += loose or [Finding("credentials", "ok", f"{folder} is 0700 and every file in it 0600", str(folder))]
+    return found or [Finding("credentials", "info", f"no credentials store at {store} (hearth creds set makes one)",
+                             str(store))]
+
+
+def _systemd_credentials(path: Path) -> list[Finding]:
+    ok = path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    return [Finding("credentials", "ok" if ok else "error",
+                    f"systemd credentials at {path}" + ("" if ok else " are not a readable directory"), str(path))]
 
 
 def _private(path: Path, expected: int, what: str) -> list[Finding]:

@@ -34,6 +34,9 @@ environment:
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe)
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
+  HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
+  HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
+  CREDENTIALS_DIRECTORY     systemd's credentials; values there win over hearth's store
 """
 
 
@@ -56,6 +59,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
                         help="the only tools this run may use (default: the profile's list, else all)")
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
     parser.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX, help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})")
+    parser.add_argument("--credential", action="append", default=[], metavar="NAME",
+                        help="a credential this run may use as cred:NAME (repeatable; see hearth creds)")
+    parser.add_argument("--egress", action="append", default=[], metavar="HOST",
+                        help="only these hosts (or *.domain) for network tools (repeatable; default any public host)")
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -84,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         request = GoalRequest(
             goal=args.goal, model=args.model, agent_name=args.agent_name, mode=args.mode,
             max_iters=args.max_iters, workspace=args.workspace, num_ctx=args.num_ctx,
+            credentials=args.credential, egress=args.egress,
             allowed_tools=args.allowed_tools,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)

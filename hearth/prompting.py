@@ -7,7 +7,6 @@ Parts, in order (each one's source and size are what `hearth doctor --context` p
     role          the profile's AGENTS.md ($HEARTH_CONFIG_DIR/agents/NAME/AGENTS.md)
     voice         $HEARTH_CONFIG_DIR/SOUL.md: the voice of every agent, never read from a workspace
     project       the workspace's context file (agent/context_files.py), taken literally
-    this run      built in: run id, model, start time, the workspace's git state
 
 Placeholders (`{{name}}`, documented in agent/prompt.py) are filled in every part but the
 project's, with values frozen at run start, so the prompt is byte-identical for the whole run.
@@ -24,7 +23,7 @@ from typing import Any
 
 from agent.context_files import ContextFile, find_workspace_context, flagged_note
 from agent.hearth_tools import visible_tools
-from agent.prompt import PromptPart, RenderedPrompt, base_part, compose, freeze_values, run_facts_part
+from agent.prompt import PromptPart, RenderedPrompt, base_part, compose, freeze_values
 from agent.sandbox import SandboxPolicy
 from agent.workspace import Workspace
 from hearth.checkpoints import Checkpoints
@@ -80,17 +79,21 @@ def assemble(tool_schemas: list[dict[str, Any]], config: list[PromptPart], found
              values: Mapping[str, str]) -> RenderedPrompt:
     """The whole system prompt of a run, part by part."""
     project = [project_part(found)] if found else []
-    return compose([base_part(tool_schemas), *config, *project, run_facts_part()], values)
+    return compose([base_part(tool_schemas), *config, *project], values)
+
+
+def run_values(root: Path, run_id: str, *, agent_name: str, model: str, git: Mapping[str, str]) -> dict[str, str]:
+    """Every placeholder's value for this run, frozen now."""
+    return freeze_values(workspace_root=str(root), agent_name=agent_name, run_id=run_id, model=model,
+                         now=datetime.now().astimezone(), git=git)
 
 
 def run_system_prompt(ws: Workspace, schemas: list[dict[str, Any]], parts: list[PromptPart], recorder: Recorder,
-                      git: Mapping[str, str], *, agent_name: str, model: str, num_ctx: int, look_above: bool) -> str:
-    """A run's prompt, rendered once from values frozen now; unknown placeholders and flagged files are reported."""
+                      values: Mapping[str, str], *, num_ctx: int, look_above: bool) -> str:
+    """A run's prompt, rendered once from frozen values; unknown placeholders and flagged files are reported."""
     found = find_workspace_context(ws, num_ctx, look_above=look_above)
     if found:
         report_flags(recorder, found)
-    values = freeze_values(workspace_root=str(ws.root), agent_name=agent_name, run_id=recorder.run_id,
-                           model=model, now=datetime.now().astimezone(), git=git)
     prompt = assemble(schemas, parts, found, values)
     for source, name in prompt.unknown:
         recorder.notice("prompt_warning", f"unknown placeholder {{{{{name}}}}} in {source}; left as written "

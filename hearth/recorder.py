@@ -7,20 +7,24 @@ import sys
 from typing import Any, TextIO
 
 from agent.loop import Event
+from agent.redaction import Redactor
 from hearth.audit import AuditStore
 from hearth.state import StateFile
 
 
 class Recorder:
     def __init__(self, audit: AuditStore, state: StateFile, run_id: str, *,
-                 json_lines: bool = False, out: TextIO = sys.stdout) -> None:
+                 json_lines: bool = False, out: TextIO = sys.stdout, redactor: Redactor | None = None) -> None:
         self.audit = audit
+        self.redactor = redactor or Redactor()
         self.state = state
         self.run_id = run_id
         self.json_lines = json_lines
         self.out = out
 
     def __call__(self, event: Event) -> None:
+        # the choke point for what is kept and shown: no credential value reaches audit, state or logs
+        event = Event(event.kind, event.iteration, self.redactor.data(event.data))
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler:
             handler(event)
@@ -28,10 +32,11 @@ class Recorder:
 
     def note(self, kind: str, **fields: Any) -> None:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
-        self.audit.record_step(self.run_id, kind, **fields)
+        self.audit.record_step(self.run_id, kind, **self.redactor.data(fields))
 
     def notice(self, kind: str, message: str, *, data: dict[str, Any] | None = None, step: bool = True) -> None:
         """Something the operator should see (a flagged context file, a checkpoint), shown and, if `step`, audited."""
+        message, data = self.redactor(message), self.redactor.data(data) if data else None
         if step:
             self.audit.record_step(self.run_id, kind, iteration=0, detail=message,
                                    data=json.dumps(data, default=str) if data else None)

@@ -22,15 +22,17 @@ from agent.ollama_client import ChatModel, OllamaClient
 from agent.parsing import ToolCall
 from agent.policy import MODES, Approver
 from agent.prompt import PromptPart
+from agent.redaction import Redactor
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
-from agent.services import RunServices
 from agent.workspace import Workspace
 from hearth.audit import AuditStore, RunRecord, new_run_id
 from hearth.checkpoints import Checkpoints, record_checkpoint, state_inside
+from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.profiles import apply_profile, load_profile
-from hearth.prompting import config_parts, report_flags, run_system_prompt
+from hearth.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.recorder import Recorder
+from hearth.runservices import ServicesHook, check_egress, credential_store, load_redactor, recall_preface, run_services
 from hearth.settings import Settings, probe_writable
 from hearth.state import StateFile
 
@@ -67,7 +69,10 @@ class GoalRequest:
     network: bool = False
     timeout_s: float | None = None
     num_ctx: int = 8192
+    config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
     extra: dict[str, Any] = field(default_factory=dict)
+    credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
+    egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
 
 
 class Interrupted(BaseException):
@@ -108,14 +113,20 @@ def run_goal(
     json_lines: bool = False,
     out: TextIO = sys.stdout,
     before_loop: Callable[[Loop, Recorder], None] | None = None,
+    configure_services: ServicesHook | None = None,
 ) -> tuple[str, Outcome]:
-    """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded."""
+    """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
+
+    `configure_services` may adjust the run's services before the loop starts (tests inject a
+    resolver and connector into the network guard there).
+    """
     state_dir = settings.writable_state_dir()
     run_id = request.run_id or new_run_id()
+    redactor = load_redactor(settings)
     with AuditStore(settings.audit_path) as audit:
         request, parts, problem = _with_profile(request, settings)
         audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=request.goal,
+            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal),
             mode=request.mode or "", source=request.source, requested_by=request.requested_by,
         ))
         try:
@@ -128,22 +139,26 @@ def run_goal(
         sandbox = _sandbox_label(settings.sandbox)
         audit.update_run(run_id, workspace=str(root), sandbox=sandbox)
         state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
-        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out)
-        services = RunServices(sandbox=SandboxPolicy(kind=settings.sandbox, network=request.network,
-                                                     hide=(str(state_dir),)))
+        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+        sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
         client = model or _client(request, settings)
-        checkpoints = Checkpoints(root, run_id, services.sandbox, exclude=state_inside(state_dir, root),
+        checkpoints = Checkpoints(root, run_id, sandbox_policy, exclude=state_inside(state_dir, root),
                                   fresh=request.workspace is None)
         record_checkpoint(audit, recorder, root, checkpoints.before(
-            agent_name=request.agent_name, model=request.model or "", goal=request.goal))
-        with Workspace(root, services=services) as ws:
-            loop = _build_loop(request, ws, client, approve, recorder, parts, checkpoints.git_state())
+            agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal)))
+        with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
+            if configure_services:
+                configure_services(services)
+            values = run_values(ws.root, run_id, agent_name=request.agent_name, model=request.model or "",
+                                git=checkpoints.git_state())
+            loop = _build_loop(request, ws, client, approve, recorder, parts, values)
             if before_loop:
                 before_loop(loop, recorder)
-            outcome = _drive(loop, request, audit, run_id, state)
+            context = recall_preface(services, request.goal, settings, recorder)
+            outcome = _drive(loop, request, audit, run_id, state, context, redactor)
         record_checkpoint(audit, recorder, root, checkpoints.after(
             outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
-            model=request.model or "", goal=request.goal))
+            model=request.model or "", goal=redactor(request.goal)))
         if isinstance(client, OllamaClient) and model is None:
             client.close()
     return run_id, outcome
@@ -165,6 +180,8 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     problem = validate(request)
     if problem:
         raise UsageError(problem)
+    check_egress(request.egress)
+    check_run_credentials(request.credentials, credential_store(settings))
     return prepare_workspace(request.workspace or settings.agents_dir / run_id)
 
 
@@ -181,11 +198,10 @@ def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
 
 
 def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
-                recorder: Recorder, parts: list[PromptPart], git: dict[str, str]) -> Loop:
+                recorder: Recorder, parts: list[PromptPart], values: dict[str, str]) -> Loop:
     tools = visible_tools(request.allowed_tools, request.mode)
     schemas = [t.schema() for t in tools]
-    prompt = run_system_prompt(ws, schemas, parts, recorder, git, agent_name=request.agent_name,
-                               model=request.model or "", num_ctx=request.num_ctx,
+    prompt = run_system_prompt(ws, schemas, parts, recorder, values, num_ctx=request.num_ctx,
                                look_above=request.workspace is not None)
     notes = SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found))
     spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
@@ -201,17 +217,20 @@ def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: 
                 on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
 
 
-def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile) -> Outcome:
+def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile,
+           context: str = "", redactor: Redactor | None = None) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
     try:
-        outcome = loop.run(request.goal)
+        outcome = loop.run(request.goal, context=context)
     except (Interrupted, KeyboardInterrupt):
         outcome = loop.outcome
         outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration
         state.update("interrupted", outcome.error, loop.iteration)
     finally:
         _restore_signals(previous)
+    if redactor:
+        outcome.summary, outcome.error = redactor(outcome.summary), redactor(outcome.error)
     audit.finish_run(
         run_id, status=outcome.status, iterations=outcome.iterations, tokens_in=outcome.tokens_in,
         tokens_out=outcome.tokens_out, latency_ms=int(outcome.model_seconds * 1000),

@@ -25,6 +25,9 @@ class Settings:
     sandbox: str
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
+    credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
+    net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
+    recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
     mode: str = "auto"  # when neither the request nor the agent profile says
     max_iterations: int = 12
 
@@ -39,6 +42,9 @@ class Settings:
             sandbox=env.get("HEARTH_SANDBOX") or "auto",
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+            credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
+            net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
+            recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
             mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
             max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, 100),
         )
@@ -46,6 +52,14 @@ class Settings:
     @property
     def audit_path(self) -> Path:
         return self.state_dir / "audit.db"
+
+    @property
+    def knowledge_path(self) -> Path:
+        return self.state_dir / "knowledge.db"
+
+    @property
+    def credentials_path(self) -> Path:
+        return self.state_dir / "credentials.json"
 
     @property
     def runs_state_dir(self) -> Path:
@@ -102,3 +116,12 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     if value < 0:
         raise ConfigError(f"{name} must not be negative, got {raw!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    if not raw.strip().isdigit():
+        raise ConfigError(f"{name} must be a whole number of characters (0 turns it off), got {raw!r}")
+    return int(raw)

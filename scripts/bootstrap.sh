@@ -11,6 +11,7 @@ want bwrap bubblewrap
 want git git
 want nix-instantiate nix-bin
 want systemd-analyze systemd
+want openssl openssl  # tests/test_tls.py makes a throwaway certificate
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
 
 if [ -n "$missing" ]; then

@@ -52,6 +52,7 @@ class FakeOllama:
         tokens: tuple[int, int] = (100, 20),
         chunk_size: int = 7,
         repeat_last: bool = False,
+        port: int = 0,
     ) -> None:
         self.script: list[Script] = list(script or [])
         self.models = models
@@ -61,7 +62,7 @@ class FakeOllama:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 

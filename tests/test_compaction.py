@@ -51,6 +51,14 @@ def long_run(tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12,
     return fake, run_id
 
 
+def assert_tail_is_verbatim(kept: list[dict[str, Any]], ws: Path) -> None:
+    """The kept messages are whole turns: each read_file call followed by the file's exact text."""
+    assert kept[0]["role"] == "assistant"
+    for call, result in zip(kept[::2], kept[1::2]):
+        path = call["tool_calls"][0]["function"]["arguments"]["path"]
+        assert result == {"role": "tool", "content": (ws / path).read_text(), "tool_name": "read_file"}
+
+
 def main_requests(fake: FakeOllama) -> list[dict[str, Any]]:
     return [r for r in fake.requests if r.get("tools")]
 
@@ -83,14 +91,13 @@ def test_the_prefix_breaks_only_at_a_recorded_compaction_and_holds_before_and_af
         assert later["messages"][0] == earlier["messages"][0]  # the system prompt never changes
         if later["messages"][: len(earlier["messages"])] != earlier["messages"]:
             breaks.append(i + 1)
-            kept = later["messages"][2:]
-            assert kept[0]["role"] == "assistant" and kept[0] in earlier["messages"]  # the tail is verbatim
+            assert_tail_is_verbatim(later["messages"][2:], tmp_path / "ws")
     # each break is the request right after a recorded compaction (request k is iteration k + 1)
     assert breaks == [step["iteration"] - 1 for step in compactions(state_dir, run_id)]
     for request in requests:
         assert_roles_legal(request["messages"])
     goal_message = requests[breaks[0]]["messages"][1]["content"]
-    assert goal_message.startswith(GOAL) and HEADING in goal_message and SUMMARY in goal_message
+    assert goal_message.startswith(f"{GOAL}\n\n{HEADING}") and SUMMARY in goal_message
     assert "reference only" in goal_message
 
 

@@ -147,7 +147,7 @@ def test_context_prints_each_part_with_its_source_and_size_and_the_total(state_d
     assert "You are builder; you build on none." in out  # the workspace is not a repository yet
     assert f"--- voice  ({config}/SOUL.md, 15 chars)" in out
     assert f"--- project  ({tmp_path}/ws/AGENTS.md," in out and "Use make." in out
-    assert "--- base  (built-in," in out and "--- this run  (built-in," in out
+    assert "--- base  (built-in," in out
     total = out.strip().splitlines()[-1]
     assert total.startswith("total: ") and total.endswith("of num_ctx 4,096")
     _, report = doctor(fake, "--agent-name", "builder", "--context", "--workspace", str(tmp_path / "ws"))
@@ -164,8 +164,7 @@ def test_context_shows_exactly_what_a_run_sends(state_dir: Path, tmp_path: Path)
         run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "builder", "--workspace", str(ws), "go")
         _, report = doctor(fake, "--agent-name", "builder", "--context", "--workspace", str(ws))
     sent = fake.requests[0]["messages"][0]["content"]
-    shown = [p["text"] for p in report["context"]["parts"] if p["label"] != "this run"]
-    assert sent.startswith("\n\n".join(shown))
+    assert sent == "\n\n".join(p["text"] for p in report["context"]["parts"]) + "\n"
     assert "you build on main." in sent  # the checkpoint made the workspace a repository
 
 
@@ -180,13 +179,21 @@ def test_systemd_units_are_checked_only_when_systemd_is_pid_1(tmp_path: Path) ->
     assert skipped.status == "info" and "systemd is not PID 1" in skipped.message
 
 
-def test_systemd_credentials_are_used_when_credentials_directory_is_set(tmp_path: Path) -> None:
-    settings = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path)})
+def test_credentials_are_checked_by_path_and_mode_only(tmp_path: Path) -> None:
     (tmp_path / "creds").mkdir()
-    [ok] = check_credentials(settings, {"CREDENTIALS_DIRECTORY": str(tmp_path / "creds")})
+    systemd = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "CREDENTIALS_DIRECTORY": str(tmp_path / "creds")})
+    [ok] = check_credentials(systemd)
     assert ok.status == "ok" and "systemd credentials" in ok.message
-    [missing] = check_credentials(settings, {"CREDENTIALS_DIRECTORY": str(tmp_path / "nope")})
+    [missing] = check_credentials(Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path),
+                                                     "CREDENTIALS_DIRECTORY": str(tmp_path / "nope")}))
     assert missing.status == "error"
+    plain = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path)})
+    assert check_credentials(plain)[0].status == "info"
+    write(tmp_path / "credentials.json", "{}", mode=0o600)
+    assert [f.status for f in check_credentials(plain)] == ["ok"]
+    (tmp_path / "credentials.json").chmod(0o640)
+    [loose] = check_credentials(plain)
+    assert loose.status == "error" and "has mode 0640, expected 0600" in loose.message
 
 
 def test_a_context_workspace_that_is_not_a_directory_is_bad_usage(state_dir: Path, tmp_path: Path) -> None:

@@ -48,10 +48,21 @@ def test_parts_come_in_order_base_prompts_by_filename_role_voice_project_run(tmp
     fake, _ = run(tmp_path, state_dir, [final_answer("ok")])
     prompt = system_prompts(fake)[0]
     order = ["You are builder", "Tools you may call", "FIRST-PROMPT", "SECOND-PROMPT", "ROLE-TEXT", "SOUL-TEXT",
-             "## Project notes from AGENTS.md", "PROJECT-TEXT", "## This run"]
+             "## Project notes from AGENTS.md", "PROJECT-TEXT"]
     positions = [prompt.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert "NOT-A-PROMPT" not in prompt
+
+
+def test_without_per_run_placeholders_an_agents_prompt_is_the_same_in_every_run(tmp_path: Path,
+                                                                                state_dir: Path) -> None:
+    write(tmp_path / "config" / "agents" / "builder" / "AGENTS.md", "Role for {{agentName}}.")
+    first, first_id = run(tmp_path, state_dir, [final_answer("ok")])
+    second, second_id = run(tmp_path, state_dir, [final_answer("ok")])
+    assert first_id != second_id
+    assert system_prompts(first) == system_prompts(second)  # Ollama may reuse its cache across runs
+    assert "Role for builder." in system_prompts(first)[0]
+    assert second.requests[0]["messages"][1]["content"] == "do it"
 
 
 def test_the_prompt_is_byte_identical_in_every_request_of_a_run(tmp_path: Path, state_dir: Path) -> None:

@@ -17,7 +17,8 @@ import pytest
 
 from agent.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
 
-PY = sys.executable  # absolute: the command's PATH is the host's, and pyenv shims need more than HOME
+# The real interpreter, not the venv link: a checkout under /tmp is hidden by the private /tmp.
+PY = os.path.realpath(sys.executable)
 
 
 def require(kind: str) -> str:

@@ -1,5 +1,5 @@
 """The `hearth` subcommands, one module per area; add a module here to add commands."""
 
-from hearth.commands import demo, doctor, runs
+from hearth.commands import creds, demo, doctor, evolve, knowledge, runs
 
-COMMAND_MODULES = [demo, runs, doctor]
+COMMAND_MODULES = [demo, runs, knowledge, creds, evolve, doctor]

@@ -1,0 +1,133 @@
+"""Knowledge and memory tools: kb_add, kb_search, index_dir, remember, recall.
+
+They use the run's KnowledgeStore (`ws.services.knowledge`), shared with every other run; what
+they store is scoped `global` unless the model asks for `agent` (this agent's runs only), and
+lessons default to the agent's own scope. Text is redacted before it is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.hearth_tools import Tool, ToolFailed, register
+from agent.indexing import index_directory
+from agent.knowledge import KnowledgeStore, scopes_for
+from agent.workspace import Workspace
+
+MAX_TEXT = 200_000
+MAX_LESSON = 2_000
+_SCOPES = ("global", "agent")
+
+
+def store_of(ws: Workspace) -> KnowledgeStore:
+    store = ws.services.knowledge
+    if store is None:
+        raise ToolFailed("no knowledge base is configured for this run")
+    return store
+
+
+def scope_arg(args: dict[str, Any], ws: Workspace, default: str) -> str:
+    return f"agent:{ws.services.agent_name}" if args.get("scope", default) == "agent" else "global"
+
+
+def bounded_int(args: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = args.get(name, default)
+    if not low <= value <= high:
+        raise ToolFailed(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def kb_add(args: dict[str, Any], ws: Workspace) -> str:
+    text = ws.services.redact(args["text"]).strip()
+    if not text:
+        raise ToolFailed("text is empty; nothing was stored")
+    if len(text) > MAX_TEXT:
+        raise ToolFailed(f"text is {len(text)} characters, over the limit of {MAX_TEXT}; nothing was stored")
+    title = " ".join((args.get("title") or text.splitlines()[0]).split())[:200]
+    source = args.get("source") or f"run:{ws.services.run_id or 'unknown'}:{title[:60]}"
+    stored = store_of(ws).add(text, title=title, source=source, scope=scope_arg(args, ws, "global"))
+    if stored.unchanged:
+        return f"already stored, unchanged: document #{stored.doc_id} ({title!r}, source {source})"
+    return (f"stored document #{stored.doc_id} ({title!r}, source {source}): {stored.added} chunks added, "
+            f"{stored.kept} kept, {stored.removed} removed")
+
+
+def kb_search(args: dict[str, Any], ws: Workspace) -> str:
+    k = bounded_int(args, "k", 5, 1, 20)
+    hits = store_of(ws).search(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
+    if not hits:
+        return f"no knowledge matches {args['query']!r}"
+    return "\n\n".join(f"{n}. {h.title} (source: {h.source}, document #{h.doc_id})\n   {' '.join(h.snippet.split())}"
+                       for n, h in enumerate(hits, 1))
+
+
+def index_dir(args: dict[str, Any], ws: Workspace) -> str:
+    path = args.get("path") or "."
+    glob = args.get("glob") or None
+    report = index_directory(store_of(ws), ws, path, glob=glob, scope=scope_arg(args, ws, "global"))
+    return report.summary(ws.relpath(path) + (f" matching {glob}" if glob else ""))
+
+
+def remember(args: dict[str, Any], ws: Workspace) -> str:
+    lesson = " ".join(ws.services.redact(args["lesson"]).split())
+    if not lesson:
+        raise ToolFailed("lesson is empty; nothing was stored")
+    if len(lesson) > MAX_LESSON:
+        raise ToolFailed(f"lesson is {len(lesson)} characters, over the limit of {MAX_LESSON}; keep it short")
+    tags = ", ".join(t.strip() for t in (args.get("tags") or "").split(",") if t.strip())
+    scope = scope_arg(args, ws, "agent")
+    lesson_id, new = store_of(ws).remember(lesson, tags=tags, scope=scope, run_id=ws.services.run_id)
+    return f"remembered lesson #{lesson_id} ({scope})" if new else f"already remembered as lesson #{lesson_id}"
+
+
+def recall(args: dict[str, Any], ws: Workspace) -> str:
+    k = bounded_int(args, "k", 5, 1, 20)
+    found = store_of(ws).recall(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
+    if not found:
+        return f"no lessons match {args['query']!r}"
+    return "\n".join(f"- #{item.id} ({item.created_at[:10]}{', tags: ' + item.tags if item.tags else ''}): "
+                     f"{item.lesson}" for item in found)
+
+
+_SCOPE = {"type": "string", "enum": list(_SCOPES),
+          "description": "global (every agent's runs) or agent (only this agent's runs)."}
+
+register(Tool(
+    name="kb_add",
+    description="Store a text in the shared knowledge base so later runs can find it (same source replaces).",
+    params={"text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
+            "title": {"type": "string", "description": "A short title (default: the first line)."},
+            "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
+            "scope": _SCOPE},
+    required=("text",), fn=kb_add, risk="edit",
+))
+register(Tool(
+    name="kb_search",
+    description="Search the knowledge base; returns the best matching chunks with title, source and a snippet.",
+    params={"query": {"type": "string", "description": "Words to look for."},
+            "k": {"type": "integer", "description": "How many results, 1 to 20 (default 5)."}},
+    required=("query",), fn=kb_search, risk="safe",
+))
+register(Tool(
+    name="index_dir",
+    description="Index a workspace directory's text files into the knowledge base; re-running updates it.",
+    params={"path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
+            "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
+            "scope": _SCOPE},
+    fn=index_dir, risk="edit",
+))
+register(Tool(
+    name="remember",
+    description="Save a short lesson to long-term memory; it is recalled in later runs when relevant.",
+    params={"lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
+            "tags": {"type": "string", "description": "Comma-separated tags."},
+            "scope": {**_SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."}},
+    required=("lesson",), fn=remember, risk="edit",
+))
+register(Tool(
+    name="recall",
+    description="Look up lessons saved in long-term memory by earlier runs.",
+    params={"query": {"type": "string", "description": "What the lesson is about."},
+            "k": {"type": "integer", "description": "How many, 1 to 20 (default 5)."}},
+    required=("query",), fn=recall, risk="safe",
+))

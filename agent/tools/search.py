@@ -1,0 +1,89 @@
+"""web_search: the `ddgs` package (keyless metasearch), behind the run's network guard.
+
+ddgs connects with its own HTTP client, so each search starts a GuardProxy (agent/netproxy.py)
+and hands it to ddgs as its proxy: every provider connection is checked and pinned like any other
+network tool's. With an egress allow list only DuckDuckGo is used, and only if the list allows
+its host. ddgs is imported only when a search runs; tests inject a backend with ddgs' `text()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent.hearth_tools import Tool, ToolFailed, register
+from agent.netguard import NetRefused
+from agent.netproxy import GuardProxy
+from agent.tools.web import guard_of
+from agent.webclient import TIMEOUT_S
+from agent.workspace import Workspace
+
+MAX_RESULTS = 20
+PROVIDER_HOST = "html.duckduckgo.com"  # what ddgs' duckduckgo engine connects to
+
+
+def web_search(args: dict[str, Any], ws: Workspace) -> str:
+    query = " ".join(args["query"].split())
+    if not query:
+        raise ToolFailed("query is empty")
+    limit = args.get("max_results", 5)
+    if not 1 <= limit <= MAX_RESULTS:
+        raise ToolFailed(f"max_results must be between 1 and {MAX_RESULTS}, got {limit}")
+    backend_name = _backend_for(ws)
+    results = search(ws, query, limit, backend_name)
+    if not results:
+        return f"no results for {query!r}"
+    return "\n\n".join(f"{n}. {r.get('title') or '(no title)'}\n   {r.get('href') or r.get('url') or ''}\n   "
+                       f"{' '.join(str(r.get('body') or '').split())}" for n, r in enumerate(results[:limit], 1))
+
+
+def _backend_for(ws: Workspace) -> str:
+    """ddgs picks its providers itself: with an egress allow list, only DuckDuckGo, and only if listed."""
+    guard = guard_of(ws)
+    if not guard.egress:
+        return "auto"
+    try:
+        guard.check_host(PROVIDER_HOST)
+    except NetRefused as exc:
+        raise ToolFailed(f"web_search {exc}; allow {PROVIDER_HOST} (or *.duckduckgo.com) to search") from None
+    return "duckduckgo"
+
+
+def search(ws: Workspace, query: str, limit: int, backend_name: str) -> list[dict[str, Any]]:
+    backend = ws.services.search_backend
+    if backend is not None:
+        return _answers(lambda: backend.text(query, max_results=limit, backend=backend_name), query, [])
+    from ddgs import DDGS  # slow to import: only when a search runs
+
+    with GuardProxy(guard_of(ws)) as proxy:
+        engine = DDGS(proxy=proxy.url, timeout=int(TIMEOUT_S))
+        return _answers(lambda: engine.text(query, max_results=limit, backend=backend_name), query, proxy.refused)
+
+
+def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[dict[str, Any]]:
+    """Run the search; rate limits, timeouts, refusals and failures become one-line tool errors."""
+    from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+
+    try:
+        return list(call())
+    except RatelimitException:
+        raise ToolFailed("web_search was rate-limited by the search provider; wait a while before searching "
+                         "again, or fetch a known URL with web_fetch") from None
+    except TimeoutException:
+        raise ToolFailed(f"web_search timed out for {query!r}; try again or use fewer words") from None
+    except DDGSException as exc:
+        if refused:
+            raise ToolFailed(f"web_search refused by the network guard: {refused[0]}") from None
+        if "no results" in str(exc).lower():
+            return []
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ToolFailed(f"web_search failed: {first}") from None
+
+
+register(Tool(
+    name="web_search",
+    description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
+    params={"query": {"type": "string", "description": "The search words."},
+            "max_results": {"type": "integer", "description": "1 to 20 (default 5)."}},
+    required=("query",), fn=web_search, risk="dangerous",
+))

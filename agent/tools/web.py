@@ -1,0 +1,157 @@
+"""Web tools: web_fetch, http_request, fetch_to_kb (web_search lives in agent/tools/search.py).
+
+Every URL goes through the run's NetGuard (`ws.services.net`) via `agent.webclient`; credentials
+are resolved by name (`cred:NAME` in a header value) through `ws.services.credentials` at send
+time, and every result passes the run's redactor in `call_tool`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent.hearth_tools import Tool, ToolFailed, register
+from agent.netguard import NetError, NetGuard
+from agent.readable import Page, readable
+from agent.tools.knowledge import scope_arg, store_of
+from agent.webclient import TIMEOUT_S, Reply, request
+from agent.workspace import Workspace
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAX_REQUEST_BODY = 1_000_000
+SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "www-authenticate")
+MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
+
+
+def guard_of(ws: Workspace) -> NetGuard:
+    return ws.services.net or NetGuard()
+
+
+def _timeout(args: dict[str, Any]) -> float:
+    value = args.get("timeout_s", int(TIMEOUT_S))
+    if not 1 <= value <= 120:
+        raise ToolFailed(f"timeout_s must be between 1 and 120, got {value}")
+    return float(value)
+
+
+def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
+    try:
+        reply = request(guard_of(ws), "GET", args["url"], timeout_s=_timeout(args),
+                        headers={"accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"})
+        if not 200 <= reply.status < 300:
+            raise ToolFailed(f"{reply.url} answered HTTP {reply.status} {reply.reason}".rstrip())
+        return readable(reply)
+    except NetError as exc:
+        raise ToolFailed(str(exc)) from None
+
+
+def web_fetch(args: dict[str, Any], ws: Workspace) -> str:
+    page = fetch_page(args, ws)
+    head = f"URL: {page.url}\n" + (f"Title: {page.title}\n" if page.title else "")
+    return f"{head}\n{page.text}"
+
+
+def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
+    store = store_of(ws)  # before the fetch: no knowledge base, no network traffic
+    page = fetch_page(args, ws)
+    title = " ".join((args.get("title") or page.title or page.url).split())[:200]
+    text = ws.services.redact(page.text)
+    cut = f"; cut at {MAX_KB_PAGE} of {len(text)} characters" if len(text) > MAX_KB_PAGE else ""
+    text = text[:MAX_KB_PAGE]
+    stored = store.add(text, title=title, source=page.url, scope=scope_arg(args, ws, "global"), kind="web")
+    verb = "already stored, unchanged" if stored.unchanged else f"stored ({stored.added} chunks added, {stored.kept} kept)"
+    return f"{verb}: document #{stored.doc_id} {title!r} from {page.url}, {len(text)} characters{cut}"
+
+
+def http_request(args: dict[str, Any], ws: Workspace) -> str:
+    method = args.get("method", "GET").upper()
+    headers = parse_headers(args.get("headers"))
+    body = args.get("body")
+    data = body.encode("utf-8") if isinstance(body, str) else None
+    if data is not None and len(data) > MAX_REQUEST_BODY:
+        raise ToolFailed(f"body is {len(data)} bytes, over the limit of {MAX_REQUEST_BODY}; nothing was sent")
+    try:
+        reply = request(guard_of(ws), method, args["url"], headers=headers, body=data,
+                        credentials=ws.services.credentials, timeout_s=_timeout(args))
+    except NetError as exc:
+        raise ToolFailed(str(exc)) from None
+    return describe_reply(reply, method)
+
+
+def parse_headers(raw: Any) -> dict[str, str]:
+    """A JSON object, or its text, or "Name: value" lines -> a dict; one-line errors otherwise."""
+    if raw in (None, "", {}):
+        return {}
+    if isinstance(raw, str):
+        text = raw.strip()
+        raw = _json_object(text) if text.startswith("{") else _header_lines(text)
+    if not isinstance(raw, dict) or not all(isinstance(v, str | int | float) for v in raw.values()):
+        raise ToolFailed('headers must be an object of strings, e.g. {"Accept": "application/json"}')
+    headers = {str(k).strip(): str(v).strip() for k, v in raw.items()}
+    for name, value in headers.items():
+        if not name or any(c in name + value for c in "\r\n\0") or ":" in name:
+            raise ToolFailed(f"header {name!r} has a bad name or value")
+        if name.lower() in ("host", "content-length", "transfer-encoding", "connection"):
+            raise ToolFailed(f"header {name!r} is set by hearth; put the host in the URL")
+    return headers
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ToolFailed("headers look like JSON but do not parse; use an object of strings") from None
+
+
+def _header_lines(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if line.strip():
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise ToolFailed(f"header line {line.strip()[:80]!r} has no ':'; write Name: value")
+            out[name] = value
+    return out
+
+
+def describe_reply(reply: Reply, method: str) -> str:
+    lines = [f"HTTP {reply.status} {reply.reason}".rstrip()]
+    if reply.redirects:
+        lines.append(f"(after {len(reply.redirects)} redirect(s); final URL {reply.url})")
+    lines += [f"{name}: {reply.headers[name]}" for name in SHOWN_HEADERS if name in reply.headers]
+    if method == "HEAD" or not reply.body:
+        return "\n".join(lines + ["", "(no body)"])
+    try:
+        body = readable(reply).text
+    except NetError:
+        body = f"({len(reply.body)} bytes of {reply.content_type or 'binary data'}, not shown)"
+    return "\n".join(lines + ["", body])
+
+
+_URL = {"type": "string", "description": "An http or https URL."}
+_TIMEOUT = {"type": "integer", "description": "Seconds for the whole request, 1 to 120 (default 20)."}
+
+register(Tool(
+    name="web_fetch",
+    description="Fetch a web page (or text/JSON) and return its readable text.",
+    params={"url": _URL, "timeout_s": _TIMEOUT},
+    required=("url",), fn=web_fetch, risk="dangerous",
+))
+register(Tool(
+    name="http_request",
+    description="Send an HTTP request (e.g. to an API); a header value cred:NAME is replaced by that credential.",
+    params={"url": _URL,
+            "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
+            "headers": {"type": "object", "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.'},
+            "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
+            "timeout_s": _TIMEOUT},
+    required=("url",), fn=http_request, risk="dangerous",
+))
+register(Tool(
+    name="fetch_to_kb",
+    description="Fetch a web page and store its readable text in the knowledge base in one step.",
+    params={"url": _URL, "title": {"type": "string", "description": "A title (default: the page's)."},
+            "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
+            "timeout_s": _TIMEOUT},
+    required=("url",), fn=fetch_to_kb, risk="dangerous",
+))

@@ -1,0 +1,87 @@
+"""`hearth evolve "GOAL"` (propose a change to hearth's own NixOS config) and `hearth proposals`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from hearth.errors import NotFound
+from hearth.evolve import Proposal, find_proposal, proposals, run_evolve_request
+from hearth.render import print_json, table
+from hearth.runner import GoalRequest
+from hearth.settings import Settings
+
+EPILOG = """\
+The proposal is a branch of the config repository (hearth/proposal-<id>) with a passing
+`nix flake check --no-build`; review it with `git diff <base>..<branch>` and apply it yourself
+(hearth never runs nixos-rebuild). exit codes: 0 proposed (check passed), 1 no proposal (no
+changes, the run did not finish, or the check failed), 2 bad usage."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    evolve = sub.add_parser("evolve", help="propose a change to hearth's own NixOS config (never applied)",
+                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    evolve.add_argument("goal", help="what to change, in plain words")
+    evolve.add_argument("--repo", type=Path, help="the config checkout (default $HEARTH_CONFIG_REPO)")
+    evolve.add_argument("--model", help="Ollama model (default $HEARTH_MODEL)")
+    evolve.add_argument("--max-iters", type=int, default=12, help="iteration cap (default 12)")
+    evolve.add_argument("--json", action="store_true", help="print the proposal as JSON")
+    evolve.set_defaults(handler=run_evolve)
+    listing = sub.add_parser("proposals", help="list self-evolution proposals, or show one with its diff")
+    listing.add_argument("id", nargs="?", help="a proposal id (or unique prefix) to show in full")
+    listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=list_proposals)
+
+
+def run_evolve(args: argparse.Namespace, settings: Settings) -> int:
+    request = GoalRequest(goal=args.goal, model=args.model or settings.model, agent_name="evolve",
+                          max_iters=args.max_iters, source="evolve")
+    proposal = run_evolve_request(request, settings, repo=args.repo)
+    if args.json:
+        print_json(asdict(proposal))
+    else:
+        _print_proposal(proposal, with_diff=False)
+    return 0 if proposal.succeeded else 1
+
+
+def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.audit_path.exists():
+        raise NotFound(f"no audit database at {settings.audit_path}; nothing has run yet (HEARTH_STATE_DIR)")
+    if args.id:
+        proposal = find_proposal(settings, args.id)
+        if proposal is None:
+            raise NotFound(f"no proposal with id {args.id!r} (or the prefix matches several); see: hearth proposals")
+        print_json(asdict(proposal)) if args.json else _print_proposal(proposal, with_diff=True)
+        return 0
+    rows = proposals(settings, limit=args.limit)
+    if args.json:
+        print_json([asdict(p) for p in rows])
+    elif not rows:
+        print("no proposals recorded yet (hearth evolve \"GOAL\" makes one)")
+    else:
+        shown = [{**asdict(p), "check": "pass" if p.check_passed else "fail", "flagged": "SECURITY" if p.security_flag else ""}
+                 for p in rows]
+        table(shown, ["id", "status", "check", "flagged", "branch", "created_at", "goal"], widths={"goal": 40})
+    return 0
+
+
+def _print_proposal(proposal: Proposal, *, with_diff: bool) -> None:
+    print(f"proposal {proposal.id}  {proposal.status}  (run {proposal.run_status or '-'})")
+    print(f"goal: {proposal.goal}")
+    print(f"repo {proposal.repo}  branch {proposal.branch}  base {proposal.base_commit[:12]}"
+          f"  head {proposal.head_commit[:12] or '-'}")
+    if proposal.security_flag:
+        print("FLAGGED: it touches hearth's own security settings; review before applying:")
+        for reason in proposal.security_reasons:
+            print(f"  - {reason}")
+    if proposal.diffstat:
+        print(proposal.diffstat)
+    if proposal.check_log:
+        print(proposal.check_log)
+    if with_diff and proposal.diff:
+        print()
+        print(proposal.diff.rstrip())
+    if proposal.succeeded:
+        print(f"review: git -C {proposal.repo} diff {proposal.base_commit[:12]}..{proposal.branch}")

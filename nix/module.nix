@@ -1,0 +1,305 @@
+# services.hearth: the whole appliance from one `enable`. Options first; the units themselves
+# live in ./units.nix (shared with the tests, which render and lint them without NixOS).
+{ config, lib, pkgs, ... }:
+let
+  inherit (lib) mkOption mkEnableOption mkIf mkMerge types literalExpression;
+  cfg = config.services.hearth;
+  modes = [ "plan" "auto" "bypass" ];
+
+  units = import ./units.nix {
+    inherit cfg;
+    bin = { hearth = "${cfg.package}/bin/hearth"; hearthLoop = "${cfg.package}/bin/hearth-loop"; };
+    script = pkgs.writeShellScript;
+    ollamaLocal = cfg.ollama.enable;
+  };
+
+  nullOrMode = mkOption {
+    type = types.nullOr (types.enum modes);
+    default = null;
+    example = "plan";
+    description = "Policy mode (plan: read-only tools; auto: asks before dangerous ones; bypass: runs everything); null means `defaultMode`.";
+  };
+  nullOrTools = mkOption {
+    type = types.nullOr (types.listOf types.str);
+    default = null;
+    example = [ "read_file" "list_files" "write_file" ];
+    description = "The only tools the run may use; null means every tool the mode allows.";
+  };
+  nullOrModel = mkOption {
+    type = types.nullOr types.str;
+    default = null;
+    example = "qwen2.5-coder:7b";
+    description = "Ollama model; null means `defaultModel`.";
+  };
+
+  agentOptions = { name, ... }: {
+    options = {
+      model = nullOrModel;
+      mode = nullOrMode;
+      allowedTools = nullOrTools;
+      prompt = mkOption {
+        type = types.lines;
+        default = "";
+        example = "You keep the notes in ./notes tidy and never delete a note.";
+        description = "Instructions for this agent, written to /etc/hearth/agents/${name}/AGENTS.md.";
+      };
+    };
+  };
+
+  scheduleOptions = { name, ... }: {
+    options = {
+      goal = mkOption {
+        type = types.str;
+        example = "Summarise yesterday's runs into notes/daily.md";
+        description = "The goal the scheduled run gets.";
+      };
+      agent = mkOption {
+        type = types.str;
+        default = "default";
+        example = "notes";
+        description = "The agent profile (a name in `agents`, or `default`).";
+      };
+      onCalendar = mkOption {
+        type = types.str;
+        example = "*-*-* 06:00:00";
+        description = "When to enqueue the goal, a systemd calendar event (systemd.time(7)).";
+      };
+      mode = nullOrMode;
+      allowedTools = nullOrTools;
+      model = nullOrModel;
+    };
+  };
+
+  credentialOptions = { name, ... }: {
+    options = {
+      file = mkOption {
+        type = types.path;
+        example = "/run/secrets/github-token";
+        description = "File holding the secret; handed to the agent units only, through LoadCredential as `${name}`.";
+      };
+      hosts = mkOption {
+        type = types.listOf types.str;
+        example = [ "api.github.com" ];
+        description = "The only hosts `cred:${name}` may be sent to.";
+      };
+    };
+  };
+
+  # TOML by hand: JSON strings and arrays of strings are valid TOML values.
+  agentToml = name: a: lib.concatStringsSep "\n" ([ "name = ${builtins.toJSON name}" ]
+    ++ lib.optional (a.model != null) "model = ${builtins.toJSON a.model}"
+    ++ lib.optional (a.mode != null) "mode = ${builtins.toJSON a.mode}"
+    ++ lib.optional (a.allowedTools != null) "allowed_tools = ${builtins.toJSON a.allowedTools}") + "\n";
+
+  agentFiles = lib.concatMapAttrs (name: a: {
+    "hearth/agents/${name}/AGENTS.md".text = a.prompt;
+    "hearth/agents/${name}/agent.toml".text = agentToml name a;
+  }) cfg.agents;
+
+  # Unit definitions from units.nix, plus what only NixOS knows.
+  service = name: unit: unit // {
+    path = [ pkgs.bash pkgs.coreutils pkgs.git pkgs.nix ]
+      ++ lib.optional (cfg.sandbox == "bwrap") pkgs.bubblewrap;
+    # a switch must not kill runs in flight or re-run a oneshot
+    restartIfChanged = false;
+  };
+in
+{
+  options.services.hearth = {
+    enable = mkEnableOption "hearth, the local sandboxed agent appliance (queue, per-run units, audit)";
+
+    package = mkOption {
+      type = types.package;
+      default = pkgs.callPackage ./package.nix { };
+      defaultText = literalExpression "pkgs.callPackage ./nix/package.nix { }";
+      example = literalExpression "hearth.packages.x86_64-linux.default";
+      description = "The hearth package (provides `hearth` and `hearth-loop`).";
+    };
+
+    stateDir = mkOption {
+      type = types.str;
+      default = "/var/lib/hearth";
+      example = "/var/lib/hearth-lab";
+      description = "Queue, audit database, live state and per-run workspaces. Must be below /var/lib (each run's workspace is a StateDirectory).";
+    };
+
+    ollama = {
+      url = mkOption {
+        type = types.str;
+        default = "http://127.0.0.1:11434";
+        example = "http://gpu-box.lan:11434";
+        description = "The Ollama server the runs talk to.";
+      };
+      enable = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Also run Ollama on this host (services.ollama); runs then start after it.";
+      };
+      models = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "qwen2.5-coder:7b" ];
+        description = "Models services.ollama pulls at start (its loadModels) when `ollama.enable` is set.";
+      };
+    };
+
+    defaultModel = mkOption {
+      type = types.str;
+      default = "qwen2.5-coder";
+      example = "llama3.1:8b";
+      description = "Model for runs whose request or profile names none.";
+    };
+
+    defaultMode = mkOption {
+      type = types.enum modes;
+      default = "auto";
+      example = "plan";
+      description = "Policy mode for runs whose request or profile names none.";
+    };
+
+    maxIterations = mkOption {
+      type = types.ints.between 1 100;
+      default = 12;
+      example = 20;
+      description = "Model turns a run may take before it stops with a summary.";
+    };
+
+    agents = mkOption {
+      type = types.attrsOf (types.submodule agentOptions);
+      default = { };
+      example = literalExpression ''{ notes = { mode = "auto"; allowedTools = [ "read_file" "write_file" ]; prompt = "Keep notes tidy."; }; }'';
+      description = "Agent profiles, written to /etc/hearth/agents/<name>/ (AGENTS.md and agent.toml).";
+    };
+
+    schedules = mkOption {
+      type = types.attrsOf (types.submodule scheduleOptions);
+      default = { };
+      example = literalExpression ''{ daily-notes = { goal = "Summarise yesterday"; agent = "notes"; onCalendar = "daily"; }; }'';
+      description = "Goals enqueued on a calendar: each is a timer whose service runs `hearth enqueue`, so it goes through the same queue as any request.";
+    };
+
+    credentials = mkOption {
+      type = types.attrsOf (types.submodule credentialOptions);
+      default = { };
+      example = literalExpression ''{ github = { file = "/run/secrets/github"; hosts = [ "api.github.com" ]; }; }'';
+      description = "Secrets used by name (`cred:NAME`). Only hearth-agent@ units get them (LoadCredential); the model never sees a value.";
+    };
+
+    submitters = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "alice" ];
+      description = "Users who may drop requests into the queue (members of the hearth-submit group).";
+    };
+
+    selfTest.onCalendar = mkOption {
+      type = types.nullOr types.str;
+      default = "daily";
+      example = "hourly";
+      description = "When to run `hearth-loop --self-test` (recorded in the audit); null disables the timer.";
+    };
+
+    configRepo = mkOption {
+      type = types.nullOr types.str;
+      default = null;
+      example = "/etc/nixos";
+      description = "Git checkout of this system's flake, for self-evolution: `hearth evolve` proposes changes on a branch of it, checked with `nix flake check --no-build`. hearth never activates a configuration.";
+    };
+
+    sandbox = mkOption {
+      type = types.enum [ "landlock" "bwrap" "none" ];
+      default = "landlock";
+      example = "bwrap";
+      description = ''
+        How tool commands are contained inside the (already hardened) agent unit.
+        landlock: writes only in the run's workspace, no TCP unless granted; needs no namespaces, so the unit keeps RestrictNamespaces.
+        bwrap: also hides paths from commands, at the price of letting the unit create namespaces and mounts (see nix/README.md).
+        none: only rlimits and the timeout (unsafe).
+      '';
+    };
+
+    limits = {
+      memoryMax = mkOption {
+        type = types.str;
+        default = "2G";
+        example = "8G";
+        description = "MemoryMax= of each run (the agent and every command it starts).";
+      };
+      tasksMax = mkOption {
+        type = types.ints.positive;
+        default = 512;
+        example = 128;
+        description = "TasksMax= of each run.";
+      };
+      runtimeMaxSec = mkOption {
+        type = types.ints.positive;
+        default = 3600;
+        example = 600;
+        description = "RuntimeMaxSec= of each run: the unit is stopped (and the run recorded as interrupted) after this.";
+      };
+    };
+  };
+
+  config = mkIf cfg.enable (mkMerge [
+    {
+      assertions = [
+        { assertion = lib.hasPrefix "/var/lib/" cfg.stateDir && !(lib.hasInfix ".." cfg.stateDir);
+          message = "services.hearth.stateDir must be below /var/lib (got ${cfg.stateDir}): each run's workspace is a StateDirectory"; }
+        { assertion = cfg.configRepo == null || lib.hasPrefix "/" cfg.configRepo;
+          message = "services.hearth.configRepo must be an absolute path"; }
+      ] ++ lib.mapAttrsToList (name: s: {
+        assertion = s.agent == "default" || cfg.agents ? ${s.agent};
+        message = "services.hearth.schedules.${name}.agent is ${s.agent}, which is not in services.hearth.agents";
+      }) cfg.schedules ++ lib.mapAttrsToList (name: _: {
+        assertion = builtins.match "[A-Za-z0-9_.-]+" name != null;
+        message = "services.hearth.credentials.${name}: a credential name is letters, digits, '.', '_' and '-'";
+      }) cfg.credentials;
+
+      users.users.hearth = {
+        isSystemUser = true;
+        group = "hearth";
+        extraGroups = [ "hearth-submit" ];
+        home = cfg.stateDir;
+        description = "hearth agent appliance";
+      };
+      users.groups.hearth = { };
+      users.groups.hearth-submit.members = cfg.submitters;
+
+      systemd.tmpfiles.rules = [
+        # others may pass through (to reach the queue) but not list
+        "d ${cfg.stateDir} 0711 hearth hearth - -"
+        # submitters write requests; setgid keeps them in hearth-submit, which hearth reads
+        "d ${cfg.stateDir}/queue 2770 hearth hearth-submit - -"
+        "d ${cfg.stateDir}/agents 0700 hearth hearth - -"
+        "d ${cfg.stateDir}/state 0750 hearth hearth - -"
+        "d ${cfg.stateDir}/credentials 0700 hearth hearth - -"
+      ];
+
+      environment.etc = agentFiles // {
+        # host bindings only; the secrets themselves never leave their files
+        "hearth/credentials.json".text = builtins.toJSON (lib.mapAttrs (_: c: { inherit (c) hosts; }) cfg.credentials);
+      };
+      environment.systemPackages = [ cfg.package ];
+
+      systemd.services = lib.mapAttrs service units.services;
+      systemd.paths = units.paths;
+      systemd.timers = units.timers;
+
+      # hearth-spawn runs as hearth and may start (only) the per-run units
+      security.polkit.enable = true;
+      security.polkit.extraConfig = ''
+        polkit.addRule(function (action, subject) {
+          if (action.id == "org.freedesktop.systemd1.manage-units" && subject.user == "hearth" &&
+              action.lookup("verb") == "start" && /^hearth-agent@[A-Za-z0-9_.:-]+\.service$/.test(action.lookup("unit"))) {
+            return polkit.Result.YES;
+          }
+        });
+      '';
+    }
+    (mkIf cfg.ollama.enable {
+      services.ollama.enable = true;
+      services.ollama.loadModels = cfg.ollama.models;
+    })
+  ]);
+}

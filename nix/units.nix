@@ -1,0 +1,225 @@
+# The systemd units of hearth, written once. nix/module.nix feeds them to systemd.services/paths/
+# timers; tests/test_nix_units.py evaluates this same file with plain `nix-instantiate` (no
+# nixpkgs), renders the unit text and runs `systemd-analyze verify` and `security` on it.
+# So this file uses builtins only, and everything host-specific comes in as an argument:
+#
+#   cfg     the services.hearth settings (see nix/module.nix for their meaning)
+#   bin     { hearth = "/path/to/hearth"; hearthLoop = "/path/to/hearth-loop"; }
+#   script  name: text: an executable running `text` with /bin/sh semantics (pkgs.writeShellScript)
+#   ollamaLocal  whether services.ollama runs on this host (the agent units then start after it)
+#
+# How the command sandbox coexists with the unit hardening (nix/README.md has the long form):
+# the agent unit itself is a mount namespace that shows a run only its own workspace, the audit
+# and the queue; tool commands inside it are walled off again by Landlock (sandbox = "landlock",
+# the default), which needs no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers
+# and every Protect* setting. sandbox = "bwrap" relaxes exactly what bubblewrap needs (see
+# bwrapRelaxations) for hiding paths from commands rather than only making them unwritable.
+{ cfg, bin, script, ollamaLocal ? false }:
+let
+  inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
+  stateDir = cfg.stateDir;
+  configDir = "/etc/hearth";
+  # the part of stateDir below /var/lib, for StateDirectory= (the module asserts the prefix)
+  stateRel = replaceStrings [ "/var/lib/" ] [ "" ] stateDir;
+  shellArg = s: "'" + replaceStrings [ "'" ] [ "'\\''" ] s + "'";
+  optional = cond: value: if cond then [ value ] else [ ];
+  optionalAttrs = cond: attrs: if cond then attrs else { };
+
+  # Every hearth unit starts from this; each relaxation below says why.
+  hardening = {
+    User = "hearth";
+    Group = "hearth";
+    ProtectSystem = "strict";
+    ProtectHome = true;
+    PrivateTmp = true;
+    PrivateDevices = true;
+    PrivateIPC = true;
+    PrivateUsers = true;
+    NoNewPrivileges = true;
+    CapabilityBoundingSet = "";
+    AmbientCapabilities = "";
+    ProtectKernelTunables = true;
+    ProtectKernelModules = true;
+    ProtectKernelLogs = true;
+    ProtectControlGroups = true;
+    ProtectClock = true;
+    ProtectHostname = true;
+    ProtectProc = "invisible";
+    ProcSubset = "pid";
+    RestrictAddressFamilies = [ "AF_UNIX" ];
+    RestrictNamespaces = true;
+    RestrictRealtime = true;
+    RestrictSUIDSGID = true;
+    LockPersonality = true;
+    MemoryDenyWriteExecute = true;
+    RemoveIPC = true;
+    SystemCallArchitectures = "native";
+    SystemCallFilter = [ "@system-service" "~@privileged" ];
+    SystemCallErrorNumber = "EPERM";
+    DevicePolicy = "closed";
+    KeyringMode = "private";
+    UMask = "0077";
+  };
+
+  # Units that never need the network.
+  offline = {
+    PrivateNetwork = true;
+    IPAddressDeny = "any";
+  };
+
+  environment = {
+    HEARTH_STATE_DIR = stateDir;
+    HEARTH_CONFIG_DIR = configDir;
+    OLLAMA_HOST = cfg.ollama.url;
+    HEARTH_MODEL = cfg.defaultModel;
+    HEARTH_MODE = cfg.defaultMode;
+    HEARTH_MAX_ITERATIONS = toString cfg.maxIterations;
+    HEARTH_SANDBOX = cfg.sandbox;
+  } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; };
+
+  # Landlock's three system calls are in no @group of systemd 252 to 256; the command sandbox
+  # (agent/sandbox.py) needs them to wall in each tool command.
+  landlockCalls = "landlock_create_ruleset landlock_add_rule landlock_restrict_self";
+
+  # sandbox = "bwrap": what bubblewrap needs from the unit, and nothing more.
+  bwrapRelaxations = {
+    # bwrap builds the command's sandbox from new user, mount, pid, net, ipc and uts namespaces
+    RestrictNamespaces = "user mnt pid net ipc uts cgroup";
+    # the kernel lets a user namespace mount a fresh /proc (bwrap --proc) only when the /proc it
+    # sees is fully visible: no read-only over-mounts (ProtectKernelTunables/Logs), no hidepid
+    ProtectKernelTunables = false;
+    ProtectKernelLogs = false;
+    ProtectProc = "default";
+    ProcSubset = "all";
+    # bwrap mounts (mount, pivot_root, umount2) and sets the capabilities of its namespace (capset)
+    SystemCallFilter = [ "@system-service" "@mount" "capset" landlockCalls ];
+  };
+
+  agentService = {
+    description = "hearth run %i (one sandboxed agent run from the queue)";
+    after = [ "network.target" ] ++ optional ollamaLocal "ollama.service";
+    wants = optional ollamaLocal "ollama.service";
+    inherit environment;
+    serviceConfig = hardening // {
+      Type = "exec";
+      ExecStart = "${bin.hearth} agent %i";
+      # systemd creates the run's workspace, owned by hearth, before the namespace is set up
+      StateDirectory = "${stateRel}/agents/%i";
+      StateDirectoryMode = "0700";
+      # writable: the audit (audit.db and its -wal/-shm, created beside it), the live state and
+      # the queue (the run records its request's outcome); nothing else on the host
+      ReadWritePaths = [ stateDir ];
+      # other runs' workspaces are not even visible: an empty read-only directory over them,
+      # with this run's own workspace bound back in
+      TemporaryFileSystem = [ "${stateDir}/agents:ro" ];
+      BindPaths = [ "${stateDir}/agents/%i" ];
+      # the credential store is for the operator's tools; a run gets only LoadCredential= below
+      InaccessiblePaths = [ "-${stateDir}/credentials" ];
+      # the run talks to Ollama (and to the web when its manifest grants it) over TCP/IP
+      RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
+      LoadCredential = map (name: "${name}:${toString cfg.credentials.${name}.file}") (attrNames cfg.credentials);
+      MemoryMax = cfg.limits.memoryMax;
+      TasksMax = cfg.limits.tasksMax;
+      RuntimeMaxSec = cfg.limits.runtimeMaxSec;
+      # SIGTERM first: the run records itself as interrupted before it goes
+      KillMode = "mixed";
+      TimeoutStopSec = 30;
+    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations
+      // optionalAttrs (cfg.configRepo != null) {
+      # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
+      # workspace) in the config repository's git data; hearth runs git there with hooks off
+      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
+    };
+  };
+
+  spawnService = {
+    description = "hearth queue: claim each request and start hearth-agent@ for it";
+    inherit environment;
+    serviceConfig = hardening // offline // {
+      Type = "oneshot";
+      ExecStart = "${bin.hearth} spawn";
+      # claims and rejects requests (renames inside the queue) and records rejections in the audit
+      ReadWritePaths = [ stateDir ];
+      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
+      MemoryMax = "256M";
+      TasksMax = 16;
+      TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
+    };
+  };
+
+  selfTestService = {
+    description = "hearth self-test: the whole run path against a scripted model, recorded";
+    inherit environment;
+    serviceConfig = hardening // offline // {
+      Type = "oneshot";
+      ExecStart = "${bin.hearthLoop} --self-test";
+      ReadWritePaths = [ stateDir ];
+      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
+      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
+      MemoryMax = "1G";
+      TasksMax = 64;
+      TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
+    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
+  };
+
+  # What a schedule's service runs: the same `hearth enqueue` a person would type.
+  scheduleText = name: s: concatStringsSep " " ([
+    "exec" bin.hearth "enqueue"
+    "--goal" (shellArg s.goal)
+    "--agent-name" (shellArg s.agent)
+    "--mode" (shellArg (if s.mode == null then cfg.defaultMode else s.mode))
+    "--source" "timer"
+  ] ++ (if s.allowedTools == null then [ ] else [ "--allowed-tools" (shellArg (concatStringsSep "," s.allowedTools)) ])
+    ++ (if s.model == null then [ ] else [ "--model" (shellArg s.model) ])) + "\n";
+
+  scheduleService = name: s: {
+    description = "hearth schedule ${name}: enqueue its goal";
+    inherit environment;
+    serviceConfig = hardening // offline // {
+      Type = "oneshot";
+      ExecStart = script "hearth-schedule-${name}" (scheduleText name s);
+      # a schedule only drops a request into the queue; the queue does the rest
+      ReadWritePaths = [ "${stateDir}/queue" ];
+      MemoryMax = "128M";
+      TasksMax = 8;
+      TimeoutStartSec = 60;  # a oneshot's time limit (RuntimeMaxSec does not apply)
+    };
+  };
+
+  scheduleNames = attrNames cfg.schedules;
+  named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
+in
+{
+  inherit hardening bwrapRelaxations environment;
+
+  scripts = listToAttrs (map (n: { name = "hearth-schedule-${n}"; value = scheduleText n cfg.schedules.${n}; }) scheduleNames);
+
+  services = {
+    "hearth-agent@" = agentService;
+    hearth-spawn = spawnService;
+  } // optionalAttrs (cfg.selfTest.onCalendar != null) { hearth-self-test = selfTestService; }
+    // mapAttrs (_: n: scheduleService n cfg.schedules.${n}) (named (n: "hearth-schedule-${n}") scheduleNames);
+
+  paths.hearth-spawn = {
+    description = "hearth queue: a request is waiting";
+    wantedBy = [ "multi-user.target" ];
+    pathConfig = {
+      # a request is <id>.json at the top of the queue; temp files start with a dot and do not match
+      PathExistsGlob = "${stateDir}/queue/*.json";
+      Unit = "hearth-spawn.service";
+    };
+  };
+
+  timers = optionalAttrs (cfg.selfTest.onCalendar != null) {
+    hearth-self-test = {
+      description = "hearth self-test, on a calendar";
+      wantedBy = [ "timers.target" ];
+      timerConfig = { OnCalendar = cfg.selfTest.onCalendar; Persistent = true; };
+    };
+  } // mapAttrs (_: n: {
+    description = "hearth schedule ${n}";
+    wantedBy = [ "timers.target" ];
+    timerConfig = { OnCalendar = cfg.schedules.${n}.onCalendar; Persistent = true; };
+  }) (named (n: "hearth-schedule-${n}") scheduleNames);
+}

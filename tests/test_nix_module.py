@@ -1,0 +1,128 @@
+"""nix/module.nix evaluated without nixpkgs: option types, required options, what it writes, and
+every .nix file of the repository parses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nixunits import NIX_INSTANTIATE, ROOT, NixError, evaluate, needs_nix
+
+pytestmark = needs_nix
+
+
+def nix_files() -> list[Path]:
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.nix"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [ROOT / name for name in tracked]
+
+
+def test_the_repository_has_its_nix_files() -> None:
+    names = {path.relative_to(ROOT).as_posix() for path in nix_files()}
+    assert {"flake.nix", "nix/module.nix", "nix/units.nix", "nix/package.nix", "nix/vm-test.nix"} <= names
+
+
+@pytest.mark.parametrize("path", nix_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_nix_file_parses(path: Path) -> None:
+    done = subprocess.run([NIX_INSTANTIATE, "--parse", str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def _error(hearth: dict[str, Any], tmp: Path) -> str:
+    with pytest.raises(NixError) as failure:
+        evaluate({"enable": True, **hearth}, tmp)
+    return str(failure.value)
+
+
+@pytest.mark.parametrize(("hearth", "message"), [
+    ({"maxIterations": "twelve"}, "services.hearth.maxIterations' has a value of the wrong type"),
+    ({"maxIterations": 0}, "services.hearth.maxIterations' has a value of the wrong type"),
+    ({"defaultMode": "yolo"}, "services.hearth.defaultMode' has a value of the wrong type"),
+    ({"sandbox": "chroot"}, "services.hearth.sandbox' has a value of the wrong type"),
+    ({"submitters": "alice"}, "services.hearth.submitters' has a value of the wrong type"),
+    ({"ollama": {"models": ["a", 3]}}, "services.hearth.ollama.models.[1]' has a value of the wrong type"),
+    ({"agents": {"x": {"allowedTools": "read_file"}}}, "services.hearth.agents.x.allowedTools' has a value"),
+    ({"schedules": {"s": {"goal": "g", "onCalendar": "daily", "mode": "fast"}}}, "services.hearth.schedules.s.mode'"),
+    ({"credentials": {"c": {"file": "relative/path", "hosts": []}}}, "services.hearth.credentials.c.file'"),
+])
+def test_a_value_of_the_wrong_type_names_the_option(hearth: dict[str, Any], message: str, tmp_path: Path) -> None:
+    assert message in _error(hearth, tmp_path)
+
+
+def test_an_option_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    assert "services.hearth.maxIterationz' does not exist" in _error({"maxIterationz": 3}, tmp_path)
+    assert "services.hearth.schedules.s.calendar' does not exist" in _error(
+        {"schedules": {"s": {"goal": "g", "onCalendar": "daily", "calendar": "x"}}}, tmp_path)
+
+
+def test_a_schedule_without_its_calendar_is_an_error(tmp_path: Path) -> None:
+    assert "services.hearth.schedules.s.onCalendar' is used but not defined" in _error(
+        {"schedules": {"s": {"goal": "g"}}}, tmp_path)
+
+
+def test_disabled_module_sets_nothing(tmp_path: Path) -> None:
+    assert evaluate({"enable": False}, tmp_path)["config"] == {}
+
+
+def _failed_assertions(result: dict[str, Any]) -> list[str]:
+    return [a["message"] for a in result["config"]["assertions"] if not a["assertion"]]
+
+
+def test_assertions_catch_a_state_dir_outside_var_lib_and_an_unknown_schedule_agent(tmp_path: Path) -> None:
+    result = evaluate({"enable": True, "stateDir": "/srv/hearth",
+                       "schedules": {"s": {"goal": "g", "onCalendar": "daily", "agent": "ghost"}},
+                       "credentials": {"bad/name": {"file": "/run/x", "hosts": []}}}, tmp_path)
+    failed = _failed_assertions(result)
+    assert any("stateDir must be below /var/lib" in m for m in failed)
+    assert any("schedules.s.agent is ghost" in m for m in failed)
+    assert any("credentials.bad/name" in m for m in failed)
+    assert _failed_assertions(evaluate({"enable": True}, tmp_path)) == []
+
+
+def test_agent_profiles_are_written_as_agents_md_and_a_toml_manifest(tmp_path: Path) -> None:
+    result = evaluate({"enable": True, "agents": {"notes": {
+        "model": "llama3.1", "mode": "plan", "allowedTools": ["read_file", "list_files"],
+        "prompt": 'Keep "notes" tidy.\n'}}}, tmp_path)
+    etc = result["config"]["environment"]["etc"]
+    assert etc["hearth/agents/notes/AGENTS.md"]["text"] == 'Keep "notes" tidy.\n'
+    manifest = tomllib.loads(etc["hearth/agents/notes/agent.toml"]["text"])
+    assert manifest == {"name": "notes", "model": "llama3.1", "mode": "plan", "allowed_tools": ["read_file", "list_files"]}
+
+
+def test_credentials_file_has_host_bindings_and_no_secret(tmp_path: Path) -> None:
+    result = evaluate({"enable": True, "credentials": {"gh": {"file": "/run/secrets/gh", "hosts": ["api.github.com"]}}},
+                      tmp_path)
+    assert json.loads(result["config"]["environment"]["etc"]["hearth/credentials.json"]["text"]) == {
+        "gh": {"hosts": ["api.github.com"]}}
+
+
+def test_queue_is_writable_by_submitters_only_and_state_is_private(tmp_path: Path) -> None:
+    config = evaluate({"enable": True, "submitters": ["alice", "bob"]}, tmp_path)["config"]
+    assert config["users"]["groups"]["hearth-submit"]["members"] == ["alice", "bob"]
+    rules = config["systemd"]["tmpfiles"]["rules"]
+    assert "d /var/lib/hearth/queue 2770 hearth hearth-submit - -" in rules
+    assert "d /var/lib/hearth/agents 0700 hearth hearth - -" in rules
+    assert "d /var/lib/hearth/credentials 0700 hearth hearth - -" in rules
+
+
+def test_ollama_is_enabled_with_its_models_only_when_asked(tmp_path: Path) -> None:
+    on = evaluate({"enable": True, "ollama": {"enable": True, "models": ["qwen2.5-coder:7b"]}}, tmp_path)["config"]
+    assert on["services"]["ollama"] == {"enable": True, "loadModels": ["qwen2.5-coder:7b"]}
+    assert "ollama" not in evaluate({"enable": True}, tmp_path)["config"].get("services", {})
+
+
+REQUIRED_WITHOUT_DEFAULT = {"services.hearth.schedules.<name>.goal", "services.hearth.schedules.<name>.onCalendar",
+                            "services.hearth.credentials.<name>.file", "services.hearth.credentials.<name>.hosts"}
+
+
+def test_every_option_has_a_type_default_example_and_description(tmp_path: Path) -> None:
+    options = evaluate({"enable": False}, tmp_path)["options"]
+    assert len(options) > 30
+    for option in options:
+        assert option["hasDescription"] and option["hasExample"], option["path"]
+        assert option["hasDefault"] or option["path"] in REQUIRED_WITHOUT_DEFAULT, option["path"]

@@ -1,0 +1,57 @@
+"""What the appliance hands a run's tools: settings read once, guard options, redaction in the recorder."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.loop import Event
+from agent.redaction import Redactor
+from agent.sandbox import SandboxPolicy
+from hearth.audit import AuditStore, RunRecord
+from hearth.errors import ConfigError
+from hearth.recorder import Recorder
+from hearth.runner import GoalRequest
+from hearth.runservices import run_services
+from hearth.settings import Settings
+from hearth.state import StateFile
+
+
+def test_network_and_recall_settings_come_from_the_environment(tmp_path: Path) -> None:
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "HEARTH_NET_PRIVATE_HOSTS": "nas.lan, printer.lan",
+                                  "HEARTH_RECALL_CHARS": "900", "CREDENTIALS_DIRECTORY": "/run/credentials/x"})
+    assert settings.net_private_hosts == ("nas.lan", "printer.lan") and settings.recall_chars == 900
+    assert settings.credentials_dir == Path("/run/credentials/x")
+    assert settings.knowledge_path == tmp_path / "knowledge.db"
+    with pytest.raises(ConfigError, match="HEARTH_RECALL_CHARS must be a whole number"):
+        Settings.from_env({"HEARTH_RECALL_CHARS": "lots"})
+
+
+def test_a_runs_services_carry_its_egress_list_the_operators_lan_hosts_and_the_store(tmp_path: Path) -> None:
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "HEARTH_NET_PRIVATE_HOSTS": "NAS.lan"})
+    request = GoalRequest(goal="g", model="m", agent_name="builder", egress=["*.github.com"])
+    with run_services(request, "r1", settings, SandboxPolicy(), Redactor()) as services:
+        assert services.net.egress == ("*.github.com",) and services.net.private_hosts == frozenset({"nas.lan"})
+        assert services.agent_name == "builder" and services.run_id == "r1"
+        assert services.knowledge.path == tmp_path / "knowledge.db"
+
+
+def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -> None:
+    value = "hc-recorder-canary-0042"
+    out = io.StringIO()
+    with AuditStore(tmp_path / "audit.db") as audit:
+        audit.start_run(RunRecord(id="r1", agent_name="a", model="m", goal="g", mode="auto"))
+        recorder = Recorder(audit, StateFile(tmp_path / "state", "r1"), "r1", json_lines=True, out=out,
+                            redactor=Redactor({"TOKEN": value}))
+        recorder(Event("tool", 1, {"tool": "http_request", "arguments": {"h": value}, "ok": True,
+                                   "output": f"echo {value}", "verdict": "run", "duration_s": 0.1, "detail": {}}))
+        recorder(Event("run_finished", 1, {"status": "done", "summary": f"saw {value}", "error": ""}))
+        recorder.note("recall", output=value)
+        stored = json.dumps(audit.steps("r1"))
+    state = (tmp_path / "state" / "r1.json").read_text()
+    for text in (stored, state, out.getvalue()):
+        assert value not in text
+    assert "echo [redacted:TOKEN]" in stored and "saw [redacted:TOKEN]" in state
