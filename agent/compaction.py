@@ -7,7 +7,9 @@ Two tools for one problem:
   and tail preview with the path, and reads parts on demand (read_file start_line / max_bytes).
 - `Compactor`: before a model call, when the estimated prompt nears the window (TRIGGER of
   num_ctx), the middle of the conversation becomes a summary. Kept: the system prompt, the goal
-  message, and the last messages verbatim, starting at an assistant turn so roles stay legal.
+  message, and the last messages verbatim, starting at an assistant turn so roles stay legal, as
+  many as bring the whole back to about TARGET of the window (at most TAIL_SHARE of it, at least
+  the last turn), so the next compaction is several turns away rather than on every turn.
   The summary is appended to the goal message under a heading that labels it reference only. It
   comes from one model call without tools; when that fails or is unusable, from a deterministic
   list of the steps.
@@ -34,7 +36,8 @@ from agent.workspace import PathRefused, Workspace
 
 CHARS_PER_TOKEN = 4
 TRIGGER = 0.75  # of num_ctx: the rest is room for the reply and the next tool results
-TAIL_SHARE = 0.3  # of the window, for the messages kept verbatim
+TARGET = 0.5  # of num_ctx: where a compaction aims to bring the conversation back to
+TAIL_SHARE = 0.3  # of the window at most, for the messages kept verbatim
 MAX_KEPT = 8
 MESSAGE_OVERHEAD = 16  # characters: role markers and separators the template adds per message
 SPILL_DIR = ".hearth-outputs"
@@ -107,10 +110,12 @@ class Compactor:
                       usage: Usage | None) -> tuple[list[Message], CompactionRecord] | None:
         """The compacted conversation and what was done, or None when it fits or cannot shrink."""
         before = estimate_tokens(messages, tools, usage)
-        start = self._tail_start(messages) if before >= self.limit else None
-        if start is None:
+        if before < self.limit:
             return None
         goal = self.goal if self.goal is not None else str(messages[1].get("content") or "")
+        start = self._tail_start(messages, self._tail_budget(messages[0], goal, tools))
+        if start is None:
+            return None
         middle = messages[2:start]
         record = self._summarise(goal, middle)
         self.goal, self.summary = goal, record.summary
@@ -123,14 +128,20 @@ class Compactor:
         record.summarised, record.kept = len(middle), len(messages) - start
         return compacted, record
 
-    def _tail_start(self, messages: list[Message]) -> int | None:
-        """Where the verbatim tail starts: an assistant turn, as far back as the tail budget allows."""
+    def _tail_budget(self, system: Message, goal: str, tools: list[dict[str, Any]]) -> int:
+        """Characters the kept tail may take so the compacted whole lands near TARGET of the window."""
+        fixed = estimate_tokens([system, {"role": "user", "content": goal}], tools) * CHARS_PER_TOKEN
+        room = int(self.num_ctx * CHARS_PER_TOKEN * TARGET) - fixed - self.summary_chars
+        return max(0, min(self.tail_chars, room))
+
+    def _tail_start(self, messages: list[Message], budget: int) -> int | None:
+        """Where the verbatim tail starts: an assistant turn, as far back as the budget allows."""
         turns = [i for i in range(3, len(messages)) if messages[i]["role"] == "assistant"]
         if not turns:
             return None
         start = turns[-1]
         for i in reversed(turns[:-1]):
-            if message_chars(messages[i:]) > self.tail_chars or len(messages) - i > MAX_KEPT:
+            if message_chars(messages[i:]) > budget or len(messages) - i > MAX_KEPT:
                 break
             start = i
         return start if start - 2 >= 2 else None

@@ -34,6 +34,7 @@ from tests.fake_ollama import FakeOllama, final_answer, tool_call  # noqa: E402
 
 NUM_CTX = 4096
 READS = 40
+SMALL_PROFILE = ["read_file", "list_files"]  # what a profile for a small window would allow
 
 
 def script() -> Any:
@@ -50,7 +51,7 @@ def script() -> Any:
 
 def play(ws: Path, compact: bool) -> list[dict[str, Any]]:
     with FakeOllama([script()], repeat_last=True) as fake, Workspace(ws) as handle:
-        schemas = [t.schema() for t in visible_tools(None, "bypass")]
+        schemas = [t.schema() for t in visible_tools(SMALL_PROFILE, "bypass")]
         client = OllamaClient("qwen2.5-coder", fake.url, num_ctx=NUM_CTX)
         loop = Loop(client, ToolBox(schemas, lambda c: call_tool(c.name, c.arguments, handle, mode="bypass")),
                     system_prompt=render_system_prompt("bench", schemas), max_iters=READS + 2,
@@ -89,6 +90,12 @@ def checkpoint_cost(tmp: Path) -> tuple[float, float]:
     return spent / command, spent / whole
 
 
+def fixed_share(num_ctx: int) -> float:
+    """The system prompt and every tool's schema (auto mode), before any message, over the window."""
+    schemas = [t.schema() for t in visible_tools(None, "auto")]
+    return estimate_tokens([{"role": "system", "content": render_system_prompt("bench", schemas)}], schemas) / num_ctx
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
@@ -98,7 +105,9 @@ def main() -> None:
         plain_peak, plain_sent = measure(play(ws, compact=False))
         compact_peak, compact_sent = measure(play(ws, compact=True))
         per_command, per_run = checkpoint_cost(Path(tmp))
-    print(f"peak prompt / num_ctx {NUM_CTX}: {plain_peak:.2f} without compaction, {compact_peak:.2f} with it")
+    print(f"system prompt + all tool schemas / num_ctx: {fixed_share(8192):.2f} of 8192, {fixed_share(4096):.2f} of 4096")
+    print(f"peak prompt / num_ctx {NUM_CTX} ({', '.join(SMALL_PROFILE)} only): {plain_peak:.2f} without compaction, "
+          f"{compact_peak:.2f} with it")
     print(f"characters sent over {READS} turns, with/without compaction: {compact_sent / plain_sent:.2f}")
     print(f"checkpoints of a run / one sandboxed command: {per_command:.1f}")
     print(f"checkpoints of a run / a whole scripted run (no model time): {per_run:.2f}")

@@ -45,7 +45,9 @@ def long_run(tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12,
     with FakeOllama([script], repeat_last=True) as fake:
         settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"),
                                       "OLLAMA_HOST": fake.url})
-        request = GoalRequest(goal=GOAL, workspace=ws, num_ctx=NUM_CTX, max_iters=40, mode="bypass")
+        # a profile for a small window narrows the tools: every schema costs context
+        request = GoalRequest(goal=GOAL, workspace=ws, num_ctx=NUM_CTX, max_iters=40, mode="bypass",
+                              allowed_tools=["read_file", "list_files"])
         run_id, outcome = run_goal(request, settings, out=io.StringIO())
     assert outcome.status == "done", outcome.error
     return fake, run_id
@@ -80,6 +82,9 @@ def test_a_long_run_is_compacted_and_every_request_fits_the_window(tmp_path: Pat
     data = [json.loads(s["data"]) for s in steps]
     assert all(d["after_chars"] < d["before_chars"] and d["after_tokens"] < d["before_tokens"] for d in data)
     assert all(d["summary_by"] == "model" and d["summarised"] >= 2 for d in data)
+    # each compaction lands near half the window, so the next one is turns away, not every turn
+    assert all(d["after_tokens"] <= 0.55 * NUM_CTX for d in data)
+    assert len(steps) <= 4
 
 
 def test_the_prefix_breaks_only_at_a_recorded_compaction_and_holds_before_and_after(tmp_path: Path,
