@@ -199,3 +199,15 @@ def test_credentials_are_checked_by_path_and_mode_only(tmp_path: Path) -> None:
 def test_a_context_workspace_that_is_not_a_directory_is_bad_usage(state_dir: Path, tmp_path: Path) -> None:
     proc = run_cli("hearth", "doctor", "--context", "--workspace", str(tmp_path / "nope"))
     assert proc.returncode == 2 and proc.stderr.strip() == f"hearth doctor: workspace {tmp_path}/nope is not a directory"
+
+
+def test_the_nixos_layout_of_state_and_queue_is_healthy(state_dir: Path, tmp_path: Path, fake: FakeOllama) -> None:
+    """tmpfiles of the module: state 0711, queue 2770 (the submitters' group writes requests)."""
+    healthy_config(tmp_path)
+    (tmp_path / "state").chmod(0o711)
+    (tmp_path / "state" / "queue").mkdir()
+    (tmp_path / "state" / "queue").chmod(0o2770)
+    (tmp_path / "state" / "credentials").mkdir(mode=0o700)
+    _, report = doctor(fake, sandbox="none")
+    found = statuses(report)
+    assert found["state"] == {"ok"} and found["queue"] == {"ok"} and found["credentials"] == {"ok"}
