@@ -18,6 +18,7 @@ from typing import Any
 
 from agent import policy
 from agent.parsing import suggest_tool_name
+from agent.services import RunServices
 from agent.workspace import PathRefused, Workspace
 
 RISKS = ("safe", "edit", "dangerous")
@@ -43,6 +44,9 @@ class Tool:
     fn: ToolFn
     risk: str = "dangerous"
     required: tuple[str, ...] = ()
+    # whether a run with these services can use the tool at all (None: always); a tool that
+    # cannot work in a run is not shown, which keeps small context windows for the rest
+    available: Callable[[RunServices], bool] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The tool as Ollama's `tools` field wants it."""
@@ -82,10 +86,15 @@ def risk_of(name: str) -> str:
     return tool.risk if tool else "dangerous"
 
 
-def visible_tools(allowed: Iterable[str] | None, mode: str = "auto") -> list[Tool]:
-    """The tools a run's model is shown: the manifest's, minus what the mode denies outright."""
+def visible_tools(allowed: Iterable[str] | None, mode: str = "auto",
+                  services: RunServices | None = None) -> list[Tool]:
+    """The tools a run's model is shown: the manifest's, minus what the mode denies outright and
+    what cannot work with the run's services (no config repo, not NixOS)."""
+    services = services or RunServices()
     names = set(TOOLS) if allowed is None else set(allowed) & set(TOOLS)
-    return [TOOLS[n] for n in sorted(names) if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"]
+    return [TOOLS[n] for n in sorted(names)
+            if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"
+            and (TOOLS[n].available is None or TOOLS[n].available(services))]
 
 
 def call_tool(

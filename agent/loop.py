@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
 from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
@@ -55,7 +56,7 @@ class TimeLimit(StopRun):
 class Event:
     """Something the appliance records: a model turn, a tool call, a nudge, the end."""
 
-    kind: str  # run_started | model | tool | nudge | run_finished
+    kind: str  # run_started | thinking | model | tool_started | tool | nudge | compaction | run_finished
     iteration: int
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -91,6 +92,7 @@ class Loop:
         on_event: Callable[[Event], None] = lambda event: None,
         deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        compactor: Compactor | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -104,6 +106,8 @@ class Loop:
         self.done_steps: list[str] = []
         self._unparseable = 0
         self._last_failure: tuple[str, str] | None = None
+        self.compactor = compactor
+        self._usage: Usage | None = None
 
     def run(self, goal: str, context: str = "") -> Outcome:
         first = f"{context}\n\n## Goal\n{goal}" if context else goal
@@ -131,6 +135,7 @@ class Loop:
 
     def _step(self) -> None:
         self.iteration += 1
+        self._compact_if_needed()
         reply = self._ask_model()
         calls = self._calls_in(reply)
         if calls or reply.malformed:
@@ -150,6 +155,7 @@ class Loop:
             raise ModelDown(str(exc)) from None
         except ModelError as exc:
             raise RunFailed(str(exc)) from None
+        self._usage = Usage(reply.tokens_in, len(self.messages))
         self.outcome.tokens_in += reply.tokens_in
         self.outcome.tokens_out += reply.tokens_out
         self.outcome.model_seconds += reply.duration_s
@@ -158,6 +164,17 @@ class Loop:
             "duration_s": reply.duration_s, "tool_calls": len(reply.tool_calls),
         }))
         return reply
+
+    def _compact_if_needed(self) -> None:
+        """The one routine break of the prompt prefix: recorded, then the history is append-only again."""
+        done = self.compactor.maybe_compact(self.messages, self.tools.schemas, self._usage) if self.compactor else None
+        if done is None:
+            return
+        self.messages, record = done
+        self._usage = None
+        self.outcome.tokens_in += record.tokens_in
+        self.outcome.tokens_out += record.tokens_out
+        self.emit(Event("compaction", self.iteration, record.as_event()))
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
         if reply.tool_calls:

@@ -121,6 +121,13 @@ class AuditStore:
     def steps(self, run_id: str) -> list[dict[str, Any]]:
         return list(self.db["steps"].rows_where("run_id = ?", [run_id], order_by="seq"))
 
+    # -- workspace checkpoints -------------------------------------------------------------
+    def record_checkpoint(self, run_id: str, **fields: Any) -> None:
+        self.db["checkpoints"].insert({"run_id": run_id, "at": self.clock(), **fields})
+
+    def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        return list(self.db["checkpoints"].rows_where("run_id = ?", [run_id], order_by="id"))
+
 
 def _like_prefix(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

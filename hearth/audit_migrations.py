@@ -63,8 +63,28 @@ def m040_proposals(db: sqlite_utils.Database) -> None:
     db["proposals"].create_index(["created_at"])
 
 
+def m050_checkpoints(db: sqlite_utils.Database) -> None:
+    """Workspace checkpoints (hearth/checkpoints.py): one row per phase of a run, commit or not."""
+    db["checkpoints"].create(
+        {
+            "id": int, "run_id": str, "at": str, "phase": str, "status": str, "commit_sha": str,
+            "tag": str, "files": int, "detail": str, "workspace": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["checkpoints"].create_index(["run_id"])
+
+
+def m051_step_data(db: sqlite_utils.Database) -> None:
+    """Structured details of a step as JSON (a compaction's sizes, a context file's flags)."""
+    db["steps"].add_column("data", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
     m040_proposals,
+    m050_checkpoints,
+    m051_step_data,
 ]

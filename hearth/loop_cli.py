@@ -18,7 +18,8 @@ EPILOG = f"""\
 exit codes:
   {EXIT_CODES['done']}    done: the model gave its final summary
   {EXIT_CODES['failed']}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
-  {EXIT_CODES['usage']}    bad usage: bad arguments, empty goal, unknown mode, unusable workspace or state directory
+  {EXIT_CODES['usage']}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
+       prompt file, unusable workspace or state directory
   {EXIT_CODES['iteration_limit']}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
   {EXIT_CODES['model_unavailable']}    model unavailable: Ollama unreachable, failing, or the model is not pulled
   {EXIT_CODES['interrupted']}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
@@ -27,6 +28,9 @@ exit codes:
 
 environment:
   HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
+  HEARTH_CONFIG_DIR  agent profiles (agents/NAME/AGENTS.md, agent.toml), prompts/*.md, SOUL.md (default /etc/hearth)
+  HEARTH_MODEL       the model when neither --model nor the profile names one (default qwen2.5-coder)
+  HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iters (default 12)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
                      warned about and recorded on every run)
@@ -53,12 +57,16 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("goal", nargs="?", help="what the agent should do")
-    parser.add_argument("--model", default=settings.model, help=f"Ollama model (default {settings.model})")
-    parser.add_argument("--agent-name", default="default", help="agent profile name (default: default)")
+    # None means "not given": the agent profile's value applies, else hearth's default
+    parser.add_argument("--model", help=f"Ollama model (default: the profile's, else {settings.model})")
+    parser.add_argument("--agent-name", default="default",
+                        help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)")
     parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
-    parser.add_argument("--mode", default="auto", help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks "
-                        "before dangerous ones, bypass runs all but the hard floor (default auto)")
-    parser.add_argument("--max-iters", type=int, default=12, help="iteration cap (default 12)")
+    parser.add_argument("--mode", help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
+                        "dangerous ones, bypass runs all but the hard floor (default: the profile's, else auto)")
+    parser.add_argument("--max-iters", type=int, help="iteration cap (default: the profile's, else 12)")
+    parser.add_argument("--allowed-tools", type=_names, metavar="NAME,NAME",
+                        help="the only tools this run may use (default: the profile's list, else all)")
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
     parser.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX, help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})")
     parser.add_argument("--credential", action="append", default=[], metavar="NAME",
@@ -69,6 +77,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             goal=args.goal, model=args.model, agent_name=args.agent_name, mode=args.mode,
             max_iters=args.max_iters, workspace=args.workspace, num_ctx=args.num_ctx,
             credentials=args.credential, egress=args.egress,
+            allowed_tools=args.allowed_tools,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":

@@ -36,6 +36,14 @@ class Recorder:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
         self.audit.record_step(self.run_id, kind, **self.redactor.data(fields))
 
+    def notice(self, kind: str, message: str, *, data: dict[str, Any] | None = None, step: bool = True) -> None:
+        """Something the operator should see (a flagged context file, a checkpoint), shown and, if `step`, audited."""
+        message, data = self.redactor(message), self.redactor.data(data) if data else None
+        if step:
+            self.audit.record_step(self.run_id, kind, iteration=0, detail=message,
+                                   data=json.dumps(data, default=str) if data else None)
+        self._show(Event("notice", 0, {"kind": kind, "message": message, **({"data": data} if data else {})}))
+
     def _on_run_started(self, event: Event) -> None:
         self.state.update("starting", "run started", 0)
 
@@ -63,6 +71,13 @@ class Recorder:
     def _on_nudge(self, event: Event) -> None:
         self.audit.record_step(self.run_id, "nudge", iteration=event.iteration, detail=event.data["reason"])
 
+    def _on_compaction(self, event: Event) -> None:
+        d = event.data
+        sizes = {k: d[k] for k in ("before_chars", "after_chars", "before_tokens", "after_tokens",
+                                   "summarised", "kept", "summary_by", "tokens_in", "tokens_out", "error")}
+        self.audit.record_step(self.run_id, "compaction", iteration=event.iteration, detail=_compaction_line(d),
+                               output=d["summary"], data=json.dumps(sizes))
+
     def _on_run_finished(self, event: Event) -> None:
         d = event.data
         self.state.update(d["status"], (d.get("error") or d.get("summary") or "")[:500], event.iteration)
@@ -87,10 +102,20 @@ def _human(event: Event) -> str | None:
         return f"[{event.iteration}] {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)[:80]} -> {mark}: {first}"
     if event.kind == "nudge":
         return f"[{event.iteration}] reply unusable ({d['reason']}); asked again"
+    if event.kind == "notice":
+        return f"[hearth] {d['message']}"
+    if event.kind == "compaction":
+        return f"[{event.iteration}] {_compaction_line(d)}"
     if event.kind == "run_finished":
         text = d["summary"] if d["status"] == "done" else d["error"]
         return f"== {d['status']}: {text}"
     return None
+
+
+def _compaction_line(d: dict[str, Any]) -> str:
+    return (f"compacted the conversation: ~{d['before_tokens']:,} -> ~{d['after_tokens']:,} tokens "
+            f"({d['before_chars']:,} -> {d['after_chars']:,} characters); {d['summarised']} messages "
+            f"summarised by the {'model' if d['summary_by'] == 'model' else 'fallback step list'}, {d['kept']} kept")
 
 
 def _ms(seconds: float) -> int:

@@ -10,23 +10,28 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent.compaction import Compactor, OutputSpill, spill_threshold
+from agent.context_files import SubdirectoryNotes
 from agent.hearth_tools import call_tool, visible_tools
 from agent.loop import Loop, Outcome, ToolBox
 from agent.ollama_client import ChatModel, OllamaClient
 from agent.parsing import ToolCall
 from agent.policy import MODES, Approver
-from agent.prompt import render_system_prompt
+from agent.prompt import PromptPart
 from agent.redaction import Redactor
 from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.workspace import Workspace
 from hearth import approvers
 from hearth.audit import AuditStore, RunRecord, new_run_id
+from hearth.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.credentials import check_run_credentials
-from hearth.errors import UsageError
+from hearth.errors import HearthError, UsageError
+from hearth.profiles import apply_profile, load_profile
+from hearth.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.recorder import Recorder
 from hearth.runservices import ServicesHook, check_egress, credential_store, load_redactor, recall_preface, run_services
 from hearth.settings import Settings, probe_writable
@@ -44,15 +49,19 @@ EXIT_CODES = {
     "internal": 70,
 }
 MAX_ITERS_CEILING = 100
+SPILL_READ_LIMIT = 1_000_000  # a tool's whole output, for OutputSpill to save before the model sees a preview
 
 
 @dataclass
 class GoalRequest:
+    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
+    profile named by agent_name, else hearth's defaults (see hearth/profiles.py)."""
+
     goal: str
-    model: str
+    model: str | None = None
     agent_name: str = "default"
-    mode: str = "auto"
-    max_iters: int = 12
+    mode: str | None = None
+    max_iters: int | None = None
     workspace: Path | None = None
     run_id: str | None = None
     source: str = "cli"
@@ -72,14 +81,14 @@ class Interrupted(BaseException):
 
 
 def validate(request: GoalRequest) -> str | None:
-    """The one-line reason a request cannot run, or None."""
+    """The one-line reason a request (with its profile applied) cannot run, or None."""
     if not request.goal.strip():
         return "the goal is empty; say what the agent should do"
     if request.mode not in MODES:
         return f"unknown mode {request.mode!r}; use one of {', '.join(MODES)}"
-    if not 1 <= request.max_iters <= MAX_ITERS_CEILING:
+    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERS_CEILING:
         return f"max iterations must be between 1 and {MAX_ITERS_CEILING}, got {request.max_iters}"
-    if not request.model.strip():
+    if not (request.model or "").strip():
         return "no model given; pass --model NAME"
     return None
 
@@ -116,13 +125,16 @@ def run_goal(
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
     with AuditStore(settings.audit_path) as audit:
+        request, parts, problem = _with_profile(request, settings)
         audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model, goal=redactor(request.goal),
-            mode=request.mode, source=request.source, requested_by=request.requested_by,
+            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal),
+            mode=request.mode or "", source=request.source, requested_by=request.requested_by,
         ))
         try:
+            if problem:
+                raise problem
             root = _checked(request, settings, run_id)
-        except UsageError as exc:
+        except HearthError as exc:
             audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
             raise
         sandbox = _sandbox_label(settings.sandbox)
@@ -133,17 +145,38 @@ def run_goal(
         _warn_unsandboxed(settings, recorder)
         approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
         client = model or _client(request, settings)
+        checkpoints = Checkpoints(root, run_id, sandbox_policy, exclude=state_inside(state_dir, root),
+                                  fresh=request.workspace is None)
+        record_checkpoint(audit, recorder, root, checkpoints.before(
+            agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal)))
         with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
             if configure_services:
                 configure_services(services)
-            loop = _build_loop(request, ws, client, approve, recorder)
+            values = run_values(ws.root, run_id, agent_name=request.agent_name, model=request.model or "",
+                                git=checkpoints.git_state())
+            loop = _build_loop(request, ws, client, approve, recorder, parts, values)
             if before_loop:
                 before_loop(loop, recorder)
             context = recall_preface(services, request.goal, settings, recorder)
             outcome = _drive(loop, request, audit, run_id, state, context, redactor)
+        record_checkpoint(audit, recorder, root, checkpoints.after(
+            outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
+            model=request.model or "", goal=redactor(request.goal)))
         if isinstance(client, OllamaClient) and model is None:
             client.close()
     return run_id, outcome
+
+
+def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
+    """The request with its profile applied and the operator's prompt parts, or the reason it cannot run."""
+    try:
+        profile = load_profile(settings.config_dir, request.agent_name)
+        parts = config_parts(settings.config_dir, profile)
+    except HearthError as exc:
+        return request, [], exc
+    resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
+                             allowed_tools=request.allowed_tools, defaults=settings)
+    return replace(request, **resolved), parts, None
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
@@ -177,18 +210,24 @@ def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
                         timeout_s=settings.ollama_timeout_s, backoff_s=settings.ollama_backoff_s)
 
 
-def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel,
-                approve: Approver | None, recorder: Recorder) -> Loop:
-    tools = visible_tools(request.allowed_tools, request.mode)
+def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
+                recorder: Recorder, parts: list[PromptPart], values: dict[str, str]) -> Loop:
+    tools = visible_tools(request.allowed_tools, request.mode, ws.services)
     schemas = [t.schema() for t in tools]
+    prompt = run_system_prompt(ws, schemas, parts, recorder, values, num_ctx=request.num_ctx,
+                               look_above=request.workspace is not None)
+    notes = SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found))
+    spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
 
     def run(call: ToolCall) -> Any:
-        return call_tool(call.name, call.arguments, ws, mode=request.mode,
-                         allowed=request.allowed_tools, approve=approve)
+        result = call_tool(call.name, call.arguments, ws, mode=request.mode, allowed=request.allowed_tools,
+                           approve=approve, output_limit=SPILL_READ_LIMIT)
+        result.output = spill(call.name, call.arguments, result.output) + notes.after_tool(call.arguments, result.ok)
+        return result
 
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
-    return Loop(model, ToolBox(schemas, run), system_prompt=render_system_prompt(request.agent_name, schemas),
-                max_iters=request.max_iters, on_event=recorder, deadline=deadline)
+    return Loop(model, ToolBox(schemas, run), system_prompt=prompt, max_iters=request.max_iters or 12,
+                on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
 
 
 def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile,

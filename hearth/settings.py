@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.policy import MODES
 from hearth.errors import ConfigError
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
@@ -30,6 +31,8 @@ class Settings:
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
     approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking
+    mode: str = "auto"  # when neither the request nor the agent profile says
+    max_iterations: int = 12
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -47,6 +50,8 @@ class Settings:
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
             approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
             auto_commands=_heads(env),
+            mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
+            max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, 100),
         )
 
     @property
@@ -87,6 +92,22 @@ def probe_writable(directory: Path) -> None:
     """Raise OSError unless a file can really be created in `directory` (root ignores modes)."""
     with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
         pass
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name) or default
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    if not raw.strip().isdigit() or not low <= int(raw) <= high:
+        raise ConfigError(f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+    return int(raw)
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:

@@ -37,6 +37,12 @@ let
       model = nullOrModel;
       mode = nullOrMode;
       allowedTools = nullOrTools;
+      maxIterations = mkOption {
+        type = types.nullOr (types.ints.between 1 100);
+        default = null;
+        example = 30;
+        description = "Model turns a run of this agent may take; null means `maxIterations`.";
+      };
       prompt = mkOption {
         type = types.lines;
         default = "";
@@ -89,12 +95,18 @@ let
   agentToml = name: a: lib.concatStringsSep "\n" ([ "name = ${builtins.toJSON name}" ]
     ++ lib.optional (a.model != null) "model = ${builtins.toJSON a.model}"
     ++ lib.optional (a.mode != null) "mode = ${builtins.toJSON a.mode}"
-    ++ lib.optional (a.allowedTools != null) "allowed_tools = ${builtins.toJSON a.allowedTools}") + "\n";
+    ++ lib.optional (a.allowedTools != null) "allowed_tools = ${builtins.toJSON a.allowedTools}"
+    ++ lib.optional (a.maxIterations != null) "max_iterations = ${toString a.maxIterations}") + "\n";
 
   agentFiles = lib.concatMapAttrs (name: a: {
     "hearth/agents/${name}/AGENTS.md".text = a.prompt;
     "hearth/agents/${name}/agent.toml".text = agentToml name a;
   }) cfg.agents;
+
+  # what every agent's system prompt gets besides its role (hearth/prompting.py)
+  promptFiles = lib.concatMapAttrs (name: text: { "hearth/prompts/${name}.md".text = text; }) cfg.prompts
+    // (if cfg.soul != "" then { "hearth/SOUL.md".text = cfg.soul; } else { });
+  safeName = name: builtins.match "[A-Za-z0-9][A-Za-z0-9_.-]*" name != null;
 
   # Unit definitions from units.nix, plus what only NixOS knows.
   service = name: unit: unit // {
@@ -170,6 +182,25 @@ in
       default = { };
       example = literalExpression ''{ notes = { mode = "auto"; allowedTools = [ "read_file" "write_file" ]; prompt = "Keep notes tidy."; }; }'';
       description = "Agent profiles, written to /etc/hearth/agents/<name>/ (AGENTS.md and agent.toml).";
+    };
+
+    prompts = mkOption {
+      type = types.attrsOf types.lines;
+      default = { };
+      example = literalExpression ''{ "10-house-rules" = "Run the tests before you report success."; }'';
+      description = ''
+        Guidance for every agent, written to /etc/hearth/prompts/<name>.md and added to each system
+        prompt in name order, after the base prompt and before the agent's own. Placeholders such as
+        {{gitBranch}} or {{currentDateTimeIso}} are filled at run start; `hearth doctor --context`
+        shows the result.
+      '';
+    };
+
+    soul = mkOption {
+      type = types.lines;
+      default = "";
+      example = "You are calm, exact and brief. You say what you did not check.";
+      description = "The voice of every agent, written to /etc/hearth/SOUL.md (nothing when empty); never read from a workspace.";
     };
 
     schedules = mkOption {
@@ -254,7 +285,13 @@ in
       }) cfg.schedules ++ lib.mapAttrsToList (name: _: {
         assertion = builtins.match "[A-Za-z0-9_.-]+" name != null;
         message = "services.hearth.credentials.${name}: a credential name is letters, digits, '.', '_' and '-'";
-      }) cfg.credentials;
+      }) cfg.credentials ++ lib.mapAttrsToList (name: _: {
+        assertion = safeName name && builtins.stringLength name <= 64;
+        message = "services.hearth.agents.${name}: an agent name is letters, digits, '.', '_' and '-', at most 64, not starting with '.'";
+      }) cfg.agents ++ lib.mapAttrsToList (name: _: {
+        assertion = safeName name;
+        message = "services.hearth.prompts.${name}: a prompt name is letters, digits, '.', '_' and '-', not starting with '.'";
+      }) cfg.prompts;
 
       users.users.hearth = {
         isSystemUser = true;
@@ -276,7 +313,7 @@ in
         "d ${cfg.stateDir}/credentials 0700 hearth hearth - -"
       ];
 
-      environment.etc = agentFiles // {
+      environment.etc = agentFiles // promptFiles // {
         # host bindings only; the secrets themselves never leave their files
         "hearth/credentials.json".text = builtins.toJSON (lib.mapAttrs (_: c: { inherit (c) hosts; }) cfg.credentials);
       };

@@ -6,8 +6,17 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
+
+
+@pytest.fixture(autouse=True)
+def profiles(tmp_path: Path) -> None:
+    """The agents these runs name exist as profiles (an unknown agent name is refused)."""
+    for name in ("ops", "alice", "bob"):
+        (tmp_path / "config" / "agents" / name).mkdir(parents=True)
 
 
 def first_messages(fake: FakeOllama) -> list[list[dict[str, str]]]:

@@ -32,6 +32,8 @@ def loop(fake: FakeOllama | None, *args: str) -> Any:
 
 def test_a_goal_runs_to_done_and_is_recorded_with_tokens_and_steps(state_dir: Path, tmp_path: Path) -> None:
     script = [tool_call("write_file", {"path": "hello.txt", "content": "hi"}), final_answer("Wrote hello.txt.")]
+    (tmp_path / "config" / "agents" / "builder").mkdir(parents=True)
+    (tmp_path / "config" / "agents" / "builder" / "AGENTS.md").write_text("You build things.\n")
     with FakeOllama(script, tokens=(120, 30)) as fake:
         proc = loop(fake, "--workspace", str(tmp_path / "ws"), "--agent-name", "builder", "write hello")
     assert proc.returncode == 0, proc.stderr

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from agent.prompt import unknown_placeholders
+from hearth.profiles import load_profile
+from hearth.prompting import config_parts
 from tests.nixunits import NIX_INSTANTIATE, ROOT, NixError, evaluate, needs_nix
 
 pytestmark = needs_nix
@@ -92,6 +95,33 @@ def test_agent_profiles_are_written_as_agents_md_and_a_toml_manifest(tmp_path: P
     assert etc["hearth/agents/notes/AGENTS.md"]["text"] == 'Keep "notes" tidy.\n'
     manifest = tomllib.loads(etc["hearth/agents/notes/agent.toml"]["text"])
     assert manifest == {"name": "notes", "model": "llama3.1", "mode": "plan", "allowed_tools": ["read_file", "list_files"]}
+
+
+def test_what_the_module_writes_under_etc_hearth_is_what_hearth_reads(tmp_path: Path) -> None:
+    result = evaluate({"enable": True, "soul": "Calm and exact.\n",
+                       "prompts": {"10-rules": "Run the tests on {{gitBranch}} first.\n"},
+                       "agents": {"notes": {"mode": "plan", "maxIterations": 30, "allowedTools": ["read_file"],
+                                            "prompt": "Keep notes tidy.\n"}}}, tmp_path)
+    config = tmp_path / "etc-hearth"
+    for name, entry in result["config"]["environment"]["etc"].items():
+        if name.startswith("hearth/") and "text" in entry:
+            (config / name.removeprefix("hearth/")).parent.mkdir(parents=True, exist_ok=True)
+            (config / name.removeprefix("hearth/")).write_text(entry["text"])
+    profile = load_profile(config, "notes")
+    assert (profile.mode, profile.max_iterations, profile.allowed_tools) == ("plan", 30, ("read_file",))
+    parts = config_parts(config, profile)
+    assert [(p.label, p.text) for p in parts] == [("prompts/10-rules.md", "Run the tests on {{gitBranch}} first.\n"),
+                                                  ("role (notes)", "Keep notes tidy.\n"), ("voice", "Calm and exact.\n")]
+    assert not any(unknown_placeholders(p.text) for p in parts)
+
+
+def test_no_soul_no_file_and_names_hearth_would_refuse_fail_the_build(tmp_path: Path) -> None:
+    etc = evaluate({"enable": True}, tmp_path)["config"]["environment"]["etc"]
+    assert "hearth/SOUL.md" not in etc and not any(n.startswith("hearth/prompts/") for n in etc)
+    failed = _failed_assertions(evaluate({"enable": True, "agents": {".hidden": {}}, "prompts": {"../x": "y"}},
+                                         tmp_path))
+    assert any("services.hearth.agents..hidden: an agent name is letters" in m for m in failed)
+    assert any("services.hearth.prompts.../x: a prompt name is letters" in m for m in failed)
 
 
 def test_credentials_file_has_host_bindings_and_no_secret(tmp_path: Path) -> None:

@@ -66,7 +66,12 @@ def probed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Iterator[Workspace]:
-    with Workspace(tmp_path) as workspace:
+    """A workspace whose services make every tool usable (a config repo, a NixOS-looking host),
+    so the matrix sees the policy alone; hiding unusable tools is tested on its own below."""
+    (tmp_path / "host" / "etc").mkdir(parents=True)
+    (tmp_path / "host" / "etc" / "NIXOS").touch()
+    services = RunServices(config_repo=tmp_path / "repo", host_root=tmp_path / "host")
+    with Workspace(tmp_path, services=services) as workspace:
         yield workspace
 
 
@@ -89,7 +94,7 @@ def test_policy_matrix(name: str, mode: str, kind: str, probed: list[str], ws: W
     refuse, grant = Approvals(False), Approvals(True)
     first = call_tool(name, args, ws, mode=mode, allowed=allowed, approve=refuse)
     second = call_tool(name, args, ws, mode=mode, allowed=allowed, approve=grant)
-    shown = name in {t.name for t in visible_tools(allowed, mode)}
+    shown = name in {t.name for t in visible_tools(allowed, mode, ws.services)}
     if want == "run":
         assert (first.verdict, second.verdict, probed, refuse.asked) == ("run", "run", [name, name], [])
     elif want == "ask":
@@ -100,6 +105,14 @@ def test_policy_matrix(name: str, mode: str, kind: str, probed: list[str], ws: W
         assert (first.verdict, second.verdict, probed, refuse.asked, grant.asked) == ("denied", "denied", [], [], [])
         assert first.output.startswith(f"Denied: {name} was not run (")
     assert shown is (want != "deny")
+
+
+def test_tools_a_run_cannot_use_are_not_shown(tmp_path: Path) -> None:
+    bare = {t.name for t in visible_tools(None, "bypass", RunServices(host_root=tmp_path))}
+    config_tools = {"read_self_config", "write_self_config", "git_status", "git_diff", "nix_check"}
+    assert not bare & (config_tools | {"current_generation", "list_generations"})
+    with_repo = {t.name for t in visible_tools(None, "bypass", RunServices(config_repo=tmp_path, host_root=tmp_path))}
+    assert config_tools <= with_repo and "system_health" in bare
 
 
 def test_every_tool_this_issue_builds_is_registered() -> None:

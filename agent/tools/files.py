@@ -11,6 +11,7 @@ from agent.workspace import Entry, PathRefused, Workspace
 READ_LIMIT = 64_000
 WRITE_LIMIT = 1_000_000  # characters of content; bigger files are built in steps or by a command
 TREE_ENTRIES = 400
+PAGE_SCAN_LIMIT = 16_000_000  # how much of a file start_line may page through
 # not worth a model's context, and often huge: VCS data, dependencies, caches, build output
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "build", "dist", "target", ".tmp"})
@@ -18,15 +19,38 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".v
 
 def read_file(args: dict[str, Any], ws: Workspace) -> str:
     limit = bounded(args.get("max_bytes", READ_LIMIT), 1, 1_000_000, "max_bytes")
+    start = bounded(args.get("start_line", 1), 1, 10_000_000, "start_line")
     entry = ws.stat(args["path"])
     if entry is None:
         raise ToolFailed(f"file not found: {args['path']}")
     if entry.kind == "dir":
         raise ToolFailed(f"{args['path']} is a directory; use list_files")
+    if start > 1:
+        return _read_from_line(args["path"], ws, start, limit)
     text, truncated = ws.read_text(args["path"], limit=limit)
     if truncated:
-        text += f"\n[read_file: cut at {limit} bytes of {entry.size}; pass max_bytes to read more]"
+        lines = text.count("\n")
+        # start_line only helps once a whole line was read; inside the first line it would repeat it
+        on = f", or start_line={lines + 1} to read on" if lines else ""
+        text += f"\n[read_file: cut at {limit} bytes of {entry.size}; pass max_bytes to read more{on}]"
     return text
+
+
+def _read_from_line(path: str, ws: Workspace, start: int, limit: int) -> str:
+    """Lines from `start` on, at most `limit` bytes of them: paging through long files and spilled outputs."""
+    text, _ = ws.read_text(path, limit=PAGE_SCAN_LIMIT)
+    lines = text.splitlines(keepends=True)
+    if start > len(lines):
+        raise ToolFailed(f"{path} has {len(lines)} lines; start_line {start} is past the end")
+    page, used, end = [], 0, start - 1
+    for line in lines[start - 1:]:
+        size = len(line.encode())
+        if page and used + size > limit:
+            break
+        page.append(line if size <= limit else line.encode()[:limit].decode(errors="ignore"))
+        used, end = used + size, end + 1
+    more = f"; start_line={end + 1} reads on" if end < len(lines) else ""
+    return "".join(page) + f"\n[read_file: lines {start}-{end} of {len(lines)}{more}]"
 
 
 def list_files(args: dict[str, Any], ws: Workspace) -> str:
@@ -120,8 +144,9 @@ PATH = {"type": "string", "description": "A path relative to the workspace."}
 
 register(Tool(
     name="read_file",
-    description="Read a text file from the workspace; long files are cut at max_bytes (default 64000).",
-    params={"path": PATH, "max_bytes": {"type": "integer", "description": "Bytes to read, 1 to 1000000."}},
+    description="Read a text file from the workspace; long files are cut at max_bytes (default 64000), start_line pages on.",
+    params={"path": PATH, "max_bytes": {"type": "integer", "description": "Bytes to read, 1 to 1000000."},
+            "start_line": {"type": "integer", "description": "First line to read, from 1 (default 1): pages through long files."}},
     required=("path",),
     fn=read_file,
     risk="safe",

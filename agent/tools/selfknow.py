@@ -21,6 +21,7 @@ from typing import Any
 from agent.hearth_tools import Tool, ToolFailed, register
 from agent.ollama_client import probe
 from agent.selfconfig import GitFailed, git, guard, is_git_repo, nix_flake_check
+from agent.services import RunServices
 from agent.workspace import Workspace
 
 _LINK = re.compile(r"^system-(\d+)-link$")
@@ -217,26 +218,34 @@ def nix_check(args: dict[str, Any], ws: Workspace) -> str:
 
 
 _NONE: dict[str, dict[str, Any]] = {}
+
+
+def _on_nixos(services: RunServices) -> bool:
+    return _not_nixos(services.host_root) is None
+
+
+def _has_repo(services: RunServices) -> bool:
+    return services.config_repo is not None
 _CONFIG_PATH = {"type": "string", "description": "A path relative to the config repository."}
 
 for _tool in (
     Tool("current_generation", "Show the running NixOS system generation (or say the host is not NixOS).",
-         _NONE, current_generation, risk="safe"),
+         _NONE, current_generation, risk="safe", available=_on_nixos),
     Tool("list_generations", "List the NixOS system generations with their dates and versions, marking the running one.",
-         _NONE, list_generations, risk="safe"),
+         _NONE, list_generations, risk="safe", available=_on_nixos),
     Tool("system_health", "Report load, memory, disk, Ollama reachability and models, and failed hearth units.",
          _NONE, system_health, risk="safe"),
     Tool("read_self_config", "Read a file of hearth's NixOS config repository, or list a directory of it (default: its root).",
-         {"path": _CONFIG_PATH}, read_self_config, risk="safe"),
+         {"path": _CONFIG_PATH}, read_self_config, risk="safe", available=_has_repo),
     Tool("write_self_config", "Create or replace a file of hearth's NixOS config repository (never .git or hooks).",
          {"path": _CONFIG_PATH, "content": {"type": "string", "description": "The whole new content."}},
-         write_self_config, risk="edit", required=("path", "content")),
+         write_self_config, risk="edit", required=("path", "content"), available=_has_repo),
     Tool("git_status", "Show the git status (branch, changed and new files) of the config repository.",
-         _NONE, git_status, risk="safe"),
+         _NONE, git_status, risk="safe", available=_has_repo),
     Tool("git_diff", "Show the changes of the config repository against its last commit, optionally for one path.",
-         {"path": _CONFIG_PATH}, git_diff, risk="safe"),
+         {"path": _CONFIG_PATH}, git_diff, risk="safe", available=_has_repo),
     Tool("nix_check", "Check the config repository's flake offline with `nix flake check --no-build`; returns pass or fail and the log.",
          {"timeout_s": {"type": "integer", "description": "Seconds before it is killed, 10 to 1800 (default 600)."}},
-         nix_check, risk="safe"),
+         nix_check, risk="safe", available=_has_repo),
 ):
     register(_tool)

@@ -49,10 +49,12 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
         if run is None:
             raise NotFound(f"no run with id {args.run_id!r} (or the prefix matches several); see: hearth runs")
         steps = audit.steps(run["id"])
+        checkpoints = audit.checkpoints(run["id"])
     if args.json:
-        print_json({"run": run, "steps": steps})
+        print_json({"run": run, "steps": steps, "checkpoints": checkpoints})
         return 0
     _print_run(run)
+    print_checkpoints(checkpoints, run["workspace"])
     for step in steps:
         print(_step_line(step))
     return 0
@@ -69,6 +71,22 @@ def _print_run(run: dict[str, Any]) -> None:
         print(f"error: {run['error']}")
     if run.get("summary"):
         print(f"summary: {run['summary']}")
+    print()
+
+
+def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
+    """The run's workspace checkpoints (hearth/checkpoints.py) and how to compare them; never a rollback."""
+    if not rows:
+        return
+    print("checkpoints:")
+    for row in rows:
+        sha = (row["commit_sha"] or "")[:12] or "-"
+        extra = "  ".join(x for x in (row["tag"] or "", f"{row['files']} files" if row["files"] else "",
+                                       row["detail"] or "") if x)
+        print(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip())
+    shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
+    if len(set(shas)) > 1 and workspace:
+        print(f"  compare: git -C {workspace} diff {shas[0][:12]} {shas[-1][:12]}")
     print()
 
 

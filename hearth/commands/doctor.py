@@ -1,0 +1,102 @@
+"""`hearth doctor`: check state, config, profiles, prompts, queue, Ollama, sandbox, credentials, units."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from agent.compaction import CHARS_PER_TOKEN
+from agent.ollama_client import DEFAULT_NUM_CTX, probe
+from hearth.doctor import Finding, diagnose, summary_counts
+from hearth.errors import HearthError, UsageError
+from hearth.profiles import Profile
+from hearth.prompting import preview
+from hearth.render import print_json
+from hearth.settings import Settings
+
+EPILOG = """\
+exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 bad usage.
+An error is what makes runs fail or unsafe; a warning works but deserves a look.
+The prompt size is judged against --num-ctx: a warning past 50% of it, an error past 90%."""
+WARN_SHARE, ERROR_SHARE = 0.5, 0.9
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    doctor = sub.add_parser("doctor", help="check that this machine is ready to run agents", epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    doctor.add_argument("--agent-name", help="check only this profile (and show its prompt with --context)")
+    doctor.add_argument("--context", action="store_true",
+                        help="print each part of the system prompt with its source and size, and the total")
+    doctor.add_argument("--workspace", type=Path, help="with --context: include this workspace's context file")
+    doctor.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX,
+                        help=f"the model's context window in tokens (default {DEFAULT_NUM_CTX})")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(handler=run_doctor)
+
+
+def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    if args.workspace is not None and not args.workspace.is_dir():
+        raise UsageError(f"workspace {args.workspace} is not a directory")
+    findings, profiles = diagnose(settings, agent_name=args.agent_name, probe=probe)
+    previews = {p.name: _preview(settings, p, args) for p in profiles}
+    findings += [_size_finding(name, shown, args.num_ctx) for name, shown in previews.items() if shown]
+    chosen = args.agent_name or "default"
+    context = _context_report(chosen, previews.get(chosen), args.num_ctx) if args.context else None
+    counts = summary_counts(findings)
+    if args.json:
+        print_json({"ok": counts["error"] == 0, "counts": counts, "findings": [f.as_dict() for f in findings],
+                    **({"context": context} if args.context else {})})
+    else:
+        _print_findings(settings, findings, counts)
+        if args.context:
+            _print_context(chosen, context)
+    return 1 if counts["error"] else 0
+
+
+def _preview(settings: Settings, profile: Profile, args: argparse.Namespace) -> dict[str, Any] | None:
+    workspace = args.workspace if args.context and profile.name == (args.agent_name or "default") else None
+    try:
+        prompt, schema_chars = preview(settings, profile, num_ctx=args.num_ctx, workspace=workspace)
+    except (HearthError, ValueError):
+        return None  # the file problem is already a finding of its own
+    parts = [{"label": p.label, "source": p.source, "chars": p.chars, "text": p.text} for p in prompt.parts]
+    return {"parts": parts, "prompt_chars": len(prompt.text), "tool_schema_chars": schema_chars}
+
+
+def _tokens(shown: dict[str, Any]) -> int:
+    return (shown["prompt_chars"] + shown["tool_schema_chars"]) // CHARS_PER_TOKEN
+
+
+def _size_finding(name: str, shown: dict[str, Any], num_ctx: int) -> Finding:
+    tokens = _tokens(shown)
+    share = tokens / num_ctx
+    status = "error" if share > ERROR_SHARE else "warn" if share > WARN_SHARE else "ok"
+    return Finding("prompt size", status, f"{name}: the system prompt and tools take ~{tokens:,} tokens, "
+                                          f"{share:.0%} of num_ctx {num_ctx:,}")
+
+
+def _context_report(name: str, shown: dict[str, Any] | None, num_ctx: int) -> dict[str, Any] | None:
+    if shown is None:
+        return None
+    return {"agent": name, **shown, "estimated_tokens": _tokens(shown), "num_ctx": num_ctx}
+
+
+def _print_findings(settings: Settings, findings: list[Finding], counts: dict[str, int]) -> None:
+    print(f"hearth doctor: state {settings.state_dir}, config {settings.config_dir}, Ollama {settings.ollama_host}")
+    for f in findings:
+        print(f"  {f.status:<5}  {f.check:<16} {f.message}")
+    print(f"{counts['error']} error(s), {counts['warn']} warning(s)")
+
+
+def _print_context(name: str, context: dict[str, Any] | None) -> None:
+    if context is None:
+        print(f"\nno prompt to show for agent {name!r}: see the errors above")
+        return
+    print(f"\nsystem prompt of agent {name!r}, part by part:")
+    for part in context["parts"]:
+        print(f"\n--- {part['label']}  ({part['source']}, {part['chars']:,} chars)")
+        print(part["text"])
+    share = context["estimated_tokens"] / context["num_ctx"]
+    print(f"\ntotal: {context['prompt_chars']:,} chars of prompt + {context['tool_schema_chars']:,} chars of tool "
+          f"schemas, ~{context['estimated_tokens']:,} tokens = {share:.0%} of num_ctx {context['num_ctx']:,}")

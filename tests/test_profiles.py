@@ -1,0 +1,193 @@
+"""Agent profiles: resolution from HEARTH_CONFIG_DIR, precedence of flags and requests, clear errors."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hearth.errors import ConfigError, UsageError
+from hearth.profiles import MAX_ITERATIONS, apply_profile, load_profile, profile_names
+from hearth.runner import MAX_ITERS_CEILING, GoalRequest, run_goal
+from hearth.settings import Settings
+from tests.conftest import run_cli
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
+
+MODELS = ("qwen2.5-coder", "qwen2.5-coder:latest", "small-model")
+
+
+def make_profile(config: Path, name: str, role: str | None = "You build things.\n", toml: str | None = None) -> Path:
+    directory = config / "agents" / name
+    directory.mkdir(parents=True)
+    if role is not None:
+        (directory / "AGENTS.md").write_text(role)
+    if toml is not None:
+        (directory / "agent.toml").write_text(toml)
+    return directory
+
+
+def rows(state_dir: Path, sql: str) -> list[dict[str, Any]]:
+    conn = sqlite3.connect(state_dir / "audit.db")
+    conn.row_factory = sqlite3.Row
+    return [dict(r) for r in conn.execute(sql)]
+
+
+def tool_names(request: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools", [])}
+
+
+def test_a_profile_reads_its_role_and_settings(tmp_path: Path) -> None:
+    make_profile(tmp_path, "builder", toml='model = "small-model"\nmode = "plan"\n'
+                                           'allowed_tools = ["read_file"]\nmax_iterations = 5\n')
+    profile = load_profile(tmp_path, "builder")
+    assert profile.role == "You build things.\n" and profile.role_path == tmp_path / "agents/builder/AGENTS.md"
+    assert (profile.model, profile.mode, profile.allowed_tools, profile.max_iterations) == \
+        ("small-model", "plan", ("read_file",), 5)
+
+
+def test_default_and_hearths_own_agents_exist_without_any_config(tmp_path: Path) -> None:
+    assert profile_names(tmp_path / "missing") == ["default", "demo", "evolve", "self-test"]
+    profile = load_profile(tmp_path / "missing", "default")
+    assert profile.builtin and profile.role == "" and profile.model is None
+
+
+def test_a_profile_directory_replaces_the_builtin_default(tmp_path: Path) -> None:
+    make_profile(tmp_path, "default", role="Site-wide role.\n", toml='mode = "plan"\n')
+    profile = load_profile(tmp_path, "default")
+    assert not profile.builtin and profile.role == "Site-wide role.\n" and profile.mode == "plan"
+
+
+def test_an_unknown_name_lists_the_profiles_there_are(tmp_path: Path) -> None:
+    make_profile(tmp_path, "builder")
+    make_profile(tmp_path, "reviewer")
+    with pytest.raises(UsageError) as caught:
+        load_profile(tmp_path, "buidler")
+    message = str(caught.value)
+    assert "unknown agent profile 'buidler'" in message
+    assert "configured: builder, reviewer; built in: default, demo, evolve, self-test" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["../etc", "a/b", "", ".hidden", "x" * 65])
+def test_a_name_that_is_not_a_plain_word_is_refused_before_any_path_is_built(tmp_path: Path, name: str) -> None:
+    with pytest.raises(UsageError, match="is not valid"):
+        load_profile(tmp_path, name)
+
+
+@pytest.mark.parametrize(("toml", "reason"), [
+    ("temperature = 0.2\n", "unknown setting 'temperature'"),
+    ('mode = "yolo"\n', "mode must be one of plan, auto, bypass, got 'yolo'"),
+    ("max_iterations = 0\n", "max_iterations must be a whole number from 1 to 100, got 0"),
+    ("max_iterations = true\n", "max_iterations must be a whole number"),
+    ('allowed_tools = "read_file"\n', "allowed_tools must be a list of tool names"),
+    ('model = ""\n', "model must be a model name"),
+    ("model = \n", "is not valid TOML"),
+], ids=["unknown-key", "bad-mode", "zero-iters", "bool-iters", "tools-not-list", "empty-model", "bad-toml"])
+def test_a_broken_settings_file_is_a_config_error_naming_the_file(tmp_path: Path, toml: str, reason: str) -> None:
+    directory = make_profile(tmp_path, "builder", toml=toml)
+    with pytest.raises(ConfigError) as caught:
+        load_profile(tmp_path, "builder")
+    assert str(directory / "agent.toml") in str(caught.value) and reason in str(caught.value)
+
+
+def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(tmp_path: Path) -> None:
+    make_profile(tmp_path, "builder", toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["read_file"]\n'
+                                           "max_iterations = 5\n")
+    profile = load_profile(tmp_path, "builder")
+    defaults = Settings.from_env({"HEARTH_MODEL": "dflt"})
+    unset = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults)
+    assert unset == {"model": "small-model", "mode": "plan", "max_iters": 5, "allowed_tools": ["read_file"]}
+    given = apply_profile(profile, model="big", mode="bypass", max_iters=9, allowed_tools=["list_files"],
+                          defaults=defaults)
+    assert given == {"model": "big", "mode": "bypass", "max_iters": 9, "allowed_tools": ["list_files"]}
+    bare = apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
+                         allowed_tools=None, defaults=defaults)
+    assert bare == {"model": "dflt", "mode": "auto", "max_iters": 12, "allowed_tools": None}
+    site = Settings.from_env({"HEARTH_MODE": "plan", "HEARTH_MAX_ITERATIONS": "30"})
+    assert apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
+                         allowed_tools=None, defaults=site) == \
+        {"model": "qwen2.5-coder", "mode": "plan", "max_iters": 30, "allowed_tools": None}
+
+
+def test_the_profile_ceiling_is_the_runners() -> None:
+    assert MAX_ITERATIONS == MAX_ITERS_CEILING
+
+
+def test_hearth_loop_applies_the_profile_to_the_model_tools_and_iterations(state_dir: Path, tmp_path: Path) -> None:
+    make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n'
+                                                    'allowed_tools = ["list_files"]\nmax_iterations = 2\n')
+    with FakeOllama([tool_call("list_files", {})], models=MODELS, repeat_last=True) as fake:
+        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "scout", "look around")
+    assert proc.returncode == 3, proc.stderr  # stopped at the profile's 2 iterations
+    assert len(fake.requests) == 2
+    assert {r["model"] for r in fake.requests} == {"small-model"}
+    assert tool_names(fake.requests[0]) == {"list_files"}
+    [run] = rows(state_dir, "select * from runs")
+    assert (run["agent_name"], run["model"], run["mode"], run["iterations"]) == ("scout", "small-model", "plan", 2)
+
+
+def test_flags_given_on_the_command_line_override_the_profile(state_dir: Path, tmp_path: Path) -> None:
+    make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n'
+                                                    'allowed_tools = ["list_files"]\nmax_iterations = 2\n')
+    with FakeOllama([tool_call("list_files", {})], models=MODELS, repeat_last=True) as fake:
+        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "scout", "--model", "qwen2.5-coder",
+                       "--max-iters", "3", "--mode", "bypass", "--allowed-tools", "list_files,read_file", "look")
+    assert proc.returncode == 3
+    assert len(fake.requests) == 3 and {r["model"] for r in fake.requests} == {"qwen2.5-coder"}
+    assert tool_names(fake.requests[0]) == {"list_files", "read_file"}
+    [run] = rows(state_dir, "select * from runs")
+    assert (run["model"], run["mode"]) == ("qwen2.5-coder", "bypass")
+
+
+def test_a_requests_fields_override_the_profile(state_dir: Path, tmp_path: Path) -> None:
+    make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n')
+    with FakeOllama([final_answer("ok")], models=MODELS) as fake:
+        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "config"),
+                                      "OLLAMA_HOST": fake.url})
+        request = GoalRequest(goal="g", agent_name="scout", mode="bypass", source="queue",
+                              workspace=tmp_path / "ws")
+        _, outcome = run_goal(request, settings, out=io.StringIO())
+    assert outcome.status == "done"
+    assert fake.requests[0]["model"] == "small-model"  # not given: the profile's
+    assert "run_command" in tool_names(fake.requests[0])  # bypass, from the request, shows every tool
+
+
+def test_an_unknown_profile_exits_2_with_one_line_and_is_recorded_as_rejected(state_dir: Path, tmp_path: Path) -> None:
+    make_profile(tmp_path / "config", "builder")
+    proc = run_cli("hearth-loop", "--agent-name", "nobody", "do it")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "hearth-loop: unknown agent profile 'nobody'; configured: builder; built in: default, demo, evolve, "
+        "self-test "
+        f"(add {tmp_path}/config/agents/nobody/AGENTS.md to create it)")
+    [run] = rows(state_dir, "select * from runs")
+    assert run["status"] == "rejected" and run["agent_name"] == "nobody" and "unknown agent profile" in run["error"]
+
+
+def test_a_broken_profile_rejects_the_run_naming_the_file(state_dir: Path, tmp_path: Path) -> None:
+    make_profile(tmp_path / "config", "builder", toml='mode = "yolo"\n')
+    proc = run_cli("hearth-loop", "--agent-name", "builder", "do it")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "agents/builder/agent.toml: mode must be one of" in proc.stderr
+    assert rows(state_dir, "select status from runs") == [{"status": "rejected"}]
+
+
+def test_the_manifest_the_nixos_module_writes_loads_and_its_name_must_match(tmp_path: Path) -> None:
+    make_profile(tmp_path, "notes", toml='name = "notes"\nmodel = "llama3.1"\nmode = "plan"\n'
+                                         'allowed_tools = ["read_file", "list_files"]\n')
+    assert load_profile(tmp_path, "notes").allowed_tools == ("read_file", "list_files")
+    make_profile(tmp_path, "copied", toml='name = "notes"\n')
+    with pytest.raises(ConfigError, match="name must be 'copied', the directory's name"):
+        load_profile(tmp_path, "copied")
+
+
+@pytest.mark.parametrize(("env", "reason"), [
+    ({"HEARTH_MODE": "yolo"}, "HEARTH_MODE must be one of plan, auto, bypass, got 'yolo'"),
+    ({"HEARTH_MAX_ITERATIONS": "0"}, "HEARTH_MAX_ITERATIONS must be a whole number from 1 to 100, got '0'"),
+])
+def test_site_defaults_from_the_environment_are_checked(state_dir: Path, env: dict[str, str], reason: str) -> None:
+    proc = run_cli("hearth-loop", "go", env=env)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"hearth-loop: {reason}"
