@@ -58,6 +58,8 @@ class GoalRequest:
     network: bool = False
     timeout_s: float | None = None
     num_ctx: int = 8192
+    credentials: list[str] | None = None
+    egress: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

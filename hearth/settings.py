@@ -24,6 +24,9 @@ class Settings:
     sandbox: str
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
+    queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
+    max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
+    launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,6 +39,9 @@ class Settings:
             sandbox=env.get("HEARTH_SANDBOX") or "auto",
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+            queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
+            max_local_runs=_count(env, "HEARTH_MAX_LOCAL_RUNS", 4),
+            launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local")),
         )
 
     @property
@@ -49,6 +55,10 @@ class Settings:
     @property
     def agents_dir(self) -> Path:
         return self.state_dir / "agents"
+
+    @property
+    def queue_dir(self) -> Path:
+        return self.queue_path or self.state_dir / "queue"
 
     def writable_state_dir(self) -> Path:
         """The state directory, created if needed; a ConfigError naming HEARTH_STATE_DIR if unusable."""
@@ -81,3 +91,19 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     if value < 0:
         raise ConfigError(f"{name} must not be negative, got {raw!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name} must be a whole number of at least 1, got {raw!r}")
+    return int(raw)
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name) or choices[0]
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
