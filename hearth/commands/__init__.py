@@ -1,5 +1,5 @@
 """The `hearth` subcommands, one module per area; add a module here to add commands."""
 
-from hearth.commands import demo, runs
+from hearth.commands import demo, queue, runs
 
-COMMAND_MODULES = [demo, runs]
+COMMAND_MODULES = [demo, runs, queue]
