@@ -150,14 +150,17 @@ class Queue:
 
 def read_request_bytes(path: Path) -> bytes:
     """The bytes of a request file, refusing links, directories, devices and floods unread."""
-    info = os.lstat(path)
-    _refuse_kind(info.st_mode)
-    if info.st_size > MAX_BYTES:
-        raise RequestRefused(f"larger than 1 MiB ({info.st_size} bytes)")
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        _refuse_kind(os.fstat(fd).st_mode)  # it may have been swapped between lstat and open
-        return handle.read(MAX_BYTES + 1)
+    try:
+        info = os.lstat(path)
+        _refuse_kind(info.st_mode)
+        if info.st_size > MAX_BYTES:
+            raise RequestRefused(f"larger than 1 MiB ({info.st_size} bytes)")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            _refuse_kind(os.fstat(fd).st_mode)  # it may have been swapped between lstat and open
+            return handle.read(MAX_BYTES + 1)
+    except OSError as exc:  # e.g. written 0600 by another user: refused, never a crash
+        raise RequestRefused(f"cannot be read: {exc.strerror or exc}") from None
 
 
 def _refuse_kind(mode: int) -> None:

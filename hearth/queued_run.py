@@ -12,6 +12,7 @@ new id), `rejected` -> rejected/, anything else -> the file is removed (the audi
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -40,6 +41,7 @@ GONE = "the run's process is gone (killed, crashed or the machine stopped) befor
 EvolveRunner = Callable[[Request, Settings], str]
 
 
+@functools.cache
 def evolve_runner() -> EvolveRunner | None:
     """The one hook for self-evolution: `hearth.evolve.run_evolve_request(request, settings)`.
 

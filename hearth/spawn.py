@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hearth.audit import AuditStore, utc_now
 from hearth.audit_queue import FileFacts, admit, record_unfinished
+from hearth.errors import ConfigError
 from hearth.launchers import LaunchError, Launcher, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
 from hearth.queued_run import CLAIM_GRACE_S, check, reject, settle
@@ -56,11 +57,15 @@ class Spawner:
                  settle_s: float = SETTLE_S, stale_s: float = STALE_TEMP_S,
                  grace_s: float = CLAIM_GRACE_S, clock: Callable[[], float] = time.time) -> None:
         settings.writable_state_dir()
+        try:
+            self.queue = Queue(settings.queue_dir).ensure()
+        except OSError as exc:
+            raise ConfigError(f"cannot use the queue directory {settings.queue_dir}: {exc.strerror or exc}; "
+                              "set HEARTH_QUEUE_DIR to a directory hearth can write") from None
         self.settings = settings
         self.launcher = launcher
         self.report = report
         self.settle_s, self.stale_s, self.grace_s, self.clock = settle_s, stale_s, grace_s, clock
-        self.queue = Queue(settings.queue_dir).ensure()
         self.audit = AuditStore(settings.audit_path)
         self.counts: Counter[str] = Counter()
 

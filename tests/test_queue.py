@@ -195,3 +195,8 @@ def test_acquiring_waits_out_a_brief_holder_but_not_a_live_run(tmp_path: Path) -
     finally:
         run.kill()
         run.wait()
+
+
+def test_a_file_that_cannot_be_read_is_refused_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(RequestRefused, match="^cannot be read: No such file or directory$"):
+        read_request_bytes(tmp_path / "vanished.json")

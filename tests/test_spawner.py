@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hearth.audit import AuditStore, RunRecord
+from hearth.errors import ConfigError
 from hearth.launchers import SystemdLauncher
 from hearth.settings import Settings
 from hearth.spawn import Spawner
@@ -212,3 +213,11 @@ def test_junk_left_in_claimed_by_a_spawner_that_died_is_rejected_after_the_grace
         s.sweep()
     assert error_of(queue_dir(state_dir) / "rejected" / "notes.txt")["reason"].startswith("left in claimed/")
     assert listing(claimed) == []
+
+
+def test_an_unusable_queue_directory_is_one_line_naming_the_setting(
+        state_dir: Path, tmp_path: Path, systemctl: FakeSystemctl, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    monkeypatch.setenv("HEARTH_QUEUE_DIR", str(tmp_path / "a-file" / "queue"))
+    with pytest.raises(ConfigError, match="cannot use the queue directory .*: Not a directory; set HEARTH_QUEUE_DIR"):
+        spawner()
