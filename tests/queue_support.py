@@ -50,7 +50,7 @@ class FakeSystemctl:
 
 
 def rows(state_dir: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(state_dir / "audit.db")
+    conn = sqlite3.connect(f"file:{state_dir / 'audit.db'}?mode=ro", uri=True)  # never creates it
     conn.row_factory = sqlite3.Row
     try:
         return [dict(r) for r in conn.execute(sql, params)]
@@ -59,9 +59,12 @@ def rows(state_dir: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
 
 
 def runs_by_status(state_dir: Path) -> dict[str, int]:
-    if not (state_dir / "audit.db").exists():
+    """Runs counted by status; empty until the first run has created the audit and its tables."""
+    try:
+        counted = rows(state_dir, "select status, count(*) as n from runs group by status")
+    except sqlite3.OperationalError:
         return {}
-    return {r["status"]: r["n"] for r in rows(state_dir, "select status, count(*) as n from runs group by status")}
+    return {r["status"]: r["n"] for r in counted}
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
