@@ -41,6 +41,7 @@ Report = Callable[[str, str, str], None]  # (what, name, detail): started, rejec
 class Pass:
     retry_in: float | None  # a settling file wants another look after this many seconds
     blocked: bool  # stopped early: every run slot is taken
+    took: int = 0  # names claimed or moved out of the queue directory in this pass
 
 
 def choose_launcher(settings: Settings, *, local: bool = False, concurrency: int | None = None) -> Launcher:
@@ -115,14 +116,17 @@ class Spawner:
     def drain(self) -> Pass:
         """One look at every incoming name, while a run slot is free."""
         retry: float | None = None
+        took = 0
         for entry in self.queue.incoming():
             slots = self.launcher.free_slots()
             if slots is not None and slots <= 0:
-                return Pass(retry, blocked=True)
+                return Pass(retry, blocked=True, took=took)
             wait = self._handle(entry)
             if wait is not None:
                 retry = wait if retry is None else min(retry, wait)
-        return Pass(retry, blocked=False)
+            elif not is_temp_name(entry.name):
+                took += 1
+        return Pass(retry, blocked=False, took=took)
 
     def _handle(self, entry: Entry) -> float | None:
         age = self.clock() - entry.mtime

@@ -19,6 +19,10 @@ from watchdog.observers import Observer
 from hearth.spawn import Spawner
 
 SWEEP_EVERY_S = 10.0
+# watchdog holds a "moved out of the directory" event for 0.5 s waiting for its pair, and every
+# event behind it; each claim is such a move. For that long after a claim the loop looks itself.
+MOVE_BLIND_S = 0.5
+BLIND_POLL_S = 0.02
 _ARRIVALS = ("created", "moved", "modified", "closed")
 
 
@@ -92,12 +96,17 @@ class Watch:
     def _loop(self) -> None:
         self.spawner.sweep()
         next_sweep = time.monotonic() + self.sweep_every_s
+        blind_until = 0.0
         while not self.stopping:
             self.spawner.reap()
             step = self.spawner.drain()
+            if step.took:
+                blind_until = time.monotonic() + MOVE_BLIND_S
             timeout = max(0.0, next_sweep - time.monotonic())
             if step.retry_in is not None:
                 timeout = min(timeout, step.retry_in)
+            if time.monotonic() < blind_until:
+                timeout = min(timeout, BLIND_POLL_S)
             self.spawner.launcher.wait([self.waker.fd], timeout)
             self.waker.clear()
             if time.monotonic() >= next_sweep and not self.stopping:
