@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import sqlite_utils
+
 from hearth.queue import Queue
 from hearth.queued_run import GONE
 from hearth.request import Request
@@ -55,6 +57,9 @@ def test_enqueue_then_spawn_local_runs_the_request_and_records_it(state_dir: Pat
     assert sorted(t["function"]["name"] for t in fake.requests[0]["tools"]) == ["list_files", "read_file"]
     assert queue_is_empty(state_dir)  # removed only after the final status was recorded
     assert (state_dir / "logs" / f"{request_id}.log").read_text().startswith("[1] model replied")
+    plain = sqlite_utils.Database(state_dir / "audit.db")  # what Datasette and sqlite-utils see
+    assert {"runs", "steps", "requests", "rejections"} <= set(plain.table_names())
+    assert plain["requests"].get(request_id)["requested_by"] == "ana"
 
 
 def test_the_request_s_model_mode_agent_and_iteration_cap_reach_the_run(state_dir: Path) -> None:
