@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 from hearth.audit import AuditStore, RunRecord, immediate, new_run_id
 from hearth.queue import printable
@@ -108,3 +110,20 @@ def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:
     return RunRecord(id=request_id, agent_name=body.get("agent_name", ""), model=body.get("model", ""),
                      goal=body.get("goal", ""), mode=body.get("mode", ""), source=body.get("source", "unknown"),
                      requested_by=body.get("requested_by", ""))
+
+
+def run_status_readonly(path: Path, run_id: str) -> str | None:
+    """A run's status, read without writing anything; None when absent or unreadable.
+
+    For `hearth enqueue`, which submitters run: they may not be able to read the audit at all
+    and must never create or migrate it. The spawner checks again with full access.
+    """
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        try:
+            row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None

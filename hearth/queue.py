@@ -140,8 +140,9 @@ class Queue:
             except FileExistsError:
                 target = directory / f"{name}.{secrets.token_hex(3)}"
         record = {"file": printable(path.name), "reason": reason, "at": utc_now(), **facts}
-        write_atomic(target.with_name(target.name + ".error.json"),
-                     json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n")
+        error = target.with_name(target.name + ".error.json")
+        write_atomic(error, json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n")
+        error.chmod(0o640)  # the queue's group (the submitters) may read why
         return target
 
     def lock_path(self, request_id: str) -> Path:

@@ -38,15 +38,16 @@ CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent nev
 LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live run for good
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
 
-EvolveRunner = Callable[[Request, Settings], str]
+EvolveRunner = Callable[[GoalRequest, Settings], object]
 
 
 @functools.cache
 def evolve_runner() -> EvolveRunner | None:
-    """The one hook for self-evolution: `hearth.evolve.run_evolve_request(request, settings)`.
+    """The one hook for self-evolution: `hearth.evolve.run_evolve_request(goal_request, settings)`.
 
-    It runs and records the flow as run `request.id` and returns the final status. Until that
-    module exists, requests with `evolve: true` are rejected before they are started.
+    It runs the flow and records it as run `goal_request.run_id` (the request's id); the queue
+    reads the run's final status back from the audit. Until that module exists, requests with
+    `evolve: true` are rejected before they are started.
     """
     try:
         module = importlib.import_module("hearth.evolve")
@@ -68,7 +69,7 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         mode=request.mode, max_iters=request.max_iterations, workspace=settings.agents_dir / request.id,
         run_id=request.id, source=request.source, requested_by=request.requested_by,
         allowed_tools=request.allowed_tools, timeout_s=float(request.timeout_s),
-        credentials=request.credentials, egress=request.egress,
+        credentials=request.credentials or [], egress=request.egress or [],
     )
 
 
@@ -142,7 +143,8 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
     hook = evolve_runner() if request.evolve else None
     try:
         if hook is not None:
-            status, error = hook(request, settings), ""
+            hook(goal_request(request, settings), settings)
+            status, error = _recorded(settings, request.id)
         else:
             _, outcome = run_goal(goal_request(request, settings), settings, out=out.out,
                                   json_lines=out.json_lines)
@@ -160,6 +162,15 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
     with AuditStore(settings.audit_path) as audit:
         place(queue, audit, path, status, error)
     return exit_code(status)
+
+
+def _recorded(settings: Settings, run_id: str) -> tuple[str, str]:
+    """The final status and error the run recorded (the evolve flow records its own run)."""
+    with AuditStore(settings.audit_path) as audit:
+        run = audit.run(run_id)
+    if run is None or run["status"] == "running":
+        return "failed", "the self-evolution flow ended without recording a final status"
+    return run["status"], run.get("error") or ""
 
 
 def _close_run(settings: Settings, request_id: str, status: str, reason: str) -> None:

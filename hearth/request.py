@@ -29,7 +29,8 @@ SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$"
 TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
-HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*(:[0-9]{1,5})?$"
+HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"
+CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 SOURCES = ("command-center", "cli", "timer", "self-test")
 UNSUPPORTED_FLAGS = ("swarm", "marathon", "checkin", "grow")
@@ -40,14 +41,15 @@ RULES = {
     "agent_name": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit",
     "model": "use a model name such as qwen2.5-coder:7b (letters, digits and . _ : / -)",
     "allowed_tools": "tool names are lowercase letters, digits and _",
-    "credentials": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit",
-    "egress": "use a host name, optionally *.domain and :port, such as api.github.com:443",
+    "credentials": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter",
+    "egress": "use a host name or *.domain (its subdomains), such as api.github.com; no scheme, port or path",
     "requested_by": "control characters are not allowed",
 }
 
 Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
 ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
+CredentialName = Annotated[str, Field(pattern=CREDENTIAL_PATTERN, max_length=64)]
 
 
 class RequestRefused(Exception):
@@ -72,10 +74,10 @@ class Request(BaseModel):
         None, max_length=64, description="The only tools the run may use; absent means every tool.")
     max_iterations: int = Field(12, ge=1, le=100, description="Model turns before the run stops.")
     timeout_s: int = Field(3600, ge=1, le=86_400, description="Seconds before the run stops.")
-    credentials: list[Name] | None = Field(
+    credentials: list[CredentialName] | None = Field(
         None, max_length=32, description="Credential names the run may use (cred:NAME); never values.")
     egress: list[Host] | None = Field(
-        None, max_length=64, description="Hosts the run may reach; absent means no network.")
+        None, max_length=64, description="Hosts the run's network tools may reach; absent means any public host.")
     source: Literal["command-center", "cli", "timer", "self-test"] = Field(
         "cli", description="Who dropped the request.")
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(
@@ -103,7 +105,7 @@ class LegacyRequest(BaseModel):
     mode: str = Field("", description="plan, auto or bypass; empty means auto.")
     creds: str = Field("", description="Comma-separated credential names; empty means none.")
     tools: str = Field("", description="Comma-separated tool names; empty means every tool.")
-    allowed_hosts: str = Field("", description="Comma-separated hosts; empty means no network.")
+    allowed_hosts: str = Field("", description="Comma-separated hosts; empty means any public host.")
     swarm: bool = Field(False, description="Not supported in this version: true is refused.")
     marathon: bool = Field(False, description="Not supported in this version: true is refused.")
     checkin: bool = Field(False, description="Not supported in this version: true is refused.")

@@ -40,7 +40,7 @@ class Settings:
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
-            max_local_runs=_count(env, "HEARTH_MAX_LOCAL_RUNS", 4),
+            max_local_runs=_at_least_one(env, "HEARTH_MAX_LOCAL_RUNS", 4),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local")),
         )
 
@@ -93,7 +93,7 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
+def _at_least_one(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if not raw:
         return default

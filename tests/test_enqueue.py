@@ -30,7 +30,7 @@ def test_flags_become_a_version_1_request_stamped_with_who_and_when(state_dir: P
     proc = run_cli("hearth", "enqueue", "tidy the notes", "--id", "tidy-1", "--model", "qwen2.5-coder:7b",
                    "--agent-name", "tidier", "--mode", "plan", "--tools", "read_file, list_files",
                    "--max-iterations", "5", "--timeout", "120", "--credential", "notes-ro", "--egress",
-                   "api.github.com:443", "--source", "timer", env=LOCAL)
+                   "api.github.com", "--source", "timer", env=LOCAL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "tidy-1\n" and proc.stderr == ""
     body = queued(state_dir, "tidy-1")
@@ -38,9 +38,29 @@ def test_flags_become_a_version_1_request_stamped_with_who_and_when(state_dir: P
     assert body == {"version": 1, "id": "tidy-1", "goal": "tidy the notes", "model": "qwen2.5-coder:7b",
                     "agent_name": "tidier", "mode": "plan", "allowed_tools": ["read_file", "list_files"],
                     "max_iterations": 5, "timeout_s": 120, "credentials": ["notes-ro"],
-                    "egress": ["api.github.com:443"], "source": "timer", "requested_by": getpass.getuser(),
+                    "egress": ["api.github.com"], "source": "timer", "requested_by": getpass.getuser(),
                     "evolve": False}
     assert created.endswith("Z") and created.startswith("20")
+    assert sorted(os.listdir(state_dir / "queue")) == ["tidy-1.json"]  # the subdirectories are the spawner's
+
+
+def test_the_command_line_of_the_nix_module_s_schedules_is_accepted(state_dir: Path) -> None:
+    proc = run_cli("hearth", "enqueue", "--goal", "check the disks", "--agent-name", "default", "--mode", "plan",
+                   "--source", "timer", "--allowed-tools", "read_file,list_files", "--model", "qwen2.5-coder",
+                   env=LOCAL)
+    assert proc.returncode == 0, proc.stderr
+    body = queued(state_dir, proc.stdout.strip())
+    assert (body["goal"], body["allowed_tools"], body["source"]) == ("check the disks", ["read_file", "list_files"],
+                                                                    "timer")
+
+
+def test_a_submitter_who_cannot_read_the_audit_still_enqueues_and_leaves_it_untouched(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True)
+    (state_dir / "audit.db").write_bytes(b"not a database a submitter could read")
+    proc = run_cli("hearth", "enqueue", "go", "--id", "submitted", env=LOCAL)
+    assert proc.returncode == 0 and proc.stdout == "submitted\n", proc.stderr
+    assert (state_dir / "audit.db").read_bytes() == b"not a database a submitter could read"
+    assert sorted(os.listdir(state_dir)) == ["audit.db", "queue"]
 
 
 def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, tmp_path: Path) -> None:
@@ -70,6 +90,9 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
     ([], "no goal given; usage: hearth enqueue"),
     (["--file", "/nonexistent.json"], "cannot read /nonexistent.json: No such file or directory"),
     (["goal", "--file", "/x.json"], "--file is the whole request; drop the goal argument"),
+    (["one goal", "--goal", "another"], "give the goal once: as an argument or with --goal"),
+    (["go", "--egress", "pypi.org:443"], 'invalid request: egress[0] "pypi.org:443" is not allowed'),
+    (["go", "--credential", "9lives"], 'invalid request: credentials[0] "9lives" is not allowed'),
 ])
 def test_a_bad_request_is_refused_in_one_line_and_nothing_is_written(
         state_dir: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,6 +75,7 @@ def test_a_rejected_file_is_kept_with_its_reason_and_never_overwrites_an_earlier
     for name in kept:
         record = json.loads((queue.rejected / f"{name}.error.json").read_text())
         assert record["reason"] == f"{(queue.rejected / name).read_text()} reason" and record["file"] == "bad.json"
+        assert (queue.rejected / f"{name}.error.json").stat().st_mode & 0o777 == 0o640  # the submitters' group reads it
 
 
 def test_a_hidden_name_is_kept_visible_and_an_undecodable_name_is_recorded_as_text(tmp_path: Path) -> None:

@@ -80,14 +80,14 @@ def test_the_readme_documents_every_field_of_both_shapes() -> None:
 
 def test_the_legacy_shape_maps_field_by_field() -> None:
     body = {"name": "builder", "model": "qwen2.5-coder:7b", "prompt": "Add a flag.", "mode": "bypass",
-            "creds": " github , pypi ", "tools": "read_file,write_file,", "allowed_hosts": "pypi.org:443",
+            "creds": " github , pypi ", "tools": "read_file,write_file,", "allowed_hosts": "pypi.org",
             "swarm": False, "marathon": False, "checkin": False, "evolve": False, "grow": False}
     parsed = parse_request(json.dumps(body).encode(), "cc-7.json")
     assert parsed.shape == "legacy"
     assert parsed.request.model_dump(exclude_none=True) == {
         "version": 1, "id": "cc-7", "goal": "Add a flag.", "model": "qwen2.5-coder:7b", "agent_name": "builder",
         "mode": "bypass", "allowed_tools": ["read_file", "write_file"], "max_iterations": 12, "timeout_s": 3600,
-        "credentials": ["github", "pypi"], "egress": ["pypi.org:443"], "source": "command-center",
+        "credentials": ["github", "pypi"], "egress": ["pypi.org"], "source": "command-center",
         "requested_by": "", "evolve": False}
 
 

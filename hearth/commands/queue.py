@@ -10,7 +10,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from hearth.audit import AuditStore, new_run_id
+from hearth.audit import new_run_id
+from hearth.audit_queue import run_status_readonly
 from hearth.errors import UsageError
 from hearth.launchers import LaunchError, LocalLauncher, heal_spawn_units, systemd_booted
 from hearth.queue import Queue
@@ -25,7 +26,7 @@ SPAWN_EPILOG = ("exit codes: 0 every request was started, rejected or settled, 1
                 "launched (its request is in queue/failed/), 2 unusable state or queue directory")
 AGENT_EPILOG = ("exit codes: 0 done, 1 failed, 2 rejected / not claimed / already running, "
                 "3 iteration limit, 4 model unavailable, 5 denied, 130 interrupted, 70 internal error")
-REQUEST_FLAGS = ("goal", "model", "agent_name", "mode", "tools", "max_iterations", "timeout",
+REQUEST_FLAGS = ("goal", "goal_option", "model", "agent_name", "mode", "tools", "max_iterations", "timeout",
                  "credential", "egress", "source", "requested_by", "evolve")
 
 
@@ -50,12 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _register_enqueue(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("enqueue", help="queue a run request and print its id", epilog=QUEUE_EPILOG)
     p.add_argument("goal", nargs="?", help="what the agent should do")
+    p.add_argument("--goal", dest="goal_option", metavar="GOAL", help="the goal, as an option (for scripts)")
     p.add_argument("--file", metavar="FILE", help="the request as JSON (either shape, see queue-spec/); - reads stdin")
     p.add_argument("--id", help="the request id (default: a new one)")
     p.add_argument("--model", help="Ollama model (default $HEARTH_MODEL)")
     p.add_argument("--agent-name", help="agent profile (default: default)")
     p.add_argument("--mode", choices=("plan", "auto", "bypass"), help="default auto")
-    p.add_argument("--tools", metavar="A,B", help="the only tools the run may use")
+    p.add_argument("--tools", "--allowed-tools", dest="tools", metavar="A,B", help="the only tools the run may use")
     p.add_argument("--max-iterations", type=int, help="default 12")
     p.add_argument("--timeout", type=int, metavar="SECONDS", help="default 3600")
     p.add_argument("--credential", action="append", metavar="NAME", help="a credential name; repeat for more")
@@ -83,7 +85,10 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     queue = Queue(settings.queue_dir)
     _refuse_duplicate(request.id, queue, settings)
     try:
-        path = queue.ensure().enqueue(request)
+        # Only the queue itself: its subdirectories are the spawner's (a submitter running this
+        # must not own claimed/ or rejected/, or hearth could not move files into them).
+        queue.root.mkdir(parents=True, exist_ok=True)
+        path = queue.enqueue(request)
     except FileExistsError:
         raise UsageError(f"duplicate id: a request {request.id} is already queued") from None
     except OSError as exc:
@@ -94,11 +99,14 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _request_from_args(args: argparse.Namespace) -> Request:
+    if args.goal is not None and args.goal_option is not None:
+        raise UsageError("give the goal once: as an argument or with --goal")
+    args.goal = args.goal if args.goal is not None else args.goal_option
     if args.file is None:
         if not args.goal:
             raise UsageError("no goal given; usage: hearth enqueue \"GOAL\" [options] or --file FILE")
         return build_request(_flags_object(args), file_id=None).request
-    given = [f"--{name.replace('_', '-')}" for name in REQUEST_FLAGS[1:] if getattr(args, name) not in (None, False)]
+    given = [f"--{name.replace('_', '-')}" for name in REQUEST_FLAGS[2:] if getattr(args, name) not in (None, False)]
     if args.goal or given:
         raise UsageError(f"--file is the whole request; drop {(given or ['the goal argument'])[0]}")
     obj = load_json(_read_file(args.file))
@@ -144,14 +152,13 @@ def _stamped(request: Request) -> Request:
 
 
 def _refuse_duplicate(request_id: str, queue: Queue, settings: Settings) -> None:
+    """Fail early on an id already used; the spawner checks again, so what cannot be read is skipped."""
     where = queue.known(request_id) if queue.root.is_dir() else None
     if where:
         raise UsageError(f"duplicate id: a request {request_id} is already in queue/{where}/")
-    if settings.audit_path.exists():
-        with AuditStore(settings.audit_path) as audit:
-            run = audit.run(request_id)
-        if run:
-            raise UsageError(f"duplicate id: run {request_id} already exists (status {run['status']})")
+    status = run_status_readonly(settings.audit_path, request_id)
+    if status:
+        raise UsageError(f"duplicate id: run {request_id} already exists (status {status})")
 
 
 def _heal(settings: Settings) -> None:
