@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -84,6 +85,20 @@ class Request(BaseModel):
         "", description="The person or job that asked, for the audit.")
     created_at: AwareDatetime | None = Field(None, description="When it was asked, with a time zone.")
     evolve: bool = Field(False, description="Run the self-evolution flow instead of a plain goal.")
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _parse_iso_text(cls, value: Any) -> Any:
+        """Strict, yet `model_validate(json.loads(file))` works: ISO text is the JSON form of a time."""
+        if not isinstance(value, str):
+            return value
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("is not an ISO 8601 date-time such as 2026-01-31T09:30:00Z") from None
+        if moment.tzinfo is None:
+            raise ValueError("has no time zone; add one, such as Z or +01:00")
+        return moment
 
     @field_validator("goal")
     @classmethod

@@ -81,7 +81,8 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["go", "--tools", "read_file,shell"], 'invalid request: allowed_tools names a tool hearth does not have: "shell"'),
+    (["go", "--tools", "read_file,no_such_tool"],
+     'invalid request: allowed_tools names a tool hearth does not have: "no_such_tool"'),
     (["go", "--id", "../x"], 'invalid request: id "../x" is not allowed: use 1-64 characters'),
     (["go", "--max-iterations", "0"],
      "invalid request: max_iterations: input should be greater than or equal to 1, got 0"),

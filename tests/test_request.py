@@ -133,3 +133,9 @@ def test_several_problems_are_reported_as_the_first_and_a_count() -> None:
 ])
 def test_evolve_is_refused_until_self_evolution_is_installed(name: str, body: dict[str, object]) -> None:
     assert refusal(json.dumps(body).encode(), name) == "self-evolution is not available in this version"
+
+
+@pytest.mark.parametrize("path", [p for p in examples("valid") if not p.name.startswith("legacy")], ids=lambda p: p.name)
+def test_a_request_file_also_validates_as_plain_decoded_json(path: Path) -> None:
+    """What a program holding `json.loads(file)` does gives the same request as the queue's parser."""
+    assert Request.model_validate(json.loads(path.read_bytes())) == parse_request(path.read_bytes(), path.name).request

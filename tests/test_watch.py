@@ -60,7 +60,7 @@ def _hostile(queue: Path, outside: Path) -> list[str]:
         "deep.json": b"[" * 50_000 + b"]" * 50_000, "swarm.json": json.dumps(legacy).encode(), "notes.txt": b"hi",
         "empty.json": b"", "array.json": b"[]", "mismatch.json": b'{"id": "other", "goal": "g"}',
         "bell\a.json": b'{"id": "bell", "goal": "g"}',
-        "tool.json": b'{"id": "tool", "goal": "g", "allowed_tools": ["sh"]}',
+        "tool.json": b'{"id": "tool", "goal": "g", "allowed_tools": ["no_such_tool"]}',
         "old-run.json": b'{"id": "old-run", "goal": "a second time"}',
     }
     for name, data in files.items():
