@@ -17,7 +17,9 @@ Errors, each one line that says what failed and what to do::
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -109,6 +111,12 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context per process: building one loads the CA bundle (tens of ms per client)."""
+    return ssl.create_default_context()
+
+
 class OllamaClient:
     """Chat with one model on one Ollama server, with bounded retries and a timeout."""
 
@@ -135,7 +143,7 @@ class OllamaClient:
         self._options = dict(options or {})
         # The read timeout bounds the wait for each chunk; a stream keeps a slow
         # but live model going while a dead one is noticed.
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)))
+        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), verify=_tls())
 
     def close(self) -> None:
         self._http.close()

@@ -50,6 +50,32 @@ def m010_approvals(db: sqlite_utils.Database) -> None:
     db["approvals"].create_index(["run_id"])
 
 
+def m030_queue_requests(db: sqlite_utils.Database) -> None:
+    """Every request accepted from the queue, body included: the file is removed once it ran."""
+    db["requests"].create(
+        {
+            "id": str, "shape": str, "file": str, "size": int, "sha256": str, "source": str,
+            "requested_by": str, "created_at": str, "claimed_at": str, "body": str,
+        },
+        pk="id",
+    )
+    db["runs"].create_index(["source"])
+    db["runs"].create_index(["model"])
+
+
+def m031_queue_rejections(db: sqlite_utils.Database) -> None:
+    """A file the queue refused: what it was and why; its run row has status `rejected`."""
+    db["rejections"].create(
+        {
+            "id": int, "run_id": str, "at": str, "file": str, "request_id": str, "size": int,
+            "sha256": str, "reason": str, "kept_as": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["rejections"].create_index(["at"])
+
+
 def m040_proposals(db: sqlite_utils.Database) -> None:
     """Self-evolution proposals (hearth/evolve.py): one row per `hearth evolve`, keyed by its run id."""
     db["proposals"].create(
@@ -84,6 +110,8 @@ def m051_step_data(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
+    m030_queue_requests,
+    m031_queue_rejections,
     m040_proposals,
     m050_checkpoints,
     m051_step_data,

@@ -33,6 +33,9 @@ class Settings:
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking
     mode: str = "auto"  # when neither the request nor the agent profile says
     max_iterations: int = 12
+    queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
+    max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
+    launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -52,6 +55,9 @@ class Settings:
             auto_commands=_heads(env),
             mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
             max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, 100),
+            queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
+            max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
+            launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
         )
 
     @property
@@ -73,6 +79,10 @@ class Settings:
     @property
     def agents_dir(self) -> Path:
         return self.state_dir / "agents"
+
+    @property
+    def queue_dir(self) -> Path:
+        return self.queue_path or self.state_dir / "queue"
 
     def writable_state_dir(self) -> Path:
         """The state directory, created if needed; a ConfigError naming HEARTH_STATE_DIR if unusable."""

@@ -1,0 +1,306 @@
+"""The queue directory: requests arrive, are claimed, and end in exactly one final place.
+
+    queue/<id>.json             incoming: dropped by the command center, `hearth enqueue`, timers
+    queue/claimed/<id>.json     claimed by one spawner (an atomic rename); its run is starting or going
+    queue/locks/<id>.lock       held with flock by the run's process for as long as it lives
+    queue/rejected/<name>       refused before running, <name>.error.json beside it says why
+    queue/failed/<id>.json      claimed but never finished (killed, power loss), <id>.error.json beside it
+
+A request that ran is removed from claimed/ only after its final status is in the audit, which
+keeps its body. Every move is a rename that never replaces its target (renameat2 NOREPLACE): two
+spawners never both win a file and nothing overwrites what is already there. Names that start
+with "." or end like a temp file are being written by someone and are left alone until renamed.
+
+`python -m hearth.queue --schema` prints the request JSON Schema (`--write DIR` writes queue-spec).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import secrets
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hearth.audit import utc_now
+from hearth.request import MAX_BYTES, LegacyRequest, Request, RequestRefused, printable, schema_text
+from hearth.state import write_atomic
+
+SUBDIRS = ("claimed", "rejected", "failed", "locks")
+TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name in the incoming directory, as lstat saw it (links are never followed)."""
+
+    name: str
+    path: Path
+    mtime: float
+    kind: str  # file | symlink | directory | fifo | socket | device
+
+
+class Queue:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.claimed = root / "claimed"
+        self.rejected = root / "rejected"
+        self.failed = root / "failed"
+        self.locks = root / "locks"
+
+    def ensure(self) -> Queue:
+        for directory in (self.root, self.claimed, self.rejected, self.failed, self.locks):
+            directory.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # -- arriving -------------------------------------------------------------------------------
+    def enqueue(self, request: Request) -> Path:
+        """Write the request durably under its id; FileExistsError if that name is taken."""
+        body = json.dumps(request.model_dump(mode="json", exclude_none=True), ensure_ascii=False, indent=2)
+        target = self.root / f"{request.id}.json"
+        tmp = self.root / f".{request.id}.json.{secrets.token_hex(4)}.tmp"
+        try:
+            with open(tmp, "xb") as handle:
+                handle.write(body.encode() + b"\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(tmp, target)  # unlike rename, link never replaces an existing request
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.root)
+        return target
+
+    def incoming(self) -> list[Entry]:
+        """What waits in the queue, oldest first; our own subdirectories are not requests."""
+        entries = []
+        with os.scandir(self.root) as scan:
+            for item in scan:
+                if item.name in SUBDIRS and item.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # claimed by someone else while we looked
+                entries.append(Entry(item.name, Path(item.path), info.st_mtime, _kind(info.st_mode)))
+        return sorted(entries, key=lambda e: (e.mtime, e.name))
+
+    def known(self, request_id: str) -> str | None:
+        """Where a request with this id already is (claimed or failed), or None."""
+        for where in ("claimed", "failed"):
+            if (self.root / where / f"{request_id}.json").exists():
+                return where
+        return None
+
+    # -- moving ---------------------------------------------------------------------------------
+    def claim(self, name: str) -> Path | None:
+        """Move a name into claimed/; None if another spawner won it, FileExistsError if taken."""
+        source, target = self.root / name, self.claimed / name
+        try:
+            rename_noreplace(source, target)
+        except FileNotFoundError:
+            return None
+        except FileExistsError:
+            if _same_file(source, target) or not os.path.lexists(source):
+                return None  # another spawner is mid-claim of this very file
+            raise
+        return target
+
+    def reject(self, path: Path, reason: str, **facts: Any) -> Path | None:
+        """Keep a refused file in rejected/ with its reason; None if someone else moved it first."""
+        return self._keep(path, self.rejected, reason, facts)
+
+    def fail(self, path: Path, reason: str, **facts: Any) -> Path | None:
+        """Keep a claimed request that never finished in failed/ with its reason."""
+        return self._keep(path, self.failed, reason, facts)
+
+    def finish(self, request_id: str) -> None:
+        """The run's final status is recorded: the request file has done its job."""
+        (self.claimed / f"{request_id}.json").unlink(missing_ok=True)
+
+    def _keep(self, path: Path, directory: Path, reason: str, facts: dict[str, Any]) -> Path | None:
+        name = printable(path.name).lstrip(".")[:180] or "unnamed"
+        target = directory / name
+        while True:
+            try:
+                rename_noreplace(path, target)
+                break
+            except FileNotFoundError:
+                return None
+            except FileExistsError:
+                target = directory / f"{name}.{secrets.token_hex(3)}"
+        record = {"file": printable(path.name), "reason": reason, "at": utc_now(), **facts}
+        error = target.with_name(target.name + ".error.json")
+        write_atomic(error, json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n")
+        error.chmod(0o640)  # the queue's group (the submitters) may read why
+        return target
+
+    def lock_path(self, request_id: str) -> Path:
+        return self.locks / f"{request_id}.lock"
+
+
+def read_request_bytes(path: Path) -> bytes:
+    """The bytes of a request file, refusing links, directories, devices and floods unread."""
+    try:
+        info = os.lstat(path)
+        _refuse_kind(info.st_mode)
+        if info.st_size > MAX_BYTES:
+            raise RequestRefused(f"larger than 1 MiB ({info.st_size} bytes)")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            _refuse_kind(os.fstat(fd).st_mode)  # it may have been swapped between lstat and open
+            return handle.read(MAX_BYTES + 1)
+    except OSError as exc:  # e.g. written 0600 by another user: refused, never a crash
+        raise RequestRefused(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _refuse_kind(mode: int) -> None:
+    kind = _kind(mode)
+    if kind == "symlink":
+        raise RequestRefused("a symlink, not a request file (the queue never follows links)")
+    if kind == "directory":
+        raise RequestRefused("a directory, not a request file")
+    if kind != "file":
+        raise RequestRefused(f"not a regular file but a {kind}")
+
+
+def is_temp_name(name: str) -> bool:
+    """A file someone is still writing: renamed into place when done, so never read before."""
+    return name.startswith(".") or name.endswith(TEMP_SUFFIXES)
+
+
+class RunLock:
+    """An exclusive flock on locks/<id>.lock: held means the run's process is alive.
+
+    The kernel drops the lock when the process dies however it dies (SIGKILL, OOM, power), which
+    is why liveness is a lock and not a pid that may have been reused.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+
+    @classmethod
+    def try_acquire(cls, path: Path) -> RunLock | None:
+        """The lock, or None while another process holds it."""
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            if _same_inode(fd, path):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return cls(fd, path)
+            os.close(fd)  # the file was removed and replaced while we waited: lock the new one
+
+    @classmethod
+    def acquire(cls, path: Path, *, wait_s: float) -> RunLock | None:
+        """The lock, waiting up to `wait_s` for a brief holder (a sweep looking) to let go."""
+        deadline = time.monotonic() + wait_s
+        while (lock := cls.try_acquire(path)) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return lock
+
+    def release(self, *, remove: bool) -> None:
+        """Let go; `remove` deletes the lock file first (only once the request is settled)."""
+        if remove:
+            self.path.unlink(missing_ok=True)
+        os.close(self.fd)
+
+
+def lock_is_held(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid written in a lock file, for display only."""
+    try:
+        return int(path.read_text().strip() or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+def rename_noreplace(source: Path, target: Path) -> None:
+    """Atomic rename that fails with FileExistsError instead of replacing `target`."""
+    result = _libc.renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE)
+    if result == 0:
+        return
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS):  # a file system without NOREPLACE: link, then unlink
+        os.link(source, target, follow_symlinks=False)
+        os.unlink(source)
+        return
+    raise OSError(code, os.strerror(code), str(source), None, str(target))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b) and not os.path.islink(a)
+    except OSError:
+        return False
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISREG, "file"), (stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "device"
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hearth.queue", description="The queue's request schema.")
+    parser.add_argument("--schema", action="store_true", help="print request.schema.json")
+    parser.add_argument("--legacy-schema", action="store_true", help="print legacy-request.schema.json")
+    parser.add_argument("--write", type=Path, metavar="DIR", help="write both schema files into DIR")
+    args = parser.parse_args(argv)
+    if args.write:
+        (args.write / "request.schema.json").write_text(schema_text(Request))
+        (args.write / "legacy-request.schema.json").write_text(schema_text(LegacyRequest))
+    elif args.legacy_schema:
+        sys.stdout.write(schema_text(LegacyRequest))
+    else:
+        sys.stdout.write(schema_text(Request))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""What is running now (`hearth state`, for the map) and what the audit says over a period
+(`hearth report`): runs by status, model and source; tool use and denials; failure reasons;
+p50/p95 duration and iterations; tokens; rejections.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hearth.audit import AuditStore
+from hearth.errors import UsageError
+from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
+from hearth.settings import Settings
+from hearth.state import FINAL_STATES, read_states
+
+TOP = 10
+_DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
+
+
+# -- now ------------------------------------------------------------------------------------------
+def active_runs(settings: Settings) -> dict[str, Any]:
+    """Claimed requests and unfinished runs with their live state; what waits in the queue."""
+    queue = Queue(settings.queue_dir)
+    states = {s.get("run_id"): s for s in read_states(settings.runs_state_dir)}
+    active = [_claimed(queue, name, states) for name in _names(queue.claimed) if name.endswith(".json")]
+    seen = {run["id"] for run in active}
+    for run_id, state in states.items():
+        if run_id not in seen and state.get("state") not in FINAL_STATES:
+            active.append({"id": run_id, "queued": False, "alive": _pid_alive(state.get("pid")), **_live(state)})
+    queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
+    return {"active": sorted(active, key=lambda r: r["id"]), "queued": queued}
+
+
+def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    run_id = name.removesuffix(".json")
+    lock = queue.lock_path(run_id)
+    alive = lock_is_held(lock)
+    row = {"id": run_id, "queued": True, "alive": alive, "pid": lock_holder(lock) if alive else None}
+    return {**row, **_live(states.get(run_id) or {"state": "starting" if alive else "claimed"})}
+
+
+def _live(state: dict[str, Any]) -> dict[str, Any]:
+    keys = ("state", "detail", "iteration", "tool", "agent_name", "model", "updated_at")
+    return {key: state.get(key) for key in keys} | ({"pid": state["pid"]} if state.get("pid") else {})
+
+
+def _names(directory: Any) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+
+
+def _pid_alive(pid: Any) -> bool | None:
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- a period -------------------------------------------------------------------------------------
+def parse_since(text: str | None, now: datetime | None = None) -> str | None:
+    """DATE, an ISO date-time, or a span back from now (`7d`, `24h`) -> the audit's time format."""
+    if not text:
+        return None
+    now = now or datetime.now(UTC)
+    span = re.fullmatch(r"(\d+)([dh])", text.strip())
+    if span:
+        amount = int(span.group(1))
+        moment = now - (timedelta(days=amount) if span.group(2) == "d" else timedelta(hours=amount))
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UsageError(f"--since wants a date (2026-01-31), a date-time or a span (7d, 24h), "
+                             f"got {text!r}") from None
+        moment = moment.replace(tzinfo=moment.tzinfo or UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
+    runs = _rows(audit, "select * from runs where started_at >= ?", since)
+    finished = [r for r in runs if r["status"] not in ("running", "rejected")]
+    return {
+        "since": since,
+        "runs": len(runs),
+        "by_status": _count(r["status"] for r in runs),
+        "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
+        "by_source": _count(r["source"] or "-" for r in runs),
+        "duration_ms": _percentiles([r["duration_ms"] for r in finished if r["duration_ms"] is not None]),
+        "iterations": _percentiles([r["iterations"] for r in finished if r["iterations"] is not None]),
+        "tokens": {"in": sum(r["tokens_in"] or 0 for r in runs), "out": sum(r["tokens_out"] or 0 for r in runs)},
+        "tools": _tools(audit, since),
+        "denials": _denials(audit, since),
+        "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
+        "rejections": _top(((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since))),
+    }
+
+
+def _rows(audit: AuditStore, sql: str, since: str | None) -> list[dict[str, Any]]:
+    cursor = audit.db.execute(sql, [since or ""])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _percentiles(values: list[int]) -> dict[str, int | None]:
+    """Nearest-rank p50/p95 (a value that really occurred), and the count they come from."""
+    ordered = sorted(values)
+
+    def rank(p: float) -> int | None:
+        return ordered[max(0, math.ceil(p * len(ordered)) - 1)] if ordered else None
+
+    return {"p50": rank(0.50), "p95": rank(0.95), "n": len(ordered)}
+
+
+def _tools(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+    sql = """select s.tool as tool, count(*) as calls, sum(s.ok = 1) as ok,
+                    sum(s.ok = 0 and s.verdict not in ('denied')) as failed,
+                    sum(s.verdict = 'denied') as denied, sum(s.verdict = 'approved') as approved
+             from steps s join runs r on r.id = s.run_id
+             where s.kind = 'tool' and r.started_at >= ? group by s.tool order by calls desc, tool"""
+    return _rows(audit, sql, since)
+
+
+def _denials(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+    sql = """select s.tool as tool, s.output as output from steps s join runs r on r.id = s.run_id
+             where s.kind = 'tool' and s.verdict = 'denied' and r.started_at >= ?"""
+    return _top((row["tool"], _denial_reason(row["output"])) for row in _rows(audit, sql, since))
+
+
+def _denial_reason(output: str | None) -> str:
+    found = _DENIED.search(output or "")
+    return found.group(1) if found else _first_line(output)
+
+
+def _first_line(text: str | None, limit: int = 160) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "-"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _top(keys: Any) -> list[dict[str, Any]]:
+    counts = _count(" | ".join(map(str, key)) for key in keys)
+    return [{"what": what, "count": n} for what, n in list(counts.items())[:TOP]]
+
+
+# -- rendering ------------------------------------------------------------------------------------
+Section = tuple[str, list[str], list[dict[str, Any]]]
+
+
+def sections(report: dict[str, Any]) -> list[Section]:
+    """The report as titled tables, rendered as Markdown or as plain text."""
+    d, i = report["duration_ms"], report["iterations"]
+    counted = [(title, [{"value": k, "runs": v} for k, v in report[key].items()])
+               for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))]
+    return [
+        *[(title, ["value", "runs"], rows) for title, rows in counted],
+        ("Duration and iterations", ["measure", "p50", "p95", "n"],
+         [{"measure": "duration (ms)", **d}, {"measure": "iterations", **i}]),
+        ("Tool use", ["tool", "calls", "ok", "failed", "denied", "approved"], report["tools"]),
+        ("Denials", ["what", "count"], report["denials"]),
+        ("Failure reasons", ["what", "count"], report["failures"]),
+        ("Rejections", ["what", "count"], report["rejections"]),
+    ]
+
+
+def headline(report: dict[str, Any]) -> str:
+    since = f" since {report['since']}" if report["since"] else ""
+    tokens = report["tokens"]
+    return f"{report['runs']} runs{since}; tokens {tokens['in']} in / {tokens['out']} out"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """GitHub-flavoured Markdown, for a wiki page or a ticket."""
+    out = ["# hearth report", "", headline(report) + ".", ""]
+    for title, columns, rows in sections(report):
+        out += [f"## {title}", ""]
+        if not rows:
+            out += ["none", ""]
+            continue
+        out += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        out += ["| " + " | ".join(_md_cell(row.get(c)) for c in columns) + " |" for row in rows]
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_cell(value: Any) -> str:
+    return "-" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
