@@ -15,18 +15,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from agent.chunking import chunk_text
+from agent.sqlite_store import immediate, migrate, open_database, utc_now
 
-BUSY_TIMEOUT_S = 30.0
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
@@ -34,10 +32,6 @@ STOPWORDS = frozenset(
     "me my no not of on or our should so than that the their them then there these this to was we "
     "what when where which who why will with would you your please".split()
 )
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def content_hash(text: str) -> str:
@@ -153,13 +147,8 @@ class KnowledgeStore:
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
         self.path = Path(path)
         self.clock = clock
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        self.db = sqlite_utils.Database(conn)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        _migrate(self.db)
+        self.db = open_database(self.path, check_same_thread=False)
+        migrate(self.db, MIGRATIONS)
 
     def close(self) -> None:
         self.db.conn.close()
@@ -173,7 +162,7 @@ class KnowledgeStore:
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
         """One write transaction, the lock taken up front so two writers wait instead of failing."""
-        with _immediate(self.db):
+        with immediate(self.db):
             yield
 
     # -- documents -------------------------------------------------------------------------
@@ -325,25 +314,3 @@ def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[
     wanted = list(scopes)
     return f" and {column} in ({','.join('?' * len(wanted))})", wanted
 
-
-def _migrate(db: sqlite_utils.Database) -> None:
-    db.execute("create table if not exists _migrations (name text primary key, applied_at text)")
-    for migration in MIGRATIONS:
-        with _immediate(db):
-            if not db.execute("select 1 from _migrations where name = ?", [migration.__name__]).fetchone():
-                migration(db)
-                db.execute("insert into _migrations values (?, ?)", [migration.__name__, utc_now()])
-
-
-@contextlib.contextmanager
-def _immediate(db: sqlite_utils.Database) -> Iterator[None]:
-    if db.conn.in_transaction:  # nested: the outer transaction holds the lock already
-        yield
-        return
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")

@@ -7,27 +7,22 @@ and Datasette. Several processes write at once (one per run): WAL plus a busy ti
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
-import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
+from agent.sqlite_store import immediate, migrate, open_database, utc_now
 from hearth.audit_migrations import MIGRATIONS
+
+__all__ = ["AuditStore", "RunRecord", "cap", "immediate", "new_run_id", "utc_now"]
 
 ARGUMENTS_CAP = 4_000
 OUTPUT_CAP = 8_000
-BUSY_TIMEOUT_S = 30.0
 
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_run_id(now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> str:
@@ -59,12 +54,8 @@ class AuditStore:
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
         self.path = Path(path)
         self.clock = clock
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        self.db = sqlite_utils.Database(conn)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        migrate(self.db)
+        self.db = open_database(self.path)
+        migrate(self.db, MIGRATIONS)
 
     def close(self) -> None:
         self.db.conn.close()
@@ -132,26 +123,3 @@ class AuditStore:
 def _like_prefix(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "%"
-
-
-def migrate(db: sqlite_utils.Database) -> None:
-    """Apply every migration not yet recorded, in order, each in its own transaction."""
-    db.execute("create table if not exists _migrations (name text primary key, applied_at text)")
-    for migration in MIGRATIONS:
-        with immediate(db):
-            done = db.execute("select 1 from _migrations where name = ?", [migration.__name__]).fetchone()
-            if not done:
-                migration(db)
-                db.execute("insert into _migrations values (?, ?)", [migration.__name__, utc_now()])
-
-
-@contextlib.contextmanager
-def immediate(db: sqlite_utils.Database) -> Iterator[None]:
-    """A write transaction taken up front, so two writers wait instead of failing mid-way."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
@@ -74,3 +75,27 @@ def test_concurrent_processes_write_their_runs_without_losing_a_step(tmp_path: P
     assert conn.execute("select count(*) from runs where status = 'done'").fetchone()[0] == 6
     per_run = conn.execute("select run_id, max(seq), count(*) from steps group by run_id").fetchall()
     assert all(top == n == 50 for _, top, n in per_run)
+
+
+def _open_at_once(path: str, barrier: Any, out: Any) -> None:
+    barrier.wait()
+    try:
+        AuditStore(path).close()
+        out.put("ok")
+    except Exception as exc:  # the failure is the result under test
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_the_database_at_the_same_moment_all_open_it(tmp_path: Path) -> None:
+    # Switching a new file to WAL answers "locked" at once, without waiting, while another process
+    # creates it: two spawners starting together on a fresh host hit exactly this.
+    for attempt in range(5):
+        path = str(tmp_path / f"fresh-{attempt}.db")
+        barrier, out = multiprocessing.Barrier(8), multiprocessing.Queue()
+        procs = [multiprocessing.Process(target=_open_at_once, args=(path, barrier, out)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(60)
+        assert results == ["ok"] * 8
