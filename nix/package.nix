@@ -1,5 +1,5 @@
 # hearth as a Python application, built from pyproject.toml; the test suite runs in the build.
-{ lib, python3Packages, bubblewrap, git }:
+{ lib, python3Packages, bubblewrap, git, openssl }:
 let
   py = python3Packages;
   project = (builtins.fromTOML (builtins.readFile ../pyproject.toml)).project;
@@ -40,11 +40,11 @@ py.buildPythonApplication {
   };
 
   build-system = [ py.setuptools ];
-  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura ddgs ];
+  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean ddgs ];
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" ];
 
-  nativeCheckInputs = [ py.pytestCheckHook bubblewrap git ];
+  nativeCheckInputs = [ py.pytestCheckHook bubblewrap git openssl ]; # openssl: the TLS tests make a certificate
   preCheck = ''
     export HOME=$TMPDIR
   '';
