@@ -83,6 +83,9 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(state_dir: 
         "model", "approval", "tool", "model"]
     again = run_cli("hearth", "approve", waiting["id"])
     assert again.returncode == 1 and "was already approved" in again.stderr
+    shown = run_cli("hearth", "show", waiting["run_id"]).stdout
+    assert f'approval run_command {{"command":"{COMMAND}"}} -> approved by cli:' in shown
+    assert "timeout 300.0s)" in shown
 
 
 def test_a_deny_from_another_process_is_what_the_model_reads(state_dir: Path, tmp_path: Path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from hearth.audit import AuditStore
@@ -100,8 +101,23 @@ def _step_line(step: dict[str, Any]) -> str:
     if step["kind"] == "model":
         return (f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms)"
                 + (f"\n{_indent(step['output'])}" if step["output"] else ""))
+    if step["kind"] == "approval":
+        return f"{head} {_approval_line(step)}"
     detail = step.get("detail") or step.get("output") or ""
     return f"{head} {detail}"
+
+
+def _approval_line(step: dict[str, Any]) -> str:
+    """`run_command {...} -> approved by ana at ... (asked ..., timeout 300s)`, from the step's JSON detail."""
+    try:
+        d = json.loads(step.get("detail") or "{}")
+    except ValueError:
+        d = {}
+    by = f" by {d['by']}" if d.get("by") else ""
+    at = f" at {d['at']}" if d.get("at") else ""
+    note = f": {d['note']}" if d.get("note") else ""
+    return (f"{step['tool']} {step['arguments'] or '{}'} -> {step['verdict']}{by}{at}{note} "
+            f"(asked {d.get('requested_at', '?')} via {d.get('via', '?')}, timeout {d.get('timeout_s', '?')}s)")
 
 
 def _indent(text: str | None, limit: int = 12) -> str:
