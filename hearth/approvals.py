@@ -190,6 +190,14 @@ def cancel(audit: AuditStore, approval_id: str, note: str) -> None:
         _move(audit, approval_id, "cancelled", stamp(utc_clock()), "run", note)
 
 
+def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
+    """Close what a dead run left waiting (it was killed and cannot run the call); how many were open."""
+    cursor = audit.db.execute(
+        "update approvals set status = 'cancelled', decided_at = ?, decided_by = 'run', note = ? "
+        "where run_id = ? and status = 'pending'", [stamp(utc_clock()), note, run_id])
+    return cursor.rowcount
+
+
 def wait(audit: AuditStore, approval: Approval, *, now: Clock = utc_clock,
          sleep: Callable[[float], None], poll_s: float = 0.2) -> Approval:
     """Poll until the approval is decided or expires; returns the final row."""

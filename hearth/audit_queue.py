@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from hearth.approvals import cancel_pending_of_run
 from hearth.audit import AuditStore, RunRecord, immediate, new_run_id
 from hearth.queue import printable
 from hearth.request import Parsed, Request, RequestRefused
@@ -102,6 +103,7 @@ def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: s
         if audit.run(request_id) is None:
             audit.start_run(_run_from_request_row(audit, request_id))
         audit.finish_run(request_id, status=status, error=reason)
+        cancel_pending_of_run(audit, request_id, f"its run ended {status}: {reason}")
 
 
 def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:

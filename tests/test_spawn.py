@@ -173,6 +173,27 @@ def test_a_run_killed_with_no_spawner_around_is_found_by_the_next_sweep_and_a_li
     assert listing(queue.failed) == ["orphan.json", "orphan.json.error.json"]
 
 
+def test_an_approval_left_waiting_by_a_killed_run_is_cancelled_by_the_sweep(state_dir: Path) -> None:
+    queue = Queue(state_dir / "queue").ensure()
+    queue.enqueue(Request(id="asker", goal="g", mode="auto"))
+    queue.claim("asker.json")
+    with FakeOllama([tool_call("run_command", {"command": "echo hi"})]) as fake:
+        env = {"OLLAMA_HOST": fake.url}
+        agent = start_cli("agent", "asker", env=env)
+        try:
+            waiting = wait_for(lambda: json.loads(run_cli("hearth", "approvals", "--json").stdout or "[]"),
+                               what="the run to ask for an approval")
+        finally:
+            agent.send_signal(signal.SIGKILL)
+            agent.wait(30)
+        sweep = run_cli("hearth", "spawn", "--local", env=env)
+    assert "settled asker.json: interrupted" in sweep.stdout
+    [row] = rows(state_dir, "select * from approvals")
+    assert (row["id"], row["status"], row["decided_by"]) == (waiting[0]["id"], "cancelled", "run")
+    late = run_cli("hearth", "approve", row["id"])
+    assert late.returncode != 0 and "cancelled" in late.stderr
+
+
 def test_the_agent_refuses_a_request_that_is_already_running(state_dir: Path) -> None:
     queue = Queue(state_dir / "queue").ensure()
     queue.enqueue(Request(id="busy", goal="g"))
