@@ -12,8 +12,6 @@ new id), `rejected` -> rejected/, anything else -> the file is removed (the audi
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import os
 import re
@@ -28,6 +26,7 @@ from agent.hearth_tools import TOOLS
 from hearth.audit import AuditStore, new_run_id, utc_now
 from hearth.audit_queue import FileFacts, ensure_request_row, record_rejection, record_unfinished
 from hearth.errors import NotFound, UsageError
+from hearth.evolve import run_evolve_request
 from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check_runnable, parse_request
 from hearth.runner import GoalRequest, Interrupted, exit_code, run_goal
@@ -38,29 +37,9 @@ CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent nev
 LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live run for good
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
 
-EvolveRunner = Callable[[GoalRequest, Settings], object]
-
-
-@functools.cache
-def evolve_runner() -> EvolveRunner | None:
-    """The one hook for self-evolution: `hearth.evolve.run_evolve_request(goal_request, settings)`.
-
-    It runs the flow and records it as run `goal_request.run_id` (the request's id); the queue
-    reads the run's final status back from the audit. Until that module exists, requests with
-    `evolve: true` are rejected before they are started.
-    """
-    try:
-        module = importlib.import_module("hearth.evolve")
-    except ModuleNotFoundError as exc:
-        if exc.name == "hearth.evolve":
-            return None
-        raise
-    return getattr(module, "run_evolve_request", None)
-
-
 def check(request: Request) -> None:
-    """RequestRefused unless this host can run the request (its tools exist, evolve is there)."""
-    check_runnable(request, TOOLS, evolve_available=evolve_runner() is not None)
+    """RequestRefused unless this host can run the request (the tools it names exist)."""
+    check_runnable(request, TOOLS)
 
 
 def goal_request(request: Request, settings: Settings) -> GoalRequest:
@@ -140,10 +119,9 @@ def reject(queue: Queue, audit: AuditStore, path: Path, reason: str, data: bytes
 
 
 def _run_request(queue: Queue, path: Path, request: Request, settings: Settings, out: _Output) -> int:
-    hook = evolve_runner() if request.evolve else None
     try:
-        if hook is not None:
-            hook(goal_request(request, settings), settings)
+        if request.evolve:
+            run_evolve_request(goal_request(request, settings), settings)
             status, error = _recorded(settings, request.id)
         else:
             _, outcome = run_goal(goal_request(request, settings), settings, out=out.out,

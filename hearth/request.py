@@ -222,13 +222,11 @@ def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
         raise RequestRefused(describe(exc, names=LEGACY_NAMES)) from None
 
 
-def check_runnable(request: Request, tools: Collection[str], *, evolve_available: bool) -> None:
-    """What the schema cannot say: the tools exist here, and so does self-evolution if asked."""
+def check_runnable(request: Request, tools: Collection[str]) -> None:
+    """What the schema cannot say: the tools it names exist on this host."""
     unknown = [name for name in request.allowed_tools or () if name not in tools]
     if unknown:
         raise RequestRefused(f"allowed_tools names a tool hearth does not have: {_show(unknown[0])}")
-    if request.evolve and not evolve_available:
-        raise RequestRefused("self-evolution is not available in this version")
 
 
 def describe(error: ValidationError, names: dict[str, str] | None = None) -> str:

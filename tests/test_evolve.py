@@ -161,3 +161,30 @@ def test_evolve_without_a_config_repo_is_a_one_line_usage_error(state_dir: Path)
 ])
 def test_security_findings_read_changed_lines_only(line: str, flagged: bool) -> None:
     assert bool(security_findings(f"--- a/x.nix\n+++ b/x.nix\n@@ -1 +1 @@\n{line}\n")) is flagged
+
+
+def test_a_queued_evolve_request_becomes_a_proposal(state_dir: Path, live: Path, rebuild_trap: Path) -> None:
+    script = [write("hosts/box.nix", "{ services.hearth.maxIterations = 20; }\n"), final_answer("raised the cap")]
+    before = tree(live)
+    with FakeOllama(script) as fake:
+        env = {"OLLAMA_HOST": fake.url, "HEARTH_CONFIG_REPO": str(live), "PATH": f"{rebuild_trap}:{os.environ['PATH']}"}
+        queued = run_cli("hearth", "enqueue", "raise the iteration cap", "--id", "ev-1", "--evolve", env=env)
+        assert queued.returncode == 0, queued.stderr
+        spawned = run_cli("hearth", "spawn", "--local", env=env, timeout=120)
+    assert spawned.returncode == 0, spawned.stderr
+    [proposal] = proposals()
+    assert (proposal["id"], proposal["status"], proposal["branch"]) == ("ev-1", "proposed", "hearth/proposal-ev-1")
+    assert "maxIterations = 20" in git(live, "show", "hearth/proposal-ev-1:hosts/box.nix")
+    assert tree(live) == before and not (state_dir / "queue" / "ev-1.json").exists()
+    assert not (rebuild_trap.parent / "nixos-rebuild-was-called").exists()
+
+
+def test_a_queued_evolve_request_without_a_config_repo_is_rejected_with_the_reason(state_dir: Path) -> None:
+    with FakeOllama([final_answer("unused")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, "HEARTH_CONFIG_REPO": ""}
+        assert run_cli("hearth", "enqueue", "improve yourself", "--id", "ev-2", "--evolve", env=env).returncode == 0
+        spawned = run_cli("hearth", "spawn", "--local", env=env, timeout=120)
+    assert spawned.returncode == 0, spawned.stderr
+    error = json.loads((state_dir / "queue" / "rejected" / "ev-2.json.error.json").read_text())
+    assert "no config repository" in error["reason"] and "HEARTH_CONFIG_REPO" in error["reason"]
+    assert fake.requests == []

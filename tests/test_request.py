@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hearth.queued_run import check, evolve_runner
+from hearth.queued_run import check
 from hearth.request import LegacyRequest, Request, RequestRefused, parse_request, schema_text
 from tests.conftest import ROOT
 
@@ -125,15 +125,6 @@ def test_a_utf8_byte_order_mark_is_accepted() -> None:
 def test_several_problems_are_reported_as_the_first_and_a_count() -> None:
     reason = refusal(b'{"id": "x", "goal": "g", "mode": 1, "max_iterations": "a", "evolve": 0}', "x.json")
     assert reason.startswith("mode: input should be") and reason.endswith("(and 2 more problems)")
-
-
-@pytest.mark.skipif(evolve_runner() is not None, reason="self-evolution is installed here")
-@pytest.mark.parametrize(("name", "body"), [
-    ("ev.json", {"id": "ev", "goal": "improve yourself", "evolve": True}),
-    ("ev.json", {"prompt": "improve yourself", "evolve": True}),
-])
-def test_evolve_is_refused_until_self_evolution_is_installed(name: str, body: dict[str, object]) -> None:
-    assert refusal(json.dumps(body).encode(), name) == "self-evolution is not available in this version"
 
 
 @pytest.mark.parametrize("path", [p for p in examples("valid") if not p.name.startswith("legacy")], ids=lambda p: p.name)
