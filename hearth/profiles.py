@@ -82,14 +82,15 @@ def load_profile(config_dir: Path, name: str) -> Profile:
         raise UsageError(f"unknown agent profile {name!r}; configured: {', '.join(configured) or 'none'}; "
                          f"built in: {', '.join(BUILTIN)} (add {directory}/{ROLE_FILE} to create it)")
     role_path = directory / ROLE_FILE
-    role = _read_text(role_path) if role_path.exists() else ""
+    role = read_config_text(role_path) if role_path.exists() else ""
     settings = _read_settings(directory / SETTINGS_FILE)
     if settings.pop("name", name) != name:
         raise ConfigError(f"{directory / SETTINGS_FILE}: name must be {name!r}, the directory's name")
     return Profile(name, directory, role, role_path if role_path.exists() else None, **settings)
 
 
-def _read_text(path: Path) -> str:
+def read_config_text(path: Path) -> str:
+    """An operator's config file as text; a ConfigError naming the file when it cannot be."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -102,7 +103,7 @@ def _read_settings(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = tomllib.loads(_read_text(path))
+        data = tomllib.loads(read_config_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     unknown = sorted(set(data) - set(KEYS))

@@ -28,7 +28,7 @@ from agent.sandbox import SandboxPolicy
 from agent.workspace import Workspace
 from hearth.checkpoints import Checkpoints
 from hearth.errors import ConfigError
-from hearth.profiles import Profile, apply_profile
+from hearth.profiles import Profile, apply_profile, read_config_text
 from hearth.recorder import Recorder
 from hearth.settings import Settings
 
@@ -56,15 +56,6 @@ def config_parts(config_dir: Path, profile: Profile) -> list[PromptPart]:
     if soul.is_file():
         parts.append(PromptPart("voice", str(soul), read_config_text(soul)))
     return parts
-
-
-def read_config_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def project_part(found: ContextFile) -> PromptPart:
