@@ -141,6 +141,9 @@ class OllamaClient:
         self.stream = stream
         self._sleep = sleep
         self._options = dict(options or {})
+        # False once the server said this model's template has no tools: the calls then come as
+        # text, which the loop parses, from the tool list in the system prompt
+        self.tools_supported = True
         # The read timeout bounds the wait for each chunk; a stream keeps a slow
         # but live model going while a dead one is noticed.
         self._http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), verify=_tls())
@@ -156,14 +159,17 @@ class OllamaClient:
             "stream": self.stream,
             "options": {**self._options, "num_ctx": self.num_ctx},
         }
-        if tools:
+        if tools and self.tools_supported:
             body["tools"] = tools
         return body
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        body = self.request_body(messages, tools)
         started = time.monotonic()
-        reply = self._with_retries(lambda: self._post_chat(body))
+        try:
+            reply = self._with_retries(lambda: self._post_chat(self.request_body(messages, tools)))
+        except _NoToolSupport:
+            self.tools_supported = False
+            reply = self._with_retries(lambda: self._post_chat(self.request_body(messages, tools)))
         reply.duration_s = time.monotonic() - started
         return reply
 
@@ -201,11 +207,17 @@ class OllamaClient:
             raise ModelUnavailable(
                 f"model '{self.model}' is not available on {self.base_url}; run: ollama pull {self.model}"
             )
+        if response.status_code == 400 and "does not support tools" in text and self.tools_supported:
+            raise _NoToolSupport(text)
         raise BadReply(f"Ollama at {self.base_url} refused the request (HTTP {response.status_code}): {text}")
 
 
 class _Retryable(Exception):
     """A failure worth another attempt: connection trouble, timeouts, 5xx."""
+
+
+class _NoToolSupport(Exception):
+    """The model's template has no tool support (Ollama answers 400): ask again without `tools`."""
 
 
 def _cause(exc: BaseException) -> str:

@@ -135,3 +135,15 @@ def test_a_server_that_stalls_past_the_timeout_is_unavailable() -> None:
 ])
 def test_host_forms_are_normalised(given: str | None, expected: str) -> None:
     assert normalize_host(given) == expected
+
+
+def test_a_model_without_tool_support_is_asked_again_without_tools_from_then_on() -> None:
+    refusal = Raw(400, '{"error": "registry.ollama.ai/library/gemma:2b does not support tools"}')
+    text_call = {"content": '{"name": "read_file", "arguments": {"path": "a.txt"}}'}
+    with FakeOllama([refusal, text_call, final_answer("done")]) as fake:
+        c = client(fake)
+        first = c.chat(MESSAGES, TOOLS)
+        c.chat(MESSAGES, TOOLS)
+    assert first.content == text_call["content"]  # the loop parses the call from the text
+    assert ["tools" in body for body in fake.requests] == [True, False, False]
+    assert c.tools_supported is False
