@@ -28,7 +28,6 @@ the runner records it in the audit and `hearth doctor` fails on it, so it is nev
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time

@@ -23,7 +23,6 @@ from agent.compaction import Compactor, estimate_tokens  # noqa: E402
 from agent.hearth_tools import call_tool, visible_tools  # noqa: E402
 from agent.loop import Loop, ToolBox  # noqa: E402
 from agent.ollama_client import OllamaClient  # noqa: E402
-from agent.parsing import ToolCall  # noqa: E402
 from agent.prompt import render_system_prompt  # noqa: E402
 from agent.sandbox import SandboxPolicy, run_sandboxed  # noqa: E402
 from agent.workspace import Workspace  # noqa: E402

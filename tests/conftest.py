@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,17 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HEARTH_OLLAMA_BACKOFF_S", "0.01")
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     return path
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener on loopback that accepts nothing by itself: tests count who reached it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()
 
 
 @pytest.fixture

@@ -83,16 +83,6 @@ def test_run_command_cannot_see_the_state_dir_under_bwrap(base: Path) -> None:
         f"cat: {base}/state/audit.db: No such file or directory", "agents", "", "[exit code 0]"]
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
 def connect(server: socket.socket) -> str:
     port = server.getsockname()[1]
     return f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""

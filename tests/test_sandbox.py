@@ -49,16 +49,6 @@ def ws(host_tmp: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
 def run(command: str, ws: Path, kind: str, *, timeout_s: float = 20, output_limit: int = 64_000,
         **policy: object) -> CommandResult:
     return run_sandboxed(command, ws, policy=SandboxPolicy(kind=kind, **policy), timeout_s=timeout_s,
