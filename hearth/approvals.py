@@ -114,10 +114,11 @@ def record(audit: AuditStore, run_id: str, tool: str, args: dict[str, Any], reas
 
 def find(audit: AuditStore, ident: str) -> Approval | None:
     """An approval by its id or a unique prefix of at least 4 characters."""
-    rows = list(audit.db["approvals"].rows_where("id = ?", [ident]))
-    if not rows and len(ident) >= 4 and ident.isalnum():
-        rows = list(audit.db["approvals"].rows_where("id like ?", [ident + "%"], limit=2))
-    return _from_row(rows[0]) if len(rows) == 1 else None
+    if len(ident) >= 4 and ident.isalnum():
+        row = audit.find_by_id_or_prefix("approvals", ident)
+    else:
+        row = next(iter(audit.db["approvals"].rows_where("id = ?", [ident])), None)
+    return _from_row(row) if row else None
 
 
 def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:

@@ -90,10 +90,13 @@ class AuditStore:
 
     def find_run(self, prefix: str) -> dict[str, Any] | None:
         """A run by its id or a unique prefix of it."""
-        exact = self.run(prefix)
-        if exact:
-            return exact
-        rows = list(self.db["runs"].rows_where("id like ? escape '\\'", [_like_prefix(prefix)], limit=2))
+        return self.find_by_id_or_prefix("runs", prefix)
+
+    def find_by_id_or_prefix(self, table: str, ident: str) -> dict[str, Any] | None:
+        """A row of `table` by its id, else by a prefix that matches exactly one id (`_` and `%` literal)."""
+        rows = list(self.db[table].rows_where("id = ?", [ident], limit=1))
+        if not rows:
+            rows = list(self.db[table].rows_where("id like ? escape '\\'", [_like_prefix(ident)], limit=2))
         return rows[0] if len(rows) == 1 else None
 
     # -- steps -----------------------------------------------------------------------------

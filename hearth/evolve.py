@@ -161,7 +161,6 @@ def _remove_worktree(live: Path, scratch: Path, *, keep_branch: bool) -> None:
 
 # --- the audit ---------------------------------------------------------------------------------
 
-_JSON_FIELDS = ("security_reasons",)
 _BOOL_FIELDS = ("check_passed", "security_flag")
 
 
@@ -191,7 +190,5 @@ def proposals(settings: Settings, limit: int = 20) -> list[Proposal]:
 
 def find_proposal(settings: Settings, prefix: str) -> Proposal | None:
     with AuditStore(settings.audit_path) as audit:
-        rows = list(audit.db["proposals"].rows_where("id = ? or id like ?", [prefix, prefix + "%"], limit=2))
-    exact = [row for row in rows if row["id"] == prefix]
-    chosen = exact or (rows if len(rows) == 1 else [])
-    return _from_row(chosen[0]) if chosen else None
+        row = audit.find_by_id_or_prefix("proposals", prefix)
+    return _from_row(row) if row else None
