@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,7 +70,6 @@ class GoalRequest:
     timeout_s: float | None = None
     num_ctx: int = 8192
     config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
-    extra: dict[str, Any] = field(default_factory=dict)
     credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
     egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
 
@@ -113,7 +111,6 @@ def run_goal(
     approve: Approver | None = None,
     json_lines: bool = False,
     out: TextIO = sys.stdout,
-    before_loop: Callable[[Loop, Recorder], None] | None = None,
     configure_services: ServicesHook | None = None,
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
@@ -126,8 +123,9 @@ def run_goal(
     redactor = load_redactor(settings)
     with AuditStore(settings.audit_path) as audit:
         request, parts, problem = _with_profile(request, settings)
+        kept_goal = redactor(request.goal)  # what the audit and checkpoints keep: no credential value
         audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal),
+            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=kept_goal,
             mode=request.mode or "", source=request.source, requested_by=request.requested_by,
         ))
         try:
@@ -148,21 +146,19 @@ def run_goal(
         checkpoints = Checkpoints(root, run_id, sandbox_policy, exclude=state_inside(state_dir, root),
                                   fresh=request.workspace is None)
         record_checkpoint(audit, recorder, root, checkpoints.before(
-            agent_name=request.agent_name, model=request.model or "", goal=redactor(request.goal)))
+            agent_name=request.agent_name, model=request.model or "", goal=kept_goal))
         with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
             if configure_services:
                 configure_services(services)
             values = run_values(ws.root, run_id, agent_name=request.agent_name, model=request.model or "",
                                 git=checkpoints.git_state())
             loop = _build_loop(request, ws, client, approve, recorder, parts, values)
-            if before_loop:
-                before_loop(loop, recorder)
             context = recall_preface(services, request.goal, settings, recorder)
             outcome = _drive(loop, request, audit, run_id, state, context, redactor)
         record_checkpoint(audit, recorder, root, checkpoints.after(
             outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
-            model=request.model or "", goal=redactor(request.goal)))
-        if isinstance(client, OllamaClient) and model is None:
+            model=request.model or "", goal=kept_goal))
+        if model is None:  # the client is ours to close
             client.close()
     return run_id, outcome
 
