@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agent.sqlite_store import stamp
 from hearth.audit import AuditStore, immediate
 from hearth.errors import HearthError, NotFound
 
@@ -55,10 +56,6 @@ class Approval:
     def status_at(self, now: str) -> str:
         """The status as a reader should see it: a pending row past its deadline is expired."""
         return "expired" if self.status == "pending" and now >= self.expires_at else self.status
-
-
-def stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_stamp(text: str) -> datetime:

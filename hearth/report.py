@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agent.sqlite_store import stamp
 from hearth.audit import AuditStore
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
@@ -84,7 +85,7 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
             raise UsageError(f"--since wants a date (2026-01-31), a date-time or a span (7d, 24h), "
                              f"got {text!r}") from None
         moment = moment.replace(tzinfo=moment.tzinfo or UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return stamp(moment)
 
 
 def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
