@@ -182,8 +182,14 @@ def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
     shown = shown if len(shown) <= 80 else shown[:80] + "..."
     names = TOOLS if allowed is None else [n for n in allowed if n in TOOLS]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
-    hint = f"; did you mean {guess}?" if guess else f"; available: {', '.join(sorted(names))}"
+    hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"
     return f"Error: no tool named {shown!r}{hint}"
+
+
+def _few(names: list[str], most: int = 10) -> str:
+    """At most `most` names: the model has the whole list already, and the error stays one short line."""
+    more = f" and {len(names) - most} more (see the tool list)" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
