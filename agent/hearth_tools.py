@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import policy
+from agent.safety import policy
 from agent.parsing import suggest_tool_name
 from agent.services import RunServices
-from agent.workspace import PathRefused, Workspace
+from agent.safety.workspace import PathRefused, Workspace
 
 RISKS = ("safe", "edit", "dangerous")
 OUTPUT_LIMIT = 16_000

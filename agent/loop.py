@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.compaction import Compactor, Usage
+from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
-from agent.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
+from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
 from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
 
 MAX_UNPARSEABLE = 3

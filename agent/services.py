@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.redaction import no_redaction
-from agent.sandbox import SandboxPolicy
+from agent.safety.redaction import no_redaction
+from agent.safety.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
-    from agent.knowledge import KnowledgeStore
-    from agent.netguard import NetGuard
+    from agent.knowledge.store import KnowledgeStore
+    from agent.net.guard import NetGuard
 
 
 @dataclass

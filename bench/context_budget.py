@@ -19,15 +19,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.compaction import Compactor, estimate_tokens  # noqa: E402
+from agent.context.compaction import Compactor, estimate_tokens  # noqa: E402
 from agent.hearth_tools import call_tool, visible_tools  # noqa: E402
 from agent.loop import Loop, ToolBox  # noqa: E402
-from agent.ollama_client import OllamaClient  # noqa: E402
-from agent.prompt import render_system_prompt  # noqa: E402
-from agent.sandbox import SandboxPolicy, run_sandboxed  # noqa: E402
-from agent.workspace import Workspace  # noqa: E402
-from hearth.checkpoints import Checkpoints  # noqa: E402
-from hearth.runner import GoalRequest, run_goal  # noqa: E402
+from agent.model.ollama_client import OllamaClient  # noqa: E402
+from agent.context.prompt import render_system_prompt  # noqa: E402
+from agent.safety.sandbox import SandboxPolicy, run_sandboxed  # noqa: E402
+from agent.safety.workspace import Workspace  # noqa: E402
+from hearth.run.checkpoints import Checkpoints  # noqa: E402
+from hearth.run.runner import GoalRequest, run_goal  # noqa: E402
 from hearth.settings import Settings  # noqa: E402
 from tests.fake_ollama import FakeOllama, final_answer, tool_call  # noqa: E402
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.commands_guard import auto_approved, floor_violation  # noqa: E402
+from agent.safety.commands_guard import auto_approved, floor_violation  # noqa: E402
 from agent.hearth_tools import TOOLS, call_tool  # noqa: E402
-from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed  # noqa: E402
-from agent.workspace import Workspace  # noqa: E402
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed  # noqa: E402
+from agent.safety.workspace import Workspace  # noqa: E402
 
 COMMAND = "git status --short && ls -la | grep -v '^total' | sort -k5 -n; python3 -m pytest -q tests/ || true"
 # the costliest lines of the longest allowed size found so far (64 KiB): re-read at every level

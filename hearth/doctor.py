@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.hearth_tools import TOOLS
-from agent.prompt import FALLBACKS, unknown_placeholders
-from agent.sandbox import SandboxUnavailable, detect
+from agent.context.prompt import FALLBACKS, unknown_placeholders
+from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.errors import HearthError
-from hearth.profiles import Profile, load_profile, profile_names
-from hearth.prompting import SOUL_FILE, prompt_files, read_config_text
+from hearth.run.profiles import Profile, load_profile, profile_names
+from hearth.run.prompting import SOUL_FILE, prompt_files, read_config_text
 from hearth.settings import Settings
 
 STATUSES = ("ok", "info", "warn", "error")

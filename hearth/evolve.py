@@ -23,11 +23,11 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from agent.ollama_client import ChatModel
-from agent.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
-from hearth.audit import AuditStore, cap, new_run_id, utc_now
+from agent.model.ollama_client import ChatModel
+from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
+from hearth.audit.store import AuditStore, cap, new_run_id, utc_now
 from hearth.errors import UsageError
-from hearth.runner import GoalRequest, run_goal
+from hearth.run.runner import GoalRequest, run_goal
 from hearth.settings import Settings
 
 SELF_TOOLS = ["current_generation", "list_generations", "system_health", "read_self_config",

@@ -8,10 +8,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from agent.ollama_client import DEFAULT_NUM_CTX
-from agent.policy import MODES
+from agent.model.ollama_client import DEFAULT_NUM_CTX
+from agent.safety.policy import MODES
 from hearth.errors import HearthError, UsageError
-from hearth.runner import EXIT_CODES, GoalRequest, exit_code, run_goal
+from hearth.run.runner import EXIT_CODES, GoalRequest, exit_code, run_goal
 from hearth.settings import Settings
 
 EPILOG = f"""\

@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.sqlite_store import stamp
-from hearth.audit import AuditStore
+from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
 from hearth.settings import Settings
-from hearth.state import FINAL_STATES, read_states
+from hearth.run.state import FINAL_STATES, read_states
 
 TOP = 10
 _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.policy import Decision
-from agent.scripted import ScriptedModel
-from hearth.audit import AuditStore
+from agent.safety.policy import Decision
+from agent.model.scripted import ScriptedModel
+from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError
-from hearth.runner import GoalRequest, run_goal
+from hearth.run.runner import GoalRequest, run_goal
 from hearth.settings import Settings
 
 PLAN = "# Plan\n1. write this file\n2. read it back\n"

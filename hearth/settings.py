@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.policy import MODES
+from agent.safety.policy import MODES
 from hearth.errors import ConfigError
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpcore
 
-from agent.netguard import NetGuard
+from agent.net.guard import NetGuard
 
 
 @dataclass

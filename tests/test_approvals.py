@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from hearth import approvals
-from hearth.approvals import ApprovalClosed
-from hearth.approvers import HeadlessApprover, TerminalApprover, choose
-from hearth.audit import AuditStore, RunRecord
+from hearth.audit import approvals
+from hearth.audit.approvals import ApprovalClosed
+from hearth.run.approvers import HeadlessApprover, TerminalApprover, choose
+from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import NotFound
-from hearth.recorder import Recorder
+from hearth.run.recorder import Recorder
 from hearth.settings import Settings
-from hearth.state import StateFile
+from hearth.run.state import StateFile
 
 CALL = ("run_command", {"command": "make deploy"})
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.policy import Decision
-from agent.sandbox import SandboxUnavailable, detect
-from agent.scripted import ScriptedModel
-from hearth.runner import GoalRequest, run_goal
+from agent.safety.policy import Decision
+from agent.safety.sandbox import SandboxUnavailable, detect
+from agent.model.scripted import ScriptedModel
+from hearth.run.runner import GoalRequest, run_goal
 from hearth.settings import Settings
 
 ATTACKS = [

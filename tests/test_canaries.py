@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agent.services import RunServices
-from hearth.runner import GoalRequest, run_goal
+from hearth.run.runner import GoalRequest, run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

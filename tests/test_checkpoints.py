@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent.sandbox import SandboxPolicy
-from hearth.checkpoints import Checkpoints, repository_kind, tag_name
+from agent.safety.sandbox import SandboxPolicy
+from hearth.run.checkpoints import Checkpoints, repository_kind, tag_name
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from agent.hearth_tools import ToolResult, call_tool
-from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 from tests.test_sandbox import accepted, wait_until_gone
 
 PY = sys.executable
@@ -143,8 +143,8 @@ def test_output_is_capped_and_the_exit_code_reported(base: Path, kind: str) -> N
 
 
 def test_run_command_refuses_when_no_sandbox_can_be_set_up(base: Path) -> None:
-    script = ("import sys\nfrom agent.hearth_tools import call_tool\nfrom agent.sandbox import SandboxPolicy\n"
-              "from agent.services import RunServices\nfrom agent.workspace import Workspace\n"
+    script = ("import sys\nfrom agent.hearth_tools import call_tool\nfrom agent.safety.sandbox import SandboxPolicy\n"
+              "from agent.services import RunServices\nfrom agent.safety.workspace import Workspace\n"
               "ws = Workspace(sys.argv[1], services=RunServices(sandbox=SandboxPolicy(kind='bwrap')))\n"
               "print(call_tool('run_command', {'command': 'touch ran'}, ws, mode='bypass').output)\n")
     ws_root = base / "state" / "agents" / "run"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.commands_guard import auto_approved, floor_violation, heads
-from agent.shell_words import parse
+from agent.safety.commands_guard import auto_approved, floor_violation, heads
+from agent.safety.shell_words import parse
 
 WIPES = [
     "rm -rf /", "rm -rf /*", "rm -fr ~", "rm -r $HOME", 'rm -rf "$HOME"/', "rm -rf ${HOME}", "rm -rf ~/..",

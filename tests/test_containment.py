@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from agent.hearth_tools import call_tool
-from agent.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
 from agent.services import RunServices
-from agent.workspace import Workspace, openat2_available
+from agent.safety.workspace import Workspace, openat2_available
 from tests.sandboxed_tools import RACE_CALLS, flip
 
 REPO = Path(__file__).resolve().parent.parent

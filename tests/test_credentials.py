@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.netguard import CredentialRefused
-from agent.redaction import Redactor
-from agent.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
+from agent.net.guard import CredentialRefused
+from agent.safety.redaction import Redactor
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from hearth.credentials import CredentialStore, RunCredentials, check_run_credentials
 from hearth.errors import ConfigError, UsageError
 from tests.conftest import ROOT, run_cli

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.sandbox import SandboxUnavailable, detect
+from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.doctor import check_credentials, check_systemd
 from hearth.settings import Settings
 from tests.conftest import run_cli

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hearth import cli
-from hearth.audit import AuditStore, RunRecord
+from hearth.audit.store import AuditStore, RunRecord
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import FakeSystemctl, listing

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.selfconfig import git
+from agent.safety.selfconfig import git
 from hearth.evolve import security_findings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

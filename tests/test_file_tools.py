@@ -10,7 +10,7 @@ import pytest
 
 from agent.hearth_tools import ToolResult, call_tool
 from agent.tools import search
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 
 
 @pytest.fixture

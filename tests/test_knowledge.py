@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.chunking import chunk_text
+from agent.knowledge.chunking import chunk_text
 from agent.hearth_tools import call_tool
-from agent.indexing import glob_regex
-from agent.knowledge import KnowledgeStore
+from agent.knowledge.indexing import glob_regex
+from agent.knowledge.store import KnowledgeStore
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 
 
 @pytest.fixture
@@ -194,7 +194,7 @@ def test_an_index_that_stops_at_the_file_cap_removes_nothing(tmp_path: Path, sto
     for n in range(5):
         (ws.root / f"f{n}.txt").write_text(f"file number {n}")
     tool(ws, "index_dir")
-    monkeypatch.setattr("agent.indexing.MAX_FILES", 2)
+    monkeypatch.setattr("agent.knowledge.indexing.MAX_FILES", 2)
     out = tool(ws, "index_dir")
     assert "stopped at 2 files" in out and "0 removed" in out
     assert len(store.documents()) == 5

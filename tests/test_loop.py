@@ -10,12 +10,12 @@ import pytest
 
 from agent.hearth_tools import call_tool, visible_tools
 from agent.loop import MAX_UNPARSEABLE, Loop, Outcome, ToolBox
-from agent.ollama_client import OllamaClient
+from agent.model.ollama_client import OllamaClient
 from agent.parsing import ToolCall
-from agent.prompt import render_system_prompt
-from agent.sandbox import SandboxPolicy
+from agent.context.prompt import render_system_prompt
+from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from agent.hearth_tools import call_tool
-from agent.netproxy import GuardProxy
+from agent.net.proxy import GuardProxy
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 from tests.netfixtures import Answer, TestNet, Tripwire, Web
 from tests.test_tls import certificate
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from agent.prompt import unknown_placeholders
-from hearth.profiles import load_profile
-from hearth.prompting import config_parts
+from agent.context.prompt import unknown_placeholders
+from hearth.run.profiles import load_profile
+from hearth.run.prompting import config_parts
 from tests.nixunits import NIX_INSTANTIATE, ROOT, NixError, evaluate, needs_nix
 
 pytestmark = needs_nix

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from agent.ollama_client import BadReply, ModelUnavailable, OllamaClient, normalize_host
+from agent.model.ollama_client import BadReply, ModelUnavailable, OllamaClient, normalize_host
 from agent.parsing import ToolCall
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 

@@ -13,11 +13,11 @@ import pytest
 from agent.hearth_tools import TOOLS, Tool, call_tool, register, risk_of, visible_tools
 from agent.loop import Loop, ToolBox
 from agent.parsing import ToolCall
-from agent.policy import MODES, Decision
-from agent.sandbox import SandboxPolicy
-from agent.scripted import ScriptedModel
+from agent.safety.policy import MODES, Decision
+from agent.safety.sandbox import SandboxPolicy
+from agent.model.scripted import ScriptedModel
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 
 # The risk classes of the engine spec; a tool registered under one of these names must carry it.
 SPEC_RISKS = {
@@ -34,7 +34,7 @@ MANIFESTS = ["all", "only-this", "all-but-this", "empty"]
 
 
 def expected_action(risk: str, mode: str, listed: bool) -> str:
-    """The issue's table, written out independently of agent.policy."""
+    """The issue's table, written out independently of agent.safety.policy."""
     if not listed:
         return "deny"
     if mode == "bypass":

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from hearth.errors import ConfigError, UsageError
-from hearth.profiles import MAX_ITERATIONS, apply_profile, load_profile, profile_names
-from hearth.runner import MAX_ITERS_CEILING, GoalRequest, run_goal
+from hearth.run.profiles import MAX_ITERATIONS, apply_profile, load_profile, profile_names
+from hearth.run.runner import MAX_ITERS_CEILING, GoalRequest, run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

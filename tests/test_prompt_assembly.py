@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from agent.prompt import FALLBACKS, PromptPart, compose, fill, freeze_values, local_timezone, unknown_placeholders
-from hearth.runner import GoalRequest, run_goal
+from agent.context.prompt import FALLBACKS, PromptPart, compose, fill, freeze_values, local_timezone, unknown_placeholders
+from hearth.run.runner import GoalRequest, run_goal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 

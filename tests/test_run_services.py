@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from agent.loop import Event
-from agent.redaction import Redactor
-from agent.sandbox import SandboxPolicy
-from hearth.audit import AuditStore, RunRecord
+from agent.safety.redaction import Redactor
+from agent.safety.sandbox import SandboxPolicy
+from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
-from hearth.recorder import Recorder
-from hearth.runner import GoalRequest
-from hearth.runservices import run_services
+from hearth.run.recorder import Recorder
+from hearth.run.runner import GoalRequest
+from hearth.run.services import run_services
 from hearth.settings import Settings
-from hearth.state import StateFile
+from hearth.run.state import StateFile
 
 
 def test_network_and_recall_settings_come_from_the_environment(tmp_path: Path) -> None:

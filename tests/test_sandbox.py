@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
+from agent.safety.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
 
 # The real interpreter, not the venv link: a checkout under /tmp is hidden by the private /tmp.
 PY = os.path.realpath(sys.executable)
@@ -248,7 +248,7 @@ def test_auto_prefers_bwrap_and_unknown_kinds_are_refused() -> None:
 
 def test_auto_falls_back_to_landlock_when_bwrap_is_missing(ws: Path) -> None:
     require("landlock")
-    script = ("import sys\nfrom agent.sandbox import SandboxPolicy, run_sandboxed\n"
+    script = ("import sys\nfrom agent.safety.sandbox import SandboxPolicy, run_sandboxed\n"
               "result = run_sandboxed('echo hi > f && read x < f && echo $x', sys.argv[1], policy=SandboxPolicy(), timeout_s=10)\n"
               "print(result.sandbox, result.output.strip())\n")
     # a real process whose PATH has no bwrap, so the probe genuinely fails (only shell builtins run)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent.hearth_tools import ToolResult, call_tool
-from agent.selfconfig import _run_group, git
+from agent.safety.selfconfig import _run_group, git
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 from tests.fake_ollama import FakeOllama
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

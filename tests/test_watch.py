@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from hearth.audit import AuditStore, RunRecord
+from hearth.audit.store import AuditStore, RunRecord
 from hearth.queue import Queue
 from hearth.request import Request
 from tests.conftest import ROOT, run_cli

@@ -10,9 +10,9 @@ import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from agent.hearth_tools import call_tool
-from agent.netguard import NetGuard
+from agent.net.guard import NetGuard
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 
 
 class Backend:

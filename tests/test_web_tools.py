@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from agent.hearth_tools import call_tool
-from agent.knowledge import KnowledgeStore
-from agent.netguard import CredentialRefused
-from agent.redaction import Redactor
+from agent.knowledge.store import KnowledgeStore
+from agent.net.guard import CredentialRefused
+from agent.safety.redaction import Redactor
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 from tests.netfixtures import Answer, Seen, TestNet, Web
 
 HTML = """<html><head><title>Hearth notes</title></head><body><nav>Home | About | Login</nav>

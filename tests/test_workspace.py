@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.workspace import Entry, PathRefused, Workspace, openat2_available
+from agent.safety.workspace import Entry, PathRefused, Workspace, openat2_available
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = b"outside secret\n"
@@ -223,7 +223,7 @@ def test_failed_write_leaves_old_content_and_no_temp(ws: Workspace, resolver: st
     # a real failure: the file size limit makes write(2) fail with EFBIG half way
     script = (
         "import resource, signal, sys\n"
-        "from agent.workspace import Workspace\n"
+        "from agent.safety.workspace import Workspace\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
         "try:\n"

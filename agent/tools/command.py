@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.sandbox import SandboxUnavailable, run_sandboxed
-from agent.workspace import Workspace
+from agent.safety.sandbox import SandboxUnavailable, run_sandboxed
+from agent.safety.workspace import Workspace
 
 MAX_TIMEOUT_S = 600
 COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the command runs

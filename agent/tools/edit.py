@@ -15,7 +15,7 @@ from typing import Any
 from agent.hearth_tools import Tool, ToolFailed, register
 from agent.tools.files import PATH
 from agent.tools.search import candidate_files
-from agent.workspace import PathRefused, Workspace
+from agent.safety.workspace import PathRefused, Workspace
 
 EDIT_LIMIT = 2_000_000  # bytes of a file edit tools will change
 MAX_CHANGED_FILES = 200

@@ -6,7 +6,7 @@ import posixpath
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.workspace import Entry, PathRefused, Workspace
+from agent.safety.workspace import Entry, PathRefused, Workspace
 
 READ_LIMIT = 64_000
 WRITE_LIMIT = 1_000_000  # characters of content; bigger files are built in steps or by a command

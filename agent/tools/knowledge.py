@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.indexing import index_directory
-from agent.knowledge import KnowledgeStore, scopes_for
-from agent.workspace import Workspace
+from agent.knowledge.indexing import index_directory
+from agent.knowledge.store import KnowledgeStore, scopes_for
+from agent.safety.workspace import Workspace
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000

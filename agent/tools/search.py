@@ -15,7 +15,7 @@ from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
 from agent.tools.files import SKIP_DIRS, bounded, kind_of
-from agent.workspace import PathRefused, Workspace
+from agent.safety.workspace import PathRefused, Workspace
 
 SEARCH_SECONDS = 10.0
 FILE_LIMIT = 2_000_000  # bytes searched per file

@@ -4,7 +4,7 @@ current_generation / list_generations read the NixOS system profile; system_heal
 memory, disk, Ollama and failed hearth units; read_self_config / write_self_config / git_status /
 git_diff / nix_check work on the config repository the appliance hands the run
 (``RunServices.config_repo``; without one they refuse). Paths there go through a Workspace rooted
-at the repository plus ``agent.selfconfig.guard``. On a host that is not NixOS the generation
+at the repository plus ``agent.safety.selfconfig.guard``. On a host that is not NixOS the generation
 tools say so plainly. Every tool here is safe (read-only) except write_self_config (edit).
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.ollama_client import probe
-from agent.selfconfig import GitFailed, git, guard, is_git_repo, nix_flake_check
+from agent.model.ollama_client import probe
+from agent.safety.selfconfig import GitFailed, git, guard, is_git_repo, nix_flake_check
 from agent.services import RunServices
-from agent.workspace import Workspace
+from agent.safety.workspace import Workspace
 
 _LINK = re.compile(r"^system-(\d+)-link$")
 READ_LIMIT = 64_000

@@ -1,6 +1,6 @@
 """Web tools: web_fetch, http_request, fetch_to_kb (web_search lives in agent/tools/websearch.py).
 
-Every URL goes through the run's NetGuard (`ws.services.net`) via `agent.webclient`; credentials
+Every URL goes through the run's NetGuard (`ws.services.net`) via `agent.net.client`; credentials
 are resolved by name (`cred:NAME` in a header value) through `ws.services.credentials` at send
 time, and every result passes the run's redactor in `call_tool`.
 """
@@ -11,11 +11,11 @@ import json
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.netguard import NetError, NetGuard
-from agent.readable import Page, readable
+from agent.net.guard import NetError, NetGuard
+from agent.net.readable import Page, readable
 from agent.tools.knowledge import scope_arg, store_of
-from agent.webclient import TIMEOUT_S, Reply, request
-from agent.workspace import Workspace
+from agent.net.client import TIMEOUT_S, Reply, request
+from agent.safety.workspace import Workspace
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.hearth_tools import Tool, ToolFailed, register
-from agent.netguard import NetRefused
-from agent.netproxy import GuardProxy
+from agent.net.guard import NetRefused
+from agent.net.proxy import GuardProxy
 from agent.tools.web import guard_of
-from agent.webclient import TIMEOUT_S
-from agent.workspace import Workspace
+from agent.net.client import TIMEOUT_S
+from agent.safety.workspace import Workspace
 
 MAX_RESULTS = 20
 PROVIDER_HOST = "html.duckduckgo.com"  # what ddgs' duckduckgo engine connects to

@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from hearth import approvals
-from hearth.approvals import Approval
-from hearth.audit import AuditStore
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval
+from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
 from hearth.render import print_json, table
 from hearth.settings import Settings

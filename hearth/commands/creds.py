@@ -8,7 +8,7 @@ import sys
 
 from hearth.errors import UsageError
 from hearth.render import print_json, table
-from hearth.runservices import credential_store
+from hearth.run.services import credential_store
 from hearth.settings import Settings
 
 

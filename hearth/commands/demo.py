@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent.policy import Decision
-from agent.scripted import ScriptedModel
+from agent.safety.policy import Decision
+from agent.model.scripted import ScriptedModel
 from hearth.demo import GOAL, demo_script, pick_real_model
-from hearth.runner import GoalRequest, exit_code, run_goal
+from hearth.run.runner import GoalRequest, exit_code, run_goal
 from hearth.settings import Settings
 
 

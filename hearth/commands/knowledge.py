@@ -8,9 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from agent.indexing import MAX_FILE_BYTES, index_directory
-from agent.knowledge import KnowledgeStore, scopes_for
-from agent.workspace import PathRefused, Workspace
+from agent.knowledge.indexing import MAX_FILE_BYTES, index_directory
+from agent.knowledge.store import KnowledgeStore, scopes_for
+from agent.safety.workspace import PathRefused, Workspace
 from hearth.errors import NotFound, UsageError
 from hearth.render import print_json, table
 from hearth.settings import Settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.audit import AuditStore
+from hearth.audit.store import AuditStore
 from hearth.render import print_json, table
 from hearth.report import active_runs, build_report, headline, markdown, parse_since, sections
 from hearth.settings import Settings

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from hearth.audit import AuditStore
+from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
 from hearth.render import print_json, table
 from hearth.settings import Settings

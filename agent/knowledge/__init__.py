@@ -1,0 +1,1 @@
+"""The knowledge base and long-term memory: store, chunking, indexing, recall."""

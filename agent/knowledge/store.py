@@ -1,0 +1,316 @@
+"""The knowledge base and long-term memory: one SQLite file (sqlite-utils, FTS5, BM25 ranking).
+
+Shared by every run; each row has a scope, `global` or `agent:NAME`, and a run sees the global
+rows plus its own agent's. Documents are split into overlapping chunks; each chunk keeps a content
+hash, so re-adding a changed document rewrites only the chunks that changed, and re-adding an
+unchanged one costs one hash comparison. Lessons (`remember`) are short texts with tags.
+
+Writers take the write lock up front (BEGIN IMMEDIATE) and the file is in WAL mode with a busy
+timeout, so several runs can write at once. Chunking lives in `agent/chunking.py`, the walk of
+a directory in `agent/indexing.py`; this module stores and ranks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from agent.knowledge.chunking import chunk_text
+from agent.sqlite_store import immediate, migrate, open_database, utc_now
+
+MAX_QUERY_TERMS = 24
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = frozenset(
+    "a an and are as at be but by can could do does for from has have how i if in into is it its "
+    "me my no not of on or our should so than that the their them then there these this to was we "
+    "what when where which who why will with would you your please".split()
+)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def document_hash(title: str, text: str) -> str:
+    return content_hash(f"{title}\0{text}")
+
+
+def scopes_for(agent_name: str | None) -> tuple[str, ...]:
+    """What a run of this agent sees: the global scope and its own."""
+    return ("global",) if not agent_name else ("global", f"agent:{agent_name}")
+
+
+def fts_query(text: str) -> str | None:
+    """Free text -> an FTS5 query: each word quoted (no operator injection), OR'ed, stopwords dropped."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    kept = [w for w in words if w not in STOPWORDS] or words
+    kept = kept[:MAX_QUERY_TERMS]
+    return " OR ".join(f'"{w}"' for w in kept) if kept else None
+
+
+def snippet(text: str, query: str, width: int = 320) -> str:
+    """About `width` characters of text around the first place a query word (or its stem) occurs."""
+    words = [w for w in (fts_query(query) or "").replace('"', "").split(" OR ") if w]
+    stems = sorted({w[: max(4, len(w) - 3)] for w in words}, key=len, reverse=True)
+    found = re.search(r"\b(?:" + "|".join(map(re.escape, stems)) + ")", text, re.I) if stems else None
+    start = max(0, (found.start() if found else 0) - width // 4)
+    if start:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < start + 30 else start
+    piece = " ".join(text[start:start + width].split())
+    return ("… " if start else "") + piece + (" …" if start + width < len(text) else "")
+
+
+def scope_token(scope: str) -> str:
+    """One index token per scope that no other scope (nor any word) can produce: s + hex."""
+    return "s" + scope.encode().hex()
+
+
+def _chunk_match(query: str, scopes: Iterable[str] | None) -> str | None:
+    words = fts_query(query)
+    if words is None:
+        return None
+    match = "{title text} : (" + words + ")"
+    if scopes is not None:
+        match += " AND scope : (" + " OR ".join(f'"{scope_token(s)}"' for s in scopes) + ")"
+    return match
+
+
+@dataclass
+class Hit:
+    chunk_id: int
+    doc_id: int
+    title: str
+    source: str
+    scope: str
+    snippet: str
+    text: str
+    score: float
+
+
+@dataclass
+class Lesson:
+    id: int
+    scope: str
+    lesson: str
+    tags: str
+    created_at: str
+    score: float = 0.0
+
+
+@dataclass
+class Stored:
+    """What one add did: the document's id and how many chunks were added, kept and removed."""
+
+    doc_id: int
+    added: int
+    kept: int
+    removed: int
+    unchanged: bool = False
+
+
+def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
+    db["documents"].create({
+        "id": int, "scope": str, "source": str, "title": str, "kind": str, "collection": str,
+        "content_hash": str, "chars": int, "created_at": str, "updated_at": str,
+    }, pk="id")
+    db["documents"].create_index(["scope", "source"], unique=True)
+    db["documents"].create_index(["collection"])
+    db["chunks"].create({"id": int, "doc_id": int, "seq": int, "hash": str, "title": str, "text": str,
+                         "scope": str}, pk="id", foreign_keys=[("doc_id", "documents", "id")])
+    db["chunks"].create_index(["doc_id", "hash"])
+    # scope is indexed as one token per chunk, so a scope filter is an FTS intersection rather than
+    # a row lookup per match (half the cost of a search over 10,000 chunks)
+    db["chunks"].enable_fts(["title", "text", "scope"], tokenize="porter unicode61", create_triggers=True)
+
+
+def k002_lessons(db: sqlite_utils.Database) -> None:
+    db["lessons"].create({"id": int, "scope": str, "lesson": str, "tags": str, "hash": str,
+                          "run_id": str, "created_at": str}, pk="id")
+    db["lessons"].create_index(["scope", "hash"], unique=True)
+    db["lessons"].enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons]
+
+
+class KnowledgeStore:
+    """The knowledge base and memory in one SQLite file; see the module docstring."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self.db = open_database(self.path, check_same_thread=False)
+        migrate(self.db, MIGRATIONS)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> KnowledgeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """One write transaction, the lock taken up front so two writers wait instead of failing."""
+        with immediate(self.db):
+            yield
+
+    # -- documents -------------------------------------------------------------------------
+    def add(self, text: str, *, title: str, source: str, scope: str = "global", kind: str = "note",
+            collection: str | None = None) -> Stored:
+        """Add or update the document (scope, source); only changed chunks are rewritten."""
+        with self.writing():
+            return self.put(text, title, source, scope, kind, collection)
+
+    def put(self, text: str, title: str, source: str, scope: str, kind: str,
+            collection: str | None) -> Stored:
+        """`add` for callers that hold `writing()` already (a batch of files)."""
+        digest = document_hash(title, text)
+        row = self.db.execute("select id, content_hash, collection from documents where scope = ? and source = ?",
+                              [scope, source]).fetchone()
+        now = self.clock()
+        if row and row[1] == digest:
+            if collection and row[2] != collection:  # the same file, now indexed from another directory
+                self.db["documents"].update(row[0], {"collection": collection})
+            return Stored(row[0], 0, self._chunk_count(row[0]), 0, unchanged=True)
+        fields = {"title": title, "kind": kind, "collection": collection, "content_hash": digest,
+                  "chars": len(text), "updated_at": now}
+        if row:
+            doc_id = row[0]
+            self.db["documents"].update(doc_id, fields)
+        else:
+            doc_id = self.db["documents"].insert({"scope": scope, "source": source, "created_at": now,
+                                                  **fields}).last_pk
+        return self._sync_chunks(doc_id, title, scope, chunk_text(text))
+
+    def _sync_chunks(self, doc_id: int, title: str, scope: str, chunks: list[str]) -> Stored:
+        old = self.db.execute("select id, hash, title from chunks where doc_id = ?", [doc_id]).fetchall()
+        wanted = {content_hash(c): (seq, c) for seq, c in reversed(list(enumerate(chunks)))}
+        kept: dict[str, int] = {}
+        for cid, digest, old_title in old:  # a chunk is kept when its text and title are unchanged
+            if digest in wanted and old_title == title and digest not in kept:
+                kept[digest] = cid
+        stale = [cid for cid, digest, _ in old if kept.get(digest) != cid]
+        for start in range(0, len(stale), 500):
+            part = stale[start:start + 500]
+            self.db.execute(f"delete from chunks where id in ({','.join('?' * len(part))})", part)
+        rows = [{"doc_id": doc_id, "seq": seq, "hash": h, "title": title, "text": c, "scope": scope_token(scope)}
+                for h, (seq, c) in wanted.items() if h not in kept]
+        if rows:
+            self.db["chunks"].insert_all(rows)
+        for digest, cid in kept.items():  # a kept chunk may have moved; its text (and index) stays
+            self.db.execute("update chunks set seq = ? where id = ? and seq != ?", [wanted[digest][0], cid, wanted[digest][0]])
+        return Stored(doc_id, len(rows), len(kept), len(stale))
+
+    def _chunk_count(self, doc_id: int) -> int:
+        return self.db.execute("select count(*) from chunks where doc_id = ?", [doc_id]).fetchone()[0]
+
+    def collection_hashes(self, collection: str, scope: str) -> dict[str, str]:
+        """source -> content hash of every document indexed from one directory."""
+        rows = self.db.execute("select source, content_hash from documents where collection = ? and scope = ?",
+                               [collection, scope]).fetchall()
+        return dict(rows)
+
+    def remove(self, ref: str | int, scopes: Iterable[str] | None = None) -> int:
+        """Remove documents by id or by source; returns how many went."""
+        docs = self._find_documents(ref, scopes)
+        with self.writing():
+            for doc_id in docs:
+                self.db.execute("delete from chunks where doc_id = ?", [doc_id])
+                self.db.execute("delete from documents where id = ?", [doc_id])
+        return len(docs)
+
+    def remove_sources(self, sources: Iterable[str], scope: str) -> int:
+        """Inside a write transaction: drop these documents (files deleted since the last index)."""
+        count = 0
+        for source in sources:
+            row = self.db.execute("select id from documents where scope = ? and source = ?", [scope, source]).fetchone()
+            if row:
+                self.db.execute("delete from chunks where doc_id = ?", [row[0]])
+                self.db.execute("delete from documents where id = ?", [row[0]])
+                count += 1
+        return count
+
+    def _find_documents(self, ref: str | int, scopes: Iterable[str] | None) -> list[int]:
+        where, params = _scope_clause(scopes, "scope")
+        if isinstance(ref, int) or str(ref).isdigit():
+            sql, key = f"select id from documents where id = ?{where}", int(ref)
+        else:
+            sql, key = f"select id from documents where source = ?{where}", str(ref)
+        return [r[0] for r in self.db.execute(sql, [key, *params]).fetchall()]
+
+    def documents(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        where, params = _scope_clause(scopes, "d.scope")
+        sql = ("select d.id, d.scope, d.title, d.source, d.kind, d.chars, d.updated_at, "
+               "(select count(*) from chunks c where c.doc_id = d.id) as chunks "
+               f"from documents d where 1 = 1{where} order by d.updated_at desc, d.id desc limit ?")
+        return [dict(zip(("id", "scope", "title", "source", "kind", "chars", "updated_at", "chunks"), row))
+                for row in self.db.execute(sql, [*params, limit]).fetchall()]
+
+    def search(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Hit]:
+        """The k chunks that best match query, best first (BM25; a title match counts double)."""
+        match = _chunk_match(query, scopes)
+        if match is None:
+            return []
+        # rank by score alone, then fetch the k best rows; snippets are cut in Python (FTS5's
+        # snippet() in the ranking query runs for every match, and with MATCH again costs 2 ms)
+        ranked = dict(self.db.execute("select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
+                                      "where chunks_fts match ? order by score limit ?", [match, k]).fetchall())
+        if not ranked:
+            return []
+        sql = ("select c.id, c.doc_id, c.title, d.source, d.scope, c.text from chunks c "
+               f"join documents d on d.id = c.doc_id where c.id in ({','.join('?' * len(ranked))})")
+        hits = [Hit(cid, doc, title, source, scope, snippet(text, query), text, ranked[cid])
+                for cid, doc, title, source, scope, text in self.db.execute(sql, list(ranked)).fetchall()]
+        return sorted(hits, key=lambda hit: hit.score)
+
+    # -- lessons ---------------------------------------------------------------------------
+    def remember(self, lesson: str, *, tags: str = "", scope: str = "global", run_id: str = "") -> tuple[int, bool]:
+        """Store a lesson; (id, False) when the same lesson is already stored in that scope."""
+        digest = content_hash(" ".join(lesson.split()).lower())
+        with self.writing():
+            row = self.db.execute("select id from lessons where scope = ? and hash = ?", [scope, digest]).fetchone()
+            if row:
+                return row[0], False
+            record = {"scope": scope, "lesson": lesson, "tags": tags, "hash": digest, "run_id": run_id,
+                      "created_at": self.clock()}
+            return self.db["lessons"].insert(record).last_pk, True
+
+    def recall(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Lesson]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = _scope_clause(scopes, "l.scope")
+        sql = ("select l.id, l.scope, l.lesson, l.tags, l.created_at, bm25(lessons_fts, 1.0, 0.5) as score "
+               "from lessons_fts join lessons l on l.id = lessons_fts.rowid "
+               f"where lessons_fts match ?{where} order by score limit ?")
+        return [Lesson(*row) for row in self.db.execute(sql, [match, *params, k]).fetchall()]
+
+    def lessons(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[Lesson]:
+        where, params = _scope_clause(scopes, "scope")
+        sql = f"select id, scope, lesson, tags, created_at from lessons where 1 = 1{where} order by id desc limit ?"
+        return [Lesson(*row) for row in self.db.execute(sql, [*params, limit]).fetchall()]
+
+    def forget(self, lesson_id: int, scopes: Iterable[str] | None = None) -> bool:
+        where, params = _scope_clause(scopes, "scope")
+        with self.writing():
+            cursor = self.db.execute(f"delete from lessons where id = ?{where}", [lesson_id, *params])
+        return cursor.rowcount > 0
+
+
+def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[str]]:
+    if scopes is None:
+        return "", []
+    wanted = list(scopes)
+    return f" and {column} in ({','.join('?' * len(wanted))})", wanted
+

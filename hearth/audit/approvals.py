@@ -1,0 +1,216 @@
+"""Approvals in the audit store: one row per dangerous call that had to ask, and its verdict.
+
+    pending --hearth approve ID--> approved
+            --hearth deny ID-----> denied
+            --nobody in time-----> expired      (a headless run treats it as deny)
+            --run interrupted----> cancelled    (the call never runs)
+
+Each move out of `pending` is one compare-and-set inside a write transaction, so an approve that
+races the timeout has exactly one winner. An approval is bound to the call it was asked for:
+`call_hash` is SHA-256 over the tool name and the canonical JSON of its arguments, and the run
+that waits checks it before it runs anything. Decisions taken at a terminal are recorded here too
+(born decided), so every verdict, who gave it, when, and the timeout are in one table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import secrets
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent.sqlite_store import stamp
+from hearth.audit.store import AuditStore, immediate
+from hearth.errors import HearthError, NotFound
+
+REVIEW_LIMIT = 64_000  # characters of arguments a person can be asked to review
+Clock = Callable[[], datetime]
+
+
+class ApprovalClosed(HearthError):
+    """The approval was already decided or has expired; nothing was changed (exit 1)."""
+
+
+@dataclass
+class Approval:
+    id: str
+    run_id: str
+    tool: str
+    arguments: str  # canonical JSON
+    call_hash: str
+    reason: str
+    via: str  # 'queue' (decided from another shell) | 'terminal'
+    status: str  # pending | approved | denied | expired | cancelled
+    requested_at: str
+    expires_at: str
+    timeout_s: float
+    decided_at: str | None = None
+    decided_by: str | None = None
+    note: str | None = None
+
+    def status_at(self, now: str) -> str:
+        """The status as a reader should see it: a pending row past its deadline is expired."""
+        return "expired" if self.status == "pending" and now >= self.expires_at else self.status
+
+
+def parse_stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def utc_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def canonical_arguments(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def call_hash(tool: str, args: dict[str, Any]) -> str:
+    return hashlib.sha256(f"{tool}\0{canonical_arguments(args)}".encode()).hexdigest()
+
+
+def operator_name() -> str:
+    """Who is deciding: the login name, and the sudo caller behind it if there is one."""
+    try:
+        name = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        name = f"uid {os.getuid()}"
+    caller = os.environ.get("SUDO_USER")
+    return f"{caller} (sudo as {name})" if caller and caller != name else name
+
+
+def ask(audit: AuditStore, run_id: str, tool: str, args: dict[str, Any], reason: str, *,
+        timeout_s: float, via: str = "queue", now: Clock = utc_clock) -> Approval:
+    """Write a pending approval for this exact call; it expires ``timeout_s`` from now."""
+    started = now()
+    approval = Approval(
+        id=secrets.token_hex(5), run_id=run_id, tool=tool, arguments=canonical_arguments(args),
+        call_hash=call_hash(tool, args), reason=reason, via=via, status="pending",
+        requested_at=stamp(started), expires_at=stamp(started + timedelta(seconds=timeout_s)), timeout_s=timeout_s,
+    )
+    audit.db["approvals"].insert(asdict(approval))
+    return approval
+
+
+def record(audit: AuditStore, run_id: str, tool: str, args: dict[str, Any], reason: str, *, granted: bool,
+           by: str, note: str = "", timeout_s: float = 0.0, asked_at: datetime | None = None,
+           now: Clock = utc_clock) -> Approval:
+    """An approval decided on the spot (at a terminal), recorded like any other."""
+    asked = asked_at or now()
+    approval = ask(audit, run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
+    status = "approved" if granted else "expired" if by == "timeout" else "denied"
+    decided = {"status": status, "decided_at": stamp(now()), "decided_by": by, "note": note or None}
+    audit.db["approvals"].update(approval.id, decided)
+    return Approval(**{**asdict(approval), **decided})
+
+
+def find(audit: AuditStore, ident: str) -> Approval | None:
+    """An approval by its id or a unique prefix of at least 4 characters."""
+    if len(ident) >= 4 and ident.isalnum():
+        row = audit.find_by_id_or_prefix("approvals", ident)
+    else:
+        row = next(iter(audit.db["approvals"].rows_where("id = ?", [ident])), None)
+    return _from_row(row) if row else None
+
+
+def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:
+    """Pending approvals still open (oldest first), or with ``everything`` the latest of any status."""
+    if everything:
+        rows = audit.db["approvals"].rows_where(order_by="requested_at desc, rowid desc", limit=limit)
+        return [_from_row(r) for r in rows]
+    rows = audit.db["approvals"].rows_where("status = 'pending' and expires_at > ?", [stamp(now())],
+                                            order_by="requested_at, rowid", limit=limit)
+    return [_from_row(r) for r in rows]
+
+
+def decide(audit: AuditStore, ident: str, *, granted: bool, by: str, note: str = "",
+           now: Clock = utc_clock) -> Approval:
+    """Approve or deny a pending approval; ApprovalClosed when it is decided or expired already."""
+    with immediate(audit.db):
+        approval = find(audit, ident)
+        if approval is None:
+            raise NotFound(f"no approval with id {ident!r}; see: hearth approvals")
+        moment = stamp(now())
+        closed = _closed_reason(approval, moment)
+        if closed is None:
+            status = "approved" if granted else "denied"
+            _move(audit, approval.id, status, moment, by, note or None)
+        elif approval.status == "pending":  # past its deadline: say so in the row too
+            _move(audit, approval.id, "expired", approval.expires_at, "timeout", _timeout_note(approval))
+    if closed is not None:
+        raise ApprovalClosed(closed)
+    found = find(audit, approval.id)
+    assert found is not None
+    return found
+
+
+def _closed_reason(approval: Approval, moment: str) -> str | None:
+    status = approval.status_at(moment)
+    if status == "pending":
+        return None
+    if status == "expired":
+        return (f"approval {approval.id} expired at {approval.expires_at} (its run treats that as deny); "
+                "nothing changed")
+    return f"approval {approval.id} was already {status} by {approval.decided_by} at {approval.decided_at}; nothing changed"
+
+
+def _timeout_note(approval: Approval) -> str:
+    return f"no decision within {approval.timeout_s:g}s; an unanswered approval is a deny"
+
+
+def _move(audit: AuditStore, approval_id: str, status: str, moment: str, by: str, note: str | None) -> bool:
+    """Compare-and-set out of pending; False when someone else moved it first."""
+    cursor = audit.db.execute(
+        "update approvals set status = ?, decided_at = ?, decided_by = ?, note = ? where id = ? and status = 'pending'",
+        [status, moment, by, note, approval_id])
+    return cursor.rowcount == 1
+
+
+def expire(audit: AuditStore, approval_id: str) -> Approval:
+    """Close a pending approval as expired (if nobody decided it first) and return the final row."""
+    with immediate(audit.db):
+        approval = find(audit, approval_id)
+        assert approval is not None
+        _move(audit, approval_id, "expired", approval.expires_at, "timeout", _timeout_note(approval))
+    final = find(audit, approval_id)
+    assert final is not None
+    return final
+
+
+def cancel(audit: AuditStore, approval_id: str, note: str) -> None:
+    """Close a pending approval whose run stopped waiting, so nobody approves a call that cannot run."""
+    with immediate(audit.db):
+        _move(audit, approval_id, "cancelled", stamp(utc_clock()), "run", note)
+
+
+def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
+    """Close what a dead run left waiting (it was killed and cannot run the call); how many were open."""
+    cursor = audit.db.execute(
+        "update approvals set status = 'cancelled', decided_at = ?, decided_by = 'run', note = ? "
+        "where run_id = ? and status = 'pending'", [stamp(utc_clock()), note, run_id])
+    return cursor.rowcount
+
+
+def wait(audit: AuditStore, approval: Approval, *, now: Clock = utc_clock,
+         sleep: Callable[[float], None], poll_s: float = 0.2) -> Approval:
+    """Poll until the approval is decided or expires; returns the final row."""
+    deadline = parse_stamp(approval.expires_at)
+    while True:
+        current = find(audit, approval.id)
+        assert current is not None
+        if current.status != "pending":
+            return current
+        left = (deadline - now()).total_seconds()
+        if left <= 0:
+            return expire(audit, approval.id)
+        sleep(min(poll_s, left))
+
+
+def _from_row(row: dict[str, Any]) -> Approval:
+    names = {f.name for f in fields(Approval)}
+    return Approval(**{k: v for k, v in row.items() if k in names})

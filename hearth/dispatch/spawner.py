@@ -1,0 +1,203 @@
+"""The spawner: sweep dead runs, then claim, check and start every request waiting in the queue.
+
+`hearth spawn` (the path unit's service; `--local` without systemd) and `hearth watch` both
+drive a `Spawner`. One pass (`drain`) looks at each incoming name once, oldest first:
+
+    temp name (".x", "x.tmp" ...)  left alone while someone writes it; rejected once abandoned
+    fresh file that is not JSON     left alone for `settle_s`: a writer may still be at it
+    anything else                   claimed (atomic rename), read, checked, admitted, started
+                                    or rejected with its reason, never both, never twice
+
+A claim is the only way to own a file, so two spawners over one queue start each request once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hearth.audit.store import AuditStore, utc_now
+from hearth.audit.requests import FileFacts, admit, record_unfinished
+from hearth.errors import ConfigError
+from hearth.dispatch.launchers import LaunchError, Launcher, LocalLauncher, SystemdLauncher, systemd_booted
+from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
+from hearth.dispatch.claimed import CLAIM_GRACE_S, check, reject, settle
+from hearth.request import Parsed, RequestRefused, parse_request, printable
+from hearth.settings import Settings
+
+SETTLE_S = 2.0  # how long a file that is not yet valid JSON may still be being written
+STALE_TEMP_S = 600.0  # a temp name untouched this long was abandoned by its writer
+IDLE_WAIT_S = 1.0
+
+Report = Callable[[str, str, str], None]  # (what, name, detail): started, rejected, settled ...
+
+
+@dataclass(frozen=True)
+class Pass:
+    retry_in: float | None  # a settling file wants another look after this many seconds
+    blocked: bool  # stopped early: every run slot is taken
+    took: int = 0  # names claimed or moved out of the queue directory in this pass
+
+
+def choose_launcher(settings: Settings, *, local: bool = False, concurrency: int | None = None) -> Launcher:
+    """`--local`, or HEARTH_LAUNCHER, or (auto) systemd when this host runs it."""
+    use_systemd = not local and (settings.launcher == "systemd" or
+                                 (settings.launcher == "auto" and systemd_booted()))
+    if use_systemd:
+        return SystemdLauncher()
+    return LocalLauncher(settings, concurrency or settings.max_local_runs)
+
+
+class Spawner:
+    def __init__(self, settings: Settings, launcher: Launcher, *, report: Report = lambda *a: None,
+                 settle_s: float = SETTLE_S, stale_s: float = STALE_TEMP_S,
+                 grace_s: float = CLAIM_GRACE_S, clock: Callable[[], float] = time.time) -> None:
+        settings.writable_state_dir()
+        try:
+            self.queue = Queue(settings.queue_dir).ensure()
+        except OSError as exc:
+            raise ConfigError(f"cannot use the queue directory {settings.queue_dir}: {exc.strerror or exc}; "
+                              "set HEARTH_QUEUE_DIR to a directory hearth can write") from None
+        self.settings = settings
+        self.launcher = launcher
+        self.report = report
+        self.settle_s, self.stale_s, self.grace_s, self.clock = settle_s, stale_s, grace_s, clock
+        self.audit = AuditStore(settings.audit_path)
+        self.counts: Counter[str] = Counter()
+
+    def close(self) -> None:
+        self.audit.close()
+
+    def __enter__(self) -> Spawner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the whole job of `hearth spawn` --------------------------------------------------------
+    def run(self) -> int:
+        """Sweep, then start everything waiting and wait for local runs; 1 if a launch failed."""
+        self.sweep()
+        while True:
+            self.reap()
+            step = self.drain()
+            if not self.launcher.running() and step.retry_in is None and not step.blocked:
+                break
+            self.launcher.wait([], step.retry_in if step.retry_in is not None else IDLE_WAIT_S)
+        return 1 if self.counts["launch_failed"] else 0
+
+    # -- dead runs ------------------------------------------------------------------------------
+    def sweep(self) -> None:
+        """Settle every claimed request whose process is gone (not our own live children)."""
+        mine = {f"{rid}.json" for rid in self.launcher.running()}
+        for name in sorted(os.listdir(self.queue.claimed)):
+            if name not in mine:
+                self._settled(name, settle(self.queue, self.audit, self.settings, name,
+                                           grace_s=self.grace_s, now=self.clock))
+
+    def reap(self) -> None:
+        """Local runs that ended: a run that died without placing its request is settled now."""
+        for request_id, code in self.launcher.reap():
+            self.report("ended", request_id, f"exit {code}")
+            name = f"{request_id}.json"
+            self._settled(name, settle(self.queue, self.audit, self.settings, name, grace_s=0.0))
+
+    def _settled(self, name: str, outcome: str | None) -> None:
+        if outcome is not None:
+            self.counts[outcome] += 1
+            self.report("settled", printable(name), outcome)
+
+    # -- arrivals -------------------------------------------------------------------------------
+    def drain(self) -> Pass:
+        """One look at every incoming name, while a run slot is free."""
+        retry: float | None = None
+        took = 0
+        for entry in self.queue.incoming():
+            slots = self.launcher.free_slots()
+            if slots is not None and slots <= 0:
+                return Pass(retry, blocked=True, took=took)
+            wait = self._handle(entry)
+            if wait is not None:
+                retry = wait if retry is None else min(retry, wait)
+            elif not is_temp_name(entry.name):
+                took += 1
+        return Pass(retry, blocked=False, took=took)
+
+    def _handle(self, entry: Entry) -> float | None:
+        age = self.clock() - entry.mtime
+        if is_temp_name(entry.name):
+            if age >= self.stale_s:
+                reason = f"an abandoned temporary file (not renamed into place for {int(age)} s)"
+                self._take(entry, refused=reason)
+            return None
+        if entry.kind == "file" and age < self.settle_s and _still_being_written(entry.path):
+            return self.settle_s - age
+        self._take(entry)
+        return None
+
+    def _take(self, entry: Entry, refused: str | None = None) -> None:
+        try:
+            path = self.queue.claim(entry.name)
+        except FileExistsError:
+            stem = printable(entry.name).removesuffix(".json")
+            reason = f"duplicate id: request {stem} is already claimed and running"
+            self._reject(entry.path, reason, _peek(entry.path), None)
+            return
+        if path is None:
+            return  # another spawner claimed it first
+        data: bytes | None = None
+        parsed: Parsed | None = None
+        try:
+            if refused:
+                data = _peek(path)
+                raise RequestRefused(refused)
+            data = read_request_bytes(path)
+            parsed = parse_request(data, entry.name)
+            check(parsed.request)
+            admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
+        except RequestRefused as exc:
+            self._reject(path, str(exc), data, parsed)
+            return
+        self._launch(parsed.request.id, path)
+
+    def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
+        request = parsed.request if parsed else None
+        if reject(self.queue, self.audit, path, reason, data, request=request) is None:
+            return  # someone else moved it first, and recorded it
+        self.counts["rejected"] += 1
+        self.report("rejected", printable(path.name), reason)
+
+    def _launch(self, request_id: str, path: Path) -> None:
+        try:
+            self.launcher.start(request_id)
+        except LaunchError as exc:
+            record_unfinished(self.audit, request_id, "failed", str(exc))
+            self.queue.fail(path, str(exc), run_id=request_id, status="failed")
+            self.counts["launch_failed"] += 1
+            self.report("launch_failed", request_id, str(exc))
+            return
+        self.counts["started"] += 1
+        self.report("started", request_id, "")
+
+
+def _still_being_written(path: Path) -> bool:
+    """True when a fresh file does not parse yet: a writer that does not rename may be at it."""
+    try:
+        json.loads(read_request_bytes(path))
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        return True
+    except (OSError, RecursionError, RequestRefused):
+        return False  # no writer makes these better: the claim path says why
+    return False
+
+
+def _peek(path: Path) -> bytes | None:
+    try:
+        return read_request_bytes(path)
+    except (OSError, RequestRefused):
+        return None

@@ -1,0 +1,114 @@
+"""`hearth watch`: the queue watched with watchdog (inotify), for hosts without systemd.
+
+The same `Spawner` as `hearth spawn --local`. Files already waiting are taken at start; every
+arrival wakes it; a burst is drained pass after pass as run slots free up; a sweep every
+`sweep_every_s` settles runs that died under another spawner. `stop()` (SIGTERM, SIGINT) ends
+it: no new claims, each running run gets SIGTERM and records `interrupted` (request kept).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from hearth.dispatch.spawner import Spawner
+
+SWEEP_EVERY_S = 10.0
+# watchdog holds a "moved out of the directory" event for 0.5 s waiting for its pair, and every
+# event behind it; each claim is such a move. For that long after a claim the loop looks itself.
+MOVE_BLIND_S = 0.5
+BLIND_POLL_S = 0.02
+_ARRIVALS = ("created", "moved", "modified", "closed")
+
+
+class Waker:
+    """A self-pipe: any thread (or a signal handler) pokes it, the main loop's wait returns."""
+
+    def __init__(self) -> None:
+        self.fd, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def poke(self) -> None:
+        try:
+            os.write(self._write, b"x")
+        except BlockingIOError:
+            pass  # already full of pokes: the loop will wake anyway
+
+    def clear(self) -> None:
+        try:
+            while os.read(self.fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        os.close(self.fd)
+        os.close(self._write)
+
+
+class _Arrivals(FileSystemEventHandler):
+    """Wakes the loop for anything that may be a new or finished request in the queue root."""
+
+    def __init__(self, root: Path, wake: Callable[[], None]) -> None:
+        self.root = str(root)
+        self.wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory and event.event_type != "created":
+            return  # the root changing because we moved a file out of it is not news
+        if event.event_type not in _ARRIVALS:
+            return
+        where = event.dest_path if event.event_type == "moved" else event.src_path
+        if os.path.dirname(os.fsdecode(where)) == self.root:
+            self.wake()
+
+
+class Watch:
+    def __init__(self, spawner: Spawner, *, sweep_every_s: float = SWEEP_EVERY_S) -> None:
+        self.spawner = spawner
+        self.sweep_every_s = sweep_every_s
+        self.waker = Waker()
+        self.stopping = False
+
+    def stop(self) -> None:
+        """Safe from a signal handler: sets a flag and wakes the loop."""
+        self.stopping = True
+        self.waker.poke()
+
+    def run(self) -> None:
+        root = self.spawner.queue.root
+        observer = Observer()
+        observer.schedule(_Arrivals(root, self.waker.poke), str(root), recursive=False)
+        observer.start()  # before the first pass, so nothing lands unseen in between
+        try:
+            self._loop()
+        finally:
+            observer.stop()
+            observer.join()
+            self.spawner.launcher.stop()
+            self.spawner.reap()
+            self.waker.close()
+
+    def _loop(self) -> None:
+        self.spawner.sweep()
+        next_sweep = time.monotonic() + self.sweep_every_s
+        blind_until = 0.0
+        while not self.stopping:
+            self.spawner.reap()
+            step = self.spawner.drain()
+            if step.took:
+                blind_until = time.monotonic() + MOVE_BLIND_S
+            timeout = max(0.0, next_sweep - time.monotonic())
+            if step.retry_in is not None:
+                timeout = min(timeout, step.retry_in)
+            if time.monotonic() < blind_until:
+                timeout = min(timeout, BLIND_POLL_S)
+            self.spawner.launcher.wait([self.waker.fd], timeout)
+            self.waker.clear()
+            if time.monotonic() >= next_sweep and not self.stopping:
+                self.spawner.sweep()
+                next_sweep = time.monotonic() + self.sweep_every_s

@@ -1,0 +1,145 @@
+"""Agent profiles: a role prompt and a few settings per agent name, in hearth's config directory.
+
+    $HEARTH_CONFIG_DIR/agents/NAME/AGENTS.md    the role prompt
+    $HEARTH_CONFIG_DIR/agents/NAME/agent.toml   settings, every key optional:
+        name = "NAME"                           must match the directory (the NixOS module writes it)
+        model = "qwen2.5-coder"                 the default model
+        mode = "auto"                           plan | auto | bypass
+        allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
+        max_iterations = 12                     1 to 100
+    $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/prompting.py)
+
+Precedence, per setting: a request field or a command-line flag given explicitly, then the
+profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; HEARTH_MODE, else auto; every
+tool; HEARTH_MAX_ITERATIONS, else 12). A request's allowed_tools replaces the profile's list (it
+does not narrow it).
+
+Built in: `default`, `demo`, `evolve` and `self-test` exist without a directory (no role text, no
+settings), so a bare install works and hearth's own runs need no config. A directory of the same
+name replaces the built-in one. Any other name without a directory is an error that lists the
+profiles there are.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.safety.policy import MODES
+from hearth.errors import ConfigError, UsageError
+from hearth.settings import Settings
+
+BUILTIN = ("default", "demo", "evolve", "self-test")
+SETTINGS_FILE = "agent.toml"
+ROLE_FILE = "AGENTS.md"
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations")
+MAX_ITERATIONS = 100  # the runner's ceiling too (MAX_ITERS_CEILING)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    directory: Path | None = None  # None: built in
+    role: str = ""
+    role_path: Path | None = None
+    model: str | None = None
+    mode: str | None = None
+    allowed_tools: tuple[str, ...] | None = None
+    max_iterations: int | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.directory is None
+
+
+def agents_dir(config_dir: Path) -> Path:
+    return config_dir / "agents"
+
+
+def profile_names(config_dir: Path) -> list[str]:
+    """Every profile a run may name: the built-in ones and each valid directory under agents/."""
+    found = set(BUILTIN)
+    try:
+        found |= {d.name for d in agents_dir(config_dir).iterdir() if d.is_dir() and _NAME.fullmatch(d.name)}
+    except OSError:
+        pass  # no agents directory (or an unreadable one, which doctor reports): built-ins only
+    return sorted(found)
+
+
+def load_profile(config_dir: Path, name: str) -> Profile:
+    """The profile called `name`; UsageError for a bad or unknown name, ConfigError for a broken file."""
+    if not _NAME.fullmatch(name or ""):
+        raise UsageError(f"agent name {name!r} is not valid; use letters, digits, '.', '_' and '-' (at most 64)")
+    directory = agents_dir(config_dir) / name
+    if not directory.is_dir():
+        if name in BUILTIN:
+            return Profile(name)
+        configured = [n for n in profile_names(config_dir) if (agents_dir(config_dir) / n).is_dir()]
+        raise UsageError(f"unknown agent profile {name!r}; configured: {', '.join(configured) or 'none'}; "
+                         f"built in: {', '.join(BUILTIN)} (add {directory}/{ROLE_FILE} to create it)")
+    role_path = directory / ROLE_FILE
+    role = read_config_text(role_path) if role_path.exists() else ""
+    settings = _read_settings(directory / SETTINGS_FILE)
+    if settings.pop("name", name) != name:
+        raise ConfigError(f"{directory / SETTINGS_FILE}: name must be {name!r}, the directory's name")
+    return Profile(name, directory, role, role_path if role_path.exists() else None, **settings)
+
+
+def read_config_text(path: Path) -> str:
+    """An operator's config file as text; a ConfigError naming the file when it cannot be."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(read_config_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting {unknown[0]!r}; the settings are {', '.join(KEYS)}")
+    return {key: _checked(path, key, value) for key, value in data.items()}
+
+
+def _checked(path: Path, key: str, value: Any) -> Any:
+    problem = _problem(key, value)
+    if problem:
+        raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
+    return tuple(value) if key == "allowed_tools" else value
+
+
+def _problem(key: str, value: Any) -> str | None:
+    if key == "name" and not isinstance(value, str):
+        return "must be the profile's name"
+    if key == "model" and not (isinstance(value, str) and value.strip()):
+        return "must be a model name"
+    if key == "mode" and value not in MODES:
+        return f"must be one of {', '.join(MODES)}"
+    if key == "allowed_tools" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of tool names"
+    if key == "max_iterations" and not (type(value) is int and 1 <= value <= MAX_ITERATIONS):
+        return f"must be a whole number from 1 to {MAX_ITERATIONS}"
+    return None
+
+
+def apply_profile(profile: Profile, *, model: str | None, mode: str | None, max_iters: int | None,
+                  allowed_tools: list[str] | None, defaults: Settings) -> dict[str, Any]:
+    """The run's settings: what was given explicitly, else the profile's, else hearth's default."""
+    tools = allowed_tools if allowed_tools is not None else profile.allowed_tools
+    return {
+        "model": model or profile.model or defaults.model,
+        "mode": mode or profile.mode or defaults.mode,
+        "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
+        "allowed_tools": list(tools) if tools is not None else None,
+    }

@@ -1,0 +1,269 @@
+"""Runs one goal end to end: validate, record, prepare the workspace, loop, record the outcome.
+
+`hearth-loop` and `hearth agent` (the queue's per-run unit) both come through `run_goal`, so a
+run from any source is recorded the same way. Bad input is recorded too (status `rejected`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent.context.compaction import Compactor, OutputSpill, spill_threshold
+from agent.context.files import SubdirectoryNotes
+from agent.hearth_tools import call_tool, visible_tools
+from agent.loop import Loop, Outcome, ToolBox
+from agent.model.ollama_client import ChatModel, OllamaClient
+from agent.parsing import ToolCall
+from agent.safety.policy import MODES, Approver
+from agent.context.prompt import PromptPart
+from agent.safety.redaction import Redactor
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.safety.workspace import Workspace
+from hearth.run import approvers
+from hearth.audit.store import AuditStore, RunRecord, new_run_id
+from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
+from hearth.credentials import check_run_credentials
+from hearth.errors import HearthError, UsageError
+from hearth.run.profiles import apply_profile, load_profile
+from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
+from hearth.run.recorder import Recorder
+from hearth.run.services import ServicesHook, check_egress, credential_store, load_redactor, recall_preface, run_services
+from hearth.settings import Settings, probe_writable
+from hearth.run.state import StateFile
+
+EXIT_CODES = {
+    "done": 0,
+    "failed": 1,
+    "usage": 2,
+    "iteration_limit": 3,
+    "model_unavailable": 4,
+    "denied": 5,
+    "rejected": 2,
+    "interrupted": 130,
+    "internal": 70,
+}
+MAX_ITERS_CEILING = 100
+SPILL_READ_LIMIT = 1_000_000  # a tool's whole output, for OutputSpill to save before the model sees a preview
+
+
+@dataclass
+class GoalRequest:
+    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
+    profile named by agent_name, else hearth's defaults (see hearth/profiles.py)."""
+
+    goal: str
+    model: str | None = None
+    agent_name: str = "default"
+    mode: str | None = None
+    max_iters: int | None = None
+    workspace: Path | None = None
+    run_id: str | None = None
+    source: str = "cli"
+    requested_by: str = ""
+    allowed_tools: list[str] | None = None
+    network: bool = False
+    timeout_s: float | None = None
+    num_ctx: int = 8192
+    config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
+    credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
+    egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived; the run is recorded as interrupted."""
+
+
+def validate(request: GoalRequest) -> str | None:
+    """The one-line reason a request (with its profile applied) cannot run, or None."""
+    if not request.goal.strip():
+        return "the goal is empty; say what the agent should do"
+    if request.mode not in MODES:
+        return f"unknown mode {request.mode!r}; use one of {', '.join(MODES)}"
+    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERS_CEILING:
+        return f"max iterations must be between 1 and {MAX_ITERS_CEILING}, got {request.max_iters}"
+    if not (request.model or "").strip():
+        return "no model given; pass --model NAME"
+    return None
+
+
+def prepare_workspace(path: Path) -> Path:
+    """The workspace directory, created if missing; UsageError if it is a file or unwritable."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"workspace {path} is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe_writable(path)
+    except OSError as exc:
+        raise UsageError(f"workspace {path} is not writable: {exc.strerror or exc}") from None
+    return path.resolve()
+
+
+def run_goal(
+    request: GoalRequest,
+    settings: Settings,
+    *,
+    model: ChatModel | None = None,
+    approve: Approver | None = None,
+    json_lines: bool = False,
+    out: TextIO = sys.stdout,
+    configure_services: ServicesHook | None = None,
+) -> tuple[str, Outcome]:
+    """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
+
+    `configure_services` may adjust the run's services before the loop starts (tests inject a
+    resolver and connector into the network guard there).
+    """
+    state_dir = settings.writable_state_dir()
+    run_id = request.run_id or new_run_id()
+    redactor = load_redactor(settings)
+    with AuditStore(settings.audit_path) as audit:
+        request, parts, problem = _with_profile(request, settings)
+        kept_goal = redactor(request.goal)  # what the audit and checkpoints keep: no credential value
+        audit.start_run(RunRecord(
+            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=kept_goal,
+            mode=request.mode or "", source=request.source, requested_by=request.requested_by,
+        ))
+        try:
+            if problem:
+                raise problem
+            root = _checked(request, settings, run_id)
+        except HearthError as exc:
+            audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+            raise
+        sandbox = _sandbox_label(settings.sandbox)
+        audit.update_run(run_id, workspace=str(root), sandbox=sandbox)
+        state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
+        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+        sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
+        _warn_unsandboxed(settings, recorder)
+        approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
+        client = model or _client(request, settings)
+        checkpoints = Checkpoints(root, run_id, sandbox_policy, exclude=state_inside(state_dir, root),
+                                  fresh=request.workspace is None)
+        record_checkpoint(audit, recorder, root, checkpoints.before(
+            agent_name=request.agent_name, model=request.model or "", goal=kept_goal))
+        with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
+            if configure_services:
+                configure_services(services)
+            values = run_values(ws.root, run_id, agent_name=request.agent_name, model=request.model or "",
+                                git=checkpoints.git_state())
+            loop = _build_loop(request, ws, client, approve, recorder, parts, values)
+            context = recall_preface(services, request.goal, settings, recorder)
+            outcome = _drive(loop, request, audit, run_id, state, context, redactor)
+        record_checkpoint(audit, recorder, root, checkpoints.after(
+            outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
+            model=request.model or "", goal=kept_goal))
+        if model is None:  # the client is ours to close
+            client.close()
+    return run_id, outcome
+
+
+def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
+    """The request with its profile applied and the operator's prompt parts, or the reason it cannot run."""
+    try:
+        profile = load_profile(settings.config_dir, request.agent_name)
+        parts = config_parts(settings.config_dir, profile)
+    except HearthError as exc:
+        return request, [], exc
+    resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
+                             allowed_tools=request.allowed_tools, defaults=settings)
+    return replace(request, **resolved), parts, None
+
+
+def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
+    problem = validate(request)
+    if problem:
+        raise UsageError(problem)
+    check_egress(request.egress)
+    check_run_credentials(request.credentials, credential_store(settings))
+    return prepare_workspace(request.workspace or settings.agents_dir / run_id)
+
+
+def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
+    """sandbox = none is the operator's explicit, unsafe choice: say so on every run, and record it."""
+    if settings.sandbox != "none":
+        return
+    text = ("HEARTH_SANDBOX=none: run_command runs with no OS sandbox (only rlimits, a timeout and a "
+            "scrubbed environment); this is unsafe and recorded on the run")
+    print(f"hearth: warning: {text}", file=sys.stderr, flush=True)
+    recorder.note("warning", detail=text)
+
+
+def _sandbox_label(kind: str) -> str:
+    try:
+        return detect(kind)
+    except SandboxUnavailable as exc:
+        return f"unavailable: {exc}"
+
+
+def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
+    return OllamaClient(request.model, settings.ollama_host, num_ctx=request.num_ctx,
+                        timeout_s=settings.ollama_timeout_s, backoff_s=settings.ollama_backoff_s)
+
+
+def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
+                recorder: Recorder, parts: list[PromptPart], values: dict[str, str]) -> Loop:
+    tools = visible_tools(request.allowed_tools, request.mode, ws.services)
+    schemas = [t.schema() for t in tools]
+    prompt = run_system_prompt(ws, schemas, parts, recorder, values, num_ctx=request.num_ctx,
+                               look_above=request.workspace is not None)
+    notes = SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found))
+    spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
+
+    def run(call: ToolCall) -> Any:
+        result = call_tool(call.name, call.arguments, ws, mode=request.mode, allowed=request.allowed_tools,
+                           approve=approve, output_limit=SPILL_READ_LIMIT)
+        result.output = spill(call.name, call.arguments, result.output) + notes.after_tool(call.arguments, result.ok)
+        return result
+
+    deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
+    return Loop(model, ToolBox(schemas, run), system_prompt=prompt, max_iters=request.max_iters or 12,
+                on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
+
+
+def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile,
+           context: str = "", redactor: Redactor | None = None) -> Outcome:
+    started = time.monotonic()
+    previous = _trap_signals()
+    try:
+        outcome = loop.run(request.goal, context=context)
+    except (Interrupted, KeyboardInterrupt):
+        outcome = loop.outcome
+        outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration
+        state.update("interrupted", outcome.error, loop.iteration)
+    finally:
+        _restore_signals(previous)
+    if redactor:
+        outcome.summary, outcome.error = redactor(outcome.summary), redactor(outcome.error)
+    audit.finish_run(
+        run_id, status=outcome.status, iterations=outcome.iterations, tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out, latency_ms=int(outcome.model_seconds * 1000),
+        duration_ms=int((time.monotonic() - started) * 1000), error=outcome.error or None,
+        summary=outcome.summary,
+    )
+    return outcome
+
+
+def _trap_signals() -> Any:
+    def interrupted(signum: int, frame: Any) -> None:
+        raise Interrupted()
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupted)
+    except ValueError:  # not the main thread: the caller owns signals
+        return None
+
+
+def _restore_signals(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_code(status: str) -> int:
+    return EXIT_CODES.get(status, EXIT_CODES["internal"])
+

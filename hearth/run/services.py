@@ -1,0 +1,70 @@
+"""What the appliance hands one run's tools: the knowledge store, the network guard, credentials.
+
+Built once per run from settings and the request, closed when the run ends. The redactor is
+filled with every credential value hearth could hand out before the run starts, so a value that
+reaches an output by any path (a reflecting server, a file, an error) is redacted everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from agent.knowledge.store import KnowledgeStore
+from agent.net.guard import NetGuard, NetRefused
+from agent.knowledge.recall import recall_context
+from agent.safety.redaction import Redactor
+from agent.safety.sandbox import SandboxPolicy
+from agent.services import RunServices
+from hearth.credentials import CredentialStore, RunCredentials
+from hearth.errors import UsageError
+from hearth.run.recorder import Recorder
+from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.run.runner import GoalRequest
+
+ServicesHook = Callable[[RunServices], None]
+
+
+def credential_store(settings: Settings) -> CredentialStore:
+    return CredentialStore(settings.credentials_path, settings.credentials_dir)
+
+
+def load_redactor(settings: Settings) -> Redactor:
+    return Redactor(credential_store(settings).values())
+
+
+def check_egress(patterns: list[str]) -> None:
+    try:
+        NetGuard(egress=tuple(patterns))
+    except NetRefused as exc:
+        raise UsageError(f"bad egress entry: {exc}") from None
+
+
+@contextlib.contextmanager
+def run_services(request: GoalRequest, run_id: str, settings: Settings, sandbox: SandboxPolicy,
+                 redactor: Redactor) -> Iterator[RunServices]:
+    """The run's services; the knowledge store is closed when the block ends."""
+    store = KnowledgeStore(settings.knowledge_path)
+    try:
+        yield RunServices(
+            sandbox=sandbox, agent_name=request.agent_name, run_id=run_id, knowledge=store,
+            net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
+            credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
+            redact=redactor, config_repo=request.config_repo, ollama_host=settings.ollama_host,
+            auto_commands=settings.auto_commands,
+        )
+    finally:
+        store.close()
+
+
+def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:
+    """The auto-recall preface for the first user message; recorded as a step when there is one."""
+    if services.knowledge is None or settings.recall_chars <= 0:
+        return ""
+    preface = services.redact(recall_context(services.knowledge, goal, services.agent_name, settings.recall_chars))
+    if preface:
+        recorder.note("recall", output=preface, detail=f"{len(preface)} characters recalled into the first message")
+    return preface
