@@ -12,12 +12,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
 from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
+from agent.tools.registry import ToolResult
 
 MAX_UNPARSEABLE = 3
 
@@ -72,20 +73,21 @@ class Outcome:
     error: str = ""
 
 
-class ToolBox:
-    """What the loop needs from the tools: their schemas and a way to run one call."""
+class Tools(Protocol):
+    """What the loop needs from the tools (agent/tools/gate.py's ToolRunner): what the model is
+    shown, and one call run through the gate."""
 
-    def __init__(self, schemas: list[dict[str, Any]], run: Callable[[ToolCall], Any]) -> None:
-        self.schemas = schemas
-        self.names = [s["function"]["name"] for s in schemas]
-        self.run = run
+    schemas: list[dict[str, Any]]
+    names: list[str]
+
+    def run(self, call: ToolCall) -> ToolResult: ...
 
 
 class Loop:
     def __init__(
         self,
         model: ChatModel,
-        tools: ToolBox,
+        tools: Tools,
         *,
         system_prompt: str,
         max_iters: int = 12,

@@ -11,22 +11,14 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlite_utils
 
+from agent.clock import utc_now
+
 BUSY_TIMEOUT_S = 30.0
 Migration = Callable[[sqlite_utils.Database], None]
-
-
-def stamp(moment: datetime) -> str:
-    """The stores' time format: UTC, milliseconds, a Z (text that sorts as time does)."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def utc_now() -> str:
-    return stamp(datetime.now(UTC))
 
 
 def open_database(path: str | Path, *, check_same_thread: bool = True) -> sqlite_utils.Database:

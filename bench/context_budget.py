@@ -20,14 +20,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.context.compaction import Compactor, estimate_tokens  # noqa: E402
-from agent.hearth_tools import call_tool, visible_tools  # noqa: E402
-from agent.loop import Loop, ToolBox  # noqa: E402
+from agent.tools.gate import ToolRunner, call_tool, visible_tools  # noqa: E402
+from agent.loop import Loop  # noqa: E402
 from agent.model.ollama_client import OllamaClient  # noqa: E402
 from agent.context.prompt import render_system_prompt  # noqa: E402
 from agent.safety.sandbox import SandboxPolicy, run_sandboxed  # noqa: E402
 from agent.safety.workspace import Workspace  # noqa: E402
 from hearth.run.checkpoints import Checkpoints  # noqa: E402
-from hearth.run.runner import GoalRequest, run_goal  # noqa: E402
+from hearth.run.goal import GoalRequest  # noqa: E402
+from hearth.run.runner import run_goal  # noqa: E402
 from hearth.settings import Settings  # noqa: E402
 from tests.fake_ollama import FakeOllama, final_answer, tool_call  # noqa: E402
 
@@ -50,10 +51,9 @@ def script() -> Any:
 
 def play(ws: Path, compact: bool) -> list[dict[str, Any]]:
     with FakeOllama([script()], repeat_last=True) as fake, Workspace(ws) as handle:
-        schemas = [t.schema() for t in visible_tools(SMALL_PROFILE, "bypass")]
+        tools = ToolRunner(handle, mode="bypass", allowed=SMALL_PROFILE)
         client = OllamaClient("qwen2.5-coder", fake.url, num_ctx=NUM_CTX)
-        loop = Loop(client, ToolBox(schemas, lambda c: call_tool(c.name, c.arguments, handle, mode="bypass")),
-                    system_prompt=render_system_prompt("bench", schemas), max_iters=READS + 2,
+        loop = Loop(client, tools, system_prompt=render_system_prompt("bench", tools.schemas), max_iters=READS + 2,
                     compactor=Compactor(NUM_CTX, client) if compact else None)
         loop.run("Read every file.")
         return [r for r in fake.requests if r.get("tools")]

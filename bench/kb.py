@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.hearth_tools import call_tool  # noqa: E402
+from agent.tools.gate import call_tool  # noqa: E402
 from agent.knowledge.store import KnowledgeStore, fts_query  # noqa: E402
 from agent.services import RunServices  # noqa: E402
 from agent.safety.workspace import Workspace  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.safety.commands_guard import auto_approved, floor_violation  # noqa: E402
-from agent.hearth_tools import TOOLS, call_tool  # noqa: E402
+from agent.tools.gate import TOOLS, call_tool  # noqa: E402
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed  # noqa: E402
 from agent.safety.workspace import Workspace  # noqa: E402
 

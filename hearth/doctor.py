@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent.hearth_tools import TOOLS
+from agent.tools.builtin import TOOLS
 from agent.context.prompt import FALLBACKS, unknown_placeholders
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.errors import HearthError

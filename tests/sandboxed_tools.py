@@ -20,7 +20,7 @@ from typing import Any
 
 
 def run_cases(cases: list[dict[str, Any]]) -> dict[str, list[str]]:
-    from agent.hearth_tools import call_tool
+    from agent.tools.gate import call_tool
     from agent.safety.workspace import Workspace
 
     results = {}
@@ -74,7 +74,7 @@ RACE_CALLS = [
 
 def race(root: str, outside: str, seconds: float) -> dict[str, Any]:
     """Use d through every file tool while another thread keeps swapping it for a symlink out."""
-    from agent.hearth_tools import call_tool
+    from agent.tools.gate import call_tool
     from agent.safety.workspace import Workspace
 
     outputs: list[str] = []

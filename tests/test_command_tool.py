@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.hearth_tools import ToolResult, call_tool
+from agent.tools.gate import call_tool
+from agent.tools.registry import ToolResult
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.services import RunServices
 from agent.safety.workspace import Workspace

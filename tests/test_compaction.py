@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.context.compaction import HEADING, SPILL_DIR, Compactor, Usage, estimate_tokens, spill_threshold
+from agent.context.compaction import HEADING, Compactor, Usage, estimate_tokens
+from agent.tools.spill import SPILL_DIR, spill_threshold
 from agent.model.ollama_client import ChatReply
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 from tests.test_loop import assert_roles_legal

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agent.hearth_tools import call_tool
+from agent.tools.gate import call_tool
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
 from agent.services import RunServices
 from agent.safety.workspace import Workspace, openat2_available

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.hearth_tools import ToolResult, call_tool
+from agent.tools.gate import call_tool
+from agent.tools.registry import ToolResult
 from agent.tools import search
 from agent.safety.workspace import Workspace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.knowledge.chunking import chunk_text
-from agent.hearth_tools import call_tool
+from agent.tools.gate import call_tool
 from agent.knowledge.indexing import glob_regex
 from agent.knowledge.store import KnowledgeStore
 from agent.services import RunServices

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agent.hearth_tools import call_tool, visible_tools
-from agent.loop import MAX_UNPARSEABLE, Loop, Outcome, ToolBox
+from agent.tools.gate import ToolRunner, call_tool, visible_tools
+from agent.loop import MAX_UNPARSEABLE, Loop, Outcome
 from agent.model.ollama_client import OllamaClient
 from agent.parsing import ToolCall
 from agent.context.prompt import render_system_prompt
@@ -29,14 +29,9 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
 
 def run_loop(fake: FakeOllama, ws: Workspace, goal: str = "do the thing", *, mode: str = "bypass",
              max_iters: int = 12, events: list[Any] | None = None) -> tuple[Loop, Outcome]:
-    tools = visible_tools(None, mode)
-    schemas = [t.schema() for t in tools]
-
-    def run(call: ToolCall) -> Any:
-        return call_tool(call.name, call.arguments, ws, mode=mode)
-
+    tools = ToolRunner(ws, mode=mode)
     client = OllamaClient("qwen2.5-coder", fake.url, sleep=lambda s: None)
-    loop = Loop(client, ToolBox(schemas, run), system_prompt=render_system_prompt("tester", schemas),
+    loop = Loop(client, tools, system_prompt=render_system_prompt("tester", tools.schemas),
                 max_iters=max_iters, on_event=(events.append if events is not None else lambda e: None))
     return loop, loop.run(goal)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.hearth_tools import call_tool
+from agent.tools.gate import call_tool
 from agent.net.proxy import GuardProxy
 from agent.services import RunServices
 from agent.safety.workspace import Workspace

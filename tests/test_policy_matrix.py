@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from agent.hearth_tools import TOOLS, Tool, call_tool, register, risk_of, visible_tools
-from agent.loop import Loop, ToolBox
+from agent.tools.gate import TOOLS, ToolRunner, call_tool, risk_of, visible_tools
+from agent.tools.registry import Tool
+from agent.loop import Loop
 from agent.parsing import ToolCall
 from agent.safety.policy import MODES, Decision
 from agent.safety.sandbox import SandboxPolicy
@@ -137,7 +138,7 @@ def test_a_name_without_a_class_is_dangerous() -> None:
     assert risk_of("tool_nobody_registered") == "dangerous"
     assert Tool("x", "X.", {}, lambda a, w: "").risk == "dangerous"
     with pytest.raises(ValueError, match="risk must be one of"):
-        register(Tool("bad_risk", "X.", {}, lambda a, w: "", risk="harmless"))
+        Tool("bad_risk", "X.", {}, lambda a, w: "", risk="harmless")
 
 
 # --- look-alike names ----------------------------------------------------------------------------
@@ -162,8 +163,7 @@ def test_a_repaired_look_alike_still_goes_through_the_policy_of_the_real_tool(ws
         asked.append(name)
         return Decision(False, by="test", detail="not now")
 
-    schemas = [t.schema() for t in visible_tools(None, "auto")]
-    toolbox = ToolBox(schemas, lambda c: call_tool(c.name, c.arguments, ws, mode="auto", approve=refuse))
+    toolbox = ToolRunner(ws, mode="auto", approve=refuse)
     model = ScriptedModel([{"content": "", "tool_calls": [{"function": {"name": "Run_Command",
                                                                          "arguments": {"command": "touch pwned"}}}]},
                            {"content": "gave up"}])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from agent.hearth_tools import call_tool
+from agent.tools.gate import call_tool
 from agent.net.guard import NetGuard
 from agent.services import RunServices
 from agent.safety.workspace import Workspace

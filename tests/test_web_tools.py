@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.hearth_tools import call_tool
+from agent.tools.gate import call_tool
 from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import CredentialRefused
 from agent.safety.redaction import Redactor

@@ -1,18 +1,15 @@
 """Compaction: keeps a long run inside the model's window (`num_ctx`).
 
-Two tools for one problem:
+(Its twin for single tool outputs, `OutputSpill`, is in agent/tools/spill.py.)
 
-- `OutputSpill`: a tool output over the threshold is written whole to a file in the workspace
-  (`.hearth-outputs/`, which git ignores through its own `.gitignore`); the model reads a head
-  and tail preview with the path, and reads parts on demand (read_file start_line / max_bytes).
-- `Compactor`: before a model call, when the estimated prompt nears the window (TRIGGER of
-  num_ctx), the middle of the conversation becomes a summary. Kept: the system prompt, the goal
-  message, and the last messages verbatim, starting at an assistant turn so roles stay legal, as
-  many as bring the whole back to about TARGET of the window (at most TAIL_SHARE of it, at least
-  the last turn), so the next compaction is several turns away rather than on every turn.
-  The summary is appended to the goal message under a heading that labels it reference only. It
-  comes from one model call without tools; when that fails or is unusable, from a deterministic
-  list of the steps.
+`Compactor`: before a model call, when the estimated prompt nears the window (TRIGGER of
+num_ctx), the middle of the conversation becomes a summary. Kept: the system prompt, the goal
+message, and the last messages verbatim, starting at an assistant turn so roles stay legal, as
+many as bring the whole back to about TARGET of the window (at most TAIL_SHARE of it, at least
+the last turn), so the next compaction is several turns away rather than on every turn.
+The summary is appended to the goal message under a heading that labels it reference only. It
+comes from one model call without tools; when that fails or is unusable, from a deterministic
+list of the steps.
 
 This is the only routine break of the prompt prefix: the loop emits a `compaction` event with the
 sizes before and after, and every later request again extends the previous one.
@@ -26,13 +23,10 @@ The larger of the two is used: some Ollama versions counted only the uncached pa
 from __future__ import annotations
 
 import json
-import posixpath
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agent.hearth_tools import OUTPUT_LIMIT, cap_output
 from agent.model.ollama_client import ChatModel, ModelError
-from agent.safety.workspace import PathRefused, Workspace
 
 CHARS_PER_TOKEN = 4
 TRIGGER = 0.75  # of num_ctx: the rest is room for the reply and the next tool results
@@ -40,7 +34,6 @@ TARGET = 0.5  # of num_ctx: where a compaction aims to bring the conversation ba
 TAIL_SHARE = 0.3  # of the window at most, for the messages kept verbatim
 MAX_KEPT = 8
 MESSAGE_OVERHEAD = 16  # characters: role markers and separators the template adds per message
-SPILL_DIR = ".hearth-outputs"
 SUMMARY_SYSTEM = (
     "You write the working notes of an agent whose conversation became too long for its memory. "
     "From the transcript, write what the agent must remember to finish the goal: facts found, files "
@@ -222,61 +215,3 @@ def _clip_middle(text: str, limit: int) -> str:
         return text
     head = int(limit * 0.7)
     return f"{text[:head]} [...] {text[-(limit - head):]}"
-
-
-def spill_threshold(num_ctx: int) -> int:
-    """Outputs longer than this go to a file: a sixth of the window, within [2,000, OUTPUT_LIMIT]."""
-    return min(OUTPUT_LIMIT, max(2_000, num_ctx * CHARS_PER_TOKEN // 6))
-
-
-class OutputSpill:
-    """Writes outputs over the threshold to the workspace and returns a preview naming the file."""
-
-    def __init__(self, ws: Workspace, run_id: str, threshold: int) -> None:
-        self.ws = ws
-        self.run_id = run_id
-        self.threshold = threshold
-        self.count = 0
-
-    def __call__(self, tool: str, arguments: dict[str, Any], output: str) -> str:
-        if len(output) <= self.threshold:
-            return output
-        if self._reads_a_spill(tool, arguments):
-            page = self.threshold // 2
-            return (f"{cap_output(output, self.threshold)[0]}\n[read it in parts: pass start_line and "
-                    f"max_bytes={page}]")
-        self.count += 1
-        rel = f"{SPILL_DIR}/{self.run_id}-{self.count:03d}-{tool}.txt"
-        try:
-            self._save(rel, output)
-        except (PathRefused, OSError) as exc:
-            return f"{cap_output(output, self.threshold)[0]}\n[hearth could not save the whole output: {exc}]"
-        return preview(output, rel, self.threshold)
-
-    def _reads_a_spill(self, tool: str, arguments: dict[str, Any]) -> bool:
-        path = arguments.get("path") if isinstance(arguments, dict) else None
-        if tool != "read_file" or not isinstance(path, str):
-            return False
-        try:
-            return posixpath.dirname(self.ws.relpath(path)) == SPILL_DIR
-        except PathRefused:
-            return False
-
-    def _save(self, rel: str, output: str) -> None:
-        ignore = f"{SPILL_DIR}/.gitignore"
-        if self.ws.stat(ignore) is None:
-            # the outputs are the run's scratch: never part of a workspace checkpoint
-            self.ws.write_bytes(ignore, b"*\n")
-        self.ws.write_bytes(rel, output.encode("utf-8", "replace"))
-
-
-def preview(output: str, rel: str, threshold: int) -> str:
-    size = threshold // 2
-    head, tail = output[: int(size * 0.75)], output[-int(size * 0.25):]
-    head = head[: head.rfind("\n") + 1] or head
-    tail = tail[tail.find("\n") + 1:] or tail
-    lines = output.count("\n") + 1
-    next_line = head.count("\n") + 1
-    return (f"{head}\n[... output too long for the context: {len(output):,} characters, {lines:,} lines. "
-            f"The whole output is saved in {rel}; read parts of it with read_file path='{rel}' "
-            f"start_line={next_line} max_bytes={size} ...]\n{tail}")

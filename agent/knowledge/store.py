@@ -23,7 +23,8 @@ from typing import Any
 import sqlite_utils
 
 from agent.knowledge.chunking import chunk_text
-from agent.sqlite_store import immediate, migrate, open_database, utc_now
+from agent.clock import utc_now
+from agent.sqlite_store import immediate, migrate, open_database
 
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -1,1 +1,2 @@
-"""Tools grouped by kind; each module registers its tools in agent.hearth_tools.TOOLS on import."""
+"""The tools: registry.py (the Tool record), the kinds (one module each), builtin.py (gathers them)
+and gate.py (the one path every call takes, and the ToolRunner a run's loop calls)."""

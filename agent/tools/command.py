@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
+from agent.tools.args import integer
+from agent.tools.registry import Tool, ToolFailed
 from agent.safety.sandbox import SandboxUnavailable, run_sandboxed
 from agent.safety.workspace import Workspace
 
@@ -15,8 +16,6 @@ COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the com
 def run_command(args: dict[str, Any], ws: Workspace) -> str:
     services = ws.services
     timeout = args.get("timeout_s", services.command_timeout_s)
-    if not 1 <= timeout <= MAX_TIMEOUT_S:
-        raise ToolFailed(f"timeout_s must be between 1 and {MAX_TIMEOUT_S}, got {timeout}")
     if not args["command"].strip():
         raise ToolFailed("command is empty")
     try:
@@ -31,15 +30,17 @@ def run_command(args: dict[str, Any], ws: Workspace) -> str:
     return f"{result.output}\n{status}" if result.output else status
 
 
-register(Tool(
-    name="run_command",
-    description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
-    params={
-        "command": {"type": "string", "maxLength": COMMAND_LIMIT,
-                    "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters."},
-        "timeout_s": {"type": "integer", "description": "Seconds before it is killed, 1 to 600 (default 60)."},
-    },
-    required=("command",),
-    fn=run_command,
-    risk="dangerous",
-))
+TOOLS = [
+    Tool(
+        name="run_command",
+        description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
+        params={
+            "command": {"type": "string", "maxLength": COMMAND_LIMIT,
+                        "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters."},
+            "timeout_s": integer("Seconds before it is killed, 1 to 600 (default 60).", 1, MAX_TIMEOUT_S),
+        },
+        required=("command",),
+        fn=run_command,
+        risk="dangerous",
+    ),
+]

@@ -12,9 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
-from agent.tools.files import PATH
-from agent.tools.search import candidate_files
+from agent.tools.registry import Tool, ToolFailed
+from agent.tools.args import PATH, candidate_files
 from agent.safety.workspace import PathRefused, Workspace
 
 EDIT_LIMIT = 2_000_000  # bytes of a file edit tools will change
@@ -174,29 +173,31 @@ def _apply(ws: Workspace, changes: list[_Change]) -> None:
 
 _TEXT = {"type": "string", "maxLength": TEXT_LIMIT}
 
-register(Tool(
-    name="edit_file",
-    description="Replace exact text in one workspace file: the only match, or every match with replace_all.",
-    params={
-        "path": PATH,
-        "old_text": {**_TEXT, "description": "The exact text to find, whitespace included; it must occur once unless replace_all."},
-        "new_text": {**_TEXT, "description": "The text to put in its place (empty to delete it)."},
-        "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-    },
-    required=("path", "old_text", "new_text"),
-    fn=edit_file,
-    risk="edit",
-))
-register(Tool(
-    name="replace_in_files",
-    description="Replace exact text in every matching file under a path; reports each file changed.",
-    params={
-        "old_text": {**_TEXT, "description": "The exact text to find."},
-        "new_text": {**_TEXT, "description": "The text to put in its place."},
-        "path": {"type": "string", "description": "A directory (or file) relative to the workspace (default: the root)."},
-        "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
-    },
-    required=("old_text", "new_text"),
-    fn=replace_in_files,
-    risk="edit",
-))
+TOOLS = [
+    Tool(
+        name="edit_file",
+        description="Replace exact text in one workspace file: the only match, or every match with replace_all.",
+        params={
+            "path": PATH,
+            "old_text": {**_TEXT, "description": "The exact text to find, whitespace included; it must occur once unless replace_all."},
+            "new_text": {**_TEXT, "description": "The text to put in its place (empty to delete it)."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+        },
+        required=("path", "old_text", "new_text"),
+        fn=edit_file,
+        risk="edit",
+    ),
+    Tool(
+        name="replace_in_files",
+        description="Replace exact text in every matching file under a path; reports each file changed.",
+        params={
+            "old_text": {**_TEXT, "description": "The exact text to find."},
+            "new_text": {**_TEXT, "description": "The text to put in its place."},
+            "path": {"type": "string", "description": "A directory (or file) relative to the workspace (default: the root)."},
+            "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
+        },
+        required=("old_text", "new_text"),
+        fn=replace_in_files,
+        risk="edit",
+    ),
+]

@@ -5,21 +5,18 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
+from agent.tools.args import PATH, SKIP_DIRS, integer, require_dir
+from agent.tools.registry import Tool, ToolFailed
 from agent.safety.workspace import Entry, PathRefused, Workspace
 
 READ_LIMIT = 64_000
 WRITE_LIMIT = 1_000_000  # characters of content; bigger files are built in steps or by a command
 TREE_ENTRIES = 400
 PAGE_SCAN_LIMIT = 16_000_000  # how much of a file start_line may page through
-# not worth a model's context, and often huge: VCS data, dependencies, caches, build output
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "build", "dist", "target", ".tmp"})
 
 
 def read_file(args: dict[str, Any], ws: Workspace) -> str:
-    limit = bounded(args.get("max_bytes", READ_LIMIT), 1, 1_000_000, "max_bytes")
-    start = bounded(args.get("start_line", 1), 1, 10_000_000, "start_line")
+    limit, start = args.get("max_bytes", READ_LIMIT), args.get("start_line", 1)
     entry = ws.stat(args["path"])
     if entry is None:
         raise ToolFailed(f"file not found: {args['path']}")
@@ -59,32 +56,6 @@ def list_files(args: dict[str, Any], ws: Workspace) -> str:
     return "\n".join(lines) if lines else "(empty directory)"
 
 
-def kind_of(ws: Workspace, path: str) -> str | None:
-    """'file', 'dir' or 'other' at ``path``, following symlinks that stay inside; None when missing.
-
-    A symlink leading out raises PathRefused, like any other use of it would.
-    """
-    entry = ws.stat(path)
-    if entry is None or entry.kind != "symlink":
-        return entry.kind if entry else None
-    try:
-        ws.iter_dir(path)
-        return "dir"
-    except NotADirectoryError:
-        return "file"
-    except FileNotFoundError:
-        return None
-
-
-def require_dir(ws: Workspace, path: str) -> str:
-    kind = kind_of(ws, path)
-    if kind is None:
-        raise ToolFailed(f"directory not found: {path}")
-    if kind != "dir":
-        raise ToolFailed(f"{path} is not a directory")
-    return path
-
-
 def _entry_line(entry: Entry) -> str:
     if entry.kind == "dir":
         return f"{entry.name}/"
@@ -95,7 +66,7 @@ def _entry_line(entry: Entry) -> str:
 
 def list_tree(args: dict[str, Any], ws: Workspace) -> str:
     path = require_dir(ws, args.get("path") or ".")
-    depth = bounded(args.get("max_depth", 4), 1, 12, "max_depth")
+    depth = args.get("max_depth", 4)
     lines: list[str] = []
     cut = _tree(ws, ws.relpath(path), 0, depth, lines)
     if len(lines) > TREE_ENTRIES:
@@ -134,45 +105,39 @@ def write_file(args: dict[str, Any], ws: Workspace) -> str:
     return f"wrote {len(data)} bytes to {ws.relpath(args['path'])}"
 
 
-def bounded(value: int, low: int, high: int, name: str) -> int:
-    if not low <= value <= high:
-        raise ToolFailed(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-PATH = {"type": "string", "description": "A path relative to the workspace."}
-
-register(Tool(
-    name="read_file",
-    description="Read a text file from the workspace; long files are cut at max_bytes (default 64000), start_line pages on.",
-    params={"path": PATH, "max_bytes": {"type": "integer", "description": "Bytes to read, 1 to 1000000."},
-            "start_line": {"type": "integer", "description": "First line to read, from 1 (default 1): pages through long files."}},
-    required=("path",),
-    fn=read_file,
-    risk="safe",
-))
-register(Tool(
-    name="list_files",
-    description="List the entries of one workspace directory (default: the workspace root).",
-    params={"path": {"type": "string", "description": "A directory relative to the workspace."}},
-    fn=list_files,
-    risk="safe",
-))
-register(Tool(
-    name="list_tree",
-    description="Show the directory tree under a path, indented, skipping .git, node_modules, caches and build output.",
-    params={"path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
-            "max_depth": {"type": "integer", "description": "Levels to expand, 1 to 12 (default 4)."}},
-    fn=list_tree,
-    risk="safe",
-))
-register(Tool(
-    name="write_file",
-    description="Create or replace a text file in the workspace with the given content.",
-    params={"path": PATH,
-            "content": {"type": "string", "maxLength": WRITE_LIMIT,
-                        "description": f"The whole new content, at most {WRITE_LIMIT} characters."}},
-    required=("path", "content"),
-    fn=write_file,
-    risk="edit",
-))
+TOOLS = [
+    Tool(
+        name="read_file",
+        description="Read a text file from the workspace; long files are cut at max_bytes (default 64000), start_line pages on.",
+        params={"path": PATH, "max_bytes": integer("Bytes to read, 1 to 1000000.", 1, 1_000_000),
+                "start_line": integer("First line to read, from 1 (default 1): pages through long files.", 1, 10_000_000)},
+        required=("path",),
+        fn=read_file,
+        risk="safe",
+    ),
+    Tool(
+        name="list_files",
+        description="List the entries of one workspace directory (default: the workspace root).",
+        params={"path": {"type": "string", "description": "A directory relative to the workspace."}},
+        fn=list_files,
+        risk="safe",
+    ),
+    Tool(
+        name="list_tree",
+        description="Show the directory tree under a path, indented, skipping .git, node_modules, caches and build output.",
+        params={"path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
+                "max_depth": integer("Levels to expand, 1 to 12 (default 4).", 1, 12)},
+        fn=list_tree,
+        risk="safe",
+    ),
+    Tool(
+        name="write_file",
+        description="Create or replace a text file in the workspace with the given content.",
+        params={"path": PATH,
+                "content": {"type": "string", "maxLength": WRITE_LIMIT,
+                            "description": f"The whole new content, at most {WRITE_LIMIT} characters."}},
+        required=("path", "content"),
+        fn=write_file,
+        risk="edit",
+    ),
+]

@@ -9,34 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
+from agent.tools.args import SCOPE, integer, scope_arg, store_of
+from agent.tools.registry import Tool, ToolFailed
 from agent.knowledge.indexing import index_directory
-from agent.knowledge.store import KnowledgeStore, scopes_for
+from agent.knowledge.store import scopes_for
 from agent.safety.workspace import Workspace
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000
-_SCOPES = ("global", "agent")
-
-
-def store_of(ws: Workspace) -> KnowledgeStore:
-    store = ws.services.knowledge
-    if store is None:
-        raise ToolFailed("no knowledge base is configured for this run")
-    return store
-
-
-def scope_arg(args: dict[str, Any], ws: Workspace, default: str) -> str:
-    return f"agent:{ws.services.agent_name}" if args.get("scope", default) == "agent" else "global"
-
-
-def bounded_int(args: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = args.get(name, default)
-    if not low <= value <= high:
-        raise ToolFailed(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
 def kb_add(args: dict[str, Any], ws: Workspace) -> str:
     text = ws.services.redact(args["text"]).strip()
     if not text:
@@ -53,7 +33,7 @@ def kb_add(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def kb_search(args: dict[str, Any], ws: Workspace) -> str:
-    k = bounded_int(args, "k", 5, 1, 20)
+    k = args.get("k", 5)
     hits = store_of(ws).search(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
     if not hits:
         return f"no knowledge matches {args['query']!r}"
@@ -81,7 +61,7 @@ def remember(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def recall(args: dict[str, Any], ws: Workspace) -> str:
-    k = bounded_int(args, "k", 5, 1, 20)
+    k = args.get("k", 5)
     found = store_of(ws).recall(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
     if not found:
         return f"no lessons match {args['query']!r}"
@@ -89,45 +69,45 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
                      f"{item.lesson}" for item in found)
 
 
-_SCOPE = {"type": "string", "enum": list(_SCOPES),
-          "description": "global (every agent's runs) or agent (only this agent's runs)."}
 
-register(Tool(
-    name="kb_add",
-    description="Store a text in the shared knowledge base so later runs can find it (same source replaces).",
-    params={"text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
-            "title": {"type": "string", "description": "A short title (default: the first line)."},
-            "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
-            "scope": _SCOPE},
-    required=("text",), fn=kb_add, risk="edit",
-))
-register(Tool(
-    name="kb_search",
-    description="Search the knowledge base; returns the best matching chunks with title, source and a snippet.",
-    params={"query": {"type": "string", "description": "Words to look for."},
-            "k": {"type": "integer", "description": "How many results, 1 to 20 (default 5)."}},
-    required=("query",), fn=kb_search, risk="safe",
-))
-register(Tool(
-    name="index_dir",
-    description="Index a workspace directory's text files into the knowledge base; re-running updates it.",
-    params={"path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
-            "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
-            "scope": _SCOPE},
-    fn=index_dir, risk="edit",
-))
-register(Tool(
-    name="remember",
-    description="Save a short lesson to long-term memory; it is recalled in later runs when relevant.",
-    params={"lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
-            "tags": {"type": "string", "description": "Comma-separated tags."},
-            "scope": {**_SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."}},
-    required=("lesson",), fn=remember, risk="edit",
-))
-register(Tool(
-    name="recall",
-    description="Look up lessons saved in long-term memory by earlier runs.",
-    params={"query": {"type": "string", "description": "What the lesson is about."},
-            "k": {"type": "integer", "description": "How many, 1 to 20 (default 5)."}},
-    required=("query",), fn=recall, risk="safe",
-))
+TOOLS = [
+    Tool(
+        name="kb_add",
+        description="Store a text in the shared knowledge base so later runs can find it (same source replaces).",
+        params={"text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
+                "title": {"type": "string", "description": "A short title (default: the first line)."},
+                "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
+                "scope": SCOPE},
+        required=("text",), fn=kb_add, risk="edit",
+    ),
+    Tool(
+        name="kb_search",
+        description="Search the knowledge base; returns the best matching chunks with title, source and a snippet.",
+        params={"query": {"type": "string", "description": "Words to look for."},
+                "k": integer("How many results, 1 to 20 (default 5).", 1, 20)},
+        required=("query",), fn=kb_search, risk="safe",
+    ),
+    Tool(
+        name="index_dir",
+        description="Index a workspace directory's text files into the knowledge base; re-running updates it.",
+        params={"path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
+                "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
+                "scope": SCOPE},
+        fn=index_dir, risk="edit",
+    ),
+    Tool(
+        name="remember",
+        description="Save a short lesson to long-term memory; it is recalled in later runs when relevant.",
+        params={"lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
+                "tags": {"type": "string", "description": "Comma-separated tags."},
+                "scope": {**SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."}},
+        required=("lesson",), fn=remember, risk="edit",
+    ),
+    Tool(
+        name="recall",
+        description="Look up lessons saved in long-term memory by earlier runs.",
+        params={"query": {"type": "string", "description": "What the lesson is about."},
+                "k": integer("How many, 1 to 20 (default 5).", 1, 20)},
+        required=("query",), fn=recall, risk="safe",
+    ),
+]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fnmatch
-import posixpath
 import re
 import signal
 import threading
@@ -13,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
-from agent.tools.files import SKIP_DIRS, bounded, kind_of
+from agent.tools.registry import Tool, ToolFailed
+from agent.tools.args import candidate_files, integer
 from agent.safety.workspace import PathRefused, Workspace
 
 SEARCH_SECONDS = 10.0
@@ -41,7 +39,7 @@ class _Search:
 
 
 def search_files(args: dict[str, Any], ws: Workspace) -> str:
-    search = _Search(_matcher(args), bounded(args.get("max_results", 100), 1, 500, "max_results"),
+    search = _Search(_matcher(args), args.get("max_results", 100),
                      time.monotonic() + SEARCH_SECONDS)
     start = args.get("path") or "."
     try:
@@ -52,26 +50,6 @@ def search_files(args: dict[str, Any], ws: Workspace) -> str:
     except _OutOfTime:
         search.stopped = f"stopped after {SEARCH_SECONDS:g}s; narrow the path, glob or pattern"
     return _report(search, args["pattern"], ws.relpath(start))
-
-
-def candidate_files(ws: Workspace, start: str, glob: str) -> Iterator[str]:
-    """Regular files under ``start`` (or ``start`` itself) whose name or path matches ``glob``."""
-    kind = kind_of(ws, start)
-    if kind is None:
-        raise ToolFailed(f"path not found: {start}")
-    if kind == "file":
-        yield ws.relpath(start)
-        return
-    if kind != "dir":
-        raise ToolFailed(f"{start} is not a file or directory")
-    for rel, found in ws.walk(start, skip_dirs=SKIP_DIRS):
-        if found.kind == "file" and (not glob or _glob_matches(rel, glob)):
-            yield rel
-
-
-def _glob_matches(rel: str, glob: str) -> bool:
-    target = rel if "/" in glob else posixpath.basename(rel)
-    return fnmatch.fnmatchcase(target, glob)
 
 
 def _matcher(args: dict[str, Any]) -> re.Pattern[str]:
@@ -155,18 +133,20 @@ def _time_limit(seconds: float) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - started), 1e-3), old_interval)
 
 
-register(Tool(
-    name="search_files",
-    description="Search workspace files for text or a regular expression; returns path:line: text for each match.",
-    params={
-        "pattern": {"type": "string", "maxLength": 1000, "description": "The text (or, with regex=true, the regular expression)."},
-        "path": {"type": "string", "description": "A file or directory to search (default: the whole workspace)."},
-        "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
-        "regex": {"type": "boolean", "description": "Treat pattern as a Python regular expression (default false)."},
-        "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)."},
-        "max_results": {"type": "integer", "description": "Matches to return, 1 to 500 (default 100)."},
-    },
-    required=("pattern",),
-    fn=search_files,
-    risk="safe",
-))
+TOOLS = [
+    Tool(
+        name="search_files",
+        description="Search workspace files for text or a regular expression; returns path:line: text for each match.",
+        params={
+            "pattern": {"type": "string", "maxLength": 1000, "description": "The text (or, with regex=true, the regular expression)."},
+            "path": {"type": "string", "description": "A file or directory to search (default: the whole workspace)."},
+            "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
+            "regex": {"type": "boolean", "description": "Treat pattern as a Python regular expression (default false)."},
+            "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)."},
+            "max_results": integer("Matches to return, 1 to 500 (default 100).", 1, 500),
+        },
+        required=("pattern",),
+        fn=search_files,
+        risk="safe",
+    ),
+]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
-from agent.net.guard import NetError, NetGuard
+from agent.tools.registry import Tool, ToolFailed
+from agent.net.guard import NetError
 from agent.net.readable import Page, readable
-from agent.tools.knowledge import scope_arg, store_of
+from agent.tools.args import guard_of, integer, scope_arg, store_of
 from agent.net.client import TIMEOUT_S, Reply, request
 from agent.safety.workspace import Workspace
 
@@ -23,15 +23,8 @@ SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "w
 MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
-def guard_of(ws: Workspace) -> NetGuard:
-    return ws.services.net or NetGuard()
-
-
 def _timeout(args: dict[str, Any]) -> float:
-    value = args.get("timeout_s", int(TIMEOUT_S))
-    if not 1 <= value <= 120:
-        raise ToolFailed(f"timeout_s must be between 1 and 120, got {value}")
-    return float(value)
+    return float(args.get("timeout_s", int(TIMEOUT_S)))
 
 
 def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
@@ -129,29 +122,31 @@ def describe_reply(reply: Reply, method: str) -> str:
 
 
 _URL = {"type": "string", "description": "An http or https URL."}
-_TIMEOUT = {"type": "integer", "description": "Seconds for the whole request, 1 to 120 (default 20)."}
+_TIMEOUT = integer("Seconds for the whole request, 1 to 120 (default 20).", 1, 120)
 
-register(Tool(
-    name="web_fetch",
-    description="Fetch a web page (or text/JSON) and return its readable text.",
-    params={"url": _URL, "timeout_s": _TIMEOUT},
-    required=("url",), fn=web_fetch, risk="dangerous",
-))
-register(Tool(
-    name="http_request",
-    description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
-    params={"url": _URL,
-            "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
-            "headers": {"type": "object", "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.'},
-            "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
-            "timeout_s": _TIMEOUT},
-    required=("url",), fn=http_request, risk="dangerous",
-))
-register(Tool(
-    name="fetch_to_kb",
-    description="Fetch a web page and store its readable text in the knowledge base in one step.",
-    params={"url": _URL, "title": {"type": "string", "description": "A title (default: the page's)."},
-            "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
-            "timeout_s": _TIMEOUT},
-    required=("url",), fn=fetch_to_kb, risk="dangerous",
-))
+TOOLS = [
+    Tool(
+        name="web_fetch",
+        description="Fetch a web page (or text/JSON) and return its readable text.",
+        params={"url": _URL, "timeout_s": _TIMEOUT},
+        required=("url",), fn=web_fetch, risk="dangerous",
+    ),
+    Tool(
+        name="http_request",
+        description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
+        params={"url": _URL,
+                "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
+                "headers": {"type": "object", "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.'},
+                "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
+                "timeout_s": _TIMEOUT},
+        required=("url",), fn=http_request, risk="dangerous",
+    ),
+    Tool(
+        name="fetch_to_kb",
+        description="Fetch a web page and store its readable text in the knowledge base in one step.",
+        params={"url": _URL, "title": {"type": "string", "description": "A title (default: the page's)."},
+                "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
+                "timeout_s": _TIMEOUT},
+        required=("url",), fn=fetch_to_kb, risk="dangerous",
+    ),
+]

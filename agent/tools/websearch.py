@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.hearth_tools import Tool, ToolFailed, register
+from agent.tools.registry import Tool, ToolFailed
 from agent.net.guard import NetRefused
 from agent.net.proxy import GuardProxy
-from agent.tools.web import guard_of
+from agent.tools.args import guard_of, integer
 from agent.net.client import TIMEOUT_S
 from agent.safety.workspace import Workspace
 
@@ -27,8 +27,6 @@ def web_search(args: dict[str, Any], ws: Workspace) -> str:
     if not query:
         raise ToolFailed("query is empty")
     limit = args.get("max_results", 5)
-    if not 1 <= limit <= MAX_RESULTS:
-        raise ToolFailed(f"max_results must be between 1 and {MAX_RESULTS}, got {limit}")
     backend_name = _backend_for(ws)
     results = search(ws, query, limit, backend_name)
     if not results:
@@ -80,10 +78,12 @@ def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[di
         raise ToolFailed(f"web_search failed: {first}") from None
 
 
-register(Tool(
-    name="web_search",
-    description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
-    params={"query": {"type": "string", "description": "The search words."},
-            "max_results": {"type": "integer", "description": "1 to 20 (default 5)."}},
-    required=("query",), fn=web_search, risk="dangerous",
-))
+TOOLS = [
+    Tool(
+        name="web_search",
+        description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
+        params={"query": {"type": "string", "description": "The search words."},
+                "max_results": integer("1 to 20 (default 5).", 1, MAX_RESULTS)},
+        required=("query",), fn=web_search, risk="dangerous",
+    ),
+]

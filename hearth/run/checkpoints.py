@@ -37,7 +37,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.context.compaction import SPILL_DIR
+from agent.tools.spill import SPILL_DIR
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from hearth.audit.store import AuditStore
 from hearth.run.recorder import Recorder

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.files import ContextFile, find_workspace_context, flagged_note
-from agent.hearth_tools import visible_tools
+from agent.tools.gate import visible_tools
 from agent.context.prompt import PromptPart, RenderedPrompt, base_part, compose, freeze_values
 from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace

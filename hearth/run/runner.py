@@ -9,16 +9,16 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent.context.compaction import Compactor, OutputSpill, spill_threshold
+from agent.context.compaction import Compactor
 from agent.context.files import SubdirectoryNotes
-from agent.hearth_tools import call_tool, visible_tools
-from agent.loop import Loop, Outcome, ToolBox
+from agent.tools.gate import ToolRunner
+from agent.tools.spill import OutputSpill, spill_threshold
+from agent.loop import Loop, Outcome
 from agent.model.ollama_client import ChatModel, OllamaClient
-from agent.parsing import ToolCall
 from agent.safety.policy import MODES, Approver
 from agent.context.prompt import PromptPart
 from agent.safety.redaction import Redactor
@@ -26,6 +26,7 @@ from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from hearth.run import approvers
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
+from hearth.run.goal import MAX_ITERATIONS, GoalRequest
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
@@ -47,31 +48,6 @@ EXIT_CODES = {
     "interrupted": 130,
     "internal": 70,
 }
-MAX_ITERS_CEILING = 100
-SPILL_READ_LIMIT = 1_000_000  # a tool's whole output, for OutputSpill to save before the model sees a preview
-
-
-@dataclass
-class GoalRequest:
-    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
-    profile named by agent_name, else hearth's defaults (see hearth/profiles.py)."""
-
-    goal: str
-    model: str | None = None
-    agent_name: str = "default"
-    mode: str | None = None
-    max_iters: int | None = None
-    workspace: Path | None = None
-    run_id: str | None = None
-    source: str = "cli"
-    requested_by: str = ""
-    allowed_tools: list[str] | None = None
-    network: bool = False
-    timeout_s: float | None = None
-    num_ctx: int = 8192
-    config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
-    credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
-    egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
 
 
 class Interrupted(BaseException):
@@ -84,8 +60,8 @@ def validate(request: GoalRequest) -> str | None:
         return "the goal is empty; say what the agent should do"
     if request.mode not in MODES:
         return f"unknown mode {request.mode!r}; use one of {', '.join(MODES)}"
-    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERS_CEILING:
-        return f"max iterations must be between 1 and {MAX_ITERS_CEILING}, got {request.max_iters}"
+    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERATIONS:
+        return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {request.max_iters}"
     if not (request.model or "").strip():
         return "no model given; pass --model NAME"
     return None
@@ -208,21 +184,13 @@ def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
 
 def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
                 recorder: Recorder, parts: list[PromptPart], values: dict[str, str]) -> Loop:
-    tools = visible_tools(request.allowed_tools, request.mode, ws.services)
-    schemas = [t.schema() for t in tools]
-    prompt = run_system_prompt(ws, schemas, parts, recorder, values, num_ctx=request.num_ctx,
+    tools = ToolRunner(ws, mode=request.mode or "auto", allowed=request.allowed_tools, approve=approve,
+                       spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
+                       notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)))
+    prompt = run_system_prompt(ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx,
                                look_above=request.workspace is not None)
-    notes = SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found))
-    spill = OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx))
-
-    def run(call: ToolCall) -> Any:
-        result = call_tool(call.name, call.arguments, ws, mode=request.mode, allowed=request.allowed_tools,
-                           approve=approve, output_limit=SPILL_READ_LIMIT)
-        result.output = spill(call.name, call.arguments, result.output) + notes.after_tool(call.arguments, result.ok)
-        return result
-
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
-    return Loop(model, ToolBox(schemas, run), system_prompt=prompt, max_iters=request.max_iters or 12,
+    return Loop(model, tools, system_prompt=prompt, max_iters=request.max_iters or 12,
                 on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
 
 

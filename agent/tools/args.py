@@ -1,0 +1,95 @@
+"""Helpers the tool kinds share, so no kind imports another: argument specs, path kinds, the
+files a search or an edit walks, and the run's knowledge store and network guard."""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agent.safety.workspace import Workspace
+from agent.tools.registry import ToolFailed
+
+if TYPE_CHECKING:
+    from agent.knowledge.store import KnowledgeStore
+    from agent.net.guard import NetGuard
+
+PATH = {"type": "string", "description": "A path relative to the workspace."}
+SCOPES = ("global", "agent")
+SCOPE = {"type": "string", "enum": list(SCOPES),
+         "description": "global (every agent's runs) or agent (only this agent's runs)."}
+# not worth a model's context, and often huge: VCS data, dependencies, caches, build output
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "build", "dist", "target", ".tmp"})
+
+
+def integer(description: str, low: int, high: int) -> dict[str, Any]:
+    """An integer parameter whose bounds the gate enforces (the description says them in words)."""
+    return {"type": "integer", "minimum": low, "maximum": high, "description": description}
+
+
+def kind_of(ws: Workspace, path: str) -> str | None:
+    """'file', 'dir' or 'other' at ``path``, following symlinks that stay inside; None when missing.
+
+    A symlink leading out raises PathRefused, like any other use of it would.
+    """
+    entry = ws.stat(path)
+    if entry is None or entry.kind != "symlink":
+        return entry.kind if entry else None
+    try:
+        ws.iter_dir(path)
+        return "dir"
+    except NotADirectoryError:
+        return "file"
+    except FileNotFoundError:
+        return None
+
+
+def require_dir(ws: Workspace, path: str) -> str:
+    kind = kind_of(ws, path)
+    if kind is None:
+        raise ToolFailed(f"directory not found: {path}")
+    if kind != "dir":
+        raise ToolFailed(f"{path} is not a directory")
+    return path
+
+
+def candidate_files(ws: Workspace, start: str, glob: str) -> Iterator[str]:
+    """Regular files under ``start`` (or ``start`` itself) whose name or path matches ``glob``."""
+    kind = kind_of(ws, start)
+    if kind is None:
+        raise ToolFailed(f"path not found: {start}")
+    if kind == "file":
+        yield ws.relpath(start)
+        return
+    if kind != "dir":
+        raise ToolFailed(f"{start} is not a file or directory")
+    for rel, found in ws.walk(start, skip_dirs=SKIP_DIRS):
+        if found.kind == "file" and (not glob or glob_matches(rel, glob)):
+            yield rel
+
+
+def glob_matches(rel: str, glob: str) -> bool:
+    target = rel if "/" in glob else posixpath.basename(rel)
+    return fnmatch.fnmatchcase(target, glob)
+
+
+def store_of(ws: Workspace) -> KnowledgeStore:
+    store = ws.services.knowledge
+    if store is None:
+        raise ToolFailed("no knowledge base is configured for this run")
+    return store
+
+
+def scope_arg(args: dict[str, Any], ws: Workspace, default: str) -> str:
+    return f"agent:{ws.services.agent_name}" if args.get("scope", default) == "agent" else "global"
+
+
+def guard_of(ws: Workspace) -> NetGuard:
+    """The run's network guard, else the default one (public addresses only, system DNS)."""
+    if ws.services.net is not None:
+        return ws.services.net
+    from agent.net.guard import NetGuard
+
+    return NetGuard()

@@ -1,0 +1,116 @@
+"""Config-repository tools: hearth's own NixOS configuration, read, written and checked.
+
+read_self_config / write_self_config / git_status / git_diff / nix_check work on the config
+repository the appliance hands the run (``RunServices.config_repo``; without one they are not
+shown, and refuse if called). Paths there go through a Workspace rooted at the repository plus
+``agent.safety.selfconfig.guard``; git and nix run as that module says. Every tool here is safe
+(read-only) except write_self_config (edit).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent.safety.selfconfig import GitFailed, git, guard, is_git_repo, nix_flake_check
+from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.args import integer
+from agent.tools.registry import Tool, ToolFailed
+
+READ_LIMIT = 64_000
+MAX_NIX_TIMEOUT_S = 1800
+
+
+def _repo(ws: Workspace) -> Path:
+    repo = ws.services.config_repo
+    if repo is None:
+        raise ToolFailed("no config repository is set for this run (services.hearth.configRepo; `hearth evolve` runs with one)")
+    if not Path(repo).is_dir():
+        raise ToolFailed(f"the config repository {repo} does not exist")
+    return Path(repo)
+
+
+def read_self_config(args: dict[str, Any], ws: Workspace) -> str:
+    with Workspace(_repo(ws)) as repo:
+        rel = guard(repo, args.get("path") or ".", writing=False)
+        entry = repo.stat(rel)
+        if entry is None:
+            raise ToolFailed(f"not found in the config repository: {rel}")
+        if entry.kind == "dir":
+            names = [f"{e.name}/" if e.kind == "dir" else e.name for e in repo.iter_dir(rel) if e.name != ".git"]
+            return "\n".join(names) or "(empty directory)"
+        text, cut = repo.read_text(rel, limit=READ_LIMIT)
+    return text + (f"\n[read_self_config: cut at {READ_LIMIT} bytes]" if cut else "")
+
+
+def write_self_config(args: dict[str, Any], ws: Workspace) -> str:
+    path = _repo(ws)
+    with Workspace(path) as repo:
+        rel = guard(repo, args["path"], writing=True)
+        new = repo.stat(rel) is None
+        data = args["content"].encode("utf-8")
+        repo.write_bytes(rel, data)
+    if new and is_git_repo(path):
+        # intent-to-add: nix flake check reads a git flake's tracked files only
+        _git_or_fail(path, "add", "--intent-to-add", "--", rel)
+    return f"wrote {len(data)} bytes to {rel} in the config repository"
+
+
+def _git_or_fail(repo: Path, *args: str) -> str:
+    try:
+        return git(repo, *args)
+    except GitFailed as exc:
+        raise ToolFailed(str(exc)) from None
+
+
+def git_status(args: dict[str, Any], ws: Workspace) -> str:
+    repo = _repo(ws)
+    if not is_git_repo(repo):
+        raise ToolFailed(f"the config repository {repo} is not a git checkout")
+    return _git_or_fail(repo, "status", "--short", "--branch").rstrip() or "(clean)"
+
+
+def git_diff(args: dict[str, Any], ws: Workspace) -> str:
+    repo = _repo(ws)
+    if not is_git_repo(repo):
+        raise ToolFailed(f"the config repository {repo} is not a git checkout")
+    paths = ["--", args["path"]] if args.get("path") else []
+    if args.get("path"):
+        with Workspace(repo) as view:
+            guard(view, args["path"], writing=False)
+    diff = _git_or_fail(repo, "diff", "--no-ext-diff", "--no-textconv", "HEAD", *paths)
+    return diff.rstrip() or "(no changes against HEAD)"
+
+
+def nix_check(args: dict[str, Any], ws: Workspace) -> str:
+    timeout = args.get("timeout_s", ws.services.nix_check_timeout_s)
+    result = nix_flake_check(_repo(ws), timeout_s=timeout)
+    report = f"{result.summary()}\n{result.log}".rstrip()
+    if not result.passed:
+        raise ToolFailed(report)
+    return report
+
+
+_NONE: dict[str, dict[str, Any]] = {}
+_CONFIG_PATH = {"type": "string", "description": "A path relative to the config repository."}
+
+
+def _has_repo(services: RunServices) -> bool:
+    return services.config_repo is not None
+
+
+TOOLS = [
+    Tool("read_self_config", "Read a file of hearth's NixOS config repository, or list a directory of it (default: its root).",
+         {"path": _CONFIG_PATH}, read_self_config, risk="safe", available=_has_repo),
+    Tool("write_self_config", "Create or replace a file of hearth's NixOS config repository (never .git or hooks).",
+         {"path": _CONFIG_PATH, "content": {"type": "string", "description": "The whole new content."}},
+         write_self_config, risk="edit", required=("path", "content"), available=_has_repo),
+    Tool("git_status", "Show the git status (branch, changed and new files) of the config repository.",
+         _NONE, git_status, risk="safe", available=_has_repo),
+    Tool("git_diff", "Show the changes of the config repository against its last commit, optionally for one path.",
+         {"path": _CONFIG_PATH}, git_diff, risk="safe", available=_has_repo),
+    Tool("nix_check", "Check the config repository's flake offline with `nix flake check --no-build`; returns pass or fail and the log.",
+         {"timeout_s": integer("Seconds before it is killed, 10 to 1800 (default 600).", 10, MAX_NIX_TIMEOUT_S)},
+         nix_check, risk="safe", available=_has_repo),
+]

@@ -1,0 +1,284 @@
+"""The gate every tool call goes through, and the ToolRunner a run's loop calls.
+
+One call, in this order, in one place:
+
+    lookup      the exact name (look-alikes never run; the loop repairs names before this)
+    policy      the run's manifest and mode (agent/safety/policy.py), then with the checked
+                arguments: the command floor and the auto-approved heads
+    validation  types, enums, lengths and numeric bounds from the tool's params
+    approval    an `ask` goes to the run's approver; no approver or no answer is a deny
+    tool        its function; ToolFailed / PathRefused / any bug become the result's text
+    redaction   no credential value leaves a tool (the run's redactor)
+    spill       an output too long for the window is saved in the workspace, a preview shown
+    notes       context files of subdirectories the call reached first, once each
+    cap         ONE cap of what the model reads (`output_limit`)
+
+`call_tool()` is that path for one call; `ToolRunner` is it for a run (its tools' schemas, its
+spill and notes). Neither raises because a tool failed: the failure is the result the model
+reads. The appliance only records what comes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.context.files import SubdirectoryNotes
+from agent.parsing import ToolCall, suggest_tool_name
+from agent.safety import policy
+from agent.safety.workspace import PathRefused, Workspace
+from agent.services import RunServices
+from agent.tools.builtin import TOOLS
+from agent.tools.registry import Tool, ToolFailed, ToolResult
+from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
+
+__all__ = ["OUTPUT_LIMIT", "TOOLS", "Clearance", "ToolRunner", "call_tool", "cap_output", "risk_of",
+           "validate_arguments", "visible_tools"]
+
+ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
+_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
+After = Callable[[str, Any, ToolResult], str]  # (name, raw arguments, result) -> the output to keep
+
+
+def risk_of(name: str) -> str:
+    """A name without a class is dangerous."""
+    tool = TOOLS.get(name)
+    return tool.risk if tool else "dangerous"
+
+
+def visible_tools(allowed: Iterable[str] | None, mode: str = "auto",
+                  services: RunServices | None = None) -> list[Tool]:
+    """The tools a run's model is shown: the manifest's, minus what the mode denies outright and
+    what cannot work with the run's services (no config repo, not NixOS)."""
+    services = services or RunServices()
+    names = set(TOOLS) if allowed is None else set(allowed) & set(TOOLS)
+    return [TOOLS[n] for n in sorted(names)
+            if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"
+            and (TOOLS[n].available is None or TOOLS[n].available(services))]
+
+
+@dataclass
+class Clearance:
+    """The gate's one decision about a call, before anything runs.
+
+    `verdict` is run | approved (may run) or denied | invalid | unknown (does not); `arguments`
+    are the checked ones, `refusal` is what the model reads when it does not run, and `detail`
+    (the policy's reason, who decided, the approval's id) goes into the audit either way.
+    """
+
+    verdict: str
+    tool: Tool | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    refusal: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cleared(self) -> bool:
+        return self.verdict in ("run", "approved")
+
+
+def clear(name: Any, args: Any, ws: Workspace, mode: str, allowed: Iterable[str] | None,
+          approve: policy.Approver | None) -> Clearance:
+    """Lookup, policy, validation and approval of one call."""
+    tool = TOOLS.get(name) if isinstance(name, str) else None
+    if tool is None:
+        return Clearance("unknown", refusal=_unknown_tool_message(name, allowed))
+    verdict = policy.decide(name, tool.risk, mode, allowed)  # the manifest and the mode come first
+    checked: dict[str, Any] = {}
+    if verdict.action != "deny":
+        validated = validate_arguments(tool, args)
+        if isinstance(validated, str):
+            return Clearance("invalid", tool, refusal=validated)
+        checked = validated
+        verdict = policy.decide(name, tool.risk, mode, allowed, checked, auto_commands=ws.services.auto_commands)
+    if verdict.action == "deny":
+        return Clearance("denied", tool, refusal=policy.denied_message(name, verdict.reason),
+                         detail={"reason": verdict.reason})
+    if verdict.action == "run":
+        return Clearance("run", tool, checked, detail={"policy": verdict.reason} if verdict.reason else {})
+    decision = _ask(approve, name, checked, verdict.reason)
+    detail = {"decided_by": decision.by, "reason": verdict.reason, **({"approval": decision.ref} if decision.ref else {})}
+    if not decision.granted:
+        return Clearance("denied", tool, refusal=policy.denied_message(name, decision.detail), detail=detail)
+    return Clearance("approved", tool, checked, detail=detail)
+
+
+def pass_through(name: Any, args: Any, ws: Workspace, *, mode: str, allowed: Iterable[str] | None,
+                 approve: policy.Approver | None, output_limit: int, after: After | None = None) -> ToolResult:
+    """The whole path of one call on an open workspace: clear, run, redact, `after`, cap."""
+    started = time.monotonic()
+    clearance = clear(name, args, ws, mode, allowed, approve)
+    if clearance.cleared and clearance.tool is not None:
+        result = _run(clearance.tool, clearance.arguments, ws)
+        if result.verdict == "run":
+            result.verdict = clearance.verdict
+    else:
+        result = ToolResult(False, clearance.refusal, verdict=clearance.verdict)
+    result.detail.update(clearance.detail)
+    result.output = ws.services.redact(result.output)  # the choke point: no credential value leaves a tool
+    if after is not None:
+        result.output = after(name, args, result)
+    result.output, result.truncated = cap_output(result.output, output_limit)
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def call_tool(
+    name: str,
+    args: Any,
+    workspace: Workspace | str | os.PathLike[str],
+    *,
+    mode: str = "auto",
+    allowed: Iterable[str] | None = None,
+    approve: policy.Approver | None = None,
+    output_limit: int = OUTPUT_LIMIT,
+) -> ToolResult:
+    """One call through the gate; a path for `workspace` opens a Workspace with default services."""
+    with _opened(workspace) as ws:
+        return pass_through(name, args, ws, mode=mode, allowed=allowed, approve=approve, output_limit=output_limit)
+
+
+@contextlib.contextmanager
+def _opened(workspace: Workspace | str | os.PathLike[str]) -> Iterator[Workspace]:
+    """The workspace argument normalised once: a Workspace as given, or one opened (and closed) for a path."""
+    if isinstance(workspace, Workspace):
+        yield workspace
+        return
+    with Workspace(workspace) as ws:
+        yield ws
+
+
+class ToolRunner:
+    """A run's tools: what its model is shown, and the gate every one of its calls goes through.
+
+    `spill` and `notes` are the run's (the appliance builds them: the spill knows the run id, the
+    notes report flagged files); without them an output is only capped.
+    """
+
+    def __init__(self, workspace: Workspace, *, mode: str = "auto", allowed: Iterable[str] | None = None,
+                 approve: policy.Approver | None = None, spill: OutputSpill | None = None,
+                 notes: SubdirectoryNotes | None = None, output_limit: int = OUTPUT_LIMIT) -> None:
+        self.workspace = workspace
+        self.mode = mode
+        self.allowed = None if allowed is None else list(allowed)
+        self.approve = approve
+        self.spill = spill
+        self.notes = notes
+        self.output_limit = output_limit
+        visible = visible_tools(self.allowed, mode, workspace.services)
+        self.schemas = [t.schema() for t in visible]
+        self.names = [t.name for t in visible]
+
+    def run(self, call: ToolCall) -> ToolResult:
+        return pass_through(call.name, call.arguments, self.workspace, mode=self.mode, allowed=self.allowed,
+                            approve=self.approve, output_limit=self.output_limit, after=self._after)
+
+    def _after(self, name: str, arguments: Any, result: ToolResult) -> str:
+        output = self.spill(name, arguments, result.output) if self.spill else result.output
+        return output + (self.notes.after_tool(arguments, result.ok) if self.notes else "")
+
+
+def _ask(approve: policy.Approver | None, name: str, args: dict[str, Any], reason: str) -> policy.Decision:
+    """The approver's decision; one that cannot be asked (its store is down) is a deny, never a run."""
+    if approve is None:
+        return policy.NO_APPROVER
+    try:
+        return approve(name, args, reason)
+    except Exception as exc:
+        return policy.Decision(False, by="policy", detail=f"approval could not be asked: {type(exc).__name__}: {exc}")
+
+
+def _run(tool: Tool, args: dict[str, Any], ws: Workspace) -> ToolResult:
+    try:
+        return ToolResult(True, tool.fn(args, ws))
+    except (ToolFailed, PathRefused) as failure:
+        return ToolResult(False, f"Error: {failure}")
+    except Exception as exc:  # a tool bug must not end the run: the model reads it
+        return ToolResult(False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+
+
+def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
+    shown = name if isinstance(name, str) else repr(name)
+    shown = shown if len(shown) <= 80 else shown[:80] + "..."
+    names = list(TOOLS) if allowed is None else [n for n in allowed if n in TOOLS]
+    guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
+    hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"
+    return f"Error: no tool named {shown!r}{hint}"
+
+
+def _few(names: list[str], most: int = 10) -> str:
+    """At most `most` names: the model has the whole list already, and the error stays one short line."""
+    more = f" and {len(names) - most} more (see the tool list)" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
+    """The arguments, coerced where a weak model's intent is unambiguous, or an error line."""
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
+    try:
+        size = len(json.dumps(args, default=str))
+    except (RecursionError, ValueError):  # nested past any sense, or circular
+        return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
+    if size > ARGUMENTS_LIMIT:
+        return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters"
+    unknown = sorted(set(args) - set(tool.params))
+    if unknown:
+        return f"Error: {tool.name} has no argument {unknown[0]!r}; it takes: {_signature(tool)}"
+    missing = [p for p in tool.required if p not in args or args[p] is None]
+    if missing:
+        return f"Error: {tool.name} needs argument {missing[0]!r}; it takes: {_signature(tool)}"
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        coerced = _coerce(value, tool.params[key])
+        if isinstance(coerced, _Invalid):
+            return f"Error: {coerced.reason(key, tool.name)}"
+        out[key] = coerced
+    return out
+
+
+@dataclass(frozen=True)
+class _Invalid:
+    problem: str
+    out_of_bounds: bool = False
+
+    def reason(self, key: str, tool: str) -> str:
+        # a bound reads as the tools always said it: "max_bytes must be between 1 and 1000000, got 0"
+        return f"{key} {self.problem}" if self.out_of_bounds else f"argument {key!r} of {tool} {self.problem}"
+
+
+def _coerce(value: Any, spec: dict[str, Any]) -> Any:
+    kind = spec.get("type", "string")
+    if kind == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    expected = _TYPES.get(kind, (object,))
+    if not isinstance(value, expected) or (kind == "integer" and isinstance(value, bool)):
+        return _Invalid(f"must be {kind}, got {type(value).__name__}")
+    if "enum" in spec and value not in spec["enum"]:
+        return _Invalid(f"must be one of {', '.join(map(str, spec['enum']))}, got {value!r}")
+    if kind == "integer" and not spec.get("minimum", value) <= value <= spec.get("maximum", value):
+        return _Invalid(f"must be between {spec['minimum']} and {spec['maximum']}, got {value}", out_of_bounds=True)
+    if kind == "string" and "\x00" in value and not spec.get("binary_ok"):
+        return _Invalid("contains a NUL byte")
+    if kind == "string" and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
+        return _Invalid(f"is {len(value)} characters long; the limit is {spec['maxLength']}")
+    return value
+
+
+def _signature(tool: Tool) -> str:
+    parts = [f"{p} ({s.get('type', 'string')}{'' if p in tool.required else ', optional'})"
+             for p, s in tool.params.items()]
+    return ", ".join(parts) or "no arguments"

@@ -1,0 +1,70 @@
+"""The tool record: what a capability is, what it takes, what it does, and how risky it is.
+
+A leaf: it imports nothing of agent/ at run time, so every tool kind (agent/tools/files.py, ...)
+can import it first. A kind declares its tools as a list, `TOOLS = [Tool(...), ...]`;
+agent/tools/builtin.py gathers the lists, agent/tools/gate.py runs the calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.safety.workspace import Workspace
+    from agent.services import RunServices
+
+RISKS = ("safe", "edit", "dangerous")
+# Keys of a parameter's spec that the gate enforces and the model is not sent: Ollama's client
+# drops them anyway, so the description states the bounds in words.
+GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "binary_ok"})
+
+
+class ToolFailed(Exception):
+    """Raised by a tool function; str(error) is the one line the model reads."""
+
+
+ToolFn = Callable[[dict[str, Any], "Workspace"], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One capability: what it is, what it takes, what it does, and how risky it is."""
+
+    name: str
+    description: str
+    params: dict[str, dict[str, Any]]
+    fn: ToolFn
+    risk: str = "dangerous"
+    required: tuple[str, ...] = ()
+    # whether a run with these services can use the tool at all (None: always); a tool that
+    # cannot work in a run is not shown, which keeps small context windows for the rest
+    available: Callable[[RunServices], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.risk not in RISKS:
+            raise ValueError(f"tool {self.name}: risk must be one of {RISKS}, not {self.risk!r}")
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as Ollama's `tools` field wants it."""
+        properties = {name: {k: v for k, v in spec.items() if k not in GATE_ONLY_KEYS}
+                      for name, spec in self.params.items()}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {"type": "object", "properties": properties, "required": list(self.required)},
+            },
+        }
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str
+    verdict: str = "run"  # the policy side: run | approved | denied | invalid | unknown
+    truncated: bool = False
+    duration_s: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
