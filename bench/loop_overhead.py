@@ -15,7 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.model.ollama_client import OllamaClient  # noqa: E402
-from hearth.run.runner import GoalRequest, run_goal  # noqa: E402
+from hearth.run.goal import GoalRequest  # noqa: E402
+from hearth.run.runner import run_goal  # noqa: E402
 from hearth.settings import Settings  # noqa: E402
 from tests.fake_ollama import FakeOllama, tool_call  # noqa: E402
 

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hearth.queue import Queue  # noqa: E402
 from hearth.request import Request  # noqa: E402
-from hearth.run.runner import GoalRequest, run_goal  # noqa: E402
+from hearth.run.goal import GoalRequest  # noqa: E402
+from hearth.run.runner import run_goal  # noqa: E402
 from hearth.settings import Settings  # noqa: E402
 from tests.fake_ollama import FakeOllama, final_answer  # noqa: E402
 

@@ -25,9 +25,11 @@ from pathlib import Path
 
 from agent.model.ollama_client import ChatModel
 from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
-from hearth.audit.store import AuditStore, cap, new_run_id, utc_now
+from agent.clock import utc_now
+from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 SELF_TOOLS = ["current_generation", "list_generations", "system_health", "read_self_config",

@@ -11,7 +11,8 @@ from pathlib import Path
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
 from hearth.errors import HearthError, UsageError
-from hearth.run.runner import EXIT_CODES, GoalRequest, exit_code, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import EXIT_CODES, exit_code, run_goal
 from hearth.settings import Settings
 
 EPILOG = f"""\

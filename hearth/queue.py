@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hearth.audit.store import utc_now
+from agent.clock import utc_now
 from hearth.request import MAX_BYTES, LegacyRequest, Request, RequestRefused, printable, schema_text
-from hearth.run.state import write_atomic
+from hearth.atomic import write_atomic
 
 SUBDIRS = ("claimed", "rejected", "failed", "locks")
 TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")

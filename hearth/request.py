@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hearth.run.goal import MAX_ITERATIONS
+
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
 MAX_DEPTH = 8  # a request nests two levels (object -> list -> string)
 MAX_GOAL_CHARS = 100_000
@@ -74,7 +76,7 @@ class Request(BaseModel):
                           "profile's mode, else the host's (HEARTH_MODE, else auto).")
     allowed_tools: list[ToolName] | None = Field(
         None, max_length=64, description="The only tools the run may use; absent means every tool.")
-    max_iterations: Annotated[int, Field(ge=1, le=100)] | None = Field(
+    max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)] | None = Field(
         None, description="Model turns before the run stops. Absent means the agent profile's cap, "
                           "else the host's (HEARTH_MAX_ITERATIONS, else 12).")
     timeout_s: int = Field(3600, ge=1, le=86_400, description="Seconds before the run stops.")
@@ -305,3 +307,10 @@ def request_schema(model: type[BaseModel] = Request) -> dict[str, Any]:
 
 def schema_text(model: type[BaseModel] = Request) -> str:
     return json.dumps(request_schema(model), indent=2, ensure_ascii=False) + "\n"
+
+
+def check(request: Request) -> None:
+    """RequestRefused unless this host can run the request (the tools it names exist)."""
+    from agent.tools.builtin import TOOLS  # the whole tool table, only once a request is read
+
+    check_runnable(request, TOOLS)

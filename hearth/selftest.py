@@ -19,7 +19,8 @@ from agent.safety.policy import Decision
 from agent.model.scripted import ScriptedModel
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 PLAN = "# Plan\n1. write this file\n2. read it back\n"

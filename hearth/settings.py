@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError
+from hearth.run.goal import MAX_ITERATIONS
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
@@ -54,7 +55,7 @@ class Settings:
             approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
             auto_commands=_heads(env),
             mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
-            max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, 100),
+            max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, MAX_ITERATIONS),
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),

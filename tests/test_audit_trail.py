@@ -15,7 +15,8 @@ import pytest
 from agent.safety.policy import Decision
 from agent.safety.sandbox import SandboxUnavailable, detect
 from agent.model.scripted import ScriptedModel
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 ATTACKS = [

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from agent.services import RunServices
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

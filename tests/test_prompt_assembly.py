@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.prompt import FALLBACKS, PromptPart, compose, fill, freeze_values, local_timezone, unknown_placeholders
-from hearth.run.runner import GoalRequest, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hearth.dispatch.claimed import check
+from hearth.request import check
 from hearth.request import LegacyRequest, Request, RequestRefused, parse_request, schema_text
 from tests.conftest import ROOT
 

@@ -14,7 +14,7 @@ from agent.safety.sandbox import SandboxPolicy
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
 from hearth.run.recorder import Recorder
-from hearth.run.runner import GoalRequest
+from hearth.run.goal import GoalRequest
 from hearth.run.services import run_services
 from hearth.settings import Settings
 from hearth.run.state import StateFile

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.sqlite_store import stamp
+from agent.clock import stamp
 from hearth.audit.store import AuditStore, immediate
 from hearth.errors import HearthError, NotFound
 

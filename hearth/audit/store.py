@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.sqlite_store import immediate, migrate, open_database, utc_now
+from agent.clock import utc_now
+from agent.sqlite_store import immediate, migrate, open_database
 from hearth.audit.migrations import MIGRATIONS
 
-__all__ = ["AuditStore", "RunRecord", "cap", "immediate", "new_run_id", "utc_now"]
+__all__ = ["AuditStore", "RunRecord", "cap", "immediate", "new_run_id"]
 
 ARGUMENTS_CAP = 4_000
 OUTPUT_CAP = 8_000

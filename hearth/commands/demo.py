@@ -8,7 +8,8 @@ from typing import Any
 from agent.safety.policy import Decision
 from agent.model.scripted import ScriptedModel
 from hearth.demo import GOAL, demo_script, pick_real_model
-from hearth.run.runner import GoalRequest, exit_code, run_goal
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import exit_code, run_goal
 from hearth.settings import Settings
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hearth.errors import NotFound
 from hearth.evolve import Proposal, find_proposal, proposals, run_evolve_request
 from hearth.render import print_json, table
-from hearth.run.runner import GoalRequest
+from hearth.run.goal import GoalRequest
 from hearth.settings import Settings
 
 EPILOG = """\

@@ -15,8 +15,8 @@ from hearth.audit.requests import run_status_readonly
 from hearth.errors import UsageError
 from hearth.dispatch.launchers import LaunchError, LocalLauncher, heal_spawn_units, systemd_booted
 from hearth.queue import Queue
-from hearth.dispatch.claimed import check, run_claimed
-from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, is_legacy, load_json
+from hearth.dispatch.claimed import run_claimed
+from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, check, is_legacy, load_json
 from hearth.settings import Settings
 from hearth.dispatch.spawner import Report, Spawner, choose_launcher
 from hearth.dispatch.watch import Watch

@@ -21,13 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hearth.audit.store import AuditStore, utc_now
+from agent.clock import utc_now
+from hearth.audit.store import AuditStore
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.errors import ConfigError
 from hearth.dispatch.launchers import LaunchError, Launcher, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
-from hearth.dispatch.claimed import CLAIM_GRACE_S, check, reject, settle
-from hearth.request import Parsed, RequestRefused, parse_request, printable
+from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle
+from hearth.request import Parsed, RequestRefused, check, parse_request, printable
 from hearth.settings import Settings
 
 SETTLE_S = 2.0  # how long a file that is not yet valid JSON may still be being written

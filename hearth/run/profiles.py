@@ -30,13 +30,13 @@ from typing import Any
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
+from hearth.run.goal import MAX_ITERATIONS
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
 KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations")
-MAX_ITERATIONS = 100  # the runner's ceiling too (MAX_ITERS_CEILING)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import NetGuard, NetRefused
@@ -19,11 +18,10 @@ from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
+from hearth.run.goal import GoalRequest
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
-if TYPE_CHECKING:
-    from hearth.run.runner import GoalRequest
 
 ServicesHook = Callable[[RunServices], None]
 

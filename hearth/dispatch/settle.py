@@ -1,0 +1,130 @@
+"""Settlement: what becomes of a claimed request once its run has ended or its process is gone.
+
+The run's process holds queue/locks/<id>.lock (flock) from before its run row exists until after its
+request file is placed, so "the lock is free and the run is still `running`" can only mean the
+process died (SIGKILL, OOM, power loss). `settle()` turns that into an `interrupted` run and a
+request kept in failed/; the spawner and `hearth watch` call it on every sweep.
+
+Final places by the run's recorded status: `interrupted` -> failed/ (kept to run again under a
+new id), `rejected` -> rejected/, anything else -> the file is removed (the audit keeps its body).
+
+This module is the spawner's (the path unit's oneshot): it reads and writes the queue and the
+audit and never imports the engine, so a sweep starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent.clock import utc_now
+from hearth.atomic import write_atomic
+from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
+from hearth.audit.store import AuditStore, new_run_id
+from hearth.queue import Queue, RunLock, read_request_bytes
+from hearth.request import ID_PATTERN, Request, RequestRefused
+from hearth.settings import Settings
+
+CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent never started
+GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
+
+
+def reject(queue: Queue, audit: AuditStore, path: Path, reason: str, data: bytes | None, *,
+           request: Request | None = None, run_id: str | None = None) -> Path | None:
+    """Keep a refused file in rejected/ and record why; None if someone else moved it first."""
+    run_id = run_id or new_run_id()
+    facts = FileFacts.of(path.name, data)
+    kept = queue.reject(path, reason, run_id=run_id, size=facts.size, sha256=facts.sha256)
+    if kept is not None:
+        record_rejection(audit, reason, facts, kept_as=str(kept), run_id=run_id, request=request,
+                         request_id=facts.file.removesuffix(".json"))
+    return kept
+
+
+def place(queue: Queue, audit: AuditStore, path: Path, status: str, error: str | None) -> None:
+    """Put a claimed request whose run has a final status where that status says."""
+    request_id = path.name.removesuffix(".json")
+    if status == "interrupted":
+        queue.fail(path, error or "interrupted", run_id=request_id, status=status)
+    elif status == "rejected":
+        reject(queue, audit, path, error or "rejected", _bytes(path), run_id=request_id)
+    else:
+        queue.finish(request_id)
+
+
+def settle(queue: Queue, audit: AuditStore, settings: Settings, name: str, *,
+           grace_s: float = CLAIM_GRACE_S, now: Callable[[], float] = time.time) -> str | None:
+    """Settle one claimed file if nobody runs it; what became of it, or None if left as is."""
+    path = queue.claimed / name
+    request_id = name.removesuffix(".json")
+    if not (name.endswith(".json") and re.fullmatch(ID_PATTERN, request_id)):
+        return _junk(queue, audit, path, grace_s, now)
+    lock = RunLock.try_acquire(queue.lock_path(request_id))
+    if lock is None:
+        return None  # its process is alive
+    outcome: str | None = None
+    try:
+        run = audit.run(request_id) if path.exists() else None
+        if run is not None:
+            outcome = settle_locked(queue, audit, path, settings, run)
+        elif path.exists() and _age(path, now) >= grace_s:
+            outcome = _never_started(queue, audit, path)
+        return outcome
+    finally:
+        lock.release(remove=outcome is not None or not path.exists())
+
+
+def _age(path: Path, now: Callable[[], float]) -> float:
+    try:
+        return now() - path.lstat().st_ctime  # the rename into claimed/ set ctime
+    except FileNotFoundError:
+        return 0.0
+
+
+def _junk(queue: Queue, audit: AuditStore, path: Path, grace_s: float, now: Callable[[], float]) -> str | None:
+    """A claimed name that is no request: its spawner stopped before rejecting it."""
+    if _age(path, now) < grace_s:
+        return None  # its spawner is about to reject it
+    reason = "left in claimed/ by a spawner that stopped; not a request file"
+    return "rejected" if reject(queue, audit, path, reason, None) else None
+
+
+def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Settings,
+                   run: dict[str, Any]) -> str:
+    if run["status"] == "running":
+        record_unfinished(audit, run["id"], "interrupted", GONE)
+        _mark_state(settings, run["id"], "interrupted", GONE)
+        place(queue, audit, path, "interrupted", GONE)
+        return "interrupted"
+    place(queue, audit, path, run["status"], run.get("error"))
+    return run["status"]
+
+
+def _never_started(queue: Queue, audit: AuditStore, path: Path) -> str:
+    request_id = path.name.removesuffix(".json")
+    reason = "claimed, but its agent never started (is hearth-agent@.service installed and startable?)"
+    record_unfinished(audit, request_id, "failed", reason)
+    queue.fail(path, reason, run_id=request_id, status="failed")
+    return "failed"
+
+
+def _mark_state(settings: Settings, run_id: str, state: str, detail: str) -> None:
+    """The live state file says what the dead process could not."""
+    path = settings.runs_state_dir / f"{run_id}.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {"run_id": run_id}
+    record.update(state=state, detail=detail, updated_at=utc_now())
+    write_atomic(path, json.dumps(record, ensure_ascii=False).encode(), durable=False)
+
+
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return read_request_bytes(path)
+    except (OSError, RequestRefused):
+        return None

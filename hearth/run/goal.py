@@ -1,0 +1,37 @@
+"""GoalRequest: one goal to run, as every source hands it to the runner; and the iteration ceiling.
+
+`hearth-loop`, the queue (`hearth agent ID`), the demo, the self-test and self-evolution all
+build one of these; hearth/run/runner.py runs it and hearth/run/services.py builds its services.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The most iterations any run may have: a request, a profile and HEARTH_MAX_ITERATIONS are each
+# checked against it (the queue's schema and the NixOS module's option type say the same).
+MAX_ITERATIONS = 100
+
+
+@dataclass
+class GoalRequest:
+    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
+    profile named by agent_name, else hearth's defaults (see hearth/run/profiles.py)."""
+
+    goal: str
+    model: str | None = None
+    agent_name: str = "default"
+    mode: str | None = None
+    max_iters: int | None = None
+    workspace: Path | None = None
+    run_id: str | None = None
+    source: str = "cli"
+    requested_by: str = ""
+    allowed_tools: list[str] | None = None
+    network: bool = False
+    timeout_s: float | None = None
+    num_ctx: int = 8192
+    config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
+    credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
+    egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
