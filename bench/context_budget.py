@@ -19,18 +19,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.context.compaction import Compactor, estimate_tokens  # noqa: E402
-from agent.tools.gate import ToolRunner, call_tool, visible_tools  # noqa: E402
-from agent.loop import Loop  # noqa: E402
-from agent.model.ollama_client import OllamaClient  # noqa: E402
-from agent.context.prompt import render_system_prompt  # noqa: E402
-from agent.safety.sandbox import SandboxPolicy, run_sandboxed  # noqa: E402
-from agent.safety.workspace import Workspace  # noqa: E402
-from hearth.run.checkpoints import Checkpoints  # noqa: E402
-from hearth.run.goal import GoalRequest  # noqa: E402
-from hearth.run.runner import run_goal  # noqa: E402
-from hearth.settings import Settings  # noqa: E402
-from tests.fake_ollama import FakeOllama, final_answer, tool_call  # noqa: E402
+from agent.context.compaction import Compactor, estimate_tokens
+from agent.context.prompt import render_system_prompt
+from agent.loop import Loop
+from agent.model.ollama_client import OllamaClient
+from agent.safety.sandbox import SandboxPolicy, run_sandboxed
+from agent.safety.workspace import Workspace
+from agent.tools.gate import ToolRunner, visible_tools
+from hearth.run.checkpoints import Checkpoints
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
+from hearth.settings import Settings
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
 NUM_CTX = 4096
 READS = 40

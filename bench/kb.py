@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.tools.gate import call_tool  # noqa: E402
-from agent.knowledge.store import KnowledgeStore, fts_query  # noqa: E402
-from agent.services import RunServices  # noqa: E402
-from agent.safety.workspace import Workspace  # noqa: E402
+from agent.knowledge.store import KnowledgeStore, fts_query
+from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 
 CHUNKS = 10_000
 QUERIES = 300

@@ -7,6 +7,7 @@ so the ratio is what hearth adds around each model call (1.0 would be no overhea
 
 from __future__ import annotations
 
+import io
 import sys
 import tempfile
 import time
@@ -14,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.model.ollama_client import OllamaClient  # noqa: E402
-from hearth.run.goal import GoalRequest  # noqa: E402
-from hearth.run.runner import run_goal  # noqa: E402
-from hearth.settings import Settings  # noqa: E402
-from tests.fake_ollama import FakeOllama, tool_call  # noqa: E402
+from agent.model.ollama_client import OllamaClient
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
+from hearth.settings import Settings
+from tests.fake_ollama import FakeOllama, tool_call
 
 ITERATIONS = 100
 
@@ -31,7 +32,7 @@ def main() -> None:
         request = GoalRequest(goal="list forever", model="qwen2.5-coder", max_iters=ITERATIONS,
                               workspace=Path(tmp) / "ws")
         started = time.perf_counter()
-        _, outcome = run_goal(request, settings, out=open("/dev/null", "w"))
+        _, outcome = run_goal(request, settings, out=io.StringIO())
         loop_rate = outcome.iterations / (time.perf_counter() - started)
         bodies = list(fake.requests)
         client = OllamaClient("qwen2.5-coder", fake.url)

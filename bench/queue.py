@@ -26,12 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hearth.queue import Queue  # noqa: E402
-from hearth.request import Request  # noqa: E402
-from hearth.run.goal import GoalRequest  # noqa: E402
-from hearth.run.runner import run_goal  # noqa: E402
-from hearth.settings import Settings  # noqa: E402
-from tests.fake_ollama import FakeOllama, final_answer  # noqa: E402
+from hearth.queue import Queue
+from hearth.request import Request
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import run_goal
+from hearth.settings import Settings
+from tests.fake_ollama import FakeOllama, final_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 LANDINGS = 40
@@ -87,7 +87,7 @@ def landing_latency(tmp: Path, fake: FakeOllama) -> list[float]:
             rid = f"land-{i:03}"
             queue.enqueue(Request(id=rid, goal="g"))
             landed[rid] = time.time()
-            wait_until(lambda: rid in started_at(state))
+            wait_until(lambda rid=rid: rid in started_at(state))
             time.sleep(0.02)
     finally:
         watch.send_signal(signal.SIGTERM)

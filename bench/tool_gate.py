@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.safety.commands_guard import auto_approved, floor_violation  # noqa: E402
-from agent.tools.gate import TOOLS, call_tool  # noqa: E402
-from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed  # noqa: E402
-from agent.safety.workspace import Workspace  # noqa: E402
+from agent.safety.commands_guard import auto_approved, floor_violation
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
+from agent.safety.workspace import Workspace
+from agent.tools.gate import TOOLS, call_tool
 
 COMMAND = "git status --short && ls -la | grep -v '^total' | sort -k5 -n; python3 -m pytest -q tests/ || true"
 # the costliest lines of the longest allowed size found so far (64 KiB): re-read at every level
@@ -41,7 +41,7 @@ def main() -> None:
         gated = per_call(lambda: call_tool("read_file", args, ws, mode="auto"), 2000)
         print(f"call_tool(read_file) / bare read_file: {gated / bare:.2f}  ({gated * 1e6:.0f} us vs {bare * 1e6:.0f} us)")
         guard = per_call(lambda: (floor_violation(COMMAND), auto_approved(COMMAND, ["git", "ls"])), 500)
-        worst = max(per_call(lambda: floor_violation(line), 3) for line in ADVERSARIAL)
+        worst = max(per_call(lambda line=line: floor_violation(line), 3) for line in ADVERSARIAL)
         print(f"worst 64 KiB adversarial line / typical line in the guard: {worst / guard:.0f}  "
               f"({worst * 1e3:.0f} ms vs {guard * 1e6:.0f} us)")
         try:

@@ -20,11 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agent.clock import utc_now
 from agent.net.guard import CredentialRefused, NetRefused, matching, normalize_pattern
 from agent.safety.redaction import Redactor
-from agent.clock import utc_now
-from hearth.errors import ConfigError, NotFound, UsageError
 from hearth.atomic import write_atomic
+from hearth.errors import ConfigError, NotFound, UsageError
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 MIN_VALUE_CHARS = 8  # shorter values cannot be redacted without mangling ordinary text

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent.tools.builtin import TOOLS
 from agent.context.prompt import FALLBACKS, unknown_placeholders
 from agent.safety.sandbox import SandboxUnavailable, detect
+from agent.tools.builtin import TOOLS
 from hearth.errors import HearthError
 from hearth.run.profiles import Profile, load_profile, profile_names
 from hearth.run.prompting import SOUL_FILE, prompt_files, read_config_text

@@ -23,9 +23,9 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from agent.clock import utc_now
 from agent.model.ollama_client import ChatModel
 from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
-from agent.clock import utc_now
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import utc_now
-from hearth.request import MAX_BYTES, LegacyRequest, Request, RequestRefused, printable, schema_text
 from hearth.atomic import write_atomic
+from hearth.request import MAX_BYTES, LegacyRequest, Request, RequestRefused, printable, schema_text
 
 SUBDIRS = ("claimed", "rejected", "failed", "locks")
 TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")

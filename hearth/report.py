@@ -15,8 +15,8 @@ from agent.clock import stamp
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
-from hearth.settings import Settings
 from hearth.run.state import FINAL_STATES, read_states
+from hearth.settings import Settings
 
 TOP = 10
 _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
@@ -103,7 +103,7 @@ def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
         "tools": _tools(audit, since),
         "denials": _denials(audit, since),
         "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
-        "rejections": _top(((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since))),
+        "rejections": _top((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since)),
     }
 
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.safety.policy import Decision
 from agent.model.scripted import ScriptedModel
+from agent.safety.policy import Decision
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError
 from hearth.run.goal import GoalRequest

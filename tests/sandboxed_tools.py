@@ -20,8 +20,8 @@ from typing import Any
 
 
 def run_cases(cases: list[dict[str, Any]]) -> dict[str, list[str]]:
-    from agent.tools.gate import call_tool
     from agent.safety.workspace import Workspace
+    from agent.tools.gate import call_tool
 
     results = {}
     for case in cases:
@@ -74,8 +74,8 @@ RACE_CALLS = [
 
 def race(root: str, outside: str, seconds: float) -> dict[str, Any]:
     """Use d through every file tool while another thread keeps swapping it for a symlink out."""
-    from agent.tools.gate import call_tool
     from agent.safety.workspace import Workspace
+    from agent.tools.gate import call_tool
 
     outputs: list[str] = []
     stop, turns = threading.Event(), [0]

@@ -17,12 +17,12 @@ import pytest
 
 from hearth.audit import approvals
 from hearth.audit.approvals import ApprovalClosed
-from hearth.run.approvers import HeadlessApprover, TerminalApprover, choose
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import NotFound
+from hearth.run.approvers import HeadlessApprover, TerminalApprover, choose
 from hearth.run.recorder import Recorder
-from hearth.settings import Settings
 from hearth.run.state import StateFile
+from hearth.settings import Settings
 
 CALL = ("run_command", {"command": "make deploy"})
 

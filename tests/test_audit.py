@@ -9,8 +9,8 @@ from typing import Any
 
 import sqlite_utils
 
-from hearth.audit.store import ARGUMENTS_CAP, OUTPUT_CAP, AuditStore, RunRecord
 from hearth.audit.migrations import MIGRATIONS
+from hearth.audit.store import ARGUMENTS_CAP, OUTPUT_CAP, AuditStore, RunRecord
 
 
 def record(run_id: str = "r1") -> RunRecord:

@@ -3,6 +3,7 @@ alone (bwrap, Landlock), tries to rewrite, truncate and delete audit.db during a
 
 from __future__ import annotations
 
+import io
 import shutil
 import sqlite3
 import sys
@@ -12,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.model.scripted import ScriptedModel
 from agent.safety.policy import Decision
 from agent.safety.sandbox import SandboxUnavailable, detect
-from agent.model.scripted import ScriptedModel
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
@@ -54,7 +55,7 @@ def test_commands_cannot_rewrite_truncate_or_delete_the_audit(kind: str, state_d
              for attack in ATTACKS]
     model = ScriptedModel([*calls, {"content": "tried everything"}], model="m")
     request = GoalRequest(goal="erase your tracks", model="m", max_iters=len(ATTACKS) + 1, mode="auto")
-    run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=open("/dev/null", "w"))
+    run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=io.StringIO())
     assert outcome.status == "done"
     with sqlite3.connect(audit) as db:
         kinds = [k for (k,) in db.execute("select kind from steps where run_id = ? order by seq", [run_id])]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.safety.workspace import Workspace
+from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
-from agent.services import RunServices
-from agent.safety.workspace import Workspace
 from tests.test_sandbox import accepted, wait_until_gone
 
 PY = sys.executable

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.compaction import HEADING, Compactor, Usage, estimate_tokens
-from agent.tools.spill import SPILL_DIR, spill_threshold
 from agent.model.ollama_client import ChatReply
+from agent.tools.spill import SPILL_DIR, spill_threshold
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from agent.tools.gate import call_tool
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
-from agent.services import RunServices
 from agent.safety.workspace import Workspace, openat2_available
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 from tests.sandboxed_tools import RACE_CALLS, flip
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from agent.context.files import (
-    NAMES, ROOT_CAP, SUBDIR_CAP, SubdirectoryNotes, find_workspace_context, injection_flags, root_cap, truncate,
+    NAMES,
+    ROOT_CAP,
+    SUBDIR_CAP,
+    SubdirectoryNotes,
+    find_workspace_context,
+    injection_flags,
+    root_cap,
+    truncate,
 )
 from agent.safety.workspace import Workspace
 from hearth.run.goal import GoalRequest

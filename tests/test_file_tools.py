@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.safety.workspace import Workspace
+from agent.tools import search
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from agent.tools import search
-from agent.safety.workspace import Workspace
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from agent.knowledge.chunking import chunk_text
-from agent.tools.gate import call_tool
 from agent.knowledge.indexing import glob_regex
 from agent.knowledge.store import KnowledgeStore
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 
 
 @pytest.fixture
@@ -161,9 +161,9 @@ def test_index_dir_outside_the_workspace_is_a_one_line_error_and_stores_nothing(
 
 def test_remember_and_recall_lessons_with_tags_and_dedupe(tmp_path: Path, store: KnowledgeStore) -> None:
     ws = ws_for(tmp_path, store, "builder")
-    assert "remembered lesson #1 (agent:builder)" == tool(ws, "remember", lesson="Run make test before commit",
-                                                          tags="workflow, testing")
-    assert "already remembered as lesson #1" == tool(ws, "remember", lesson="run make  test before commit")
+    assert tool(ws, "remember", lesson="Run make test before commit",
+                                                          tags="workflow, testing") == "remembered lesson #1 (agent:builder)"
+    assert tool(ws, "remember", lesson="run make  test before commit") == "already remembered as lesson #1"
     out = tool(ws, "recall", query="what to do before a commit")
     assert "Run make test before commit" in out and "tags: workflow, testing" in out
     assert "no lessons" in tool(ws_for(tmp_path, store, "other"), "recall", query="commit")

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from agent.tools.gate import ToolRunner, call_tool, visible_tools
+from agent.context.prompt import render_system_prompt
 from agent.loop import MAX_UNPARSEABLE, Loop, Outcome
 from agent.model.ollama_client import OllamaClient
-from agent.parsing import ToolCall
-from agent.context.prompt import render_system_prompt
 from agent.safety.sandbox import SandboxPolicy
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import ToolRunner
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
 

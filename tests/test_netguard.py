@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.net.guard import FetchFailed, NetGuard, NetRefused, normalize_host, parse_url
 from agent.net.client import request
+from agent.net.guard import FetchFailed, NetGuard, NetRefused, normalize_host, parse_url
 from tests.netfixtures import Answer, TestNet, Tripwire, Web
 
 

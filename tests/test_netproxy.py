@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.tools.gate import call_tool
 from agent.net.proxy import GuardProxy
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 from tests.netfixtures import Answer, TestNet, Tripwire, Web
 from tests.test_tls import certificate
 

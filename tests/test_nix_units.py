@@ -87,7 +87,7 @@ def test_agent_unit_sees_only_its_own_workspace_and_never_the_credential_store(r
     assert "InaccessiblePaths=-/var/lib/hearth/credentials" in lines
     assert "ProtectSystem=strict" in lines and "PrivateTmp=true" in lines and "CapabilityBoundingSet=" in lines
     # the only writable places: the state dir (audit, live state, queue) and the config repo's git dir
-    assert [l for l in lines if l.startswith("ReadWritePaths=")] == [
+    assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
         "ReadWritePaths=/var/lib/hearth", "ReadWritePaths=/etc/nixos/.git"]
 
 
@@ -126,8 +126,8 @@ def test_minimal_config_has_no_schedule_units_and_self_test_can_be_turned_off(tm
     files = _render(tmp_path, selfTest={"onCalendar": None})
     assert set(files) == {"hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path"}
     lines = _service(files, "hearth-agent@.service")
-    assert not [l for l in lines if l.startswith(("LoadCredential=", "Wants="))]
-    assert [l for l in lines if l.startswith("ReadWritePaths=")] == ["ReadWritePaths=/var/lib/hearth"]
+    assert not [line for line in lines if line.startswith(("LoadCredential=", "Wants="))]
+    assert [line for line in lines if line.startswith("ReadWritePaths=")] == ["ReadWritePaths=/var/lib/hearth"]
 
 
 def _enqueue_available() -> bool:

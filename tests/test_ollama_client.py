@@ -89,9 +89,8 @@ def test_http_500_is_retried_and_a_later_success_is_used() -> None:
 
 
 def test_http_500_every_time_ends_as_unavailable_with_the_servers_error() -> None:
-    with FakeOllama([Raw(500, '{"error": "out of memory"}')] * 4) as fake:
-        with pytest.raises(ModelUnavailable) as err:
-            client(fake, retries=3).chat(MESSAGES, [])
+    with FakeOllama([Raw(500, '{"error": "out of memory"}')] * 4) as fake, pytest.raises(ModelUnavailable) as err:
+        client(fake, retries=3).chat(MESSAGES, [])
     assert "HTTP 500: out of memory" in str(err.value)
     assert len(fake.requests) == 4
 
@@ -105,24 +104,23 @@ def test_http_500_every_time_ends_as_unavailable_with_the_servers_error() -> Non
     (Raw(200, '[1, 2, 3]'), "not an object"),
 ], ids=["garbage", "empty", "no-message", "error-object", "not-object"])
 def test_unusable_replies_raise_bad_reply_with_one_line(raw: Raw, expected: str, stream: bool) -> None:
-    with FakeOllama([raw]) as fake:
-        with pytest.raises(BadReply) as err:
-            client(fake, stream=stream).chat(MESSAGES, [])
+    with FakeOllama([raw]) as fake, pytest.raises(BadReply) as err:
+        client(fake, stream=stream).chat(MESSAGES, [])
     assert expected in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_a_stream_cut_before_done_is_a_bad_reply() -> None:
     chunk = json.dumps({"message": {"role": "assistant", "content": "hal"}, "done": False})
-    with FakeOllama([Raw(200, chunk + "\n", "application/x-ndjson")]) as fake:
-        with pytest.raises(BadReply, match="before it was done"):
-            client(fake).chat(MESSAGES, [])
+    with (FakeOllama([Raw(200, chunk + "\n", "application/x-ndjson")]) as fake,
+          pytest.raises(BadReply, match="before it was done")):
+        client(fake).chat(MESSAGES, [])
 
 
 def test_a_server_that_stalls_past_the_timeout_is_unavailable() -> None:
-    with FakeOllama([Raw(200, "{}", delay_s=1.0)] * 2) as fake:
-        with pytest.raises(ModelUnavailable, match="did not answer in time"):
-            client(fake, timeout_s=0.2, retries=1).chat(MESSAGES, [])
+    with (FakeOllama([Raw(200, "{}", delay_s=1.0)] * 2) as fake,
+          pytest.raises(ModelUnavailable, match="did not answer in time")):
+        client(fake, timeout_s=0.2, retries=1).chat(MESSAGES, [])
 
 
 @pytest.mark.parametrize(("given", "expected"), [

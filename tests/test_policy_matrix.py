@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from agent.tools.gate import TOOLS, ToolRunner, call_tool, risk_of, visible_tools
-from agent.tools.registry import Tool
 from agent.loop import Loop
+from agent.model.scripted import ScriptedModel
 from agent.parsing import ToolCall
 from agent.safety.policy import MODES, Decision
 from agent.safety.sandbox import SandboxPolicy
-from agent.model.scripted import ScriptedModel
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import TOOLS, ToolRunner, call_tool, risk_of, visible_tools
+from agent.tools.registry import Tool
 
 # The risk classes of the engine spec; a tool registered under one of these names must carry it.
 SPEC_RISKS = {

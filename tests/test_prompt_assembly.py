@@ -5,11 +5,19 @@ from __future__ import annotations
 import io
 import sqlite3
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.context.prompt import FALLBACKS, PromptPart, compose, fill, freeze_values, local_timezone, unknown_placeholders
+from agent.context.prompt import (
+    FALLBACKS,
+    PromptPart,
+    compose,
+    fill,
+    freeze_values,
+    local_timezone,
+    unknown_placeholders,
+)
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
@@ -89,7 +97,7 @@ def test_placeholders_take_the_values_frozen_at_run_start(tmp_path: Path, state_
     assert (values["agentName"], values["runId"], values["model"]) == ("builder", run_id, "qwen2.5-coder")
     assert (values["gitBranch"], values["gitHeadShortSha"], values["gitDirty"]) == ("main", head, "no")
     started = datetime.fromisoformat(values["currentDateTimeIso"])
-    assert abs(datetime.now(timezone.utc) - started) < timedelta(minutes=1)
+    assert abs(datetime.now(UTC) - started) < timedelta(minutes=1)
     assert values["currentTimeZone"] == local_timezone()
 
 
@@ -121,7 +129,7 @@ def test_placeholders_in_a_workspace_file_stay_literal(tmp_path: Path, state_dir
 
 def test_values_that_cannot_be_known_take_their_documented_fallbacks() -> None:
     values = freeze_values(workspace_root="", agent_name="", run_id="", model="",
-                           now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), git={})
+                           now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), git={})
     assert values["currentDateTimeIso"] == "2026-01-02T03:04:05+00:00"
     for name in ("workspaceRoot", "agentName", "runId", "model", "gitBranch", "gitHeadShortSha", "gitDirty"):
         assert values[name] == FALLBACKS[name]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent.safety.policy import NO_APPROVER, denied_message
-from hearth.audit.store import AuditStore, RunRecord
 from hearth.audit.requests import FileFacts, record_rejection
+from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import UsageError
 from hearth.queue import Queue
 from hearth.report import parse_since

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hearth.request import check
-from hearth.request import LegacyRequest, Request, RequestRefused, parse_request, schema_text
+from hearth.request import LegacyRequest, Request, RequestRefused, check, parse_request, schema_text
 from tests.conftest import ROOT
 
 SPEC = ROOT / "queue-spec"

@@ -13,11 +13,11 @@ from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
-from hearth.run.recorder import Recorder
 from hearth.run.goal import GoalRequest
+from hearth.run.recorder import Recorder
 from hearth.run.services import run_services
-from hearth.settings import Settings
 from hearth.run.state import StateFile
+from hearth.settings import Settings
 
 
 def test_network_and_recall_settings_come_from_the_environment(tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.safety.selfconfig import _run_group, git
+from agent.safety.workspace import Workspace
+from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from agent.safety.selfconfig import _run_group, git
-from agent.services import RunServices
-from agent.safety.workspace import Workspace
 from tests.fake_ollama import FakeOllama
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

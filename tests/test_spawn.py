@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from hearth.queue import Queue
 from hearth.dispatch.settle import GONE
+from hearth.queue import Queue
 from hearth.request import Request
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.errors import ConfigError
 from hearth.dispatch.launchers import SystemdLauncher
-from hearth.settings import Settings
 from hearth.dispatch.spawner import Spawner
+from hearth.errors import ConfigError
+from hearth.settings import Settings
 from tests.queue_support import FakeSystemctl, drop, listing, rows
 
 ID_RULE = "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit"

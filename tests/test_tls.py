@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.net.guard import FetchFailed
 from agent.net.client import request
+from agent.net.guard import FetchFailed
 from tests.netfixtures import Answer, TestNet, Web
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from agent.tools.gate import call_tool
 from agent.net.guard import NetGuard
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 
 
 class Backend:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.tools.gate import call_tool
 from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import CredentialRefused
 from agent.safety.redaction import Redactor
-from agent.services import RunServices
 from agent.safety.workspace import Workspace
+from agent.services import RunServices
+from agent.tools.gate import call_tool
 from tests.netfixtures import Answer, Seen, TestNet, Web
 
 HTML = """<html><head><title>Hearth notes</title></head><body><nav>Home | About | Login</nav>

@@ -22,16 +22,14 @@ from typing import Any
 
 import sqlite_utils
 
-from agent.knowledge.chunking import chunk_text
 from agent.clock import utc_now
+from agent.knowledge.chunking import chunk_text
 from agent.sqlite_store import immediate, migrate, open_database
 
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
-    "a an and are as at be but by can could do does for from has have how i if in into is it its "
-    "me my no not of on or our should so than that the their them then there these this to was we "
-    "what when where which who why will with would you your please".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "please"]
 )
 
 

@@ -119,10 +119,10 @@ def _send(guard: NetGuard, target: Target, method: str, headers: dict[str, str],
     transport = PinnedTransport(target, guard.connector or plain_connector, guard.ssl_context or _ssl_context())
     timeout = httpx.Timeout(max(0.05, min(timeout_s, deadline - time.monotonic())))
     try:
-        with httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client:
-            with client.stream(method, target.url, headers=sent, content=body) as response:
-                data = _read(response, deadline, caps, target.url)
-                return Reply(target.url, response.status_code, response.reason_phrase, response.headers, data)
+        with (httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client,
+              client.stream(method, target.url, headers=sent, content=body) as response):
+            data = _read(response, deadline, caps, target.url)
+            return Reply(target.url, response.status_code, response.reason_phrase, response.headers, data)
     except (httpx.TimeoutException, httpcore.TimeoutException):
         raise FetchFailed(f"{target.url} timed out after {timeout_s:g}s") from None
     except (httpx.HTTPError, httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:

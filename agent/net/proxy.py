@@ -17,8 +17,8 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from agent.net.guard import NetError, NetGuard
 from agent.net.client import plain_connector
+from agent.net.guard import NetError, NetGuard
 
 HEAD_LIMIT = 8192
 IDLE_TIMEOUT_S = 60.0
@@ -60,7 +60,7 @@ class GuardProxy:
         for address in target.addresses:
             try:
                 return connector(address, target.port, CONNECT_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - any connect failure: try the next checked address
+            except Exception as exc:
                 failure = exc
         raise NetError(f"cannot connect to {authority}: {failure}")
 

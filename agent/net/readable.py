@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from agent.net.guard import FetchFailed
 from agent.net.client import Reply
+from agent.net.guard import FetchFailed
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 JSON_SUFFIX = "+json"

@@ -34,8 +34,7 @@ _MAX_WRAPPERS = 16  # wrappers peeled off one command
 
 # wrapper -> (options that take a value, positional words before the wrapped program)
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset("-u -g -C -D -h -p -r -t -U -T --user --group --close-from --chdir --host --prompt "
-                       "--role --type --other-user --command-timeout".split()), 0),
+    "sudo": (frozenset(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"]), 0),
     "doas": (frozenset({"-u", "-C"}), 0),
     "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
     "nohup": (frozenset(), 0),
@@ -44,8 +43,7 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "ionice": (frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}), 0),
     "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
     "setsid": (frozenset(), 0),
-    "xargs": (frozenset("-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace "
-                        "--max-lines --max-args --max-procs --max-chars --process-slot-var".split()), 0),
+    "xargs": (frozenset(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"]), 0),
     "command": (frozenset(), 0),
     "builtin": (frozenset(), 0),
     "exec": (frozenset({"-a"}), 0),

@@ -241,7 +241,7 @@ def _ansi_escape(text: str, j: int) -> tuple[str, int]:
         return _ANSI_SIMPLE[c], j + 1
     spec = {"x": (16, 2), "u": (16, 4), "U": (16, 8)}.get(c)
     base, width, start = (spec[0], spec[1], j + 1) if spec else (8, 3, j)
-    digits = re.match(r"[0-9a-fA-F]{1,%d}" % width if base == 16 else r"[0-7]{1,3}", text[start:])
+    digits = re.match(rf"[0-9a-fA-F]{{1,{width}}}" if base == 16 else r"[0-7]{1,3}", text[start:])
     if not digits:
         return "\\" + c, j + 1
     try:
@@ -331,7 +331,7 @@ def _close(command: Command, commands: list[Command], variables: dict[str, str])
 def _expand(word: str, variables: dict[str, str]) -> list[str]:
     for name, value in variables.items():
         word = word.replace("${" + name + "}", value)
-        word = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", lambda m: value, word)
+        word = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", lambda m, value=value: value, word)
     words, done = [word], []
     while words and len(done) + len(words) <= _MAX_BRACE_WORDS:
         current = words.pop()

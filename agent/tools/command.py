@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.tools.args import integer
-from agent.tools.registry import Tool, ToolFailed
 from agent.safety.sandbox import SandboxUnavailable, run_sandboxed
 from agent.safety.workspace import Workspace
+from agent.tools.args import integer
+from agent.tools.registry import Tool, ToolFailed
 
 MAX_TIMEOUT_S = 600
 COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the command runs

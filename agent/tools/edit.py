@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agent.tools.registry import Tool, ToolFailed
-from agent.tools.args import PATH, candidate_files
 from agent.safety.workspace import PathRefused, Workspace
+from agent.tools.args import PATH, candidate_files
+from agent.tools.registry import Tool, ToolFailed
 
 EDIT_LIMIT = 2_000_000  # bytes of a file edit tools will change
 MAX_CHANGED_FILES = 200

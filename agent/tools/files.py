@@ -5,9 +5,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from agent.safety.workspace import Entry, PathRefused, Workspace
 from agent.tools.args import PATH, SKIP_DIRS, integer, require_dir
 from agent.tools.registry import Tool, ToolFailed
-from agent.safety.workspace import Entry, PathRefused, Workspace
 
 READ_LIMIT = 64_000
 WRITE_LIMIT = 1_000_000  # characters of content; bigger files are built in steps or by a command

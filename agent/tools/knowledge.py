@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.tools.args import SCOPE, integer, scope_arg, store_of
-from agent.tools.registry import Tool, ToolFailed
 from agent.knowledge.indexing import index_directory
 from agent.knowledge.store import scopes_for
 from agent.safety.workspace import Workspace
+from agent.tools.args import SCOPE, integer, scope_arg, store_of
+from agent.tools.registry import Tool, ToolFailed
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.tools.registry import Tool, ToolFailed
-from agent.tools.args import candidate_files, integer
 from agent.safety.workspace import PathRefused, Workspace
+from agent.tools.args import candidate_files, integer
+from agent.tools.registry import Tool, ToolFailed
 
 SEARCH_SECONDS = 10.0
 FILE_LIMIT = 2_000_000  # bytes searched per file

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.tools.registry import Tool, ToolFailed
+from agent.net.client import TIMEOUT_S, Reply, request
 from agent.net.guard import NetError
 from agent.net.readable import Page, readable
-from agent.tools.args import guard_of, integer, scope_arg, store_of
-from agent.net.client import TIMEOUT_S, Reply, request
 from agent.safety.workspace import Workspace
+from agent.tools.args import guard_of, integer, scope_arg, store_of
+from agent.tools.registry import Tool, ToolFailed
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.tools.registry import Tool, ToolFailed
+from agent.net.client import TIMEOUT_S
 from agent.net.guard import NetRefused
 from agent.net.proxy import GuardProxy
-from agent.tools.args import guard_of, integer
-from agent.net.client import TIMEOUT_S
 from agent.safety.workspace import Workspace
+from agent.tools.args import guard_of, integer
+from agent.tools.registry import Tool, ToolFailed
 
 MAX_RESULTS = 20
 PROVIDER_HOST = "html.duckduckgo.com"  # what ddgs' duckduckgo engine connects to

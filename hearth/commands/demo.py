@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent.safety.policy import Decision
 from agent.model.scripted import ScriptedModel
+from agent.safety.policy import Decision
 from hearth.demo import GOAL, demo_script, pick_real_model
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import exit_code, run_goal

@@ -10,9 +10,9 @@ from agent.context.compaction import CHARS_PER_TOKEN
 from agent.model.ollama_client import DEFAULT_NUM_CTX, probe
 from hearth.doctor import Finding, diagnose, summary_counts
 from hearth.errors import HearthError, UsageError
+from hearth.render import print_json
 from hearth.run.profiles import Profile
 from hearth.run.prompting import preview
-from hearth.render import print_json
 from hearth.settings import Settings
 
 EPILOG = """\

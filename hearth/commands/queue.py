@@ -10,16 +10,16 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from hearth.audit.store import new_run_id
 from hearth.audit.requests import run_status_readonly
-from hearth.errors import UsageError
-from hearth.dispatch.launchers import LaunchError, LocalLauncher, heal_spawn_units, systemd_booted
-from hearth.queue import Queue
+from hearth.audit.store import new_run_id
 from hearth.dispatch.claimed import run_claimed
-from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, check, is_legacy, load_json
-from hearth.settings import Settings
+from hearth.dispatch.launchers import LaunchError, LocalLauncher, heal_spawn_units, systemd_booted
 from hearth.dispatch.spawner import Report, Spawner, choose_launcher
 from hearth.dispatch.watch import Watch
+from hearth.errors import UsageError
+from hearth.queue import Queue
+from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, check, is_legacy, load_json
+from hearth.settings import Settings
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
 SPAWN_EPILOG = ("exit codes: 0 every request was started, rejected or settled, 1 a run could not be "

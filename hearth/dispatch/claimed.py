@@ -138,7 +138,7 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     os.dup2(fd, 2)
     try:
         code = run_claimed(request_id, settings)
-    except Exception as exc:  # noqa: BLE001 - the one line goes to the run's log
+    except Exception as exc:
         print(f"hearth agent {request_id}: {exc}", file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
     sys.stdout.flush()

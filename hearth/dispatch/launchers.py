@@ -149,7 +149,7 @@ class LocalLauncher:
 
     def reap(self) -> list[tuple[str, int | None]]:
         ended = [(rid, proc) for rid, proc in self._procs.items() if not proc.is_alive()]
-        for rid, proc in ended:
+        for rid, _ in ended:
             del self._procs[rid]
         results = [(rid, proc.exitcode) for rid, proc in ended]
         for _, proc in ended:

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.clock import utc_now
-from hearth.audit.store import AuditStore
 from hearth.audit.requests import FileFacts, admit, record_unfinished
-from hearth.errors import ConfigError
-from hearth.dispatch.launchers import LaunchError, Launcher, LocalLauncher, SystemdLauncher, systemd_booted
-from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
+from hearth.audit.store import AuditStore
+from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle
+from hearth.errors import ConfigError
+from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
 from hearth.request import Parsed, RequestRefused, check, parse_request, printable
 from hearth.settings import Settings
 

@@ -37,8 +37,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.tools.spill import SPILL_DIR
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
+from agent.tools.spill import SPILL_DIR
 from hearth.audit.store import AuditStore
 from hearth.run.recorder import Recorder
 

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.files import ContextFile, find_workspace_context, flagged_note
-from agent.tools.gate import visible_tools
 from agent.context.prompt import PromptPart, RenderedPrompt, base_part, compose, freeze_values
 from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace
-from hearth.run.checkpoints import Checkpoints
+from agent.tools.gate import visible_tools
 from hearth.errors import ConfigError
+from hearth.run.checkpoints import Checkpoints
 from hearth.run.profiles import Profile, apply_profile, read_config_text
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings

@@ -15,27 +15,34 @@ from typing import Any, TextIO
 
 from agent.context.compaction import Compactor
 from agent.context.files import SubdirectoryNotes
-from agent.tools.gate import ToolRunner
-from agent.tools.spill import OutputSpill, spill_threshold
+from agent.context.prompt import PromptPart
 from agent.loop import Loop, Outcome
 from agent.model.ollama_client import ChatModel, OllamaClient
 from agent.safety.policy import MODES, Approver
-from agent.context.prompt import PromptPart
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
-from hearth.run import approvers
+from agent.tools.gate import ToolRunner
+from agent.tools.spill import OutputSpill, spill_threshold
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
-from hearth.run.goal import MAX_ITERATIONS, GoalRequest
-from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.run import approvers
+from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
+from hearth.run.goal import MAX_ITERATIONS, GoalRequest
 from hearth.run.profiles import apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
-from hearth.run.services import ServicesHook, check_egress, credential_store, load_redactor, recall_preface, run_services
-from hearth.settings import Settings, probe_writable
+from hearth.run.services import (
+    ServicesHook,
+    check_egress,
+    credential_store,
+    load_redactor,
+    recall_preface,
+    run_services,
+)
 from hearth.run.state import StateFile
+from hearth.settings import Settings, probe_writable
 
 EXIT_CODES = {
     "done": 0,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+from agent.knowledge.recall import recall_context
 from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import NetGuard, NetRefused
-from agent.knowledge.recall import recall_context
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
@@ -21,7 +21,6 @@ from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
-
 
 ServicesHook = Callable[[RunServices], None]
 
