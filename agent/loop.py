@@ -124,9 +124,13 @@ class Loop:
             self.outcome.summary = stop.detail if stop.status == "done" else self._summary(stop)
             self.outcome.error = "" if stop.status == "done" else stop.detail
         self.outcome.iterations = self.iteration
-        self.emit(Event("run_finished", self.iteration, {"status": self.outcome.status,
-                                                         "summary": self.outcome.summary,
-                                                         "error": self.outcome.error}))
+        self.emit(
+            Event(
+                "run_finished",
+                self.iteration,
+                {"status": self.outcome.status, "summary": self.outcome.summary, "error": self.outcome.error},
+            )
+        )
         return self.outcome
 
     def _check_limits(self) -> None:
@@ -161,10 +165,19 @@ class Loop:
         self.outcome.tokens_in += reply.tokens_in
         self.outcome.tokens_out += reply.tokens_out
         self.outcome.model_seconds += reply.duration_s
-        self.emit(Event("model", self.iteration, {
-            "content": reply.content, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
-            "duration_s": reply.duration_s, "tool_calls": len(reply.tool_calls),
-        }))
+        self.emit(
+            Event(
+                "model",
+                self.iteration,
+                {
+                    "content": reply.content,
+                    "tokens_in": reply.tokens_in,
+                    "tokens_out": reply.tokens_out,
+                    "duration_s": reply.duration_s,
+                    "tool_calls": len(reply.tool_calls),
+                },
+            )
+        )
         return reply
 
     def _compact_if_needed(self) -> None:
@@ -180,8 +193,9 @@ class Loop:
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
         if reply.tool_calls:
-            return [ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments)
-                    for c in reply.tool_calls]
+            return [
+                ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments) for c in reply.tool_calls
+            ]
         return parse_tool_calls(reply.content, self.tools.names)
 
     def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
@@ -206,10 +220,21 @@ class Loop:
         else:
             self._last_failure = None
         self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {'ok' if result.ok else 'failed'}")
-        self.emit(Event("tool", self.iteration, {
-            "tool": call.name, "arguments": call.arguments, "ok": result.ok, "output": output,
-            "verdict": result.verdict, "duration_s": result.duration_s, "detail": result.detail,
-        }))
+        self.emit(
+            Event(
+                "tool",
+                self.iteration,
+                {
+                    "tool": call.name,
+                    "arguments": call.arguments,
+                    "ok": result.ok,
+                    "output": output,
+                    "verdict": result.verdict,
+                    "duration_s": result.duration_s,
+                    "detail": result.detail,
+                },
+            )
+        )
         return output
 
     def _helped(self, call: ToolCall, output: str) -> str:

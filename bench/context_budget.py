@@ -53,8 +53,13 @@ def play(ws: Path, compact: bool) -> list[dict[str, Any]]:
     with FakeOllama([script()], repeat_last=True) as fake, Workspace(ws) as handle:
         tools = ToolRunner(handle, mode="bypass", allowed=SMALL_PROFILE)
         client = OllamaClient("qwen2.5-coder", fake.url, num_ctx=NUM_CTX)
-        loop = Loop(client, tools, system_prompt=render_system_prompt("bench", tools.schemas), max_iters=READS + 2,
-                    compactor=Compactor(NUM_CTX, client) if compact else None)
+        loop = Loop(
+            client,
+            tools,
+            system_prompt=render_system_prompt("bench", tools.schemas),
+            max_iters=READS + 2,
+            compactor=Compactor(NUM_CTX, client) if compact else None,
+        )
         loop.run("Read every file.")
         return [r for r in fake.requests if r.get("tools")]
 
@@ -68,8 +73,13 @@ def measure(requests: list[dict[str, Any]]) -> tuple[float, int]:
 def checkpoint_cost(tmp: Path) -> tuple[float, float]:
     """Checkpoint time over one sandboxed command, and over a whole short scripted run."""
     with FakeOllama([tool_call("write_file", {"path": "out.txt", "content": "x"}), final_answer("ok")]) as fake:
-        settings = Settings(state_dir=tmp / "state", config_dir=tmp / "config", ollama_host=fake.url,
-                            model="qwen2.5-coder", sandbox="auto")
+        settings = Settings(
+            state_dir=tmp / "state",
+            config_dir=tmp / "config",
+            ollama_host=fake.url,
+            model="qwen2.5-coder",
+            sandbox="auto",
+        )
         started = time.perf_counter()
         run_goal(GoalRequest(goal="write", workspace=tmp / "run-ws"), settings, out=io.StringIO())
         whole = time.perf_counter() - started
@@ -104,9 +114,13 @@ def main() -> None:
         plain_peak, plain_sent = measure(play(ws, compact=False))
         compact_peak, compact_sent = measure(play(ws, compact=True))
         per_command, per_run = checkpoint_cost(Path(tmp))
-    print(f"system prompt + all tool schemas / num_ctx: {fixed_share(8192):.2f} of 8192, {fixed_share(4096):.2f} of 4096")
-    print(f"peak prompt / num_ctx {NUM_CTX} ({', '.join(SMALL_PROFILE)} only): {plain_peak:.2f} without compaction, "
-          f"{compact_peak:.2f} with it")
+    print(
+        f"system prompt + all tool schemas / num_ctx: {fixed_share(8192):.2f} of 8192, {fixed_share(4096):.2f} of 4096"
+    )
+    print(
+        f"peak prompt / num_ctx {NUM_CTX} ({', '.join(SMALL_PROFILE)} only): {plain_peak:.2f} without compaction, "
+        f"{compact_peak:.2f} with it"
+    )
     print(f"characters sent over {READS} turns, with/without compaction: {compact_sent / plain_sent:.2f}")
     print(f"checkpoints of a run / one sandboxed command: {per_command:.1f}")
     print(f"checkpoints of a run / a whole scripted run (no model time): {per_run:.2f}")

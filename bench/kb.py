@@ -27,9 +27,32 @@ QUERIES = 300
 FILES = 2_000
 TARGET_MS = 5.0
 rng = random.Random(4)
-VOCABULARY = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", "va", "ze")
-              for b in ("ba", "ce", "di", "fo", "gu", "ha", "ji", "ko", "lu", "ma", "no", "pi", "qu", "ra",
-                        "se", "to", "vu", "wa", "xe", "yo")] * 3
+VOCABULARY = [
+    f"{a}{b}"
+    for a in ("ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", "va", "ze")
+    for b in (
+        "ba",
+        "ce",
+        "di",
+        "fo",
+        "gu",
+        "ha",
+        "ji",
+        "ko",
+        "lu",
+        "ma",
+        "no",
+        "pi",
+        "qu",
+        "ra",
+        "se",
+        "to",
+        "vu",
+        "wa",
+        "xe",
+        "yo",
+    )
+] * 3
 VOCABULARY = [w + s for w, s in zip(VOCABULARY, ["", "n", "r"] * 200)]
 
 
@@ -52,8 +75,11 @@ def search_times(ws: Workspace) -> tuple[list[float], float]:
         result = call_tool("kb_search", {"query": query, "k": 5}, ws)
         times.append((time.perf_counter() - started) * 1000)
         assert result.ok, result.output
-        matched.append(ws.services.knowledge.db.execute(
-            "select count(*) from chunks_fts where chunks_fts match ?", [fts_query(query)]).fetchone()[0])
+        matched.append(
+            ws.services.knowledge.db.execute(
+                "select count(*) from chunks_fts where chunks_fts match ?", [fts_query(query)]
+            ).fetchone()[0]
+        )
     return times, statistics.mean(matched)
 
 
@@ -82,10 +108,14 @@ def main() -> None:
         with Workspace(tmp, services=RunServices(knowledge=store)) as ws:
             times, matched = search_times(ws)
         p50, p95 = statistics.median(times), percentile(times, 95)
-        print(f"kb_search over {CHUNKS} chunks, {QUERIES} queries matching {matched:.0f} chunks each on average "
-              "(a small vocabulary: harder than prose)")
-        print(f"  p50 {p50:.2f} ms = {p50 / TARGET_MS:.2f} of "
-              f"target ({TARGET_MS:g} ms); p95 {p95:.2f} ms = {p95 / TARGET_MS:.2f} of target")
+        print(
+            f"kb_search over {CHUNKS} chunks, {QUERIES} queries matching {matched:.0f} chunks each on average "
+            "(a small vocabulary: harder than prose)"
+        )
+        print(
+            f"  p50 {p50:.2f} ms = {p50 / TARGET_MS:.2f} of "
+            f"target ({TARGET_MS:g} ms); p95 {p95:.2f} ms = {p95 / TARGET_MS:.2f} of target"
+        )
         tree_store = KnowledgeStore(Path(tmp) / "tree.db")
         make_tree(Path(tmp) / "tree")
         with Workspace(tmp, services=RunServices(knowledge=tree_store)) as ws:
@@ -95,8 +125,10 @@ def main() -> None:
                 path = Path(tmp) / "tree" / f"pkg{n % 40}" / f"mod{n % 7}" / f"file{n}.md"
                 path.write_text(path.read_text() + "\n\nChanged " + sentence(10))
             changed, _ = timed_index(ws)
-        print(f"index_dir over {FILES} files: first {first:.2f} s ({FILES / first:.0f} files/s); "
-              f"unchanged again {again:.2f} s ({again / first:.2f} of first); 20 changed {changed:.2f} s")
+        print(
+            f"index_dir over {FILES} files: first {first:.2f} s ({FILES / first:.0f} files/s); "
+            f"unchanged again {again:.2f} s ({again / first:.2f} of first); 20 changed {changed:.2f} s"
+        )
         print(f"  {report}")
 
 

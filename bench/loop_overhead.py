@@ -25,12 +25,20 @@ ITERATIONS = 100
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp, FakeOllama([tool_call("list_files", {"path": "."})],
-                                                          repeat_last=True) as fake:
-        settings = Settings(state_dir=Path(tmp) / "state", config_dir=Path(tmp) / "config",
-                            ollama_host=fake.url, model="qwen2.5-coder", sandbox="auto")
-        request = GoalRequest(goal="list forever", model="qwen2.5-coder", max_iters=ITERATIONS,
-                              workspace=Path(tmp) / "ws")
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeOllama([tool_call("list_files", {"path": "."})], repeat_last=True) as fake,
+    ):
+        settings = Settings(
+            state_dir=Path(tmp) / "state",
+            config_dir=Path(tmp) / "config",
+            ollama_host=fake.url,
+            model="qwen2.5-coder",
+            sandbox="auto",
+        )
+        request = GoalRequest(
+            goal="list forever", model="qwen2.5-coder", max_iters=ITERATIONS, workspace=Path(tmp) / "ws"
+        )
         started = time.perf_counter()
         _, outcome = run_goal(request, settings, out=io.StringIO())
         loop_rate = outcome.iterations / (time.perf_counter() - started)

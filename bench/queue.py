@@ -50,8 +50,13 @@ def hearth(*args: str, env: dict[str, str]) -> list[str]:
 
 
 def environment(state: Path, fake: FakeOllama) -> dict[str, str]:
-    return {**os.environ, "HEARTH_STATE_DIR": str(state), "OLLAMA_HOST": fake.url, "PYTHONPATH": str(ROOT),
-            "HEARTH_LAUNCHER": "local"}
+    return {
+        **os.environ,
+        "HEARTH_STATE_DIR": str(state),
+        "OLLAMA_HOST": fake.url,
+        "PYTHONPATH": str(ROOT),
+        "HEARTH_LAUNCHER": "local",
+    }
 
 
 def started_at(state: Path) -> dict[str, float]:
@@ -77,8 +82,13 @@ def landing_latency(tmp: Path, fake: FakeOllama) -> list[float]:
     state = tmp / "watch"
     env = environment(state, fake)
     queue = Queue(state / "queue").ensure()
-    watch = subprocess.Popen(hearth("watch", "--concurrency", str(CONCURRENCY), env=env), env=env, cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watch = subprocess.Popen(
+        hearth("watch", "--concurrency", str(CONCURRENCY), env=env),
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     landed: dict[str, float] = {}
     try:
         queue.enqueue(Request(id="warm-up", goal="g"))  # the fork server starts on the first run
@@ -103,14 +113,20 @@ def queue_throughput(tmp: Path, fake: FakeOllama) -> float:
         queue.enqueue(Request(id=f"run-{i:03}", goal=f"trivial goal {i}"))
     env = environment(state, fake)
     began = time.perf_counter()
-    subprocess.run(hearth("spawn", "--local", "--concurrency", str(CONCURRENCY), env=env), env=env, cwd=ROOT,
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        hearth("spawn", "--local", "--concurrency", str(CONCURRENCY), env=env),
+        env=env,
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return RUNS / (time.perf_counter() - began)
 
 
 def in_process_throughput(tmp: Path, fake: FakeOllama) -> float:
-    settings = Settings(state_dir=tmp / "inproc", config_dir=tmp / "config", ollama_host=fake.url,
-                        model="qwen2.5-coder", sandbox="auto")
+    settings = Settings(
+        state_dir=tmp / "inproc", config_dir=tmp / "config", ollama_host=fake.url, model="qwen2.5-coder", sandbox="auto"
+    )
     began = time.perf_counter()
     for i in range(RUNS):
         run_goal(GoalRequest(goal=f"trivial goal {i}", model="qwen2.5-coder"), settings, out=io.StringIO())
@@ -138,13 +154,17 @@ def main() -> None:
         queued = queue_throughput(tmp, fake)
         inproc = in_process_throughput(tmp, fake)
         cold = cold_agent_ms(tmp, fake)
-    print(f"watch: landing -> run start over {len(latency)} requests: "
-          f"p50 {percentile(latency, 0.5):.1f} ms, p95 {percentile(latency, 0.95):.1f} ms")
+    print(
+        f"watch: landing -> run start over {len(latency)} requests: "
+        f"p50 {percentile(latency, 0.5):.1f} ms, p95 {percentile(latency, 0.95):.1f} ms"
+    )
     print(f"spawn --local (concurrency {CONCURRENCY}): {RUNS} one-turn runs at {queued:.1f} runs/s")
     print(f"in-process run_goal, no queue: the same {RUNS} goals at {inproc:.1f} runs/s")
     print(f"ratio queue/in-process: {queued / inproc:.2f}")
-    print(f"cold `hearth agent` (a fresh interpreter per run, as each systemd unit starts): "
-          f"p50 {percentile(cold, 0.5):.0f} ms, p95 {percentile(cold, 0.95):.0f} ms per run")
+    print(
+        f"cold `hearth agent` (a fresh interpreter per run, as each systemd unit starts): "
+        f"p50 {percentile(cold, 0.5):.0f} ms, p95 {percentile(cold, 0.95):.0f} ms per run"
+    )
 
 
 if __name__ == "__main__":

@@ -39,19 +39,25 @@ def main() -> None:
         args = {"path": "notes.txt"}
         bare = per_call(lambda: TOOLS["read_file"].fn(args, ws), 2000)
         gated = per_call(lambda: call_tool("read_file", args, ws, mode="auto"), 2000)
-        print(f"call_tool(read_file) / bare read_file: {gated / bare:.2f}  ({gated * 1e6:.0f} us vs {bare * 1e6:.0f} us)")
+        print(
+            f"call_tool(read_file) / bare read_file: {gated / bare:.2f}  ({gated * 1e6:.0f} us vs {bare * 1e6:.0f} us)"
+        )
         guard = per_call(lambda: (floor_violation(COMMAND), auto_approved(COMMAND, ["git", "ls"])), 500)
         worst = max(per_call(lambda line=line: floor_violation(line), 3) for line in ADVERSARIAL)
-        print(f"worst 64 KiB adversarial line / typical line in the guard: {worst / guard:.0f}  "
-              f"({worst * 1e3:.0f} ms vs {guard * 1e6:.0f} us)")
+        print(
+            f"worst 64 KiB adversarial line / typical line in the guard: {worst / guard:.0f}  "
+            f"({worst * 1e3:.0f} ms vs {guard * 1e6:.0f} us)"
+        )
         try:
             kind = detect("auto")
         except SandboxUnavailable as exc:
             print(f"guard per command: {guard * 1e6:.0f} us (no sandbox here to compare with: {exc})")
             return
         sandboxed = per_call(lambda: run_sandboxed("true", ws.root, policy=SandboxPolicy(kind=kind), timeout_s=10), 30)
-        print(f"command guard / sandboxed `true` ({kind}): {guard / sandboxed:.4f}  "
-              f"({guard * 1e6:.0f} us vs {sandboxed * 1e3:.1f} ms)")
+        print(
+            f"command guard / sandboxed `true` ({kind}): {guard / sandboxed:.4f}  "
+            f"({guard * 1e6:.0f} us vs {sandboxed * 1e3:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

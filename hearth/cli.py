@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, the traceback only on request
         if args.debug or os.environ.get("HEARTH_DEBUG"):
             traceback.print_exc()
-        print(f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-              file=sys.stderr)
+        print(
+            f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr
+        )
         return INTERNAL_ERROR
 
 

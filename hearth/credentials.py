@@ -33,8 +33,10 @@ MAX_VALUE_CHARS = 16_384
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not NAME.match(name):
-        raise CredentialRefused(f"credential name {str(name)[:80]!r} is not valid: use letters, digits, "
-                                "'_', '-' and '.', starting with a letter, at most 64 characters")
+        raise CredentialRefused(
+            f"credential name {str(name)[:80]!r} is not valid: use letters, digits, "
+            "'_', '-' and '.', starting with a letter, at most 64 characters"
+        )
     return name
 
 
@@ -73,8 +75,10 @@ class CredentialStore:
         with os.fdopen(fd, "rb") as handle:
             mode = os.fstat(handle.fileno()).st_mode
             if stat.S_IMODE(mode) & 0o077:
-                raise ConfigError(f"the credential store {self.path} is readable by others "
-                                  f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {self.path}")
+                raise ConfigError(
+                    f"the credential store {self.path} is readable by others "
+                    f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {self.path}"
+                )
             try:
                 data = json.loads(handle.read())
             except ValueError:
@@ -108,8 +112,15 @@ class CredentialStore:
         """Name, hosts, where the value comes from, when it was set: never the value."""
         data = self.load()
         names = sorted(set(data) | set(self._systemd_names()))
-        return [{"name": n, "hosts": data.get(n, {}).get("hosts", []), "source": self._source(n, data),
-                 "updated_at": data.get(n, {}).get("updated_at", "")} for n in names]
+        return [
+            {
+                "name": n,
+                "hosts": data.get(n, {}).get("hosts", []),
+                "source": self._source(n, data),
+                "updated_at": data.get(n, {}).get("updated_at", ""),
+            }
+            for n in names
+        ]
 
     def _source(self, name: str, data: dict[str, dict[str, Any]]) -> str:
         if self._systemd_value(name) is not None:
@@ -146,8 +157,10 @@ class CredentialStore:
 def check_value(name: str, value: str) -> str:
     value = value.removesuffix("\n").removesuffix("\r")
     if len(value) < MIN_VALUE_CHARS:
-        raise UsageError(f"the value of {name} is {len(value)} characters; at least {MIN_VALUE_CHARS} are "
-                         "needed so it can be redacted reliably")
+        raise UsageError(
+            f"the value of {name} is {len(value)} characters; at least {MIN_VALUE_CHARS} are "
+            "needed so it can be redacted reliably"
+        )
     if len(value) > MAX_VALUE_CHARS or any(c in value for c in "\r\n\0"):
         raise UsageError(f"the value of {name} must be one line of at most {MAX_VALUE_CHARS} characters")
     return value
@@ -159,8 +172,10 @@ def check_run_credentials(names: Iterable[str], store: CredentialStore) -> None:
     for name in names:
         usage_name(name)
         if name not in data:
-            raise UsageError(f"credential {name!r} listed for this run is not set; "
-                             f"an operator adds it with: hearth creds set {name} --host HOST")
+            raise UsageError(
+                f"credential {name!r} listed for this run is not set; "
+                f"an operator adds it with: hearth creds set {name} --host HOST"
+            )
 
 
 class RunCredentials:
@@ -178,15 +193,18 @@ class RunCredentials:
             raise CredentialRefused(f"credential {name!r} is not listed for this run (listed: {listed})")
         data = self.store.load()
         if name not in data:
-            raise CredentialRefused(f"credential {name!r} is unknown; an operator adds it with: "
-                                    f"hearth creds set {name} --host HOST")
+            raise CredentialRefused(
+                f"credential {name!r} is unknown; an operator adds it with: hearth creds set {name} --host HOST"
+            )
         hosts = data[name].get("hosts", [])
         if not matching(host, hosts):
-            raise CredentialRefused(f"credential {name!r} may not be sent to {host}; it is bound to "
-                                    f"{', '.join(hosts) or 'no host'}")
+            raise CredentialRefused(
+                f"credential {name!r} may not be sent to {host}; it is bound to {', '.join(hosts) or 'no host'}"
+            )
         value = self.store.value(name, data)
         if value is None:
-            raise CredentialRefused(f"credential {name!r} has no value here (neither $CREDENTIALS_DIRECTORY "
-                                    "nor the store has one)")
+            raise CredentialRefused(
+                f"credential {name!r} has no value here (neither $CREDENTIALS_DIRECTORY nor the store has one)"
+            )
         self.redactor.add(name, value)
         return value

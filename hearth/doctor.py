@@ -50,6 +50,7 @@ def summary_counts(findings: Iterable[Finding]) -> dict[str, int]:
 
 # --- files and permissions -------------------------------------------------------------------
 
+
 def mode_of(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -61,8 +62,14 @@ def loose_write(path: Path, check: str, what: str) -> list[Finding]:
     except OSError as exc:
         return [Finding(check, "warn", f"cannot inspect {what} {path}: {exc.strerror or exc}", str(path))]
     if mode & stat.S_IWOTH:
-        return [Finding(check, "error", f"{what} {path} is writable by every user (mode {mode:04o}); "
-                                        f"run: chmod o-w {path}", str(path))]
+        return [
+            Finding(
+                check,
+                "error",
+                f"{what} {path} is writable by every user (mode {mode:04o}); run: chmod o-w {path}",
+                str(path),
+            )
+        ]
     if mode & stat.S_IWGRP:
         return [Finding(check, "warn", f"{what} {path} is writable by its group (mode {mode:04o})", str(path))]
     return []
@@ -74,8 +81,15 @@ def check_state_dir(settings: Settings) -> list[Finding]:
         parent = next((p for p in path.parents if p.exists()), Path("/"))
         if os.access(parent, os.W_OK):
             return [Finding("state", "warn", f"{path} does not exist yet; the first run creates it", str(path))]
-        return [Finding("state", "error", f"{path} does not exist and {parent} is not writable; "
-                                          "set HEARTH_STATE_DIR to a directory you can write", str(path))]
+        return [
+            Finding(
+                "state",
+                "error",
+                f"{path} does not exist and {parent} is not writable; "
+                "set HEARTH_STATE_DIR to a directory you can write",
+                str(path),
+            )
+        ]
     if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
         return [Finding("state", "error", f"{path} is not a writable directory; set HEARTH_STATE_DIR", str(path))]
     found = loose_write(path, "state", "the state directory")
@@ -99,8 +113,15 @@ def check_audit(settings: Settings) -> list[Finding]:
 def check_config_dir(settings: Settings) -> list[Finding]:
     path = settings.config_dir
     if not path.exists():
-        return [Finding("config", "info", f"no config directory at {path}: built-in profiles only, no prompts, "
-                                          "no SOUL.md (set HEARTH_CONFIG_DIR)", str(path))]
+        return [
+            Finding(
+                "config",
+                "info",
+                f"no config directory at {path}: built-in profiles only, no prompts, "
+                "no SOUL.md (set HEARTH_CONFIG_DIR)",
+                str(path),
+            )
+        ]
     if not path.is_dir():
         return [Finding("config", "error", f"{path} is not a directory (HEARTH_CONFIG_DIR)", str(path))]
     found: list[Finding] = []
@@ -119,6 +140,7 @@ def _config_tree(root: Path) -> list[Path]:
 
 
 # --- profiles and prompt files ---------------------------------------------------------------
+
 
 def check_profiles(settings: Settings, agent_name: str | None) -> tuple[list[Finding], list[Profile]]:
     names = [agent_name] if agent_name else profile_names(settings.config_dir)
@@ -141,15 +163,29 @@ def _profile_findings(profile: Profile) -> list[Finding]:
         return [Finding(check, "ok", "built in (no directory): no role prompt, hearth's defaults")]
     found = []
     if profile.role_path is None:
-        found.append(Finding(check, "warn", f"{profile.directory}/AGENTS.md is missing: the agent has no role prompt",
-                             str(profile.directory)))
+        found.append(
+            Finding(
+                check,
+                "warn",
+                f"{profile.directory}/AGENTS.md is missing: the agent has no role prompt",
+                str(profile.directory),
+            )
+        )
     else:
         found += placeholder_findings(check, profile.role_path, profile.role)
     unknown = sorted(set(profile.allowed_tools or ()) - set(TOOLS))
     if unknown:
-        found.append(Finding(check, "warn", f"allowed_tools names tools hearth does not have: {', '.join(unknown)}",
-                             str(profile.directory)))
-    return found or [Finding(check, "ok", f"{profile.directory}: role prompt and settings read", str(profile.directory))]
+        found.append(
+            Finding(
+                check,
+                "warn",
+                f"allowed_tools names tools hearth does not have: {', '.join(unknown)}",
+                str(profile.directory),
+            )
+        )
+    return found or [
+        Finding(check, "ok", f"{profile.directory}: role prompt and settings read", str(profile.directory))
+    ]
 
 
 def placeholder_findings(check: str, path: Path, text: str) -> list[Finding]:
@@ -184,6 +220,7 @@ def check_prompt_files(settings: Settings) -> list[Finding]:
 
 # --- queue and credentials -------------------------------------------------------------------
 
+
 def check_queue(settings: Settings) -> list[Finding]:
     path = settings.state_dir / "queue"
     if not path.exists():
@@ -194,8 +231,9 @@ def check_queue(settings: Settings) -> list[Finding]:
     for item in [path, *sorted(p for p in path.iterdir() if p.is_dir())]:
         # its group writing is the design (the submitters, setgid 2770 on NixOS): only others matter
         found += [f for f in loose_write(item, "queue", "queue directory") if f.status == "error"]
-    return found or [Finding("queue", "ok", f"{path} is not writable by every user (mode {mode_of(path):04o})",
-                             str(path))]
+    return found or [
+        Finding("queue", "ok", f"{path} is not writable by every user (mode {mode_of(path):04o})", str(path))
+    ]
 
 
 def check_credentials(settings: Settings) -> list[Finding]:
@@ -205,32 +243,49 @@ def check_credentials(settings: Settings) -> list[Finding]:
     store = settings.credentials_path
     if store.exists():
         found += _private(store, 0o600, "the credentials store") or [
-            Finding("credentials", "ok", f"{store} is readable by its owner only (0600)", str(store))]
+            Finding("credentials", "ok", f"{store} is readable by its owner only (0600)", str(store))
+        ]
     folder = settings.state_dir / "credentials"
     if folder.exists():
         loose = _private(folder, 0o700, "the credentials directory")
         for item in sorted(folder.rglob("*")):
-            loose += _private(item, 0o700 if item.is_dir() else 0o600, "directory" if item.is_dir() else "credential file")
+            loose += _private(
+                item, 0o700 if item.is_dir() else 0o600, "directory" if item.is_dir() else "credential file"
+            )
         found += loose or [Finding("credentials", "ok", f"{folder} is 0700 and every file in it 0600", str(folder))]
-    return found or [Finding("credentials", "info", f"no credentials store at {store} (hearth creds set makes one)",
-                             str(store))]
+    return found or [
+        Finding("credentials", "info", f"no credentials store at {store} (hearth creds set makes one)", str(store))
+    ]
 
 
 def _systemd_credentials(path: Path) -> list[Finding]:
     ok = path.is_dir() and os.access(path, os.R_OK | os.X_OK)
-    return [Finding("credentials", "ok" if ok else "error",
-                    f"systemd credentials at {path}" + ("" if ok else " are not a readable directory"), str(path))]
+    return [
+        Finding(
+            "credentials",
+            "ok" if ok else "error",
+            f"systemd credentials at {path}" + ("" if ok else " are not a readable directory"),
+            str(path),
+        )
+    ]
 
 
 def _private(path: Path, expected: int, what: str) -> list[Finding]:
     mode = stat.S_IMODE(path.lstat().st_mode)
     if path.is_symlink() or mode & 0o077:
-        return [Finding("credentials", "error", f"{what} {path} has mode {mode:04o}, expected {expected:04o}; "
-                                               f"run: chmod {expected:o} {path}", str(path))]
+        return [
+            Finding(
+                "credentials",
+                "error",
+                f"{what} {path} has mode {mode:04o}, expected {expected:04o}; run: chmod {expected:o} {path}",
+                str(path),
+            )
+        ]
     return []
 
 
 # --- services --------------------------------------------------------------------------------
+
 
 def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str], list[str] | None]) -> list[Finding]:
     """`models`: model name -> the profiles that use it."""
@@ -240,8 +295,13 @@ def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str],
     found = [Finding("ollama", "ok", f"Ollama at {host} answers with {len(pulled)} model(s)")]
     for model, users in sorted(models.items()):
         if not any(has_model(model, p) for p in pulled):
-            found.append(Finding("models", "error", f"model {model} (profiles: {', '.join(users)}) is not pulled; "
-                                                    f"run: ollama pull {model}"))
+            found.append(
+                Finding(
+                    "models",
+                    "error",
+                    f"model {model} (profiles: {', '.join(users)}) is not pulled; run: ollama pull {model}",
+                )
+            )
         else:
             found.append(Finding("models", "ok", f"model {model} is pulled (profiles: {', '.join(users)})"))
     return found
@@ -273,8 +333,12 @@ def check_systemd(pid1: str, systemctl: str = "systemctl") -> list[Finding]:
     if pid1 != "systemd":
         return [Finding("systemd", "info", f"systemd is not PID 1 (PID 1 is {pid1!r}): hearth units not checked")]
     try:
-        proc = subprocess.run([systemctl, "list-units", "hearth*", "--all", "--plain", "--no-legend", "--no-pager"],
-                              capture_output=True, text=True, timeout=10)
+        proc = subprocess.run(
+            [systemctl, "list-units", "hearth*", "--all", "--plain", "--no-legend", "--no-pager"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [Finding("systemd", "error", f"cannot ask systemd about hearth units: {exc}")]
     units = [line.split() for line in proc.stdout.splitlines() if line.strip()]
@@ -282,7 +346,9 @@ def check_systemd(pid1: str, systemctl: str = "systemctl") -> list[Finding]:
         return [Finding("systemd", "warn", "no hearth units are loaded; is services.hearth enabled?")]
     failed = [u[0] for u in units if len(u) > 2 and u[2] == "failed"]
     if failed:
-        return [Finding("systemd", "error", f"failed hearth units: {', '.join(failed)}; see: journalctl -u {failed[0]}")]
+        return [
+            Finding("systemd", "error", f"failed hearth units: {', '.join(failed)}; see: journalctl -u {failed[0]}")
+        ]
     return [Finding("systemd", "ok", f"{len(units)} hearth unit(s) loaded, none failed")]
 
 
@@ -295,18 +361,31 @@ def pid1_name() -> str:
 
 # --- all together ----------------------------------------------------------------------------
 
-def diagnose(settings: Settings, *, agent_name: str | None = None,
-             probe: Callable[[str], list[str] | None], pid1: str | None = None,
-             which: Callable[[str], str | None] = shutil.which) -> tuple[list[Finding], list[Profile]]:
+
+def diagnose(
+    settings: Settings,
+    *,
+    agent_name: str | None = None,
+    probe: Callable[[str], list[str] | None],
+    pid1: str | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> tuple[list[Finding], list[Profile]]:
     """Every finding, in the order an operator fixes things, and the profiles that loaded."""
     profile_findings, profiles = check_profiles(settings, agent_name)
     models: dict[str, list[str]] = {}
     for profile in profiles:
         models.setdefault(profile.model or settings.model, []).append(profile.name)
     findings = [
-        *check_state_dir(settings), *check_audit(settings), *check_config_dir(settings),
-        *profile_findings, *check_prompt_files(settings), *check_queue(settings),
-        *check_credentials(settings), *check_ollama(settings.ollama_host, models, probe),
-        *check_sandbox(settings.sandbox), *check_git(which), *check_systemd(pid1 or pid1_name()),
+        *check_state_dir(settings),
+        *check_audit(settings),
+        *check_config_dir(settings),
+        *profile_findings,
+        *check_prompt_files(settings),
+        *check_queue(settings),
+        *check_credentials(settings),
+        *check_ollama(settings.ollama_host, models, probe),
+        *check_sandbox(settings.sandbox),
+        *check_git(which),
+        *check_systemd(pid1 or pid1_name()),
     ]
     return findings, profiles

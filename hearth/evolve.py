@@ -32,20 +32,34 @@ from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
-SELF_TOOLS = ["current_generation", "list_generations", "system_health", "read_self_config",
-              "write_self_config", "git_status", "git_diff", "nix_check"]
+SELF_TOOLS = [
+    "current_generation",
+    "list_generations",
+    "system_health",
+    "read_self_config",
+    "write_self_config",
+    "git_status",
+    "git_diff",
+    "nix_check",
+]
 DIFF_CAP = 200_000
 AUTHOR = ["-c", "user.name=hearth", "-c", "user.email=hearth@localhost"]
 
 # Changed lines that touch hearth's own security settings; each pattern carries its reason.
 SECURITY_PATTERNS = [
-    (r"services\.hearth\.(sandbox|submitters|credentials|configRepo|limits|package)\b|\b(sandbox|submitters|credentials|configRepo)\s*=",
-     "changes services.hearth's sandbox, submitters, credentials, config repo or limits"),
+    (
+        r"services\.hearth\.(sandbox|submitters|credentials|configRepo|limits|package)\b|\b(sandbox|submitters|credentials|configRepo)\s*=",
+        "changes services.hearth's sandbox, submitters, credentials, config repo or limits",
+    ),
     (r"\b(defaultMode|mode)\s*=\s*\"bypass\"|allowedTools", "changes what tools or modes agents get"),
-    (r"systemd\.(services|paths|timers)\.\"?hearth|serviceConfig|\bhardening\b",
-     "overrides a hearth unit or its hardening"),
-    (r"users\.(users|groups)\.(hearth|\"hearth)|security\.(polkit|sudo|wrappers)",
-     "changes the hearth user, polkit, sudo or setuid wrappers"),
+    (
+        r"systemd\.(services|paths|timers)\.\"?hearth|serviceConfig|\bhardening\b",
+        "overrides a hearth unit or its hardening",
+    ),
+    (
+        r"users\.(users|groups)\.(hearth|\"hearth)|security\.(polkit|sudo|wrappers)",
+        "changes the hearth user, polkit, sudo or setuid wrappers",
+    ),
     (r"^\+\+\+ b/.*(hearth|module\.nix|units\.nix)", "edits a file of hearth's own module"),
 ]
 
@@ -75,8 +89,11 @@ class Proposal:
 
 def security_findings(diff: str) -> list[str]:
     """Why a diff touches hearth's own security settings (changed lines and file names only)."""
-    changed = [line for line in diff.splitlines()
-               if line.startswith(("+", "-")) and not line.startswith(("--- ", "+++ ")) or line.startswith("+++ b/")]
+    changed = [
+        line
+        for line in diff.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("--- ", "+++ ")) or line.startswith("+++ b/")
+    ]
     reasons = []
     for pattern, reason in SECURITY_PATTERNS:
         if any(re.search(pattern, line) for line in changed):
@@ -88,26 +105,41 @@ def config_repo(explicit: Path | None = None) -> Path:
     """The live config checkout: the argument, else HEARTH_CONFIG_REPO; a UsageError if unusable."""
     raw = explicit or os.environ.get("HEARTH_CONFIG_REPO")
     if not raw:
-        raise UsageError("no config repository: pass --repo PATH or set HEARTH_CONFIG_REPO (services.hearth.configRepo)")
+        raise UsageError(
+            "no config repository: pass --repo PATH or set HEARTH_CONFIG_REPO (services.hearth.configRepo)"
+        )
     repo = Path(raw).resolve()
     if not is_git_repo(repo):
         raise UsageError(f"config repository {repo} is not a git checkout")
     return repo
 
 
-def run_evolve_request(request: GoalRequest, settings: Settings, *, repo: Path | None = None,
-                       model: ChatModel | None = None) -> Proposal:
+def run_evolve_request(
+    request: GoalRequest, settings: Settings, *, repo: Path | None = None, model: ChatModel | None = None
+) -> Proposal:
     """Propose a change for `request.goal`; the queue calls this for a request with `evolve: true`."""
     live = config_repo(repo or request.config_repo)
     run_id = request.run_id or new_run_id()
     scratch = settings.agents_dir / run_id
-    proposal = Proposal(id=run_id, goal=request.goal, repo=str(live), branch=f"hearth/proposal-{run_id}",
-                        base_commit=_git(live, "rev-parse", "HEAD").strip(), created_at=utc_now())
+    proposal = Proposal(
+        id=run_id,
+        goal=request.goal,
+        repo=str(live),
+        branch=f"hearth/proposal-{run_id}",
+        base_commit=_git(live, "rev-parse", "HEAD").strip(),
+        created_at=utc_now(),
+    )
     settings.writable_state_dir()
     _add_worktree(live, scratch, proposal)
     try:
-        run = replace(request, run_id=run_id, workspace=scratch, config_repo=scratch, allowed_tools=SELF_TOOLS,
-                      source=request.source if request.source != "cli" else "evolve")
+        run = replace(
+            request,
+            run_id=run_id,
+            workspace=scratch,
+            config_repo=scratch,
+            allowed_tools=SELF_TOOLS,
+            source=request.source if request.source != "cli" else "evolve",
+        )
         _, outcome = run_goal(run, settings, model=model)
         proposal.run_status = outcome.status
         _conclude(proposal, scratch, settings)
@@ -136,7 +168,15 @@ def _conclude(proposal: Proposal, scratch: Path, settings: Settings) -> None:
     if not _git(scratch, "status", "--porcelain").strip():
         proposal.status = "no_changes"
         return
-    _git(scratch, *AUTHOR, "commit", "--quiet", "--no-verify", "-m", f"hearth proposal: {proposal.goal[:60]}\n\n{proposal.goal}")
+    _git(
+        scratch,
+        *AUTHOR,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "-m",
+        f"hearth proposal: {proposal.goal[:60]}\n\n{proposal.goal}",
+    )
     proposal.head_commit = _git(scratch, "rev-parse", "HEAD").strip()
     proposal.diff = _git(scratch, "diff", "--no-ext-diff", "--no-textconv", proposal.base_commit, "HEAD")
     proposal.diffstat = _git(scratch, "diff", "--stat", proposal.base_commit, "HEAD").strip()

@@ -17,14 +17,14 @@ from hearth.settings import Settings
 
 EPILOG = f"""\
 exit codes:
-  {EXIT_CODES['done']}    done: the model gave its final summary
-  {EXIT_CODES['failed']}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
-  {EXIT_CODES['usage']}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
+  {EXIT_CODES["done"]}    done: the model gave its final summary
+  {EXIT_CODES["failed"]}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
+  {EXIT_CODES["usage"]}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
        prompt file, unusable workspace or state directory
-  {EXIT_CODES['iteration_limit']}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
-  {EXIT_CODES['model_unavailable']}    model unavailable: Ollama unreachable, failing, or the model is not pulled
-  {EXIT_CODES['interrupted']}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
-  {EXIT_CODES['internal']}   internal error (a bug in hearth; --debug shows the traceback)
+  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
+  {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+  {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
+  {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
   --self-test exits 0 when every check passes, 1 otherwise.
 
 environment:
@@ -60,20 +60,43 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
     parser.add_argument("--model", help=f"Ollama model (default: the profile's, else {settings.model})")
-    parser.add_argument("--agent-name", default="default",
-                        help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)")
+    parser.add_argument(
+        "--agent-name", default="default", help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)"
+    )
     parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
-    parser.add_argument("--mode", help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
-                        "dangerous ones, bypass runs all but the hard floor (default: the profile's, else auto)")
+    parser.add_argument(
+        "--mode",
+        help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
+        "dangerous ones, bypass runs all but the hard floor (default: the profile's, else auto)",
+    )
     parser.add_argument("--max-iters", type=int, help="iteration cap (default: the profile's, else 12)")
-    parser.add_argument("--allowed-tools", type=_names, metavar="NAME,NAME",
-                        help="the only tools this run may use (default: the profile's list, else all)")
+    parser.add_argument(
+        "--allowed-tools",
+        type=_names,
+        metavar="NAME,NAME",
+        help="the only tools this run may use (default: the profile's list, else all)",
+    )
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
-    parser.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX, help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})")
-    parser.add_argument("--credential", action="append", default=[], metavar="NAME",
-                        help="a credential this run may use as cred:NAME (repeatable; see hearth creds)")
-    parser.add_argument("--egress", action="append", default=[], metavar="HOST",
-                        help="only these hosts (or *.domain) for network tools (repeatable; default any public host)")
+    parser.add_argument(
+        "--num-ctx",
+        type=int,
+        default=DEFAULT_NUM_CTX,
+        help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})",
+    )
+    parser.add_argument(
+        "--credential",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a credential this run may use as cred:NAME (repeatable; see hearth creds)",
+    )
+    parser.add_argument(
+        "--egress",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="only these hosts (or *.domain) for network tools (repeatable; default any public host)",
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -98,11 +121,17 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_self_test(json_lines=args.json)
         if args.goal is None:
-            raise UsageError("no goal given; usage: hearth-loop [options] \"GOAL\"")
+            raise UsageError('no goal given; usage: hearth-loop [options] "GOAL"')
         request = GoalRequest(
-            goal=args.goal, model=args.model, agent_name=args.agent_name, mode=args.mode,
-            max_iters=args.max_iters, workspace=args.workspace, num_ctx=args.num_ctx,
-            credentials=args.credential, egress=args.egress,
+            goal=args.goal,
+            model=args.model,
+            agent_name=args.agent_name,
+            mode=args.mode,
+            max_iters=args.max_iters,
+            workspace=args.workspace,
+            num_ctx=args.num_ctx,
+            credentials=args.credential,
+            egress=args.egress,
             allowed_tools=args.allowed_tools,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)

@@ -271,8 +271,13 @@ def _same_inode(fd: int, path: Path) -> bool:
 
 
 def _kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISREG, "file"), (stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "directory"),
-                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
+    for test, kind in (
+        (stat.S_ISREG, "file"),
+        (stat.S_ISLNK, "symlink"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+    ):
         if test(mode):
             return kind
     return "device"

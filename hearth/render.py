@@ -12,8 +12,12 @@ def print_json(data: Any, out: TextIO = sys.stdout) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out)
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO = sys.stdout,
-          widths: dict[str, int] | None = None) -> None:
+def table(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str],
+    out: TextIO = sys.stdout,
+    widths: dict[str, int] | None = None,
+) -> None:
     """A left-aligned text table; long cells are cut to the given widths."""
     widths = widths or {}
     cells = [[_cell(row.get(c), widths.get(c, 40)) for c in columns] for row in rows]

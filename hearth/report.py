@@ -82,8 +82,9 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
         try:
             moment = datetime.fromisoformat(text.strip())
         except ValueError:
-            raise UsageError(f"--since wants a date (2026-01-31), a date-time or a span (7d, 24h), "
-                             f"got {text!r}") from None
+            raise UsageError(
+                f"--since wants a date (2026-01-31), a date-time or a span (7d, 24h), got {text!r}"
+            ) from None
         moment = moment.replace(tzinfo=moment.tzinfo or UTC)
     return stamp(moment)
 
@@ -167,12 +168,17 @@ Section = tuple[str, list[str], list[dict[str, Any]]]
 def sections(report: dict[str, Any]) -> list[Section]:
     """The report as titled tables, rendered as Markdown or as plain text."""
     d, i = report["duration_ms"], report["iterations"]
-    counted = [(title, [{"value": k, "runs": v} for k, v in report[key].items()])
-               for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))]
+    counted = [
+        (title, [{"value": k, "runs": v} for k, v in report[key].items()])
+        for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))
+    ]
     return [
         *[(title, ["value", "runs"], rows) for title, rows in counted],
-        ("Duration and iterations", ["measure", "p50", "p95", "n"],
-         [{"measure": "duration (ms)", **d}, {"measure": "iterations", **i}]),
+        (
+            "Duration and iterations",
+            ["measure", "p50", "p95", "n"],
+            [{"measure": "duration (ms)", **d}, {"measure": "iterations", **i}],
+        ),
         ("Tool use", ["tool", "calls", "ok", "failed", "denied", "approved"], report["tools"]),
         ("Denials", ["what", "count"], report["denials"]),
         ("Failure reasons", ["what", "count"], report["failures"]),

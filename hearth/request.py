@@ -68,26 +68,36 @@ class Request(BaseModel):
     id: Name = Field(description="Names the request and its run; equals the file name without .json.")
     goal: str = Field(min_length=1, max_length=MAX_GOAL_CHARS, description="What the agent should do.")
     model: Annotated[str, Field(pattern=MODEL_PATTERN, max_length=200)] | None = Field(
-        None, description="The Ollama model; absent means the agent profile's, else the host's default (HEARTH_MODEL).")
+        None, description="The Ollama model; absent means the agent profile's, else the host's default (HEARTH_MODEL)."
+    )
     agent_name: Name = Field("default", description="The agent profile that runs the goal.")
     mode: Literal["plan", "auto", "bypass"] | None = Field(
-        None, description="plan: read-only tools; auto: edits run, dangerous tools need approval; "
-                          "bypass: every allowed tool runs (still sandboxed). Absent means the agent "
-                          "profile's mode, else the host's (HEARTH_MODE, else auto).")
+        None,
+        description="plan: read-only tools; auto: edits run, dangerous tools need approval; "
+        "bypass: every allowed tool runs (still sandboxed). Absent means the agent "
+        "profile's mode, else the host's (HEARTH_MODE, else auto).",
+    )
     allowed_tools: list[ToolName] | None = Field(
-        None, max_length=64, description="The only tools the run may use; absent means every tool.")
+        None, max_length=64, description="The only tools the run may use; absent means every tool."
+    )
     max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)] | None = Field(
-        None, description="Model turns before the run stops. Absent means the agent profile's cap, "
-                          "else the host's (HEARTH_MAX_ITERATIONS, else 12).")
+        None,
+        description="Model turns before the run stops. Absent means the agent profile's cap, "
+        "else the host's (HEARTH_MAX_ITERATIONS, else 12).",
+    )
     timeout_s: int = Field(3600, ge=1, le=86_400, description="Seconds before the run stops.")
     credentials: list[CredentialName] | None = Field(
-        None, max_length=32, description="Credential names the run may use (cred:NAME); never values.")
+        None, max_length=32, description="Credential names the run may use (cred:NAME); never values."
+    )
     egress: list[Host] | None = Field(
-        None, max_length=64, description="Hosts the run's network tools may reach; absent means any public host.")
+        None, max_length=64, description="Hosts the run's network tools may reach; absent means any public host."
+    )
     source: Literal["command-center", "cli", "timer", "self-test"] = Field(
-        "cli", description="Who dropped the request.")
+        "cli", description="Who dropped the request."
+    )
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(
-        "", description="The person or job that asked, for the audit.")
+        "", description="The person or job that asked, for the audit."
+    )
     created_at: AwareDatetime | None = Field(None, description="When it was asked, with a time zone.")
     evolve: bool = Field(False, description="Run the self-evolution flow instead of a plain goal.")
 
@@ -116,8 +126,7 @@ class Request(BaseModel):
 class LegacyRequest(BaseModel):
     """The shape the command center drops today; the id is the file name."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
-                              title="hearth legacy command-center request")
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, title="hearth legacy command-center request")
 
     prompt: str = Field(description="The goal.")
     name: str = Field("", description="The agent name; empty means default.")
@@ -134,9 +143,17 @@ class LegacyRequest(BaseModel):
 
 
 # Request field -> legacy field, for mapping and for errors in the sender's own words.
-LEGACY_NAMES = {"goal": "prompt", "agent_name": "name", "model": "model", "mode": "mode",
-                "credentials": "creds", "allowed_tools": "tools", "egress": "allowed_hosts",
-                "evolve": "evolve", "id": "file name"}
+LEGACY_NAMES = {
+    "goal": "prompt",
+    "agent_name": "name",
+    "model": "model",
+    "mode": "mode",
+    "credentials": "creds",
+    "allowed_tools": "tools",
+    "egress": "allowed_hosts",
+    "evolve": "evolve",
+    "id": "file name",
+}
 
 
 @dataclass(frozen=True)
@@ -208,13 +225,20 @@ def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
     for flag in UNSUPPORTED_FLAGS:
         if getattr(legacy, flag):
             raise RequestRefused(f"{flag} is not supported by this version of hearth")
-    mapped: dict[str, Any] = {"id": request_id, "goal": legacy.prompt, "source": "command-center",
-                              "evolve": legacy.evolve}
+    mapped: dict[str, Any] = {
+        "id": request_id,
+        "goal": legacy.prompt,
+        "source": "command-center",
+        "evolve": legacy.evolve,
+    }
     for field, value in (("agent_name", legacy.name), ("model", legacy.model), ("mode", legacy.mode)):
         if value.strip():
             mapped[field] = value.strip()
-    for field, value in (("credentials", legacy.creds), ("allowed_tools", legacy.tools),
-                         ("egress", legacy.allowed_hosts)):
+    for field, value in (
+        ("credentials", legacy.creds),
+        ("allowed_tools", legacy.tools),
+        ("egress", legacy.allowed_hosts),
+    ):
         items = [item.strip() for item in value.split(",") if item.strip()]
         if items:
             mapped[field] = items

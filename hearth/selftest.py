@@ -33,17 +33,36 @@ def _last_tool_output(messages: list[dict[str, Any]]) -> str:
 
 def _summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
     hinted = "Hint:" in _last_tool_output(messages)
-    return {"content": f"Wrote and re-read notes/plan.md; the escape was refused; the missing command "
-                       f"{'earned a hint' if hinted else 'gave no hint'}. Done."}
+    return {
+        "content": f"Wrote and re-read notes/plan.md; the escape was refused; the missing command "
+        f"{'earned a hint' if hinted else 'gave no hint'}. Done."
+    }
 
 
 def script() -> list[Any]:
     return [
-        {"content": "", "tool_calls": [{"function": {
-            "name": "write_file", "arguments": json.dumps({"path": "notes/plan.md", "content": PLAN})}}]},
-        {"content": "Now I read it back.\n```json\n{'name': 'read_file', 'arguments': {'path': 'notes/plan.md',},}\n```"},
-        {"content": "", "tool_calls": [{"function": {"name": "read_file", "arguments": {"path": "../../../etc/hostname"}}}]},
-        {"content": "", "tool_calls": [{"function": {"name": "run_command", "arguments": {"command": "frobnicate --version"}}}]},
+        {
+            "content": "",
+            "tool_calls": [
+                {
+                    "function": {
+                        "name": "write_file",
+                        "arguments": json.dumps({"path": "notes/plan.md", "content": PLAN}),
+                    }
+                }
+            ],
+        },
+        {
+            "content": "Now I read it back.\n```json\n{'name': 'read_file', 'arguments': {'path': 'notes/plan.md',},}\n```"
+        },
+        {
+            "content": "",
+            "tool_calls": [{"function": {"name": "read_file", "arguments": {"path": "../../../etc/hostname"}}}],
+        },
+        {
+            "content": "",
+            "tool_calls": [{"function": {"name": "run_command", "arguments": {"command": "frobnicate --version"}}}],
+        },
         _summary,
     ]
 
@@ -60,8 +79,15 @@ def run_self_test(*, json_lines: bool = False, settings: Settings | None = None,
         settings = _usable(settings, Path(scratch))
         workspace = Path(scratch) / "workspace"
         model = ScriptedModel(script(), model="self-test-script", tokens=(50, 10))
-        request = GoalRequest(goal=GOAL, model=model.model, agent_name="self-test", mode="auto",
-                              workspace=workspace, source="self-test", max_iters=8)
+        request = GoalRequest(
+            goal=GOAL,
+            model=model.model,
+            agent_name="self-test",
+            mode="auto",
+            workspace=workspace,
+            source="self-test",
+            max_iters=8,
+        )
         run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=io.StringIO())
         with AuditStore(settings.audit_path) as audit:
             checks = _checks(outcome.status, workspace, audit, run_id, model, settings)
@@ -81,8 +107,9 @@ def _usable(settings: Settings, scratch: Path) -> Settings:
 Check = tuple[str, bool, str]
 
 
-def _checks(status: str, workspace: Path, audit: AuditStore, run_id: str,
-            model: ScriptedModel, settings: Settings) -> list[Check]:
+def _checks(
+    status: str, workspace: Path, audit: AuditStore, run_id: str, model: ScriptedModel, settings: Settings
+) -> list[Check]:
     steps = audit.steps(run_id)
     tools = [s for s in steps if s["kind"] == "tool"]
     by_tool = lambda i: tools[i] if len(tools) > i else {}  # noqa: E731
@@ -91,15 +118,23 @@ def _checks(status: str, workspace: Path, audit: AuditStore, run_id: str,
     state_file = settings.runs_state_dir / f"{run_id}.json"
     return [
         _check("structured call with string arguments wrote the file", plan.is_file() and plan.read_text() == PLAN),
-        _check("malformed call written in text was repaired and run",
-               by_tool(1).get("tool") == "read_file" and by_tool(1).get("ok") == 1 and "# Plan" in by_tool(1).get("output", "")),
+        _check(
+            "malformed call written in text was repaired and run",
+            by_tool(1).get("tool") == "read_file"
+            and by_tool(1).get("ok") == 1
+            and "# Plan" in by_tool(1).get("output", ""),
+        ),
         _check("path escape was refused", by_tool(2).get("ok") == 0 and "outside" in by_tool(2).get("output", "")),
         _check("failing command earned a hint", by_tool(3).get("ok") == 0 and "Hint:" in by_tool(3).get("output", "")),
         _check("run ended done with a final summary", status == "done" and "Done." in (run.get("summary") or "")),
-        _check("audit has the run, 5 model turns and 4 tool steps",
-               run.get("status") == "done" and sum(s["kind"] == "model" for s in steps) == 5 and len(tools) == 4),
-        _check("command approval recorded with its approver",
-               by_tool(3).get("verdict") == "approved" and "self-test" in (by_tool(3).get("detail") or "")),
+        _check(
+            "audit has the run, 5 model turns and 4 tool steps",
+            run.get("status") == "done" and sum(s["kind"] == "model" for s in steps) == 5 and len(tools) == 4,
+        ),
+        _check(
+            "command approval recorded with its approver",
+            by_tool(3).get("verdict") == "approved" and "self-test" in (by_tool(3).get("detail") or ""),
+        ),
         _check("live state file says done", _state(state_file) == "done"),
         _check("system prompt identical in every request", len({r[0]["content"] for r in model.requests}) == 1),
         _check("every request extends the previous one", _prefix_stable(model.requests)),
@@ -126,12 +161,12 @@ def _report(checks: list[Check], run_id: str, elapsed: float, json_lines: bool, 
     if json_lines:
         for name, ok, _ in checks:
             print(json.dumps({"check": name, "pass": ok}), file=out)
-        print(json.dumps({"self_test": "pass" if passed else "fail", "run_id": run_id,
-                          "seconds": round(elapsed, 3)}), file=out)
+        print(
+            json.dumps({"self_test": "pass" if passed else "fail", "run_id": run_id, "seconds": round(elapsed, 3)}),
+            file=out,
+        )
     else:
         for name, ok, _ in checks:
             print(f"{'pass' if ok else 'FAIL'}  {name}", file=out)
         print(f"self-test {'passed' if passed else 'FAILED'} in {elapsed:.2f}s (run {run_id})", file=out)
     return 0 if passed else 1
-
-

@@ -43,10 +43,17 @@ def fake() -> Iterator[FakeOllama]:
         yield server
 
 
-def run_cli(program: str, *args: str, env: dict[str, str] | None = None,
-            timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    program: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `hearth` or `hearth-loop` as a real process with the current interpreter."""
     module = {"hearth": "hearth.cli", "hearth-loop": "hearth.loop_cli"}[program]
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=cwd or ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd or ROOT,
+    )

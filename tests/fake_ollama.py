@@ -189,6 +189,8 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
 
 
 def _message(item: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": item.get("content", ""), **(
-        {"tool_calls": item["tool_calls"]} if item.get("tool_calls") else {}
-    )}
+    return {
+        "role": "assistant",
+        "content": item.get("content", ""),
+        **({"tool_calls": item["tool_calls"]} if item.get("tool_calls") else {}),
+    }

@@ -24,8 +24,12 @@ NIX_INSTANTIATE = shutil.which("nix-instantiate")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 VENV = Path(sys.executable).parent.parent  # the test interpreter's venv: bin/hearth, bin/hearth-loop
 
-needs_nix = pytest.mark.skipif(NIX_INSTANTIATE is None, reason="nix-instantiate is not installed (apt-get install nix-bin)")
-needs_systemd_analyze = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (apt-get install systemd)")
+needs_nix = pytest.mark.skipif(
+    NIX_INSTANTIATE is None, reason="nix-instantiate is not installed (apt-get install nix-bin)"
+)
+needs_systemd_analyze = pytest.mark.skipif(
+    SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (apt-get install systemd)"
+)
 
 
 class NixError(Exception):
@@ -33,8 +37,13 @@ class NixError(Exception):
 
 
 def nix_eval(expr: str, *, cwd: Path = ROOT) -> Any:
-    done = subprocess.run([NIX_INSTANTIATE, "--eval", "--strict", "--json", "-E", expr], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [NIX_INSTANTIATE, "--eval", "--strict", "--json", "-E", expr],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode != 0:
         raise NixError(done.stderr.strip())
     return json.loads(done.stdout)
@@ -45,9 +54,11 @@ def evaluate(hearth: dict[str, Any], tmp: Path, *, package: Path = VENV) -> dict
     user = tmp / "user-config.json"
     user.write_text(json.dumps({"services": {"hearth": hearth}}))
     scripts = tmp / "scripts"
-    expr = (f"import {ROOT}/tests/nix/eval-module.nix {{ userConfig = builtins.fromJSON "
-            f"(builtins.readFile {user}); hearthPkg = {json.dumps(str(package))}; "
-            f"scriptDir = {json.dumps(str(scripts))}; }}")
+    expr = (
+        f"import {ROOT}/tests/nix/eval-module.nix {{ userConfig = builtins.fromJSON "
+        f"(builtins.readFile {user}); hearthPkg = {json.dumps(str(package))}; "
+        f"scriptDir = {json.dumps(str(scripts))}; }}"
+    )
     return nix_eval(expr)
 
 
@@ -103,14 +114,20 @@ def write_units(result: dict[str, Any], directory: Path) -> dict[str, Path]:
 
 
 def verify(files: list[Path]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SYSTEMD_ANALYZE, "verify", *map(str, files)], capture_output=True, text=True,
-                          timeout=60, cwd=files[0].parent)
+    return subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", *map(str, files)], capture_output=True, text=True, timeout=60, cwd=files[0].parent
+    )
 
 
 def exposure(unit: Path) -> float:
     """systemd-analyze's offline exposure score of one service (0 best, 10 worst)."""
-    done = subprocess.run([SYSTEMD_ANALYZE, "security", "--offline=yes", f"./{unit.name}"], capture_output=True,
-                          text=True, timeout=60, cwd=unit.parent)
+    done = subprocess.run(
+        [SYSTEMD_ANALYZE, "security", "--offline=yes", f"./{unit.name}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=unit.parent,
+    )
     found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
     if not found:
         raise AssertionError(f"no exposure score for {unit.name}: {done.stdout[-500:]} {done.stderr}")

@@ -38,8 +38,13 @@ class FakeSystemctl:
         self.states = tmp / "systemctl.states"
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {"PATH": f"{self.bin}:{os.environ['PATH']}", "SYSTEMCTL_LOG": str(self.log),
-                "SYSTEMCTL_STATES": str(self.states), "HEARTH_LAUNCHER": "systemd", **extra}
+        return {
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
+            "SYSTEMCTL_LOG": str(self.log),
+            "SYSTEMCTL_STATES": str(self.states),
+            "HEARTH_LAUNCHER": "systemd",
+            **extra,
+        }
 
     def answer_is_failed(self, path_state: str, service_state: str) -> None:
         self.states.write_text(f"{path_state}\n{service_state}\n")

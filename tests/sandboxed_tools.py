@@ -79,8 +79,9 @@ def race(root: str, outside: str, seconds: float) -> dict[str, Any]:
 
     outputs: list[str] = []
     stop, turns = threading.Event(), [0]
-    flipper = threading.Thread(target=flip, args=(stop, root, [outside, os.path.relpath(outside, root)], turns),
-                               daemon=True)
+    flipper = threading.Thread(
+        target=flip, args=(stop, root, [outside, os.path.relpath(outside, root)], turns), daemon=True
+    )
     sys.setswitchinterval(1e-5)
     flipper.start()
     try:

@@ -57,6 +57,7 @@ def other_shell(tmp_path: Path) -> AuditStore:
 
 # --- the store -----------------------------------------------------------------------------------
 
+
 def test_an_approval_is_bound_to_the_exact_call(audit: AuditStore) -> None:
     first = approvals.ask(audit, "run1", *CALL, "dangerous", timeout_s=60)
     same = approvals.call_hash("run_command", {"command": "make deploy"})
@@ -121,8 +122,12 @@ def _decide_in_process(path: str, approval_id: str, granted: bool, queue: Any) -
 def test_two_shells_deciding_at_once_have_exactly_one_winner(audit: AuditStore, tmp_path: Path) -> None:
     pending = approvals.ask(audit, "run1", *CALL, "dangerous", timeout_s=60)
     queue: Any = multiprocessing.get_context("fork").Queue()
-    procs = [multiprocessing.get_context("fork").Process(
-        target=_decide_in_process, args=(str(tmp_path / "audit.db"), pending.id, i % 2 == 0, queue)) for i in range(6)]
+    procs = [
+        multiprocessing.get_context("fork").Process(
+            target=_decide_in_process, args=(str(tmp_path / "audit.db"), pending.id, i % 2 == 0, queue)
+        )
+        for i in range(6)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -132,6 +137,7 @@ def test_two_shells_deciding_at_once_have_exactly_one_winner(audit: AuditStore, 
 
 
 # --- the headless approver -----------------------------------------------------------------------
+
 
 def test_headless_waits_then_runs_what_another_shell_approved(recorder: Recorder, tmp_path: Path) -> None:
     clock, seen_state = Clock(), []
@@ -149,7 +155,12 @@ def test_headless_waits_then_runs_what_another_shell_approved(recorder: Recorder
     assert "hearth approve " + decision.ref in recorder.out.getvalue()
     [step] = recorder.audit.steps("run1")
     detail = json.loads(step["detail"])
-    assert (step["kind"], step["verdict"], detail["by"], detail["timeout_s"]) == ("approval", "approved", "cli:alice", 300)
+    assert (step["kind"], step["verdict"], detail["by"], detail["timeout_s"]) == (
+        "approval",
+        "approved",
+        "cli:alice",
+        300,
+    )
 
 
 def test_headless_silence_until_the_timeout_is_a_deny(recorder: Recorder) -> None:
@@ -163,8 +174,9 @@ def test_headless_silence_until_the_timeout_is_a_deny(recorder: Recorder) -> Non
 
 def test_no_approval_waits_past_the_end_of_its_run(recorder: Recorder) -> None:
     clock = Clock()
-    approver = HeadlessApprover(recorder, 300, now=clock, sleep=clock.advance, poll_s=5,
-                                run_ends=clock() + timedelta(seconds=12))
+    approver = HeadlessApprover(
+        recorder, 300, now=clock, sleep=clock.advance, poll_s=5, run_ends=clock() + timedelta(seconds=12)
+    )
     first = approver(*CALL, "dangerous")
     later = approver(*CALL, "dangerous")  # the run's time is up: it does not wait at all
     assert [approvals.find(recorder.audit, d.ref).timeout_s for d in (first, later)] == [12, 0]
@@ -177,7 +189,9 @@ def test_headless_refuses_an_approval_that_no_longer_matches_its_call(recorder: 
     def tamper_then_approve(seconds: float) -> None:
         with other_shell(tmp_path) as shell:
             [waiting] = approvals.listing(shell, now=clock)
-            shell.db["approvals"].update(waiting.id, {"call_hash": approvals.call_hash("run_command", {"command": "x"})})
+            shell.db["approvals"].update(
+                waiting.id, {"call_hash": approvals.call_hash("run_command", {"command": "x"})}
+            )
             approvals.decide(shell, waiting.id, granted=True, by="cli:mallory", now=clock)
 
     decision = HeadlessApprover(recorder, 300, now=clock, sleep=tamper_then_approve)(*CALL, "dangerous")
@@ -186,7 +200,8 @@ def test_headless_refuses_an_approval_that_no_longer_matches_its_call(recorder: 
 
 def test_arguments_too_long_to_review_are_denied_without_asking(recorder: Recorder) -> None:
     decision = HeadlessApprover(recorder, 300, sleep=lambda s: pytest.fail("it waited"))(
-        "run_command", {"command": "x" * 70_000}, "dangerous")
+        "run_command", {"command": "x" * 70_000}, "dangerous"
+    )
     assert not decision.granted and "more than anyone can review" in decision.detail
     assert approvals.find(recorder.audit, decision.ref).status == "denied"
 
@@ -209,7 +224,9 @@ class Keyboard:
         self.stream = os.fdopen(read, "r")
 
 
-def terminal(recorder: Recorder, typed: str, *, close: bool = False, timeout_s: float = 5) -> tuple[TerminalApprover, io.StringIO]:
+def terminal(
+    recorder: Recorder, typed: str, *, close: bool = False, timeout_s: float = 5
+) -> tuple[TerminalApprover, io.StringIO]:
     out = io.StringIO()
     return TerminalApprover(recorder, timeout_s, Keyboard(typed, close).stream, out), out
 
@@ -240,7 +257,9 @@ def test_terminal_always_for_other_tools_covers_the_tool(recorder: Recorder) -> 
     assert approver("http_request", {"url": "http://a"}, "dangerous").granted
     assert approver("http_request", {"url": "http://b"}, "dangerous").granted
     assert [r.decided_by for r in approvals.listing(recorder.audit, everything=True)] == [
-        approver.who + " (always for this run)", approver.who]
+        approver.who + " (always for this run)",
+        approver.who,
+    ]
 
 
 def test_terminal_does_not_offer_always_when_the_programs_cannot_be_known(recorder: Recorder) -> None:

@@ -25,15 +25,32 @@ from tests.fake_ollama import FakeOllama, final_answer, tool_call
 COMMAND = "echo approved > proof.txt"
 
 
-def start_loop(fake: FakeOllama, workspace: Path, *args: str, env: dict[str, str] | None = None,
-               tty: int | None = None) -> subprocess.Popen[str]:
+def start_loop(
+    fake: FakeOllama, workspace: Path, *args: str, env: dict[str, str] | None = None, tty: int | None = None
+) -> subprocess.Popen[str]:
     """`hearth-loop` as a real background process; with no tty its stdin is /dev/null (headless)."""
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     stdin = tty if tty is not None else subprocess.DEVNULL
     stdout = tty if tty is not None else subprocess.PIPE
-    return subprocess.Popen([sys.executable, "-m", "hearth.loop_cli", "--ollama-host", fake.url, "--workspace",
-                             str(workspace), *args, "do the thing"], stdin=stdin, stdout=stdout,
-                            stderr=subprocess.PIPE, text=True, env=full_env, cwd=ROOT)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hearth.loop_cli",
+            "--ollama-host",
+            fake.url,
+            "--workspace",
+            str(workspace),
+            *args,
+            "do the thing",
+        ],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+        cwd=ROOT,
+    )
 
 
 def pending(within_s: float = 20, *listing: str) -> dict[str, Any]:
@@ -62,8 +79,9 @@ def scripted() -> Iterator[FakeOllama]:
         yield fake
 
 
-def test_a_headless_run_waits_and_runs_once_another_process_approves(state_dir: Path, tmp_path: Path,
-                                                                      scripted: FakeOllama) -> None:
+def test_a_headless_run_waits_and_runs_once_another_process_approves(
+    state_dir: Path, tmp_path: Path, scripted: FakeOllama
+) -> None:
     loop = start_loop(scripted, tmp_path / "ws")
     waiting = pending()
     state = json.loads((state_dir / "state" / f"{waiting['run_id']}.json").read_text())
@@ -80,7 +98,11 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(state_dir: 
     [tool] = db_rows(state_dir, "select * from steps where kind = 'tool'")
     assert tool["verdict"] == "approved" and json.loads(tool["detail"])["approval"] == waiting["id"]
     assert [s["kind"] for s in db_rows(state_dir, "select kind from steps order by seq")] == [
-        "model", "approval", "tool", "model"]
+        "model",
+        "approval",
+        "tool",
+        "model",
+    ]
     again = run_cli("hearth", "approve", waiting["id"])
     assert again.returncode == 1 and "was already approved" in again.stderr
     shown = run_cli("hearth", "show", waiting["run_id"]).stdout
@@ -88,8 +110,9 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(state_dir: 
     assert "timeout 300.0s)" in shown
 
 
-def test_a_deny_from_another_process_is_what_the_model_reads(state_dir: Path, tmp_path: Path,
-                                                             scripted: FakeOllama) -> None:
+def test_a_deny_from_another_process_is_what_the_model_reads(
+    state_dir: Path, tmp_path: Path, scripted: FakeOllama
+) -> None:
     loop = start_loop(scripted, tmp_path / "ws")
     waiting = pending()
     denied = run_cli("hearth", "deny", waiting["id"], "--reason", "not on a Friday")
@@ -101,8 +124,9 @@ def test_a_deny_from_another_process_is_what_the_model_reads(state_dir: Path, tm
     assert "not on a Friday" in result and "Do not retry it" in result
 
 
-def test_nobody_deciding_in_time_is_a_deny_and_a_late_approve_is_refused(state_dir: Path, tmp_path: Path,
-                                                                         scripted: FakeOllama) -> None:
+def test_nobody_deciding_in_time_is_a_deny_and_a_late_approve_is_refused(
+    state_dir: Path, tmp_path: Path, scripted: FakeOllama
+) -> None:
     loop = start_loop(scripted, tmp_path / "ws", env={"HEARTH_APPROVAL_TIMEOUT_S": "1"})
     waiting = pending(20, "--all")  # --all: it may already have expired when we first look
     loop.communicate(timeout=30)
@@ -115,8 +139,9 @@ def test_nobody_deciding_in_time_is_a_deny_and_a_late_approve_is_refused(state_d
     assert json.loads(run_cli("hearth", "approvals", "--all", "--json").stdout)[0]["status"] == "expired"
 
 
-def test_a_run_stopped_while_waiting_leaves_no_open_approval(state_dir: Path, tmp_path: Path,
-                                                            scripted: FakeOllama) -> None:
+def test_a_run_stopped_while_waiting_leaves_no_open_approval(
+    state_dir: Path, tmp_path: Path, scripted: FakeOllama
+) -> None:
     loop = start_loop(scripted, tmp_path / "ws", "--json")
     waiting = pending()
     loop.send_signal(signal.SIGTERM)
@@ -164,8 +189,9 @@ def test_operator_heads_run_in_auto_without_an_approval(state_dir: Path, tmp_pat
     assert tool["verdict"] == "run" and "auto-approved" in tool["detail"]
 
 
-def test_sandbox_none_is_warned_about_and_recorded_on_the_run(state_dir: Path, tmp_path: Path,
-                                                              scripted: FakeOllama) -> None:
+def test_sandbox_none_is_warned_about_and_recorded_on_the_run(
+    state_dir: Path, tmp_path: Path, scripted: FakeOllama
+) -> None:
     loop = start_loop(scripted, tmp_path / "ws", "--mode", "bypass", env={"HEARTH_SANDBOX": "none"})
     out, err = loop.communicate(timeout=30)
     assert loop.returncode == 0
@@ -177,11 +203,15 @@ def test_sandbox_none_is_warned_about_and_recorded_on_the_run(state_dir: Path, t
     assert "sandbox none" in run_cli("hearth", "show", run["id"]).stdout
 
 
-@pytest.mark.parametrize(("env", "reason"), [
-    ({"HEARTH_SANDBOX": "docker"}, "HEARTH_SANDBOX must be one of auto, bwrap, landlock, none, got 'docker'"),
-    ({"HEARTH_APPROVAL_TIMEOUT_S": "soon"}, "HEARTH_APPROVAL_TIMEOUT_S must be a number of seconds"),
-    ({"HEARTH_AUTO_COMMANDS": "git,rm -rf"}, "HEARTH_AUTO_COMMANDS lists program names"),
-], ids=["sandbox", "timeout", "heads"])
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"HEARTH_SANDBOX": "docker"}, "HEARTH_SANDBOX must be one of auto, bwrap, landlock, none, got 'docker'"),
+        ({"HEARTH_APPROVAL_TIMEOUT_S": "soon"}, "HEARTH_APPROVAL_TIMEOUT_S must be a number of seconds"),
+        ({"HEARTH_AUTO_COMMANDS": "git,rm -rf"}, "HEARTH_AUTO_COMMANDS lists program names"),
+    ],
+    ids=["sandbox", "timeout", "heads"],
+)
 def test_bad_settings_are_one_line_errors(state_dir: Path, env: dict[str, str], reason: str) -> None:
     proc = run_cli("hearth-loop", "go", env=env)
     assert proc.returncode == 2 and reason in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

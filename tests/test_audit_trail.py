@@ -50,9 +50,15 @@ def test_commands_cannot_rewrite_truncate_or_delete_the_audit(kind: str, state_d
         pytest.skip(f"{kind} is unavailable here: {exc}")
     settings = Settings(state_dir=state_dir, config_dir=state_dir / "etc", ollama_host="", model="m", sandbox=kind)
     audit = str(settings.audit_path)
-    calls = [{"content": "", "tool_calls": [{"function": {"name": "run_command",
-                                                         "arguments": {"command": attack.replace("AUDIT", audit)}}}]}
-             for attack in ATTACKS]
+    calls = [
+        {
+            "content": "",
+            "tool_calls": [
+                {"function": {"name": "run_command", "arguments": {"command": attack.replace("AUDIT", audit)}}}
+            ],
+        }
+        for attack in ATTACKS
+    ]
     model = ScriptedModel([*calls, {"content": "tried everything"}], model="m")
     request = GoalRequest(goal="erase your tracks", model="m", max_iters=len(ATTACKS) + 1, mode="auto")
     run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=io.StringIO())

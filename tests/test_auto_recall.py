@@ -31,8 +31,14 @@ def loop(fake: FakeOllama, *args: str) -> None:
 
 def test_a_later_run_sees_what_an_earlier_run_stored_without_asking(state_dir: Path, tmp_path: Path) -> None:
     script = [
-        tool_call("kb_add", {"text": "The staging database listens on port 6543, not 5432.",
-                             "title": "Staging database", "source": "ops-notes"}),
+        tool_call(
+            "kb_add",
+            {
+                "text": "The staging database listens on port 6543, not 5432.",
+                "title": "Staging database",
+                "source": "ops-notes",
+            },
+        ),
         tool_call("remember", {"lesson": "Always run migrations on staging before production.", "tags": "database"}),
         final_answer("Noted the staging facts."),
         final_answer("Port 6543, and migrate staging first."),
@@ -63,8 +69,17 @@ def test_another_agents_lessons_are_not_recalled_and_the_budget_holds(state_dir:
     ]
     with FakeOllama(script) as fake:
         loop(fake, "--agent-name", "alice", "--workspace", str(tmp_path / "a"), "deployment notes")
-        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "bob", "--workspace",
-                       str(tmp_path / "b"), "plan the deployment", env={"HEARTH_RECALL_CHARS": "600"})
+        proc = run_cli(
+            "hearth-loop",
+            "--ollama-host",
+            fake.url,
+            "--agent-name",
+            "bob",
+            "--workspace",
+            str(tmp_path / "b"),
+            "plan the deployment",
+            env={"HEARTH_RECALL_CHARS": "600"},
+        )
         assert proc.returncode == 0, proc.stderr
     user = first_messages(fake)[1][1]["content"]
     preface = user.split("\n\n## Goal\n")[0]
@@ -73,12 +88,22 @@ def test_another_agents_lessons_are_not_recalled_and_the_budget_holds(state_dir:
 
 
 def test_recall_can_be_turned_off(state_dir: Path, tmp_path: Path) -> None:
-    script = [tool_call("kb_add", {"text": "Zebra facts are stored here.", "source": "z"}), final_answer("ok"),
-              final_answer("ok")]
+    script = [
+        tool_call("kb_add", {"text": "Zebra facts are stored here.", "source": "z"}),
+        final_answer("ok"),
+        final_answer("ok"),
+    ]
     with FakeOllama(script) as fake:
         loop(fake, "--workspace", str(tmp_path / "a"), "zebra facts")
-        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(tmp_path / "b"), "zebra facts",
-                       env={"HEARTH_RECALL_CHARS": "0"})
+        proc = run_cli(
+            "hearth-loop",
+            "--ollama-host",
+            fake.url,
+            "--workspace",
+            str(tmp_path / "b"),
+            "zebra facts",
+            env={"HEARTH_RECALL_CHARS": "0"},
+        )
         assert proc.returncode == 0, proc.stderr
     assert first_messages(fake)[1][1]["content"] == "zebra facts"
 
@@ -89,8 +114,7 @@ def sqlite_rows(state_dir: Path, sql: str) -> list[tuple[str, str]]:
 
 
 def test_kb_and_memory_commands_show_and_remove_what_runs_stored(state_dir: Path, tmp_path: Path) -> None:
-    script = [tool_call("remember", {"lesson": "Use the blue deploy button.", "scope": "global"}),
-              final_answer("ok")]
+    script = [tool_call("remember", {"lesson": "Use the blue deploy button.", "scope": "global"}), final_answer("ok")]
     with FakeOllama(script) as fake:
         loop(fake, "--workspace", str(tmp_path / "a"), "remember the button")
     (tmp_path / "doc.md").write_text("# Runbook\nRestart the queue worker with systemctl.\n")
@@ -110,9 +134,13 @@ def test_kb_and_memory_commands_show_and_remove_what_runs_stored(state_dir: Path
 
 def test_kb_command_bad_input_is_one_line(state_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "blob.bin").write_bytes(b"\0\1\2binary")
-    for argv, message in [(["kb", "add"], "nothing to add"), (["kb", "add", str(tmp_path / "nope")], "not a file"),
-                          (["kb", "add", str(tmp_path / "blob.bin")], "binary"),
-                          (["kb", "rm", "42"], "no document"), (["memory", "rm", "7"], "no lesson #7"),
-                          (["kb", "search", "x", "-k", "0"], "between 1 and 100")]:
+    for argv, message in [
+        (["kb", "add"], "nothing to add"),
+        (["kb", "add", str(tmp_path / "nope")], "not a file"),
+        (["kb", "add", str(tmp_path / "blob.bin")], "binary"),
+        (["kb", "rm", "42"], "no document"),
+        (["memory", "rm", "7"], "no lesson #7"),
+        (["kb", "search", "x", "-k", "0"], "between 1 and 100"),
+    ]:
         proc = run_cli("hearth", *argv)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (argv, proc.stderr)

@@ -43,8 +43,7 @@ def last_tool_output(body: dict[str, Any]) -> str:
 def script() -> list[Any]:
     both = {"Authorization": "Bearer cred:STORE_TOKEN", "X-Sys": "cred:SYS_TOKEN"}
     return [
-        tool_call("http_request", {"url": "http://api.test/echo", "method": "POST", "headers": both,
-                                   "body": "hello"}),
+        tool_call("http_request", {"url": "http://api.test/echo", "method": "POST", "headers": both, "body": "hello"}),
         lambda body: tool_call("write_file", {"path": "seen.txt", "content": last_tool_output(body)}),
         lambda body: tool_call("kb_add", {"text": last_tool_output(body) + " echo", "source": "echo"}),
         tool_call("http_request", {"url": "http://api.test/away", "headers": {"X-Key": "cred:STORE_TOKEN"}}),
@@ -99,8 +98,13 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
     log = io.StringIO()
     with FakeOllama(script()) as fake:
         settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
-        request = GoalRequest(goal="call the echo API", model="qwen2.5-coder", mode="bypass",
-                              workspace=workspace, credentials=["STORE_TOKEN", "SYS_TOKEN"])
+        request = GoalRequest(
+            goal="call the echo API",
+            model="qwen2.5-coder",
+            mode="bypass",
+            workspace=workspace,
+            credentials=["STORE_TOKEN", "SYS_TOKEN"],
+        )
         run_id, outcome = run_goal(request, settings, json_lines=True, out=log, configure_services=configure)
         shown = run_cli("hearth", "show", run_id, "--json").stdout
         files = scan(state_dir, workspace)
@@ -110,7 +114,8 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
 
 
 def test_credential_values_never_reach_the_model_audit_state_workspace_kb_or_logs(
-        state_dir: Path, tmp_path: Path, servers: tuple[Web, Web], monkeypatch: pytest.MonkeyPatch) -> None:
+    state_dir: Path, tmp_path: Path, servers: tuple[Web, Web], monkeypatch: pytest.MonkeyPatch
+) -> None:
     set_credentials(tmp_path, monkeypatch)
     api, elsewhere = servers
     net = TestNet()

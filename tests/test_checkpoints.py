@@ -15,17 +15,24 @@ from hearth.run.checkpoints import Checkpoints, repository_kind, tag_name
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
-pytestmark = pytest.mark.skipif(subprocess.run(["sh", "-c", "command -v git"]).returncode != 0,
-                                reason="git is not installed (scripts/bootstrap.sh installs it as root)")
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["sh", "-c", "command -v git"]).returncode != 0,
+    reason="git is not installed (scripts/bootstrap.sh installs it as root)",
+)
 
-MACHINE = {"GIT_AUTHOR_NAME": "Machine Person", "GIT_AUTHOR_EMAIL": "machine@example.com",
-           "GIT_COMMITTER_NAME": "Machine Person", "GIT_COMMITTER_EMAIL": "machine@example.com"}
+MACHINE = {
+    "GIT_AUTHOR_NAME": "Machine Person",
+    "GIT_AUTHOR_EMAIL": "machine@example.com",
+    "GIT_COMMITTER_NAME": "Machine Person",
+    "GIT_COMMITTER_EMAIL": "machine@example.com",
+}
 
 
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **MACHINE, "GIT_CONFIG_GLOBAL": "/dev/null"}
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
-                          env=env).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
 
 
 def user_repo(path: Path, branch: str = "feature") -> Path:
@@ -38,8 +45,18 @@ def user_repo(path: Path, branch: str = "feature") -> Path:
 
 
 def hearth_loop(fake: FakeOllama, workspace: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(workspace), "--mode", "bypass",
-                   *args, "the goal", env=env)
+    return run_cli(
+        "hearth-loop",
+        "--ollama-host",
+        fake.url,
+        "--workspace",
+        str(workspace),
+        "--mode",
+        "bypass",
+        *args,
+        "the goal",
+        env=env,
+    )
 
 
 def show(run_id: str) -> dict[str, Any]:
@@ -50,25 +67,30 @@ def last_run_id() -> str:
     return json.loads(run_cli("hearth", "runs", "--json", "--limit", "1").stdout)[0]["id"]
 
 
-def test_a_fresh_workspace_becomes_a_repository_with_a_tagged_commit_after_the_run(state_dir: Path,
-                                                                                    tmp_path: Path) -> None:
+def test_a_fresh_workspace_becomes_a_repository_with_a_tagged_commit_after_the_run(
+    state_dir: Path, tmp_path: Path
+) -> None:
     ws = tmp_path / "ws"
     with FakeOllama([tool_call("write_file", {"path": "out.txt", "content": "made"}), final_answer("ok")]) as fake:
         assert hearth_loop(fake, ws).returncode == 0
     run_id = last_run_id()
-    assert git(ws, "log", "--format=%an <%ae> %cn|%s") == \
-        f"hearth <hearth@localhost> hearth|hearth: run {run_id} done"
+    assert git(ws, "log", "--format=%an <%ae> %cn|%s") == f"hearth <hearth@localhost> hearth|hearth: run {run_id} done"
     assert git(ws, "tag") == f"hearth/{run_id}/done" and git(ws, "branch", "--show-current") == "main"
     assert git(ws, "show", "--name-only", "--format=", "HEAD") == "out.txt"
     before, after = show(run_id)["checkpoints"]
     assert (before["phase"], before["status"], before["commit_sha"]) == ("before", "unchanged", None)
-    assert (after["phase"], after["status"], after["tag"], after["files"]) == \
-        ("after", "committed", f"hearth/{run_id}/done", 1)
+    assert (after["phase"], after["status"], after["tag"], after["files"]) == (
+        "after",
+        "committed",
+        f"hearth/{run_id}/done",
+        1,
+    )
     assert after["commit_sha"] == git(ws, "rev-parse", "HEAD")
 
 
-def test_a_dirty_user_repo_gets_a_before_and_an_after_commit_on_its_current_branch(state_dir: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_a_dirty_user_repo_gets_a_before_and_an_after_commit_on_its_current_branch(
+    state_dir: Path, tmp_path: Path
+) -> None:
     ws = user_repo(tmp_path / "project")
     (ws / "README").write_text("a project, edited by the user\n")
     with FakeOllama([tool_call("write_file", {"path": "new.txt", "content": "n"}), final_answer("ok")]) as fake:
@@ -119,8 +141,9 @@ def test_the_machines_git_config_and_hooks_are_never_used(state_dir: Path, tmp_p
     ws = user_repo(tmp_path / "project")
     marker = tmp_path / "hook-ran"
     global_config = tmp_path / "gitconfig"
-    global_config.write_text(f"[user]\n  name = Global Person\n  email = global@example.com\n"
-                             f"[core]\n  hooksPath = {tmp_path / 'hooks'}\n")
+    global_config.write_text(
+        f"[user]\n  name = Global Person\n  email = global@example.com\n[core]\n  hooksPath = {tmp_path / 'hooks'}\n"
+    )
     (tmp_path / "hooks").mkdir()
     hook = tmp_path / "hooks" / "pre-commit"
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
@@ -151,8 +174,11 @@ def test_a_planted_repo_config_cannot_act_outside_the_sandbox(state_dir: Path, t
 def test_an_agents_own_commits_get_the_outcome_tag(state_dir: Path, tmp_path: Path) -> None:
     ws = user_repo(tmp_path / "project")
     commit = "git add -A && git -c user.name=agent -c user.email=a@b commit -q -m 'agent work'"
-    script = [tool_call("write_file", {"path": "w.txt", "content": "w"}), tool_call("run_command", {"command": commit}),
-              final_answer("committed")]
+    script = [
+        tool_call("write_file", {"path": "w.txt", "content": "w"}),
+        tool_call("run_command", {"command": commit}),
+        final_answer("committed"),
+    ]
     with FakeOllama(script) as fake:
         assert hearth_loop(fake, ws).returncode == 0
     run_id = last_run_id()
@@ -185,8 +211,9 @@ def test_the_repository_kind_decides_where_hearth_may_commit(tmp_path: Path) -> 
     assert repository_kind(tmp_path / "wt") == ("linked", tmp_path / "wt")
 
 
-def test_a_worktree_workspace_gets_no_checkpoints_and_its_repository_is_untouched(state_dir: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_a_worktree_workspace_gets_no_checkpoints_and_its_repository_is_untouched(
+    state_dir: Path, tmp_path: Path
+) -> None:
     repo = user_repo(tmp_path / "repo")
     git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "wt"))
     with FakeOllama([tool_call("write_file", {"path": "w.txt", "content": "w"}), final_answer("ok")]) as fake:
@@ -208,8 +235,13 @@ def test_a_fresh_per_run_workspace_is_its_own_repository_even_under_a_project(tm
     (project / "AGENTS.md").write_text("NOTES OF THE ENCLOSING PROJECT")
     state = project / ".hearth"
     with FakeOllama([tool_call("write_file", {"path": "f.txt", "content": "f"}), final_answer("ok")]) as fake:
-        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "go",
-                       env={"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg")})
+        proc = run_cli(
+            "hearth-loop",
+            "--ollama-host",
+            fake.url,
+            "go",
+            env={"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg")},
+        )
     assert proc.returncode == 0, proc.stderr
     [ws] = (state / "agents").iterdir()
     assert git(ws, "log", "--format=%s").startswith("hearth: run ")

@@ -62,9 +62,17 @@ def test_run_command_cannot_write_outside_the_workspace(base: Path, kind: str) -
     outside.mkdir()
     (outside / "keep").write_text("keep")
     canary = f"/etc/hearth-canary-{secrets.token_hex(4)}"
-    attempts = [f"echo x > {outside}/new", f": > {outside}/keep", f"touch {canary}", "echo x > ../escape",
-                f"echo x > {base}/state/audit.db", f"mkdir {outside}/dir", f"ln -s /etc {outside}/link",
-                f"cp /etc/hostname {base}/state/", f"{PY} -c 'open(\"{outside}/py\", \"w\")'"]
+    attempts = [
+        f"echo x > {outside}/new",
+        f": > {outside}/keep",
+        f"touch {canary}",
+        "echo x > ../escape",
+        f"echo x > {base}/state/audit.db",
+        f"mkdir {outside}/dir",
+        f"ln -s /etc {outside}/link",
+        f"cp /etc/hostname {base}/state/",
+        f'{PY} -c \'open("{outside}/py", "w")\'',
+    ]
     with workspace(base, kind) as ws:
         result = run(ws, "; ".join(f"({a}) 2>/dev/null || echo refused" for a in attempts))
     assert result.output.split()[:-3] == ["refused"] * len(attempts)
@@ -81,7 +89,11 @@ def test_run_command_cannot_see_the_state_dir_under_bwrap(base: Path) -> None:
     with workspace(base, "bwrap") as ws:
         result = run(ws, f"cat {base}/state/audit.db; ls -A {base}/state")
     assert result.output.splitlines() == [
-        f"cat: {base}/state/audit.db: No such file or directory", "agents", "", "[exit code 0]"]
+        f"cat: {base}/state/audit.db: No such file or directory",
+        "agents",
+        "",
+        "[exit code 0]",
+    ]
 
 
 def connect(server: socket.socket) -> str:
@@ -89,16 +101,18 @@ def connect(server: socket.socket) -> str:
     return f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""
 
 
-def test_run_command_cannot_reach_a_loopback_listener_without_network(base: Path, kind: str,
-                                                                      listener: socket.socket) -> None:
+def test_run_command_cannot_reach_a_loopback_listener_without_network(
+    base: Path, kind: str, listener: socket.socket
+) -> None:
     with workspace(base, kind) as ws:
         result = run(ws, connect(listener))
     assert not result.ok and "connected" not in result.output
     assert accepted(listener) == 0
 
 
-def test_run_command_reaches_it_when_the_manifest_grants_network(base: Path, kind: str,
-                                                                 listener: socket.socket) -> None:
+def test_run_command_reaches_it_when_the_manifest_grants_network(
+    base: Path, kind: str, listener: socket.socket
+) -> None:
     with workspace(base, kind, network=True) as ws:
         result = run(ws, connect(listener))
     assert result.ok and "connected" in result.output
@@ -125,8 +139,11 @@ def test_the_environment_carries_no_credentials(base: Path, kind: str, monkeypat
 
 def test_limits_on_memory_file_size_and_processes_are_set(base: Path, kind: str) -> None:
     with workspace(base, kind, file_size_bytes=1 << 20, max_procs=64) as ws:
-        result = run(ws, f"grep -E '^Max (processes|file size)' /proc/self/limits; "
-                         f"head -c 3000000 /dev/zero > big; {PY} -c 'bytearray(4 << 30)'")
+        result = run(
+            ws,
+            f"grep -E '^Max (processes|file size)' /proc/self/limits; "
+            f"head -c 3000000 /dev/zero > big; {PY} -c 'bytearray(4 << 30)'",
+        )
     assert not result.ok
     lines = result.output.splitlines()
     assert lines[1].split() == ["Max", "file", "size", "1048576", "1048576", "bytes"]
@@ -144,14 +161,22 @@ def test_output_is_capped_and_the_exit_code_reported(base: Path, kind: str) -> N
 
 
 def test_run_command_refuses_when_no_sandbox_can_be_set_up(base: Path) -> None:
-    script = ("import sys\nfrom agent.hearth_tools import call_tool\nfrom agent.safety.sandbox import SandboxPolicy\n"
-              "from agent.services import RunServices\nfrom agent.safety.workspace import Workspace\n"
-              "ws = Workspace(sys.argv[1], services=RunServices(sandbox=SandboxPolicy(kind='bwrap')))\n"
-              "print(call_tool('run_command', {'command': 'touch ran'}, ws, mode='bypass').output)\n")
+    script = (
+        "import sys\nfrom agent.hearth_tools import call_tool\nfrom agent.safety.sandbox import SandboxPolicy\n"
+        "from agent.services import RunServices\nfrom agent.safety.workspace import Workspace\n"
+        "ws = Workspace(sys.argv[1], services=RunServices(sandbox=SandboxPolicy(kind='bwrap')))\n"
+        "print(call_tool('run_command', {'command': 'touch ran'}, ws, mode='bypass').output)\n"
+    )
     ws_root = base / "state" / "agents" / "run"
     # a real process with no bwrap on its PATH, so setting up the asked sandbox really fails
-    done = subprocess.run([PY, "-c", script, str(ws_root)], cwd=REPO, env={"PATH": str(ws_root)},
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [PY, "-c", script, str(ws_root)],
+        cwd=REPO,
+        env={"PATH": str(ws_root)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.stdout.startswith("Error: run_command refused: no command sandbox can be set up here"), done.stderr
     assert not (ws_root / "ran").exists()
 

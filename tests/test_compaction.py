@@ -38,18 +38,26 @@ def reader(count: int, summary: Any = None) -> Callable[[dict[str, Any]], Any]:
     return reply
 
 
-def long_run(tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12,
-             size: int = 1400) -> tuple[FakeOllama, str]:
+def long_run(
+    tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12, size: int = 1400
+) -> tuple[FakeOllama, str]:
     ws = tmp_path / "ws"
     ws.mkdir()
     for i in range(files):
         (ws / f"f{i:02d}.txt").write_text("".join(f"{i:02d}-{n:03d} " + "x" * 40 + "\n" for n in range(size // 48)))
     with FakeOllama([script], repeat_last=True) as fake:
-        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"),
-                                      "OLLAMA_HOST": fake.url})
+        settings = Settings.from_env(
+            {"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"), "OLLAMA_HOST": fake.url}
+        )
         # a profile for a small window narrows the tools: every schema costs context
-        request = GoalRequest(goal=GOAL, workspace=ws, num_ctx=NUM_CTX, max_iters=40, mode="bypass",
-                              allowed_tools=["read_file", "list_files"])
+        request = GoalRequest(
+            goal=GOAL,
+            workspace=ws,
+            num_ctx=NUM_CTX,
+            max_iters=40,
+            mode="bypass",
+            allowed_tools=["read_file", "list_files"],
+        )
         run_id, outcome = run_goal(request, settings, out=io.StringIO())
     assert outcome.status == "done", outcome.error
     return fake, run_id
@@ -89,8 +97,9 @@ def test_a_long_run_is_compacted_and_every_request_fits_the_window(tmp_path: Pat
     assert len(steps) <= 4
 
 
-def test_the_prefix_breaks_only_at_a_recorded_compaction_and_holds_before_and_after(tmp_path: Path,
-                                                                                    state_dir: Path) -> None:
+def test_the_prefix_breaks_only_at_a_recorded_compaction_and_holds_before_and_after(
+    tmp_path: Path, state_dir: Path
+) -> None:
     fake, run_id = long_run(tmp_path, state_dir, reader(12))
     requests = main_requests(fake)
     breaks = []
@@ -130,8 +139,10 @@ def test_when_the_summary_call_fails_a_deterministic_step_list_is_used(tmp_path:
 def test_compaction_shows_in_hearth_show_with_sizes(tmp_path: Path, state_dir: Path) -> None:
     _, run_id = long_run(tmp_path, state_dir, reader(12))
     [step, *_] = compactions(state_dir, run_id)
-    assert step["detail"].startswith("compacted the conversation: ~") and "messages summarised by the model" in \
-        step["detail"]
+    assert (
+        step["detail"].startswith("compacted the conversation: ~")
+        and "messages summarised by the model" in step["detail"]
+    )
     assert step["output"] == SUMMARY
 
 
@@ -142,8 +153,9 @@ def test_a_big_tool_output_is_spilled_to_the_workspace_with_a_preview(tmp_path: 
     ws.mkdir()
     (ws / "big.txt").write_text("\n".join(lines) + "\n")
     with FakeOllama(script) as fake:
-        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"),
-                                      "OLLAMA_HOST": fake.url})
+        settings = Settings.from_env(
+            {"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"), "OLLAMA_HOST": fake.url}
+        )
         run_id, _ = run_goal(GoalRequest(goal="g", workspace=ws, num_ctx=SPILL_CTX), settings, out=io.StringIO())
     result = [m for m in fake.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
     saved = f"{SPILL_DIR}/{run_id}-001-read_file.txt"
@@ -159,11 +171,14 @@ def test_a_spilled_output_can_be_read_back_in_pages(tmp_path: Path, state_dir: P
     ws = tmp_path / "ws"
     (ws / SPILL_DIR).mkdir(parents=True)
     (ws / SPILL_DIR / "r-001-run_command.txt").write_text("".join(f"out {n}\n" for n in range(1, 5001)))
-    script = [tool_call("read_file", {"path": f"{SPILL_DIR}/r-001-run_command.txt", "start_line": 4001,
-                                      "max_bytes": 60}), final_answer("ok")]
+    script = [
+        tool_call("read_file", {"path": f"{SPILL_DIR}/r-001-run_command.txt", "start_line": 4001, "max_bytes": 60}),
+        final_answer("ok"),
+    ]
     with FakeOllama(script) as fake:
-        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"),
-                                      "OLLAMA_HOST": fake.url})
+        settings = Settings.from_env(
+            {"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "cfg"), "OLLAMA_HOST": fake.url}
+        )
         run_goal(GoalRequest(goal="g", workspace=ws, num_ctx=SPILL_CTX), settings, out=io.StringIO())
     page = [m for m in fake.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
     assert page.startswith("out 4001\nout 4002\n")
@@ -189,8 +204,13 @@ class NoModel:
 def conversation(turns: int, size: int = 600) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "goal"}]
     for i in range(turns):
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"function": {"name": "read_file", "arguments": {"path": f"f{i}"}}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "read_file", "arguments": {"path": f"f{i}"}}}],
+            }
+        )
         messages.append({"role": "tool", "content": f"content {i} " + "z" * size, "tool_name": "read_file"})
     return messages
 
@@ -204,7 +224,7 @@ def test_the_kept_tail_starts_at_an_assistant_turn_and_a_second_compaction_carri
     compacted, first = compactor.maybe_compact(conversation(8), [], None)
     assert compacted[2]["role"] == "assistant" and first.summary_by == "fallback"
     assert "- read_file(path='f0') -> ok: content 0" in first.summary
-    grown = compacted + conversation(12)[2 + 2 * 8:]
+    grown = compacted + conversation(12)[2 + 2 * 8 :]
     again, second = compactor.maybe_compact(grown, [], None)
     assert second.summary.startswith(first.summary)
     assert again[1]["content"].startswith("goal\n\n" + HEADING) and again[1]["content"].count(HEADING) == 1

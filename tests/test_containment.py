@@ -58,16 +58,21 @@ def link(name: str, target: Callable[[Path, Path], str]) -> Callable[[Path, Path
     def make(ws: Path, out: Path) -> None:
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).symlink_to(target(ws, out))
+
     return make
 
 
 def reach(p: str) -> Calls:
     """Every tool's way of reading, writing and listing through the path prefix ``p``."""
-    return [("read_file", {"path": f"{p}/secret"}), ("write_file", {"path": f"{p}/new", "content": "x"}),
-            ("edit_file", {"path": f"{p}/secret", "old_text": "outside", "new_text": "pwned"}),
-            ("list_files", {"path": p}), ("list_tree", {"path": p}),
-            ("search_files", {"path": p, "pattern": "secret"}),
-            ("replace_in_files", {"path": p, "old_text": "outside", "new_text": "pwned"})]
+    return [
+        ("read_file", {"path": f"{p}/secret"}),
+        ("write_file", {"path": f"{p}/new", "content": "x"}),
+        ("edit_file", {"path": f"{p}/secret", "old_text": "outside", "new_text": "pwned"}),
+        ("list_files", {"path": p}),
+        ("list_tree", {"path": p}),
+        ("search_files", {"path": p, "pattern": "secret"}),
+        ("replace_in_files", {"path": p, "old_text": "outside", "new_text": "pwned"}),
+    ]
 
 
 def shell_reach(p: str) -> list[str]:
@@ -87,31 +92,64 @@ def specials(ws: Path, out: Path) -> None:
 CASES = [
     Case("dotdot", nothing, lambda ws, out: reach(up(ws, out)), lambda ws, out: shell_reach(up(ws, out))),
     Case("absolute", nothing, lambda ws, out: reach(str(out)), lambda ws, out: shell_reach(str(out))),
-    Case("symlink-dir-absolute", link("out", lambda ws, out: str(out)), lambda ws, out: reach("out"),
-         lambda ws, out: shell_reach("out")),
-    Case("symlink-dir-relative-deep", link("sub/deeper/up", lambda ws, out: os.path.relpath(out, ws / "sub/deeper")),
-         lambda ws, out: reach("sub/deeper/up"), lambda ws, out: shell_reach("sub/deeper/up")),
-    Case("symlink-last-component", link("link", lambda ws, out: str(out / "secret")),
-         lambda ws, out: [("read_file", {"path": "link"}), ("write_file", {"path": "link", "content": "x"}),
-                          ("edit_file", {"path": "link", "old_text": "outside", "new_text": "pwned"})],
-         lambda ws, out: ["cat link", "echo x > link", "echo x >> link", "truncate -s 0 link"]),
-    Case("dangling-symlink", lambda ws, out: (link("dangle", lambda w, o: str(o / "new"))(ws, out),
-                                              link("dangle-dir", lambda w, o: str(o / "newdir"))(ws, out)),
-         lambda ws, out: [("write_file", {"path": "dangle", "content": "x"}),
-                          ("write_file", {"path": "dangle-dir/f", "content": "x"})],
-         lambda ws, out: ["echo x > dangle", "mkdir -p dangle-dir/a", "echo x > dangle-dir/f"]),
-    Case("hard-link", hard_link,
-         lambda ws, out: [("write_file", {"path": "hard", "content": "x"}),
-                          ("edit_file", {"path": "hard", "old_text": "outside", "new_text": "pwned"}),
-                          ("replace_in_files", {"old_text": "outside", "new_text": "pwned"})],
-         # a command cannot make a new hard link out (a link that already exists is one file: only
-         # the tool layer can refuse to write through it, which is why it does)
-         lambda ws, out: [f"ln {out}/secret hard2", f"ln {up(ws, out)}/secret hard3"]),
-    Case("fifo-and-devices", specials,
-         lambda ws, out: [("read_file", {"path": "pipe"}), ("write_file", {"path": "pipe", "content": "x"}),
-                          ("read_file", {"path": "zero"}), ("read_file", {"path": f"proc-root{out}/secret"})],
-         # the OS layer's share: no device node can be made, and bwrap shows no host disks
-         lambda ws, out: ["mknod disk b 8 0", "mknod null c 1 3", f"cat proc-root{out}/secret"]),
+    Case(
+        "symlink-dir-absolute",
+        link("out", lambda ws, out: str(out)),
+        lambda ws, out: reach("out"),
+        lambda ws, out: shell_reach("out"),
+    ),
+    Case(
+        "symlink-dir-relative-deep",
+        link("sub/deeper/up", lambda ws, out: os.path.relpath(out, ws / "sub/deeper")),
+        lambda ws, out: reach("sub/deeper/up"),
+        lambda ws, out: shell_reach("sub/deeper/up"),
+    ),
+    Case(
+        "symlink-last-component",
+        link("link", lambda ws, out: str(out / "secret")),
+        lambda ws, out: [
+            ("read_file", {"path": "link"}),
+            ("write_file", {"path": "link", "content": "x"}),
+            ("edit_file", {"path": "link", "old_text": "outside", "new_text": "pwned"}),
+        ],
+        lambda ws, out: ["cat link", "echo x > link", "echo x >> link", "truncate -s 0 link"],
+    ),
+    Case(
+        "dangling-symlink",
+        lambda ws, out: (
+            link("dangle", lambda w, o: str(o / "new"))(ws, out),
+            link("dangle-dir", lambda w, o: str(o / "newdir"))(ws, out),
+        ),
+        lambda ws, out: [
+            ("write_file", {"path": "dangle", "content": "x"}),
+            ("write_file", {"path": "dangle-dir/f", "content": "x"}),
+        ],
+        lambda ws, out: ["echo x > dangle", "mkdir -p dangle-dir/a", "echo x > dangle-dir/f"],
+    ),
+    Case(
+        "hard-link",
+        hard_link,
+        lambda ws, out: [
+            ("write_file", {"path": "hard", "content": "x"}),
+            ("edit_file", {"path": "hard", "old_text": "outside", "new_text": "pwned"}),
+            ("replace_in_files", {"old_text": "outside", "new_text": "pwned"}),
+        ],
+        # a command cannot make a new hard link out (a link that already exists is one file: only
+        # the tool layer can refuse to write through it, which is why it does)
+        lambda ws, out: [f"ln {out}/secret hard2", f"ln {up(ws, out)}/secret hard3"],
+    ),
+    Case(
+        "fifo-and-devices",
+        specials,
+        lambda ws, out: [
+            ("read_file", {"path": "pipe"}),
+            ("write_file", {"path": "pipe", "content": "x"}),
+            ("read_file", {"path": "zero"}),
+            ("read_file", {"path": f"proc-root{out}/secret"}),
+        ],
+        # the OS layer's share: no device node can be made, and bwrap shows no host disks
+        lambda ws, out: ["mknod disk b 8 0", "mknod null c 1 3", f"cat proc-root{out}/secret"],
+    ),
 ]
 
 
@@ -150,6 +188,7 @@ def require(kind: str) -> None:
 
 # --- the tool layer alone ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("resolver", ["openat2", "walk"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_tool_layer_alone_contains(case: Case, resolver: str, base: Path) -> None:
@@ -167,7 +206,10 @@ def test_tool_layer_alone_contains(case: Case, resolver: str, base: Path) -> Non
 
 # --- the OS layer alone --------------------------------------------------------------------------
 
-def in_sandbox(kind: str, base: Path, cases: list[dict[str, Any]], race: dict[str, Any] | None = None) -> dict[str, Any]:
+
+def in_sandbox(
+    kind: str, base: Path, cases: list[dict[str, Any]], race: dict[str, Any] | None = None
+) -> dict[str, Any]:
     plan = base / "state" / "agents" / "plan.json"
     plan.write_text(json.dumps({"repo": str(REPO), "cases": cases, "race": race}))
     policy = SandboxPolicy(kind=kind, hide=(str(base / "state"),))
@@ -195,7 +237,9 @@ def run_all_cases(kind: str, base: Path) -> tuple[dict[str, Any], dict[str, Path
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_os_layer_alone_contains_the_file_tools(case: Case, os_layer: tuple[str, dict[str, Any], dict[str, Path]]) -> None:
+def test_os_layer_alone_contains_the_file_tools(
+    case: Case, os_layer: tuple[str, dict[str, Any], dict[str, Path]]
+) -> None:
     kind, results, outsides = os_layer
     assert untouched(outsides[case.id]), outside_state(outsides[case.id])
     if kind == "bwrap":  # the state dir is invisible: nothing of it can be read either
@@ -219,6 +263,7 @@ def test_os_layer_alone_contains_run_command(case: Case, kind: str, base: Path) 
 
 
 # --- symlink swaps in a loop ---------------------------------------------------------------------
+
 
 def race_layout(base: Path) -> tuple[Path, Path]:
     ws, out = layout(base, "race")
@@ -285,8 +330,11 @@ def test_symlink_swaps_never_let_run_command_write_outside(kind: str, base: Path
         with Workspace(ws_root, enforce=False, services=services) as ws:
             deadline = time.monotonic() + RACE_SECONDS
             while time.monotonic() < deadline:
-                outputs.append(call_tool("run_command", {"command": "cat d/x; echo inside > d/x; echo z > d/new"},
-                                         ws, mode="bypass").output)
+                outputs.append(
+                    call_tool(
+                        "run_command", {"command": "cat d/x; echo inside > d/x; echo z > d/new"}, ws, mode="bypass"
+                    ).output
+                )
     finally:
         stop.set()
         flipper.join()
@@ -306,6 +354,7 @@ ESCAPE_WITHOUT_LAYERS = [case.id for case in CASES if case.id != "hard-link"]
 def test_with_both_layers_off_the_cases_really_escape(base: Path) -> None:
     """Proof the cases above are real attacks: no tool checks and no sandbox lets each one out."""
     results, outsides = run_all_cases("none", base)
-    escaped = [case.id for case in CASES
-               if not untouched(outsides[case.id]) or any(SECRET in o for o in results[case.id])]
+    escaped = [
+        case.id for case in CASES if not untouched(outsides[case.id]) or any(SECRET in o for o in results[case.id])
+    ]
     assert escaped == ESCAPE_WITHOUT_LAYERS

@@ -104,7 +104,11 @@ def test_creds_cli_reads_the_value_from_stdin_and_never_prints_it(state_dir: Pat
     assert VALUE not in proc.stdout + proc.stderr
     listed = run_cli("hearth", "creds", "list", "--json")
     assert json.loads(listed.stdout)[0] | {"updated_at": ""} == {
-        "name": "GH", "hosts": ["api.github.com"], "source": "store", "updated_at": ""}
+        "name": "GH",
+        "hosts": ["api.github.com"],
+        "source": "store",
+        "updated_at": "",
+    }
     assert VALUE not in listed.stdout and VALUE not in run_cli("hearth", "creds", "list").stdout
     assert run_cli("hearth", "creds", "rm", "GH").returncode == 0
     assert json.loads(run_cli("hearth", "creds", "list", "--json").stdout) == []
@@ -125,12 +129,20 @@ def test_creds_cli_bad_input_is_one_line_and_stores_nothing(state_dir: Path) -> 
 def run_cli_input(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
     """`hearth ARGV` as a real process with this text on its stdin."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "hearth.cli", *argv], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "hearth.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
-def test_a_child_process_sees_no_credential_value_directory_or_store(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_process_sees_no_credential_value_directory_or_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     systemd = tmp_path / "creds"
     systemd.mkdir()
     (systemd / "DB").write_text(VALUE)
@@ -140,8 +152,12 @@ def test_a_child_process_sees_no_credential_value_directory_or_store(tmp_path: P
     ws = tmp_path / "ws"
     ws.mkdir()
     try:
-        result = run_sandboxed(f"env; cat {systemd}/DB {state}/credentials.json; echo done", ws,
-                               policy=SandboxPolicy(kind="auto", hide=(str(state),)), timeout_s=30)
+        result = run_sandboxed(
+            f"env; cat {systemd}/DB {state}/credentials.json; echo done",
+            ws,
+            policy=SandboxPolicy(kind="auto", hide=(str(state),)),
+            timeout_s=30,
+        )
     except SandboxUnavailable as exc:
         pytest.skip(f"no command sandbox here: {exc}")
     assert "done" in result.output
@@ -149,9 +165,11 @@ def test_a_child_process_sees_no_credential_value_directory_or_store(tmp_path: P
 
 
 def test_a_run_with_an_unset_credential_or_a_bad_egress_entry_is_rejected_and_recorded(state_dir: Path) -> None:
-    for args, message in [(["--credential", "NOPE"], "'NOPE' listed for this run is not set"),
-                          (["--credential", "a b"], "is not valid"),
-                          (["--egress", "bad host"], "bad egress entry")]:
+    for args, message in [
+        (["--credential", "NOPE"], "'NOPE' listed for this run is not set"),
+        (["--credential", "a b"], "is not valid"),
+        (["--egress", "bad host"], "bad egress entry"),
+    ]:
         proc = run_cli("hearth-loop", "--ollama-host", "127.0.0.1:9", *args, "do it")
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     runs = json.loads(run_cli("hearth", "runs", "--json").stdout)

@@ -67,8 +67,10 @@ def test_a_healthy_setup_exits_0(state_dir: Path, tmp_path: Path, fake: FakeOlla
     for check in ("state", "config", "profile builder", "prompts", "ollama", "models", "sandbox", "prompt size"):
         assert found[check] == {"ok"}, check
     assert found["systemd"] == {"info"}  # PID 1 is not systemd here
-    assert any("model qwen2.5-coder is pulled (profiles: builder, default, demo, evolve, self-test)" in f["message"]
-               for f in report["findings"])
+    assert any(
+        "model qwen2.5-coder is pulled (profiles: builder, default, demo, evolve, self-test)" in f["message"]
+        for f in report["findings"]
+    )
 
 
 def test_warnings_alone_exit_0(state_dir: Path, tmp_path: Path, fake: FakeOllama) -> None:
@@ -115,19 +117,23 @@ def test_ollama_down_and_a_world_writable_config_are_errors(state_dir: Path, tmp
     assert "builder/AGENTS.md is writable by every user (mode 0666)" in problems
 
 
-def test_an_unknown_agent_name_is_an_error_listing_the_profiles(state_dir: Path, tmp_path: Path,
-                                                                fake: FakeOllama) -> None:
+def test_an_unknown_agent_name_is_an_error_listing_the_profiles(
+    state_dir: Path, tmp_path: Path, fake: FakeOllama
+) -> None:
     healthy_config(tmp_path)
     code, report = doctor(fake, "--agent-name", "ghost", "--context")
     assert code == 1
-    assert any("unknown agent profile 'ghost'; configured: builder; built in: default" in e
-               for e in errors(report))
+    assert any("unknown agent profile 'ghost'; configured: builder; built in: default" in e for e in errors(report))
     assert report["context"] is None
 
 
 def test_doctor_creates_nothing(tmp_path: Path, fake: FakeOllama) -> None:
-    env = {"HEARTH_STATE_DIR": str(tmp_path / "no-state"), "HEARTH_CONFIG_DIR": str(tmp_path / "no-config"),
-           "OLLAMA_HOST": fake.url, "HEARTH_SANDBOX": "none"}
+    env = {
+        "HEARTH_STATE_DIR": str(tmp_path / "no-state"),
+        "HEARTH_CONFIG_DIR": str(tmp_path / "no-config"),
+        "OLLAMA_HOST": fake.url,
+        "HEARTH_SANDBOX": "none",
+    }
     proc = run_cli("hearth", "doctor", env=env)
     assert proc.returncode == 0, proc.stdout
     assert "does not exist yet; the first run creates it" in proc.stdout
@@ -135,12 +141,23 @@ def test_doctor_creates_nothing(tmp_path: Path, fake: FakeOllama) -> None:
     assert not (tmp_path / "no-state").exists() and not (tmp_path / "no-config").exists()
 
 
-def test_context_prints_each_part_with_its_source_and_size_and_the_total(state_dir: Path, tmp_path: Path,
-                                                                         fake: FakeOllama) -> None:
+def test_context_prints_each_part_with_its_source_and_size_and_the_total(
+    state_dir: Path, tmp_path: Path, fake: FakeOllama
+) -> None:
     config = healthy_config(tmp_path)
     write(tmp_path / "ws" / "AGENTS.md", "Use make.\n")
-    proc = run_cli("hearth", "doctor", "--agent-name", "builder", "--context", "--workspace", str(tmp_path / "ws"),
-                   "--num-ctx", "4096", env={"OLLAMA_HOST": fake.url})
+    proc = run_cli(
+        "hearth",
+        "doctor",
+        "--agent-name",
+        "builder",
+        "--context",
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--num-ctx",
+        "4096",
+        env={"OLLAMA_HOST": fake.url},
+    )
     out = proc.stdout
     assert f"--- prompts/10-style.md  ({config}/prompts/10-style.md, 19 chars)" in out
     assert f"--- role (builder)  ({config}/agents/builder/AGENTS.md, 35 chars)" in out
@@ -169,8 +186,12 @@ def test_context_shows_exactly_what_a_run_sends(state_dir: Path, tmp_path: Path)
 
 
 def test_systemd_units_are_checked_only_when_systemd_is_pid_1(tmp_path: Path) -> None:
-    systemctl = write(tmp_path / "systemctl", "#!/bin/sh\necho 'hearth-queue.path loaded active waiting Queue'\n"
-                                              "echo 'hearth-agent@x.service loaded failed failed Run x'\n", mode=0o755)
+    systemctl = write(
+        tmp_path / "systemctl",
+        "#!/bin/sh\necho 'hearth-queue.path loaded active waiting Queue'\n"
+        "echo 'hearth-agent@x.service loaded failed failed Run x'\n",
+        mode=0o755,
+    )
     [failed] = check_systemd("systemd", systemctl=str(systemctl))
     assert failed.status == "error" and "failed hearth units: hearth-agent@x.service" in failed.message
     write(systemctl, "#!/bin/sh\necho 'hearth-queue.path loaded active waiting Queue'\n", mode=0o755)
@@ -184,8 +205,9 @@ def test_credentials_are_checked_by_path_and_mode_only(tmp_path: Path) -> None:
     systemd = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "CREDENTIALS_DIRECTORY": str(tmp_path / "creds")})
     [ok] = check_credentials(systemd)
     assert ok.status == "ok" and "systemd credentials" in ok.message
-    [missing] = check_credentials(Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path),
-                                                     "CREDENTIALS_DIRECTORY": str(tmp_path / "nope")}))
+    [missing] = check_credentials(
+        Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "CREDENTIALS_DIRECTORY": str(tmp_path / "nope")})
+    )
     assert missing.status == "error"
     plain = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path)})
     assert check_credentials(plain)[0].status == "info"
@@ -198,7 +220,9 @@ def test_credentials_are_checked_by_path_and_mode_only(tmp_path: Path) -> None:
 
 def test_a_context_workspace_that_is_not_a_directory_is_bad_usage(state_dir: Path, tmp_path: Path) -> None:
     proc = run_cli("hearth", "doctor", "--context", "--workspace", str(tmp_path / "nope"))
-    assert proc.returncode == 2 and proc.stderr.strip() == f"hearth doctor: workspace {tmp_path}/nope is not a directory"
+    assert (
+        proc.returncode == 2 and proc.stderr.strip() == f"hearth doctor: workspace {tmp_path}/nope is not a directory"
+    )
 
 
 def test_the_nixos_layout_of_state_and_queue_is_healthy(state_dir: Path, tmp_path: Path, fake: FakeOllama) -> None:

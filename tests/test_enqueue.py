@@ -27,31 +27,81 @@ def queued(state_dir: Path, request_id: str) -> dict[str, object]:
 
 
 def test_flags_become_a_version_1_request_stamped_with_who_and_when(state_dir: Path) -> None:
-    proc = run_cli("hearth", "enqueue", "tidy the notes", "--id", "tidy-1", "--model", "qwen2.5-coder:7b",
-                   "--agent-name", "tidier", "--mode", "plan", "--tools", "read_file, list_files",
-                   "--max-iterations", "5", "--timeout", "120", "--credential", "notes-ro", "--egress",
-                   "api.github.com", "--source", "timer", env=LOCAL)
+    proc = run_cli(
+        "hearth",
+        "enqueue",
+        "tidy the notes",
+        "--id",
+        "tidy-1",
+        "--model",
+        "qwen2.5-coder:7b",
+        "--agent-name",
+        "tidier",
+        "--mode",
+        "plan",
+        "--tools",
+        "read_file, list_files",
+        "--max-iterations",
+        "5",
+        "--timeout",
+        "120",
+        "--credential",
+        "notes-ro",
+        "--egress",
+        "api.github.com",
+        "--source",
+        "timer",
+        env=LOCAL,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "tidy-1\n" and proc.stderr == ""
     body = queued(state_dir, "tidy-1")
     created = body.pop("created_at")
-    assert body == {"version": 1, "id": "tidy-1", "goal": "tidy the notes", "model": "qwen2.5-coder:7b",
-                    "agent_name": "tidier", "mode": "plan", "allowed_tools": ["read_file", "list_files"],
-                    "max_iterations": 5, "timeout_s": 120, "credentials": ["notes-ro"],
-                    "egress": ["api.github.com"], "source": "timer", "requested_by": getpass.getuser(),
-                    "evolve": False}
+    assert body == {
+        "version": 1,
+        "id": "tidy-1",
+        "goal": "tidy the notes",
+        "model": "qwen2.5-coder:7b",
+        "agent_name": "tidier",
+        "mode": "plan",
+        "allowed_tools": ["read_file", "list_files"],
+        "max_iterations": 5,
+        "timeout_s": 120,
+        "credentials": ["notes-ro"],
+        "egress": ["api.github.com"],
+        "source": "timer",
+        "requested_by": getpass.getuser(),
+        "evolve": False,
+    }
     assert created.endswith("Z") and created.startswith("20")
     assert sorted(os.listdir(state_dir / "queue")) == ["tidy-1.json"]  # the subdirectories are the spawner's
 
 
 def test_the_command_line_of_the_nix_module_s_schedules_is_accepted(state_dir: Path) -> None:
-    proc = run_cli("hearth", "enqueue", "--goal", "check the disks", "--agent-name", "default", "--mode", "plan",
-                   "--source", "timer", "--allowed-tools", "read_file,list_files", "--model", "qwen2.5-coder",
-                   env=LOCAL)
+    proc = run_cli(
+        "hearth",
+        "enqueue",
+        "--goal",
+        "check the disks",
+        "--agent-name",
+        "default",
+        "--mode",
+        "plan",
+        "--source",
+        "timer",
+        "--allowed-tools",
+        "read_file,list_files",
+        "--model",
+        "qwen2.5-coder",
+        env=LOCAL,
+    )
     assert proc.returncode == 0, proc.stderr
     body = queued(state_dir, proc.stdout.strip())
-    assert (body["goal"], body["allowed_tools"], body["source"]) == ("check the disks", ["read_file", "list_files"],
-                                                                    "timer")
+    assert (body["goal"], body["allowed_tools"], body["source"]) == (
+        "check the disks",
+        ["read_file", "list_files"],
+        "timer",
+    )
 
 
 def test_a_submitter_who_cannot_read_the_audit_still_enqueues_and_leaves_it_untouched(state_dir: Path) -> None:
@@ -69,9 +119,15 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
     legacy = ROOT / "queue-spec" / "examples" / "valid" / "legacy-with-lists.json"
     first = run_cli("hearth", "enqueue", "--file", str(v1), "--json", env=LOCAL)
     second = run_cli("hearth", "enqueue", "--file", str(legacy), "--id", "cc-9", env=LOCAL)
-    third = subprocess.run([sys.executable, "-m", "hearth.cli", "enqueue", "--file", "-"], capture_output=True,
-                           input='{"id": "piped", "goal": "from stdin"}', text=True, cwd=ROOT, timeout=60,
-                           env={**os.environ, **LOCAL, "PYTHONPATH": str(ROOT)})
+    third = subprocess.run(
+        [sys.executable, "-m", "hearth.cli", "enqueue", "--file", "-"],
+        capture_output=True,
+        input='{"id": "piped", "goal": "from stdin"}',
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, **LOCAL, "PYTHONPATH": str(ROOT)},
+    )
     assert first.returncode == second.returncode == third.returncode == 0, (first.stderr, second.stderr, third.stderr)
     first_id = json.loads(first.stdout)["id"]
     assert queued(state_dir, first_id)["requested_by"] == "cron"
@@ -80,28 +136,40 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
     assert queued(state_dir, "piped")["goal"] == "from stdin"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["go", "--tools", "read_file,no_such_tool"],
-     'invalid request: allowed_tools names a tool hearth does not have: "no_such_tool"'),
-    (["go", "--id", "../x"], 'invalid request: id "../x" is not allowed: use 1-64 characters'),
-    (["go", "--max-iterations", "0"],
-     "invalid request: max_iterations: input should be greater than or equal to 1, got 0"),
-    (["go", "--egress", "http://x"], 'invalid request: egress[0] "http://x" is not allowed'),
-    (["   "], "invalid request: goal is blank; say what the agent should do"),
-    ([], "no goal given; usage: hearth enqueue"),
-    (["--file", "/nonexistent.json"], "cannot read /nonexistent.json: No such file or directory"),
-    (["goal", "--file", "/x.json"], "--file is the whole request; drop the goal argument"),
-    (["one goal", "--goal", "another"], "give the goal once: as an argument or with --goal"),
-    (["go", "--egress", "pypi.org:443"], 'invalid request: egress[0] "pypi.org:443" is not allowed'),
-    (["go", "--credential", "9lives"], 'invalid request: credentials[0] "9lives" is not allowed'),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["go", "--tools", "read_file,no_such_tool"],
+            'invalid request: allowed_tools names a tool hearth does not have: "no_such_tool"',
+        ),
+        (["go", "--id", "../x"], 'invalid request: id "../x" is not allowed: use 1-64 characters'),
+        (
+            ["go", "--max-iterations", "0"],
+            "invalid request: max_iterations: input should be greater than or equal to 1, got 0",
+        ),
+        (["go", "--egress", "http://x"], 'invalid request: egress[0] "http://x" is not allowed'),
+        (["   "], "invalid request: goal is blank; say what the agent should do"),
+        ([], "no goal given; usage: hearth enqueue"),
+        (["--file", "/nonexistent.json"], "cannot read /nonexistent.json: No such file or directory"),
+        (["goal", "--file", "/x.json"], "--file is the whole request; drop the goal argument"),
+        (["one goal", "--goal", "another"], "give the goal once: as an argument or with --goal"),
+        (["go", "--egress", "pypi.org:443"], 'invalid request: egress[0] "pypi.org:443" is not allowed'),
+        (["go", "--credential", "9lives"], 'invalid request: credentials[0] "9lives" is not allowed'),
+    ],
+)
 def test_a_bad_request_is_refused_in_one_line_and_nothing_is_written(
-        state_dir: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    state_dir: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["enqueue", *args]) == 2  # in process: eight interpreters would only add start-up time
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"hearth enqueue: {message}") and err.count("\n") == 1
     assert not (state_dir / "queue").exists() or listing(state_dir / "queue") == [
-        "claimed", "failed", "locks", "rejected"]
+        "claimed",
+        "failed",
+        "locks",
+        "rejected",
+    ]
 
 
 def test_an_id_already_queued_or_already_run_is_refused(state_dir: Path) -> None:
@@ -137,8 +205,11 @@ def test_enqueue_heals_failed_spawn_units_and_says_so(state_dir: Path, systemctl
 def test_only_the_failed_unit_is_reset(state_dir: Path, systemctl: FakeSystemctl) -> None:
     systemctl.answer_is_failed("active", "failed")
     assert run_cli("hearth", "enqueue", "go", env=systemctl.env()).returncode == 0
-    assert systemctl.calls[1:] == ["reset-failed hearth-spawn.service", "start --no-block hearth-spawn.service",
-                                   "restart hearth-spawn.path"]
+    assert systemctl.calls[1:] == [
+        "reset-failed hearth-spawn.service",
+        "start --no-block hearth-spawn.service",
+        "restart hearth-spawn.path",
+    ]
 
 
 def test_healthy_spawn_units_are_left_alone(state_dir: Path, systemctl: FakeSystemctl) -> None:
@@ -165,7 +236,8 @@ def test_the_request_stays_queued_when_systemctl_cannot_heal(state_dir: Path, sy
 
 
 def test_spawn_with_systemd_starts_one_unit_per_request_and_the_unit_s_agent_runs_it(
-        state_dir: Path, systemctl: FakeSystemctl, fake: FakeOllama) -> None:
+    state_dir: Path, systemctl: FakeSystemctl, fake: FakeOllama
+) -> None:
     env = systemctl.env(OLLAMA_HOST=fake.url)
     fake.add(final_answer("ran under the unit"))
     run_cli("hearth", "enqueue", "go", "--id", "unit-1", env=env)

@@ -57,8 +57,11 @@ def rebuild_trap(tmp_path: Path) -> Path:
 
 
 def tree(repo: Path) -> dict[str, str]:
-    return {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*")
-            if p.is_file() and ".git" not in p.relative_to(repo).parts}
+    return {
+        str(p.relative_to(repo)): p.read_text()
+        for p in repo.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(repo).parts
+    }
 
 
 def evolve(fake: FakeOllama, live: Path, trap: Path, *args: str) -> Any:
@@ -77,10 +80,14 @@ def write(path: str, content: str) -> dict[str, Any]:
 
 
 def test_evolve_makes_a_checked_proposal_branch_and_never_touches_the_live_checkout(
-        state_dir: Path, live: Path, rebuild_trap: Path, tmp_path: Path) -> None:
+    state_dir: Path, live: Path, rebuild_trap: Path, tmp_path: Path
+) -> None:
     before, head = tree(live), git(live, "rev-parse", "HEAD")
-    script = [write("hosts/box.nix", "{ services.hearth.maxIterations = 20; }\n"), tool_call("nix_check", {}),
-              final_answer("Raised maxIterations to 20; nix_check passes.")]
+    script = [
+        write("hosts/box.nix", "{ services.hearth.maxIterations = 20; }\n"),
+        tool_call("nix_check", {}),
+        final_answer("Raised maxIterations to 20; nix_check passes."),
+    ]
     with FakeOllama(script) as fake:
         done = evolve(fake, live, rebuild_trap, "raise the iteration cap to 20")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -98,17 +105,21 @@ def test_evolve_makes_a_checked_proposal_branch_and_never_touches_the_live_check
 
 
 def test_the_run_is_audited_with_only_the_self_tools(state_dir: Path, live: Path, rebuild_trap: Path) -> None:
-    script = [tool_call("write_file", {"path": ".git", "content": "gitdir: /tmp/elsewhere"}),
-              write(".git/config", "[core]\n\thooksPath = /tmp\n"),
-              write("hosts/box.nix", "{ services.hearth.maxIterations = 13; }\n"), final_answer("done")]
+    script = [
+        tool_call("write_file", {"path": ".git", "content": "gitdir: /tmp/elsewhere"}),
+        write(".git/config", "[core]\n\thooksPath = /tmp\n"),
+        write("hosts/box.nix", "{ services.hearth.maxIterations = 13; }\n"),
+        final_answer("done"),
+    ]
     config_before = (live / ".git/config").read_text()
     with FakeOllama(script) as fake:
         assert evolve(fake, live, rebuild_trap, "tweak").returncode == 0
         tools = [t["function"]["name"] for t in fake.requests[0]["tools"]]
     on_nixos = Path("/etc/NIXOS").exists() or Path("/run/current-system").is_symlink()
     generations = ["current_generation", "list_generations"] if on_nixos else []  # hidden elsewhere
-    assert sorted(tools) == sorted(generations + ["system_health", "read_self_config", "write_self_config",
-                                                  "git_status", "git_diff", "nix_check"])
+    assert sorted(tools) == sorted(
+        generations + ["system_health", "read_self_config", "write_self_config", "git_status", "git_diff", "nix_check"]
+    )
     runs = json.loads(run_cli("hearth", "runs", "--json").stdout)
     assert runs[0]["source"] == "evolve" and runs[0]["status"] == "done"
     steps = json.loads(run_cli("hearth", "show", runs[0]["id"], "--json").stdout)["steps"]
@@ -151,14 +162,17 @@ def test_evolve_without_a_config_repo_is_a_one_line_usage_error(state_dir: Path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "HEARTH_CONFIG_REPO" in done.stderr
 
 
-@pytest.mark.parametrize(("line", "flagged"), [
-    ('+  services.hearth.submitters = [ "mallory" ];', True),
-    ('+  services.hearth.agents.x.mode = "bypass";', True),
-    ('-  systemd.services.hearth-spawn.serviceConfig.ProtectSystem = "strict";', True),
-    ("+  security.sudo.wheelNeedsPassword = false;", True),
-    ("+  services.hearth.maxIterations = 20;", False),
-    (" services.hearth.sandbox = \"landlock\";", False),  # context, not a change
-])
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [
+        ('+  services.hearth.submitters = [ "mallory" ];', True),
+        ('+  services.hearth.agents.x.mode = "bypass";', True),
+        ('-  systemd.services.hearth-spawn.serviceConfig.ProtectSystem = "strict";', True),
+        ("+  security.sudo.wheelNeedsPassword = false;", True),
+        ("+  services.hearth.maxIterations = 20;", False),
+        (' services.hearth.sandbox = "landlock";', False),  # context, not a change
+    ],
+)
 def test_security_findings_read_changed_lines_only(line: str, flagged: bool) -> None:
     assert bool(security_findings(f"--- a/x.nix\n+++ b/x.nix\n@@ -1 +1 @@\n{line}\n")) is flagged
 

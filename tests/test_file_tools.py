@@ -35,6 +35,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 # --- read, list, tree ----------------------------------------------------------------------------
 
+
 def test_read_file_cuts_at_max_bytes_and_says_so(ws: Workspace) -> None:
     (ws.root / "big.txt").write_text("x" * 5000)
     result = call(ws, "read_file", path="big.txt", max_bytes=100)
@@ -50,9 +51,20 @@ def test_list_tree_is_indented_and_skips_vcs_dependency_and_build_dirs(ws: Works
     result = call(ws, "list_tree")
     assert result.ok
     assert result.output.splitlines() == [
-        "./", "  .git/ (not listed)", "  .venv/ (not listed)", "  README.md", "  __pycache__/ (not listed)",
-        "  build/ (not listed)", "  dist/ (not listed)", "  link@", "  node_modules/ (not listed)",
-        "  src/", "    app.py", "    pkg/", "      util.py"]
+        "./",
+        "  .git/ (not listed)",
+        "  .venv/ (not listed)",
+        "  README.md",
+        "  __pycache__/ (not listed)",
+        "  build/ (not listed)",
+        "  dist/ (not listed)",
+        "  link@",
+        "  node_modules/ (not listed)",
+        "  src/",
+        "    app.py",
+        "    pkg/",
+        "      util.py",
+    ]
 
 
 def test_list_tree_depth_and_entry_caps_are_reported(ws: Workspace) -> None:
@@ -68,18 +80,25 @@ def test_list_tree_depth_and_entry_caps_are_reported(ws: Workspace) -> None:
 
 # --- search --------------------------------------------------------------------------------------
 
+
 def test_search_files_reports_path_line_and_text(ws: Workspace) -> None:
     result = call(ws, "search_files", pattern="return 1")
     assert result.ok
     assert result.output.splitlines() == [
-        "README.md:2: return 1 is documented here", "src/app.py:4: return 1", "src/app.py:7: return 1"]
+        "README.md:2: return 1 is documented here",
+        "src/app.py:4: return 1",
+        "src/app.py:7: return 1",
+    ]
 
 
 def test_search_files_regex_glob_case_and_path(ws: Workspace) -> None:
     assert call(ws, "search_files", pattern=r"def \w+\(", regex=True).output.splitlines() == [
-        "src/app.py:3: def one():", "src/app.py:6: def two():"]
+        "src/app.py:3: def one():",
+        "src/app.py:6: def two():",
+    ]
     assert call(ws, "search_files", pattern="RETURN", ignore_case=True, glob="*.md").output.splitlines() == [
-        "README.md:2: return 1 is documented here"]
+        "README.md:2: return 1 is documented here"
+    ]
     assert call(ws, "search_files", pattern="VALUE", path="src/pkg").output == "src/pkg/util.py:1: VALUE = 1"
     assert call(ws, "search_files", pattern="one(", regex=False).output == "src/app.py:3: def one():"
     assert call(ws, "search_files", pattern="((").output == "no matches for '((' under . (3 files searched)"
@@ -91,8 +110,11 @@ def test_search_files_skips_binary_and_skip_dirs_and_caps_results(ws: Workspace)
     (ws.root / "node_modules" / "dep.js").write_text("return 1")
     result = call(ws, "search_files", pattern="return", max_results=2)
     assert result.output.splitlines() == [
-        "README.md:2: return 1 is documented here", "src/app.py:4: return 1",
-        "[search_files: stopped at 2 matches; narrow the pattern, path or glob]", "[search_files: 1 file(s) skipped: binary]"]
+        "README.md:2: return 1 is documented here",
+        "src/app.py:4: return 1",
+        "[search_files: stopped at 2 matches; narrow the pattern, path or glob]",
+        "[search_files: 1 file(s) skipped: binary]",
+    ]
 
 
 def test_a_runaway_regex_is_stopped_by_the_time_bound(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,6 +133,7 @@ def test_an_invalid_regex_is_a_one_line_error(ws: Workspace) -> None:
 
 
 # --- edit_file -----------------------------------------------------------------------------------
+
 
 def test_edit_file_replaces_the_only_match(ws: Workspace) -> None:
     result = call(ws, "edit_file", path="src/pkg/util.py", old_text="VALUE = 1", new_text="VALUE = 2")
@@ -137,7 +160,9 @@ def test_edit_file_absent_text_points_to_a_near_miss(ws: Workspace) -> None:
     near = call(ws, "edit_file", path="src/app.py", old_text="def one():\n  return 1", new_text="x")
     assert "matches with different whitespace at line 3" in near.output
     absent = call(ws, "edit_file", path="src/app.py", old_text="nowhere", new_text="x")
-    assert absent.output == "Error: old_text was not found in src/app.py; read the file and copy the exact text to replace"
+    assert (
+        absent.output == "Error: old_text was not found in src/app.py; read the file and copy the exact text to replace"
+    )
     assert snapshot(ws.root) == before
 
 
@@ -150,10 +175,13 @@ def test_edit_file_keeps_crlf_endings_and_the_file_mode(ws: Workspace) -> None:
     assert path.stat().st_mode & 0o777 == 0o751
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    (b"\x7fELF\0\0\0", "is a binary file"),
-    (b"caf\xe9 latin-1\n", "is not UTF-8 text (bad byte at offset 3)"),
-])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"\x7fELF\0\0\0", "is a binary file"),
+        (b"caf\xe9 latin-1\n", "is not UTF-8 text (bad byte at offset 3)"),
+    ],
+)
 def test_edit_tools_refuse_binary_and_non_utf8_files(ws: Workspace, content: bytes, reason: str) -> None:
     (ws.root / "odd").write_bytes(content)
     result = call(ws, "edit_file", path="odd", old_text="caf", new_text="x")
@@ -163,11 +191,11 @@ def test_edit_tools_refuse_binary_and_non_utf8_files(ws: Workspace, content: byt
 
 # --- replace_in_files ----------------------------------------------------------------------------
 
+
 def test_replace_in_files_reports_each_file_changed(ws: Workspace) -> None:
     result = call(ws, "replace_in_files", old_text="return 1", new_text="return 42")
     assert result.ok
-    assert result.output.splitlines() == [
-        "replaced 3 occurrences in 2 files:", "  README.md: 1", "  src/app.py: 2"]
+    assert result.output.splitlines() == ["replaced 3 occurrences in 2 files:", "  README.md: 1", "  src/app.py: 2"]
     assert "return 1" not in (ws.root / "src/app.py").read_text()
 
 
@@ -194,25 +222,29 @@ def test_replace_in_files_with_no_match_is_an_error(ws: Workspace) -> None:
 
 # --- bad input -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("name", "args", "reason"), [
-    ("write_file", {"path": ["a"], "content": "x"}, "argument 'path' of write_file must be string, got list"),
-    ("write_file", {"path": "a"}, "write_file needs argument 'content'"),
-    ("write_file", {"path": "a", "content": "x", "mode": "w"}, "write_file has no argument 'mode'"),
-    ("write_file", {"path": "a", "content": "x" * 1_000_001}, "is 1000001 characters long; the limit is 1000000"),
-    ("write_file", {"path": "a", "content": "bin\0ary"}, "contains a NUL byte"),
-    ("write_file", "not an object", "must be a JSON object, got str"),
-    ("edit_file", {"path": "src/app.py", "old_text": "", "new_text": "x"}, "old_text is empty"),
-    ("edit_file", {"path": "src/app.py", "old_text": 5, "new_text": {}}, "must be string, got dict"),
-    ("edit_file", {"path": "missing.py", "old_text": "a", "new_text": "b"}, "file not found: missing.py"),
-    ("edit_file", {"path": "src", "old_text": "a", "new_text": "b"}, "src is a directory"),
-    ("replace_in_files", {"old_text": "same", "new_text": "same"}, "nothing would change"),
-    ("read_file", {"path": "src/app.py", "max_bytes": "lots"}, "must be integer, got str"),
-    ("read_file", {"path": "src/app.py", "max_bytes": 0}, "max_bytes must be between 1 and 1000000"),
-    ("search_files", {"pattern": ""}, "pattern is empty"),
-    ("search_files", {"pattern": "x" * 1001}, "the limit is 1000"),
-    ("list_files", {"path": "src/app.py"}, "src/app.py is not a directory"),
-    ("run_command", {"command": "x" * 70_000}, "the limit is 65536"),
-])
+
+@pytest.mark.parametrize(
+    ("name", "args", "reason"),
+    [
+        ("write_file", {"path": ["a"], "content": "x"}, "argument 'path' of write_file must be string, got list"),
+        ("write_file", {"path": "a"}, "write_file needs argument 'content'"),
+        ("write_file", {"path": "a", "content": "x", "mode": "w"}, "write_file has no argument 'mode'"),
+        ("write_file", {"path": "a", "content": "x" * 1_000_001}, "is 1000001 characters long; the limit is 1000000"),
+        ("write_file", {"path": "a", "content": "bin\0ary"}, "contains a NUL byte"),
+        ("write_file", "not an object", "must be a JSON object, got str"),
+        ("edit_file", {"path": "src/app.py", "old_text": "", "new_text": "x"}, "old_text is empty"),
+        ("edit_file", {"path": "src/app.py", "old_text": 5, "new_text": {}}, "must be string, got dict"),
+        ("edit_file", {"path": "missing.py", "old_text": "a", "new_text": "b"}, "file not found: missing.py"),
+        ("edit_file", {"path": "src", "old_text": "a", "new_text": "b"}, "src is a directory"),
+        ("replace_in_files", {"old_text": "same", "new_text": "same"}, "nothing would change"),
+        ("read_file", {"path": "src/app.py", "max_bytes": "lots"}, "must be integer, got str"),
+        ("read_file", {"path": "src/app.py", "max_bytes": 0}, "max_bytes must be between 1 and 1000000"),
+        ("search_files", {"pattern": ""}, "pattern is empty"),
+        ("search_files", {"pattern": "x" * 1001}, "the limit is 1000"),
+        ("list_files", {"path": "src/app.py"}, "src/app.py is not a directory"),
+        ("run_command", {"command": "x" * 70_000}, "the limit is 65536"),
+    ],
+)
 def test_bad_input_is_a_one_line_error_and_changes_nothing(ws: Workspace, name: str, args: object, reason: str) -> None:
     before = snapshot(ws.root)
     result = call_tool(name, args, ws, mode="bypass")

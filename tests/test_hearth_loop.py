@@ -57,8 +57,16 @@ def test_json_mode_prints_one_event_per_line_and_the_state_file_ends_done(state_
     with FakeOllama([tool_call("list_files", {}), final_answer("listed")]) as fake:
         proc = loop(fake, "--json", "--workspace", str(tmp_path), "list")
     events = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [e["event"] for e in events] == ["run_started", "thinking", "model", "tool_started", "tool",
-                                            "thinking", "model", "run_finished"]
+    assert [e["event"] for e in events] == [
+        "run_started",
+        "thinking",
+        "model",
+        "tool_started",
+        "tool",
+        "thinking",
+        "model",
+        "run_finished",
+    ]
     run_id = events[0]["run_id"]
     state = json.loads((state_dir / "state" / f"{run_id}.json").read_text())
     assert state["state"] == "done" and state["iteration"] == 2
@@ -81,13 +89,18 @@ def test_a_model_that_is_not_pulled_exits_4_saying_how_to_pull_it(state_dir: Pat
     assert runs(state_dir)[0]["status"] == "model_unavailable"
 
 
-@pytest.mark.parametrize(("reply", "code", "status", "reason"), [
-    (Raw(200, "<<garbage>>", "text/plain"), 1, "failed", "not JSON"),
-    (Raw(200, '{"done": true}'), 1, "failed", "without a message"),
-    (Raw(500, '{"error": "GPU fell off"}'), 4, "model_unavailable", "HTTP 500: GPU fell off"),
-], ids=["garbage", "no-message", "http-500"])
+@pytest.mark.parametrize(
+    ("reply", "code", "status", "reason"),
+    [
+        (Raw(200, "<<garbage>>", "text/plain"), 1, "failed", "not JSON"),
+        (Raw(200, '{"done": true}'), 1, "failed", "without a message"),
+        (Raw(500, '{"error": "GPU fell off"}'), 4, "model_unavailable", "HTTP 500: GPU fell off"),
+    ],
+    ids=["garbage", "no-message", "http-500"],
+)
 def test_a_broken_model_server_reply_is_one_line_a_record_and_an_exit_code(
-        state_dir: Path, reply: Raw, code: int, status: str, reason: str) -> None:
+    state_dir: Path, reply: Raw, code: int, status: str, reason: str
+) -> None:
     with FakeOllama([reply] * 5) as fake:
         proc = loop(fake, "do it")
     assert proc.returncode == code
@@ -105,11 +118,15 @@ def test_the_iteration_cap_exits_3_with_a_summary(state_dir: Path) -> None:
     assert "list_files" in run["summary"]
 
 
-@pytest.mark.parametrize(("args", "reason"), [
-    (["   "], "the goal is empty"),
-    (["--mode", "yolo", "go"], "unknown mode 'yolo'"),
-    (["--max-iters", "0", "go"], "max iterations must be between 1 and 100"),
-], ids=["empty-goal", "unknown-mode", "zero-iters"])
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["   "], "the goal is empty"),
+        (["--mode", "yolo", "go"], "unknown mode 'yolo'"),
+        (["--max-iters", "0", "go"], "max iterations must be between 1 and 100"),
+    ],
+    ids=["empty-goal", "unknown-mode", "zero-iters"],
+)
 def test_bad_input_exits_2_and_is_recorded_as_rejected(state_dir: Path, args: list[str], reason: str) -> None:
     proc = run_cli("hearth-loop", *args)
     assert proc.returncode == 2
@@ -142,8 +159,15 @@ def test_an_unwritable_state_dir_names_the_variable(state_dir: Path) -> None:
 
 def test_help_documents_every_exit_code() -> None:
     out = run_cli("hearth-loop", "--help").stdout
-    for line in ("0    done", "1    failed", "2    bad usage", "3    iteration limit", "4    model unavailable",
-                 "130  interrupted", "70   internal error"):
+    for line in (
+        "0    done",
+        "1    failed",
+        "2    bad usage",
+        "3    iteration limit",
+        "4    model unavailable",
+        "130  interrupted",
+        "70   internal error",
+    ):
         assert line in out
 
 

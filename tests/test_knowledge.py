@@ -41,8 +41,11 @@ def ws_for(tmp_path: Path, store: KnowledgeStore, agent: str = "default") -> Wor
 def test_search_ranks_the_most_relevant_chunk_first(store: KnowledgeStore) -> None:
     store.add("Bread needs flour, water, salt and yeast. Knead it well.", title="Bread", source="bread")
     store.add("The deploy script copies the build to the server over rsync.", title="Deploy", source="deploy")
-    store.add("Deploy on Fridays is forbidden. The deploy freeze starts Friday noon; deploy earlier.",
-              title="Deploy policy", source="policy")
+    store.add(
+        "Deploy on Fridays is forbidden. The deploy freeze starts Friday noon; deploy earlier.",
+        title="Deploy policy",
+        source="policy",
+    )
     hits = store.search("when can I deploy?")
     assert [h.source for h in hits] == ["policy", "deploy"]
     assert hits[0].score < hits[1].score  # bm25: lower is better
@@ -104,7 +107,8 @@ def make_project(root: Path) -> None:
 
 
 def test_index_dir_indexes_text_files_and_skips_binaries_big_files_vcs_venvs_and_symlinks(
-        tmp_path: Path, store: KnowledgeStore) -> None:
+    tmp_path: Path, store: KnowledgeStore
+) -> None:
     ws = ws_for(tmp_path, store)
     make_project(ws.root / "proj")
     out = tool(ws, "index_dir", path="proj")
@@ -117,7 +121,8 @@ def test_index_dir_indexes_text_files_and_skips_binaries_big_files_vcs_venvs_and
 
 
 def test_reindexing_updates_changed_files_drops_deleted_ones_and_skips_unchanged(
-        tmp_path: Path, store: KnowledgeStore) -> None:
+    tmp_path: Path, store: KnowledgeStore
+) -> None:
     ws = ws_for(tmp_path, store)
     make_project(ws.root / "proj")
     tool(ws, "index_dir", path="proj")
@@ -138,17 +143,26 @@ def test_index_dir_with_a_glob_indexes_only_matching_files(tmp_path: Path, store
     assert [d["title"] for d in store.documents()] == ["proj/src/app.py"]
 
 
-@pytest.mark.parametrize(("pattern", "path", "hit"), [
-    ("*.py", "a/b/c.py", True), ("*.py", "c.pyc", False), ("src/*.py", "src/a.py", True),
-    ("src/*.py", "src/x/a.py", False), ("docs/**/*.md", "docs/a/b/c.md", True), ("docs/**/*.md", "docs/c.md", True),
-    ("?.txt", "a.txt", True), ("?.txt", "ab.txt", False),
-])
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("*.py", "a/b/c.py", True),
+        ("*.py", "c.pyc", False),
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/x/a.py", False),
+        ("docs/**/*.md", "docs/a/b/c.md", True),
+        ("docs/**/*.md", "docs/c.md", True),
+        ("?.txt", "a.txt", True),
+        ("?.txt", "ab.txt", False),
+    ],
+)
 def test_globs_match_like_a_shell(pattern: str, path: str, hit: bool) -> None:
     assert bool(glob_regex(pattern).match(path)) is hit
 
 
 def test_index_dir_outside_the_workspace_is_a_one_line_error_and_stores_nothing(
-        tmp_path: Path, store: KnowledgeStore) -> None:
+    tmp_path: Path, store: KnowledgeStore
+) -> None:
     ws = ws_for(tmp_path, store)
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("outside text")
@@ -161,8 +175,10 @@ def test_index_dir_outside_the_workspace_is_a_one_line_error_and_stores_nothing(
 
 def test_remember_and_recall_lessons_with_tags_and_dedupe(tmp_path: Path, store: KnowledgeStore) -> None:
     ws = ws_for(tmp_path, store, "builder")
-    assert tool(ws, "remember", lesson="Run make test before commit",
-                                                          tags="workflow, testing") == "remembered lesson #1 (agent:builder)"
+    assert (
+        tool(ws, "remember", lesson="Run make test before commit", tags="workflow, testing")
+        == "remembered lesson #1 (agent:builder)"
+    )
     assert tool(ws, "remember", lesson="run make  test before commit") == "already remembered as lesson #1"
     out = tool(ws, "recall", query="what to do before a commit")
     assert "Run make test before commit" in out and "tags: workflow, testing" in out
@@ -188,8 +204,9 @@ def test_plan_mode_searches_but_does_not_store(tmp_path: Path, store: KnowledgeS
     assert call_tool("remember", {"lesson": "x"}, ws, mode="plan").verdict == "denied"
 
 
-def test_an_index_that_stops_at_the_file_cap_removes_nothing(tmp_path: Path, store: KnowledgeStore,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_index_that_stops_at_the_file_cap_removes_nothing(
+    tmp_path: Path, store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = ws_for(tmp_path, store)
     for n in range(5):
         (ws.root / f"f{n}.txt").write_text(f"file number {n}")

@@ -39,8 +39,9 @@ def imported(path: Path) -> set[str]:
 
 
 def import_alone(module: str) -> tuple[str, int, str]:
-    done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     return module, done.returncode, done.stderr.strip().splitlines()[-1:] and done.stderr.strip().splitlines()[-1]
 
 
@@ -53,13 +54,16 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
 
 
 def test_the_engine_never_imports_the_appliance() -> None:
-    offenders = {str(p.relative_to(ROOT)): sorted(n for n in imported(p) if n.split(".")[0] == "hearth")
-                 for p in (ROOT / "agent").rglob("*.py")}
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(n for n in imported(p) if n.split(".")[0] == "hearth")
+        for p in (ROOT / "agent").rglob("*.py")
+    }
     assert {path: names for path, names in offenders.items() if names} == {}
 
 
-@pytest.mark.parametrize("kind", ["files", "search", "edit", "command", "knowledge", "web", "websearch", "system",
-                                  "config_repo"])
+@pytest.mark.parametrize(
+    "kind", ["files", "search", "edit", "command", "knowledge", "web", "websearch", "system", "config_repo"]
+)
 def test_a_tool_kind_imports_no_other_kind(kind: str) -> None:
     names = imported(ROOT / "agent" / "tools" / f"{kind}.py")
     of_tools = {n for n in names if n.startswith("agent.tools.") and n.count(".") == 2}
@@ -70,5 +74,11 @@ def test_builtin_gathers_every_kind_in_its_folder() -> None:
     from agent.tools import builtin
 
     kinds = {p.stem for p in (ROOT / "agent" / "tools").glob("*.py")} - {
-        "__init__", "registry", "args", "builtin", "gate", "spill"}
+        "__init__",
+        "registry",
+        "args",
+        "builtin",
+        "gate",
+        "spill",
+    }
     assert {k.__name__.rsplit(".", 1)[1] for k in builtin.KINDS} == kinds

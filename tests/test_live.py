@@ -18,7 +18,17 @@ def test_a_real_ollama_model_completes_a_small_goal(state_dir: Path, tmp_path: P
     models = probe(LIVE_HOST)
     if not models:
         pytest.skip(f"no Ollama answers at {LIVE_HOST}")
-    proc = run_cli("hearth-loop", "--ollama-host", LIVE_HOST, "--model", models[0], "--workspace",
-                   str(tmp_path), "--max-iters", "6", "Write hello.txt containing the word hello.",
-                   timeout=600)
+    proc = run_cli(
+        "hearth-loop",
+        "--ollama-host",
+        LIVE_HOST,
+        "--model",
+        models[0],
+        "--workspace",
+        str(tmp_path),
+        "--max-iters",
+        "6",
+        "Write hello.txt containing the word hello.",
+        timeout=600,
+    )
     assert proc.returncode in (0, 3), proc.stderr

@@ -26,12 +26,24 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
         yield handle
 
 
-def run_loop(fake: FakeOllama, ws: Workspace, goal: str = "do the thing", *, mode: str = "bypass",
-             max_iters: int = 12, events: list[Any] | None = None) -> tuple[Loop, Outcome]:
+def run_loop(
+    fake: FakeOllama,
+    ws: Workspace,
+    goal: str = "do the thing",
+    *,
+    mode: str = "bypass",
+    max_iters: int = 12,
+    events: list[Any] | None = None,
+) -> tuple[Loop, Outcome]:
     tools = ToolRunner(ws, mode=mode)
     client = OllamaClient("qwen2.5-coder", fake.url, sleep=lambda s: None)
-    loop = Loop(client, tools, system_prompt=render_system_prompt("tester", tools.schemas),
-                max_iters=max_iters, on_event=(events.append if events is not None else lambda e: None))
+    loop = Loop(
+        client,
+        tools,
+        system_prompt=render_system_prompt("tester", tools.schemas),
+        max_iters=max_iters,
+        on_event=(events.append if events is not None else lambda e: None),
+    )
     return loop, loop.run(goal)
 
 
@@ -58,10 +70,13 @@ MIXED_SCRIPT = [
     {"content": 'Now reading.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'},
     {"content": "<tool_call>{'name': 'read_file', 'arguments': {'path': </tool_call>"},
     tool_call("Read-File", {"path": "missing.txt"}),
-    {"content": "", "tool_calls": [
-        {"function": {"name": "list_files", "arguments": {}}},
-        {"function": {"name": "reed_file", "arguments": {"path": "a.txt"}}},
-    ]},
+    {
+        "content": "",
+        "tool_calls": [
+            {"function": {"name": "list_files", "arguments": {}}},
+            {"function": {"name": "reed_file", "arguments": {"path": "a.txt"}}},
+        ],
+    },
     final_answer("Wrote a.txt and read it back."),
 ]
 
@@ -158,14 +173,17 @@ def test_a_garbage_reply_ends_the_run_as_failed_with_the_reason(ws: Workspace) -
 
 
 def test_plan_mode_shows_only_safe_tools_and_denies_a_text_call_to_an_edit_tool(ws: Workspace) -> None:
-    script = [{"content": '{"name": "write_file", "arguments": {"path": "p.txt", "content": "x"}}'},
-              final_answer("planned")]
+    script = [
+        {"content": '{"name": "write_file", "arguments": {"path": "p.txt", "content": "x"}}'},
+        final_answer("planned"),
+    ]
     with FakeOllama(script) as fake:
         run_loop(fake, ws, mode="plan")
     shown = {t["function"]["name"] for t in fake.requests[0]["tools"]}
     assert "write_file" not in shown and "run_command" not in shown and "read_file" in shown
-    assert tool_results(fake.requests[-1])[0].startswith("Error: no tool named 'write_file'") or \
-        tool_results(fake.requests[-1])[0].startswith("Denied:")
+    assert tool_results(fake.requests[-1])[0].startswith("Error: no tool named 'write_file'") or tool_results(
+        fake.requests[-1]
+    )[0].startswith("Denied:")
     assert not (ws.root / "p.txt").exists()
 
 

@@ -29,22 +29,61 @@ def hostile_urls(port: int) -> list[str]:
     """Loopback, private, metadata and reserved targets, spelled every way we know of."""
     p = port
     return [
-        f"http://127.0.0.1:{p}/", f"http://127.1:{p}/", f"http://0x7f.0.0.1:{p}/", f"http://0x7f000001:{p}/",
-        f"http://0177.0.0.1:{p}/", f"http://017700000001:{p}/", f"http://2130706433:{p}/", f"http://127.0.0.1.:{p}/",
-        f"http://１２７．０．０．１:{p}/", f"http://127。0。0。1:{p}/", f"http://0:{p}/", f"http://0.0.0.0:{p}/",
-        f"http://[::1]:{p}/", f"http://[::]:{p}/", f"http://[::ffff:127.0.0.1]:{p}/", f"http://[::ffff:7f00:1]:{p}/",
-        f"http://[0:0:0:0:0:ffff:127.0.0.1]:{p}/", f"http://[::127.0.0.1]:{p}/", f"http://[64:ff9b::7f00:1]:{p}/",
-        f"http://[2002:7f00:1::1]:{p}/", f"http://[fe80::1%25lo]:{p}/", f"http://localhost:{p}/",
-        f"http://LOCALHOST.:{p}/", f"http://ｌｏｃａｌｈｏｓｔ:{p}/", f"http://app.localhost:{p}/",
-        f"http://loop.test:{p}/", f"http://rebind.test:{p}/", f"http://mapped.test:{p}/", f"http://v6loop.test:{p}/",
-        "http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/", "http://metadata.google.internal/",
-        "http://100.100.100.200/", "http://10.0.0.1/", "http://172.16.0.1/", "http://192.168.1.1/",
-        "http://100.64.0.1/", "http://224.0.0.1/", "http://255.255.255.255/", "http://240.0.0.1/",
-        "http://198.18.0.1/", "http://[fc00::1]/", "http://[ff02::1]/", "http://private.test/",
-        "http://cgnat.test/", "http://meta.test/",
-        f"ftp://127.0.0.1:{p}/", "file:///etc/passwd", f"gopher://127.0.0.1:{p}/", "javascript:alert(1)",
-        f"http://public.test@127.0.0.1:{p}/", f"http://evil.test\\@127.0.0.1:{p}/", f"http://127.0.0.1:{p} /",
-        f"http://%31%32%37.0.0.1:{p}/", f"http://１２７．０．０．１：{p}/",
+        f"http://127.0.0.1:{p}/",
+        f"http://127.1:{p}/",
+        f"http://0x7f.0.0.1:{p}/",
+        f"http://0x7f000001:{p}/",
+        f"http://0177.0.0.1:{p}/",
+        f"http://017700000001:{p}/",
+        f"http://2130706433:{p}/",
+        f"http://127.0.0.1.:{p}/",
+        f"http://１２７．０．０．１:{p}/",
+        f"http://127。0。0。1:{p}/",
+        f"http://0:{p}/",
+        f"http://0.0.0.0:{p}/",
+        f"http://[::1]:{p}/",
+        f"http://[::]:{p}/",
+        f"http://[::ffff:127.0.0.1]:{p}/",
+        f"http://[::ffff:7f00:1]:{p}/",
+        f"http://[0:0:0:0:0:ffff:127.0.0.1]:{p}/",
+        f"http://[::127.0.0.1]:{p}/",
+        f"http://[64:ff9b::7f00:1]:{p}/",
+        f"http://[2002:7f00:1::1]:{p}/",
+        f"http://[fe80::1%25lo]:{p}/",
+        f"http://localhost:{p}/",
+        f"http://LOCALHOST.:{p}/",
+        f"http://ｌｏｃａｌｈｏｓｔ:{p}/",
+        f"http://app.localhost:{p}/",
+        f"http://loop.test:{p}/",
+        f"http://rebind.test:{p}/",
+        f"http://mapped.test:{p}/",
+        f"http://v6loop.test:{p}/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/",
+        "http://metadata.google.internal/",
+        "http://100.100.100.200/",
+        "http://10.0.0.1/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+        "http://224.0.0.1/",
+        "http://255.255.255.255/",
+        "http://240.0.0.1/",
+        "http://198.18.0.1/",
+        "http://[fc00::1]/",
+        "http://[ff02::1]/",
+        "http://private.test/",
+        "http://cgnat.test/",
+        "http://meta.test/",
+        f"ftp://127.0.0.1:{p}/",
+        "file:///etc/passwd",
+        f"gopher://127.0.0.1:{p}/",
+        "javascript:alert(1)",
+        f"http://public.test@127.0.0.1:{p}/",
+        f"http://evil.test\\@127.0.0.1:{p}/",
+        f"http://127.0.0.1:{p} /",
+        f"http://%31%32%37.0.0.1:{p}/",
+        f"http://１２７．０．０．１：{p}/",
     ]
 
 
@@ -81,8 +120,14 @@ def test_the_same_hostile_urls_are_refused_by_the_production_connector_too(tripw
 
 def test_a_redirect_to_loopback_is_refused_at_the_hop(tripwire: Tripwire) -> None:
     net = TestNet()
-    for n, target in enumerate([f"http://127.0.0.1:{tripwire.port}/", f"http://localhost:{tripwire.port}/",
-                                f"http://2130706433:{tripwire.port}/", "http://169.254.169.254/"]):
+    for n, target in enumerate(
+        [
+            f"http://127.0.0.1:{tripwire.port}/",
+            f"http://localhost:{tripwire.port}/",
+            f"http://2130706433:{tripwire.port}/",
+            "http://169.254.169.254/",
+        ]
+    ):
         server = Web({"/": Answer(302, headers={"location": target})})
         net.host(f"hop{n}.test", server)
         with pytest.raises(NetRefused, match="refused"):
@@ -159,11 +204,21 @@ def test_an_unknown_name_is_a_one_line_fetch_failure() -> None:
         request(TestNet().guard(), "GET", "http://nowhere.test/")
 
 
-@pytest.mark.parametrize(("spelling", "canonical"), [
-    ("0x7f.1", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("127.1", "127.0.0.1"),
-    ("１２７．０．０．１", "127.0.0.1"), ("ＥＸＡＭＰＬＥ．ｃｏｍ", "example.com"), ("bücher.de", "xn--bcher-kva.de"),
-    ("Example.COM.", "example.com"), ("[::ffff:127.0.0.1]", "::ffff:7f00:1"), ("1.2.3.4", "1.2.3.4"),
-])
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [
+        ("0x7f.1", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("１２７．０．０．１", "127.0.0.1"),
+        ("ＥＸＡＭＰＬＥ．ｃｏｍ", "example.com"),
+        ("bücher.de", "xn--bcher-kva.de"),
+        ("Example.COM.", "example.com"),
+        ("[::ffff:127.0.0.1]", "::ffff:7f00:1"),
+        ("1.2.3.4", "1.2.3.4"),
+    ],
+)
 def test_hosts_are_normalised_before_any_decision(spelling: str, canonical: str) -> None:
     assert normalize_host(spelling) == canonical
 

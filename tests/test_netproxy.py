@@ -37,8 +37,16 @@ def test_hostile_tunnels_are_refused_with_403_and_never_connect(tripwire: Tripwi
     net.alias("loop.test", "127.0.0.1")
     p = tripwire.port
     with GuardProxy(net.guard()) as proxy:
-        for target in (f"127.0.0.1:{p}", f"localhost:{p}", f"[::1]:{p}", f"loop.test:{p}", f"2130706433:{p}",
-                       "169.254.169.254:443", "10.0.0.1:443", "nonsense"):
+        for target in (
+            f"127.0.0.1:{p}",
+            f"localhost:{p}",
+            f"[::1]:{p}",
+            f"loop.test:{p}",
+            f"2130706433:{p}",
+            "169.254.169.254:443",
+            "10.0.0.1:443",
+            "nonsense",
+        ):
             answer = raw_request(proxy, f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
             assert answer.startswith("HTTP/1.1 403"), (target, answer)
         assert raw_request(proxy, "GET http://loop.test/ HTTP/1.1\r\n\r\n").startswith("HTTP/1.1 405")

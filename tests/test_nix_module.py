@@ -20,8 +20,13 @@ pytestmark = needs_nix
 
 
 def nix_files() -> list[Path]:
-    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.nix"],
-                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.nix"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [ROOT / name for name in tracked]
 
 
@@ -42,17 +47,23 @@ def _error(hearth: dict[str, Any], tmp: Path) -> str:
     return str(failure.value)
 
 
-@pytest.mark.parametrize(("hearth", "message"), [
-    ({"maxIterations": "twelve"}, "services.hearth.maxIterations' has a value of the wrong type"),
-    ({"maxIterations": 0}, "services.hearth.maxIterations' has a value of the wrong type"),
-    ({"defaultMode": "yolo"}, "services.hearth.defaultMode' has a value of the wrong type"),
-    ({"sandbox": "chroot"}, "services.hearth.sandbox' has a value of the wrong type"),
-    ({"submitters": "alice"}, "services.hearth.submitters' has a value of the wrong type"),
-    ({"ollama": {"models": ["a", 3]}}, "services.hearth.ollama.models.[1]' has a value of the wrong type"),
-    ({"agents": {"x": {"allowedTools": "read_file"}}}, "services.hearth.agents.x.allowedTools' has a value"),
-    ({"schedules": {"s": {"goal": "g", "onCalendar": "daily", "mode": "fast"}}}, "services.hearth.schedules.s.mode'"),
-    ({"credentials": {"c": {"file": "relative/path", "hosts": []}}}, "services.hearth.credentials.c.file'"),
-])
+@pytest.mark.parametrize(
+    ("hearth", "message"),
+    [
+        ({"maxIterations": "twelve"}, "services.hearth.maxIterations' has a value of the wrong type"),
+        ({"maxIterations": 0}, "services.hearth.maxIterations' has a value of the wrong type"),
+        ({"defaultMode": "yolo"}, "services.hearth.defaultMode' has a value of the wrong type"),
+        ({"sandbox": "chroot"}, "services.hearth.sandbox' has a value of the wrong type"),
+        ({"submitters": "alice"}, "services.hearth.submitters' has a value of the wrong type"),
+        ({"ollama": {"models": ["a", 3]}}, "services.hearth.ollama.models.[1]' has a value of the wrong type"),
+        ({"agents": {"x": {"allowedTools": "read_file"}}}, "services.hearth.agents.x.allowedTools' has a value"),
+        (
+            {"schedules": {"s": {"goal": "g", "onCalendar": "daily", "mode": "fast"}}},
+            "services.hearth.schedules.s.mode'",
+        ),
+        ({"credentials": {"c": {"file": "relative/path", "hosts": []}}}, "services.hearth.credentials.c.file'"),
+    ],
+)
 def test_a_value_of_the_wrong_type_names_the_option(hearth: dict[str, Any], message: str, tmp_path: Path) -> None:
     assert message in _error(hearth, tmp_path)
 
@@ -60,12 +71,14 @@ def test_a_value_of_the_wrong_type_names_the_option(hearth: dict[str, Any], mess
 def test_an_option_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     assert "services.hearth.maxIterationz' does not exist" in _error({"maxIterationz": 3}, tmp_path)
     assert "services.hearth.schedules.s.calendar' does not exist" in _error(
-        {"schedules": {"s": {"goal": "g", "onCalendar": "daily", "calendar": "x"}}}, tmp_path)
+        {"schedules": {"s": {"goal": "g", "onCalendar": "daily", "calendar": "x"}}}, tmp_path
+    )
 
 
 def test_a_schedule_without_its_calendar_is_an_error(tmp_path: Path) -> None:
     assert "services.hearth.schedules.s.onCalendar' is used but not defined" in _error(
-        {"schedules": {"s": {"goal": "g"}}}, tmp_path)
+        {"schedules": {"s": {"goal": "g"}}}, tmp_path
+    )
 
 
 def test_disabled_module_sets_nothing(tmp_path: Path) -> None:
@@ -77,9 +90,15 @@ def _failed_assertions(result: dict[str, Any]) -> list[str]:
 
 
 def test_assertions_catch_a_state_dir_outside_var_lib_and_an_unknown_schedule_agent(tmp_path: Path) -> None:
-    result = evaluate({"enable": True, "stateDir": "/srv/hearth",
-                       "schedules": {"s": {"goal": "g", "onCalendar": "daily", "agent": "ghost"}},
-                       "credentials": {"bad/name": {"file": "/run/x", "hosts": []}}}, tmp_path)
+    result = evaluate(
+        {
+            "enable": True,
+            "stateDir": "/srv/hearth",
+            "schedules": {"s": {"goal": "g", "onCalendar": "daily", "agent": "ghost"}},
+            "credentials": {"bad/name": {"file": "/run/x", "hosts": []}},
+        },
+        tmp_path,
+    )
     failed = _failed_assertions(result)
     assert any("stateDir must be below /var/lib" in m for m in failed)
     assert any("schedules.s.agent is ghost" in m for m in failed)
@@ -88,20 +107,48 @@ def test_assertions_catch_a_state_dir_outside_var_lib_and_an_unknown_schedule_ag
 
 
 def test_agent_profiles_are_written_as_agents_md_and_a_toml_manifest(tmp_path: Path) -> None:
-    result = evaluate({"enable": True, "agents": {"notes": {
-        "model": "llama3.1", "mode": "plan", "allowedTools": ["read_file", "list_files"],
-        "prompt": 'Keep "notes" tidy.\n'}}}, tmp_path)
+    result = evaluate(
+        {
+            "enable": True,
+            "agents": {
+                "notes": {
+                    "model": "llama3.1",
+                    "mode": "plan",
+                    "allowedTools": ["read_file", "list_files"],
+                    "prompt": 'Keep "notes" tidy.\n',
+                }
+            },
+        },
+        tmp_path,
+    )
     etc = result["config"]["environment"]["etc"]
     assert etc["hearth/agents/notes/AGENTS.md"]["text"] == 'Keep "notes" tidy.\n'
     manifest = tomllib.loads(etc["hearth/agents/notes/agent.toml"]["text"])
-    assert manifest == {"name": "notes", "model": "llama3.1", "mode": "plan", "allowed_tools": ["read_file", "list_files"]}
+    assert manifest == {
+        "name": "notes",
+        "model": "llama3.1",
+        "mode": "plan",
+        "allowed_tools": ["read_file", "list_files"],
+    }
 
 
 def test_what_the_module_writes_under_etc_hearth_is_what_hearth_reads(tmp_path: Path) -> None:
-    result = evaluate({"enable": True, "soul": "Calm and exact.\n",
-                       "prompts": {"10-rules": "Run the tests on {{gitBranch}} first.\n"},
-                       "agents": {"notes": {"mode": "plan", "maxIterations": 30, "allowedTools": ["read_file"],
-                                            "prompt": "Keep notes tidy.\n"}}}, tmp_path)
+    result = evaluate(
+        {
+            "enable": True,
+            "soul": "Calm and exact.\n",
+            "prompts": {"10-rules": "Run the tests on {{gitBranch}} first.\n"},
+            "agents": {
+                "notes": {
+                    "mode": "plan",
+                    "maxIterations": 30,
+                    "allowedTools": ["read_file"],
+                    "prompt": "Keep notes tidy.\n",
+                }
+            },
+        },
+        tmp_path,
+    )
     config = tmp_path / "etc-hearth"
     for name, entry in result["config"]["environment"]["etc"].items():
         if name.startswith("hearth/") and "text" in entry:
@@ -110,25 +157,31 @@ def test_what_the_module_writes_under_etc_hearth_is_what_hearth_reads(tmp_path: 
     profile = load_profile(config, "notes")
     assert (profile.mode, profile.max_iterations, profile.allowed_tools) == ("plan", 30, ("read_file",))
     parts = config_parts(config, profile)
-    assert [(p.label, p.text) for p in parts] == [("prompts/10-rules.md", "Run the tests on {{gitBranch}} first.\n"),
-                                                  ("role (notes)", "Keep notes tidy.\n"), ("voice", "Calm and exact.\n")]
+    assert [(p.label, p.text) for p in parts] == [
+        ("prompts/10-rules.md", "Run the tests on {{gitBranch}} first.\n"),
+        ("role (notes)", "Keep notes tidy.\n"),
+        ("voice", "Calm and exact.\n"),
+    ]
     assert not any(unknown_placeholders(p.text) for p in parts)
 
 
 def test_no_soul_no_file_and_names_hearth_would_refuse_fail_the_build(tmp_path: Path) -> None:
     etc = evaluate({"enable": True}, tmp_path)["config"]["environment"]["etc"]
     assert "hearth/SOUL.md" not in etc and not any(n.startswith("hearth/prompts/") for n in etc)
-    failed = _failed_assertions(evaluate({"enable": True, "agents": {".hidden": {}}, "prompts": {"../x": "y"}},
-                                         tmp_path))
+    failed = _failed_assertions(
+        evaluate({"enable": True, "agents": {".hidden": {}}, "prompts": {"../x": "y"}}, tmp_path)
+    )
     assert any("services.hearth.agents..hidden: an agent name is letters" in m for m in failed)
     assert any("services.hearth.prompts.../x: a prompt name is letters" in m for m in failed)
 
 
 def test_credentials_file_has_host_bindings_and_no_secret(tmp_path: Path) -> None:
-    result = evaluate({"enable": True, "credentials": {"gh": {"file": "/run/secrets/gh", "hosts": ["api.github.com"]}}},
-                      tmp_path)
+    result = evaluate(
+        {"enable": True, "credentials": {"gh": {"file": "/run/secrets/gh", "hosts": ["api.github.com"]}}}, tmp_path
+    )
     assert json.loads(result["config"]["environment"]["etc"]["hearth/credentials.json"]["text"]) == {
-        "gh": {"hosts": ["api.github.com"]}}
+        "gh": {"hosts": ["api.github.com"]}
+    }
 
 
 def test_queue_is_writable_by_submitters_only_and_state_is_private(tmp_path: Path) -> None:
@@ -146,8 +199,12 @@ def test_ollama_is_enabled_with_its_models_only_when_asked(tmp_path: Path) -> No
     assert "ollama" not in evaluate({"enable": True}, tmp_path)["config"].get("services", {})
 
 
-REQUIRED_WITHOUT_DEFAULT = {"services.hearth.schedules.<name>.goal", "services.hearth.schedules.<name>.onCalendar",
-                            "services.hearth.credentials.<name>.file", "services.hearth.credentials.<name>.hosts"}
+REQUIRED_WITHOUT_DEFAULT = {
+    "services.hearth.schedules.<name>.goal",
+    "services.hearth.schedules.<name>.onCalendar",
+    "services.hearth.credentials.<name>.file",
+    "services.hearth.credentials.<name>.hosts",
+}
 
 
 def test_every_option_has_a_type_default_example_and_description(tmp_path: Path) -> None:

@@ -49,9 +49,15 @@ def test_every_rendered_unit_passes_systemd_analyze_verify_silently(rendered: di
 
 def test_the_module_renders_the_queue_path_unit_spawn_agent_template_and_timers(rendered: dict[str, Path]) -> None:
     assert set(rendered) == {
-        "hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path", "hearth-self-test.service",
-        "hearth-self-test.timer", "hearth-schedule-daily-notes.service", "hearth-schedule-daily-notes.timer",
-        "hearth-schedule-hourly.service", "hearth-schedule-hourly.timer",
+        "hearth-agent@.service",
+        "hearth-spawn.service",
+        "hearth-spawn.path",
+        "hearth-self-test.service",
+        "hearth-self-test.timer",
+        "hearth-schedule-daily-notes.service",
+        "hearth-schedule-daily-notes.timer",
+        "hearth-schedule-hourly.service",
+        "hearth-schedule-hourly.timer",
     }
     path_unit = rendered["hearth-spawn.path"].read_text()
     assert "PathExistsGlob=/var/lib/hearth/queue/*.json" in path_unit and "Unit=hearth-spawn.service" in path_unit
@@ -88,7 +94,9 @@ def test_agent_unit_sees_only_its_own_workspace_and_never_the_credential_store(r
     assert "ProtectSystem=strict" in lines and "PrivateTmp=true" in lines and "CapabilityBoundingSet=" in lines
     # the only writable places: the state dir (audit, live state, queue) and the config repo's git dir
     assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
-        "ReadWritePaths=/var/lib/hearth", "ReadWritePaths=/etc/nixos/.git"]
+        "ReadWritePaths=/var/lib/hearth",
+        "ReadWritePaths=/etc/nixos/.git",
+    ]
 
 
 def test_credentials_reach_only_the_agent_units(rendered: dict[str, Path]) -> None:
@@ -143,8 +151,13 @@ def test_a_schedules_timer_service_enqueues_a_valid_request(rendered: dict[str, 
     env = dict(line.split("=", 1)[1].strip('"').split("=", 1) for line in service if line.startswith("Environment="))
     state = tmp_path / "state"
     (state / "queue").mkdir(parents=True)
-    env = {**os.environ, **env, "HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "etc"),
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        **env,
+        "HEARTH_STATE_DIR": str(state),
+        "HEARTH_CONFIG_DIR": str(tmp_path / "etc"),
+        "PYTHONPATH": str(ROOT),
+    }
     done = subprocess.run([exec_start], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     [queued] = list((state / "queue").glob("*.json"))

@@ -12,8 +12,12 @@ from agent.parsing import ToolCall
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "d",
-                                           "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "read_file", "description": "d", "parameters": {"type": "object", "properties": {}}},
+    }
+]
 
 
 def client(fake: FakeOllama, **kw: object) -> OllamaClient:
@@ -27,10 +31,15 @@ def client(fake: FakeOllama, **kw: object) -> OllamaClient:
 def test_request_body_carries_model_messages_tools_and_num_ctx(stream: bool) -> None:
     with FakeOllama([final_answer("ok")]) as fake:
         client(fake, stream=stream, num_ctx=16384).chat(MESSAGES, TOOLS)
-    assert fake.requests == [{
-        "model": "qwen2.5-coder", "messages": MESSAGES, "stream": stream,
-        "options": {"num_ctx": 16384}, "tools": TOOLS,
-    }]
+    assert fake.requests == [
+        {
+            "model": "qwen2.5-coder",
+            "messages": MESSAGES,
+            "stream": stream,
+            "options": {"num_ctx": 16384},
+            "tools": TOOLS,
+        }
+    ]
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
@@ -74,8 +83,9 @@ def test_unreachable_server_names_the_url_and_cause_after_bounded_retries() -> N
     c = OllamaClient("m", f"127.0.0.1:{port}", retries=3, backoff_s=0.5, sleep=delays.append)
     with pytest.raises(ModelUnavailable) as err:
         c.chat(MESSAGES, [])
-    assert str(err.value) == (f"cannot reach Ollama at http://127.0.0.1:{port}: connection refused; "
-                              "is ollama running there?")
+    assert str(err.value) == (
+        f"cannot reach Ollama at http://127.0.0.1:{port}: connection refused; is ollama running there?"
+    )
     assert delays == [0.5, 1.0, 2.0]
 
 
@@ -96,13 +106,17 @@ def test_http_500_every_time_ends_as_unavailable_with_the_servers_error() -> Non
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize(("raw", "expected"), [
-    (Raw(200, "<html>proxy error</html>", "text/html"), "not JSON"),
-    (Raw(200, ""), "empty reply"),
-    (Raw(200, '{"model": "m", "done": true}'), "without a message"),
-    (Raw(200, '{"error": "model crashed"}'), "model crashed"),
-    (Raw(200, '[1, 2, 3]'), "not an object"),
-], ids=["garbage", "empty", "no-message", "error-object", "not-object"])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (Raw(200, "<html>proxy error</html>", "text/html"), "not JSON"),
+        (Raw(200, ""), "empty reply"),
+        (Raw(200, '{"model": "m", "done": true}'), "without a message"),
+        (Raw(200, '{"error": "model crashed"}'), "model crashed"),
+        (Raw(200, "[1, 2, 3]"), "not an object"),
+    ],
+    ids=["garbage", "empty", "no-message", "error-object", "not-object"],
+)
 def test_unusable_replies_raise_bad_reply_with_one_line(raw: Raw, expected: str, stream: bool) -> None:
     with FakeOllama([raw]) as fake, pytest.raises(BadReply) as err:
         client(fake, stream=stream).chat(MESSAGES, [])
@@ -112,25 +126,32 @@ def test_unusable_replies_raise_bad_reply_with_one_line(raw: Raw, expected: str,
 
 def test_a_stream_cut_before_done_is_a_bad_reply() -> None:
     chunk = json.dumps({"message": {"role": "assistant", "content": "hal"}, "done": False})
-    with (FakeOllama([Raw(200, chunk + "\n", "application/x-ndjson")]) as fake,
-          pytest.raises(BadReply, match="before it was done")):
+    with (
+        FakeOllama([Raw(200, chunk + "\n", "application/x-ndjson")]) as fake,
+        pytest.raises(BadReply, match="before it was done"),
+    ):
         client(fake).chat(MESSAGES, [])
 
 
 def test_a_server_that_stalls_past_the_timeout_is_unavailable() -> None:
-    with (FakeOllama([Raw(200, "{}", delay_s=1.0)] * 2) as fake,
-          pytest.raises(ModelUnavailable, match="did not answer in time")):
+    with (
+        FakeOllama([Raw(200, "{}", delay_s=1.0)] * 2) as fake,
+        pytest.raises(ModelUnavailable, match="did not answer in time"),
+    ):
         client(fake, timeout_s=0.2, retries=1).chat(MESSAGES, [])
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    (None, "http://127.0.0.1:11434"),
-    ("", "http://127.0.0.1:11434"),
-    ("0.0.0.0", "http://0.0.0.0:11434"),
-    ("127.0.0.1:9999", "http://127.0.0.1:9999"),
-    ("https://ollama.lan/", "https://ollama.lan:11434"),
-    ("http://[::1]:8080", "http://[::1]:8080"),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, "http://127.0.0.1:11434"),
+        ("", "http://127.0.0.1:11434"),
+        ("0.0.0.0", "http://0.0.0.0:11434"),
+        ("127.0.0.1:9999", "http://127.0.0.1:9999"),
+        ("https://ollama.lan/", "https://ollama.lan:11434"),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+    ],
+)
 def test_host_forms_are_normalised(given: str | None, expected: str) -> None:
     assert normalize_host(given) == expected
 

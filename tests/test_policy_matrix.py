@@ -22,15 +22,39 @@ from agent.tools.registry import Tool
 
 # The risk classes of the engine spec; a tool registered under one of these names must carry it.
 SPEC_RISKS = {
-    **dict.fromkeys(["read_file", "list_files", "list_tree", "search_files", "kb_search", "recall",
-                     "current_generation", "list_generations", "system_health", "read_self_config", "git_status",
-                     "git_diff", "nix_check"], "safe"),
-    **dict.fromkeys(["write_file", "edit_file", "replace_in_files", "kb_add", "index_dir", "remember",
-                     "write_self_config"], "edit"),
+    **dict.fromkeys(
+        [
+            "read_file",
+            "list_files",
+            "list_tree",
+            "search_files",
+            "kb_search",
+            "recall",
+            "current_generation",
+            "list_generations",
+            "system_health",
+            "read_self_config",
+            "git_status",
+            "git_diff",
+            "nix_check",
+        ],
+        "safe",
+    ),
+    **dict.fromkeys(
+        ["write_file", "edit_file", "replace_in_files", "kb_add", "index_dir", "remember", "write_self_config"], "edit"
+    ),
     **dict.fromkeys(["run_command", "http_request", "web_fetch", "web_search", "fetch_to_kb"], "dangerous"),
 }
-BUILT_HERE = ["read_file", "list_files", "list_tree", "write_file", "search_files", "edit_file", "replace_in_files",
-              "run_command"]
+BUILT_HERE = [
+    "read_file",
+    "list_files",
+    "list_tree",
+    "write_file",
+    "search_files",
+    "edit_file",
+    "replace_in_files",
+    "run_command",
+]
 MANIFESTS = ["all", "only-this", "all-but-this", "empty"]
 
 
@@ -52,7 +76,9 @@ def manifest(kind: str, name: str) -> list[str] | None:
 def sample_arguments(tool: Tool) -> dict[str, Any]:
     """Valid arguments from the schema alone, so the matrix covers tools registered later too."""
     samples = {"string": "probe", "integer": 1, "boolean": False}
-    return {p: (tool.params[p].get("enum") or [samples[tool.params[p].get("type", "string")]])[0] for p in tool.required}
+    return {
+        p: (tool.params[p].get("enum") or [samples[tool.params[p].get("type", "string")]])[0] for p in tool.required
+    }
 
 
 @pytest.fixture
@@ -143,8 +169,18 @@ def test_a_name_without_a_class_is_dangerous() -> None:
 
 # --- look-alike names ----------------------------------------------------------------------------
 
-LOOK_ALIKES = ["Run_Command", "run_command ", " run_command", "RUN_COMMAND", "run-command", "runCommand",
-               "run_command\u200b", "run_commands", "functions.run_command", "ｒｕｎ_command"]
+LOOK_ALIKES = [
+    "Run_Command",
+    "run_command ",
+    " run_command",
+    "RUN_COMMAND",
+    "run-command",
+    "runCommand",
+    "run_command\u200b",
+    "run_commands",
+    "functions.run_command",
+    "ｒｕｎ_command",
+]
 
 
 @pytest.mark.parametrize("name", LOOK_ALIKES)
@@ -164,9 +200,15 @@ def test_a_repaired_look_alike_still_goes_through_the_policy_of_the_real_tool(ws
         return Decision(False, by="test", detail="not now")
 
     toolbox = ToolRunner(ws, mode="auto", approve=refuse)
-    model = ScriptedModel([{"content": "", "tool_calls": [{"function": {"name": "Run_Command",
-                                                                         "arguments": {"command": "touch pwned"}}}]},
-                           {"content": "gave up"}])
+    model = ScriptedModel(
+        [
+            {
+                "content": "",
+                "tool_calls": [{"function": {"name": "Run_Command", "arguments": {"command": "touch pwned"}}}],
+            },
+            {"content": "gave up"},
+        ]
+    )
     outcome = Loop(model, toolbox, system_prompt="s").run("go")
     assert outcome.status == "done" and asked == ["run_command"]
     assert not (ws.root / "pwned").exists()
@@ -175,9 +217,19 @@ def test_a_repaired_look_alike_still_goes_through_the_policy_of_the_real_tool(ws
 
 # --- the floor in bypass, auto heads -------------------------------------------------------------
 
-@pytest.mark.parametrize("command", ["touch pwned; rm -rf /", "touch pwned && sudo rm -rf ~", "touch pwned; reboot",
-                                     "touch pwned; sh -c 'mkfs.ext4 /dev/sda1'", "touch pwned; :(){ :|:& };:",
-                                     "touch pwned; chmod -R 777 /", "touch pwned; dd if=/dev/zero of=/dev/sda"])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "touch pwned; rm -rf /",
+        "touch pwned && sudo rm -rf ~",
+        "touch pwned; reboot",
+        "touch pwned; sh -c 'mkfs.ext4 /dev/sda1'",
+        "touch pwned; :(){ :|:& };:",
+        "touch pwned; chmod -R 777 /",
+        "touch pwned; dd if=/dev/zero of=/dev/sda",
+    ],
+)
 def test_the_hard_floor_holds_in_bypass_and_nothing_of_the_line_runs(command: str, ws: Workspace) -> None:
     result = call_tool("run_command", {"command": command}, ws, mode="bypass")
     assert result.verdict == "denied" and "hard floor" in result.output
@@ -199,7 +251,11 @@ def test_listed_heads_run_in_auto_without_asking_and_chains_are_judged_on_their_
     with auto_ws(tmp_path, ("echo", "ls")) as ws:
         ran = call_tool("run_command", {"command": "echo hi > made.txt && ls"}, ws, mode="auto", approve=refuse)
         chained = call_tool("run_command", {"command": "echo hi; touch pwned"}, ws, mode="auto", approve=refuse)
-    assert ran.ok and ran.verdict == "run" and ran.detail == {"policy": "every program in it is an auto-approved command head"}
+    assert (
+        ran.ok
+        and ran.verdict == "run"
+        and ran.detail == {"policy": "every program in it is an auto-approved command head"}
+    )
     assert (tmp_path / "made.txt").read_text() == "hi\n"
     assert chained.verdict == "denied" and asked == ["echo hi; touch pwned"]
     assert not (tmp_path / "pwned").exists()
@@ -214,9 +270,11 @@ def test_listed_heads_do_not_widen_plan_mode(tmp_path: Path) -> None:
 def test_the_denial_tells_the_model_not_to_route_around_it(ws: Workspace) -> None:
     call = ToolCall("write_file", {"path": "a", "content": "b"})
     result = call_tool(call.name, call.arguments, ws, mode="plan")
-    assert result.output == ("Denied: write_file was not run (plan mode runs only read-only tools and write_file is "
-                             "edit). Do not retry it or reach the same result another way; continue without it or "
-                             "finish with what you have.")
+    assert result.output == (
+        "Denied: write_file was not run (plan mode runs only read-only tools and write_file is "
+        "edit). Do not retry it or reach the same result another way; continue without it or "
+        "finish with what you have."
+    )
 
 
 def test_an_approver_that_fails_is_a_deny_not_a_crash(ws: Workspace) -> None:

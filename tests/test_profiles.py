@@ -41,12 +41,19 @@ def tool_names(request: dict[str, Any]) -> set[str]:
 
 
 def test_a_profile_reads_its_role_and_settings(tmp_path: Path) -> None:
-    make_profile(tmp_path, "builder", toml='model = "small-model"\nmode = "plan"\n'
-                                           'allowed_tools = ["read_file"]\nmax_iterations = 5\n')
+    make_profile(
+        tmp_path,
+        "builder",
+        toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["read_file"]\nmax_iterations = 5\n',
+    )
     profile = load_profile(tmp_path, "builder")
     assert profile.role == "You build things.\n" and profile.role_path == tmp_path / "agents/builder/AGENTS.md"
-    assert (profile.model, profile.mode, profile.allowed_tools, profile.max_iterations) == \
-        ("small-model", "plan", ("read_file",), 5)
+    assert (profile.model, profile.mode, profile.allowed_tools, profile.max_iterations) == (
+        "small-model",
+        "plan",
+        ("read_file",),
+        5,
+    )
 
 
 def test_default_and_hearths_own_agents_exist_without_any_config(tmp_path: Path) -> None:
@@ -78,15 +85,19 @@ def test_a_name_that_is_not_a_plain_word_is_refused_before_any_path_is_built(tmp
         load_profile(tmp_path, name)
 
 
-@pytest.mark.parametrize(("toml", "reason"), [
-    ("temperature = 0.2\n", "unknown setting 'temperature'"),
-    ('mode = "yolo"\n', "mode must be one of plan, auto, bypass, got 'yolo'"),
-    ("max_iterations = 0\n", "max_iterations must be a whole number from 1 to 100, got 0"),
-    ("max_iterations = true\n", "max_iterations must be a whole number"),
-    ('allowed_tools = "read_file"\n', "allowed_tools must be a list of tool names"),
-    ('model = ""\n', "model must be a model name"),
-    ("model = \n", "is not valid TOML"),
-], ids=["unknown-key", "bad-mode", "zero-iters", "bool-iters", "tools-not-list", "empty-model", "bad-toml"])
+@pytest.mark.parametrize(
+    ("toml", "reason"),
+    [
+        ("temperature = 0.2\n", "unknown setting 'temperature'"),
+        ('mode = "yolo"\n', "mode must be one of plan, auto, bypass, got 'yolo'"),
+        ("max_iterations = 0\n", "max_iterations must be a whole number from 1 to 100, got 0"),
+        ("max_iterations = true\n", "max_iterations must be a whole number"),
+        ('allowed_tools = "read_file"\n', "allowed_tools must be a list of tool names"),
+        ('model = ""\n', "model must be a model name"),
+        ("model = \n", "is not valid TOML"),
+    ],
+    ids=["unknown-key", "bad-mode", "zero-iters", "bool-iters", "tools-not-list", "empty-model", "bad-toml"],
+)
 def test_a_broken_settings_file_is_a_config_error_naming_the_file(tmp_path: Path, toml: str, reason: str) -> None:
     directory = make_profile(tmp_path, "builder", toml=toml)
     with pytest.raises(ConfigError) as caught:
@@ -95,22 +106,27 @@ def test_a_broken_settings_file_is_a_config_error_naming_the_file(tmp_path: Path
 
 
 def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(tmp_path: Path) -> None:
-    make_profile(tmp_path, "builder", toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["read_file"]\n'
-                                           "max_iterations = 5\n")
+    make_profile(
+        tmp_path,
+        "builder",
+        toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["read_file"]\nmax_iterations = 5\n',
+    )
     profile = load_profile(tmp_path, "builder")
     defaults = Settings.from_env({"HEARTH_MODEL": "dflt"})
     unset = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults)
     assert unset == {"model": "small-model", "mode": "plan", "max_iters": 5, "allowed_tools": ["read_file"]}
-    given = apply_profile(profile, model="big", mode="bypass", max_iters=9, allowed_tools=["list_files"],
-                          defaults=defaults)
+    given = apply_profile(
+        profile, model="big", mode="bypass", max_iters=9, allowed_tools=["list_files"], defaults=defaults
+    )
     assert given == {"model": "big", "mode": "bypass", "max_iters": 9, "allowed_tools": ["list_files"]}
-    bare = apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
-                         allowed_tools=None, defaults=defaults)
+    bare = apply_profile(
+        load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults
+    )
     assert bare == {"model": "dflt", "mode": "auto", "max_iters": 12, "allowed_tools": None}
     site = Settings.from_env({"HEARTH_MODE": "plan", "HEARTH_MAX_ITERATIONS": "30"})
-    assert apply_profile(load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None,
-                         allowed_tools=None, defaults=site) == \
-        {"model": "qwen2.5-coder", "mode": "plan", "max_iters": 30, "allowed_tools": None}
+    assert apply_profile(
+        load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None, allowed_tools=None, defaults=site
+    ) == {"model": "qwen2.5-coder", "mode": "plan", "max_iters": 30, "allowed_tools": None}
 
 
 def test_the_profile_ceiling_is_the_runners() -> None:
@@ -118,8 +134,11 @@ def test_the_profile_ceiling_is_the_runners() -> None:
 
 
 def test_hearth_loop_applies_the_profile_to_the_model_tools_and_iterations(state_dir: Path, tmp_path: Path) -> None:
-    make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n'
-                                                    'allowed_tools = ["list_files"]\nmax_iterations = 2\n')
+    make_profile(
+        tmp_path / "config",
+        "scout",
+        toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["list_files"]\nmax_iterations = 2\n',
+    )
     with FakeOllama([tool_call("list_files", {})], models=MODELS, repeat_last=True) as fake:
         proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "scout", "look around")
     assert proc.returncode == 3, proc.stderr  # stopped at the profile's 2 iterations
@@ -131,11 +150,28 @@ def test_hearth_loop_applies_the_profile_to_the_model_tools_and_iterations(state
 
 
 def test_flags_given_on_the_command_line_override_the_profile(state_dir: Path, tmp_path: Path) -> None:
-    make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n'
-                                                    'allowed_tools = ["list_files"]\nmax_iterations = 2\n')
+    make_profile(
+        tmp_path / "config",
+        "scout",
+        toml='model = "small-model"\nmode = "plan"\nallowed_tools = ["list_files"]\nmax_iterations = 2\n',
+    )
     with FakeOllama([tool_call("list_files", {})], models=MODELS, repeat_last=True) as fake:
-        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "scout", "--model", "qwen2.5-coder",
-                       "--max-iters", "3", "--mode", "bypass", "--allowed-tools", "list_files,read_file", "look")
+        proc = run_cli(
+            "hearth-loop",
+            "--ollama-host",
+            fake.url,
+            "--agent-name",
+            "scout",
+            "--model",
+            "qwen2.5-coder",
+            "--max-iters",
+            "3",
+            "--mode",
+            "bypass",
+            "--allowed-tools",
+            "list_files,read_file",
+            "look",
+        )
     assert proc.returncode == 3
     assert len(fake.requests) == 3 and {r["model"] for r in fake.requests} == {"qwen2.5-coder"}
     assert tool_names(fake.requests[0]) == {"list_files", "read_file"}
@@ -146,10 +182,10 @@ def test_flags_given_on_the_command_line_override_the_profile(state_dir: Path, t
 def test_a_requests_fields_override_the_profile(state_dir: Path, tmp_path: Path) -> None:
     make_profile(tmp_path / "config", "scout", toml='model = "small-model"\nmode = "plan"\n')
     with FakeOllama([final_answer("ok")], models=MODELS) as fake:
-        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "config"),
-                                      "OLLAMA_HOST": fake.url})
-        request = GoalRequest(goal="g", agent_name="scout", mode="bypass", source="queue",
-                              workspace=tmp_path / "ws")
+        settings = Settings.from_env(
+            {"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "config"), "OLLAMA_HOST": fake.url}
+        )
+        request = GoalRequest(goal="g", agent_name="scout", mode="bypass", source="queue", workspace=tmp_path / "ws")
         _, outcome = run_goal(request, settings, out=io.StringIO())
     assert outcome.status == "done"
     assert fake.requests[0]["model"] == "small-model"  # not given: the profile's
@@ -163,7 +199,8 @@ def test_an_unknown_profile_exits_2_with_one_line_and_is_recorded_as_rejected(st
     assert proc.stderr.strip() == (
         "hearth-loop: unknown agent profile 'nobody'; configured: builder; built in: default, demo, evolve, "
         "self-test "
-        f"(add {tmp_path}/config/agents/nobody/AGENTS.md to create it)")
+        f"(add {tmp_path}/config/agents/nobody/AGENTS.md to create it)"
+    )
     [run] = rows(state_dir, "select * from runs")
     assert run["status"] == "rejected" and run["agent_name"] == "nobody" and "unknown agent profile" in run["error"]
 
@@ -177,18 +214,24 @@ def test_a_broken_profile_rejects_the_run_naming_the_file(state_dir: Path, tmp_p
 
 
 def test_the_manifest_the_nixos_module_writes_loads_and_its_name_must_match(tmp_path: Path) -> None:
-    make_profile(tmp_path, "notes", toml='name = "notes"\nmodel = "llama3.1"\nmode = "plan"\n'
-                                         'allowed_tools = ["read_file", "list_files"]\n')
+    make_profile(
+        tmp_path,
+        "notes",
+        toml='name = "notes"\nmodel = "llama3.1"\nmode = "plan"\nallowed_tools = ["read_file", "list_files"]\n',
+    )
     assert load_profile(tmp_path, "notes").allowed_tools == ("read_file", "list_files")
     make_profile(tmp_path, "copied", toml='name = "notes"\n')
     with pytest.raises(ConfigError, match="name must be 'copied', the directory's name"):
         load_profile(tmp_path, "copied")
 
 
-@pytest.mark.parametrize(("env", "reason"), [
-    ({"HEARTH_MODE": "yolo"}, "HEARTH_MODE must be one of plan, auto, bypass, got 'yolo'"),
-    ({"HEARTH_MAX_ITERATIONS": "0"}, "HEARTH_MAX_ITERATIONS must be a whole number from 1 to 100, got '0'"),
-])
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"HEARTH_MODE": "yolo"}, "HEARTH_MODE must be one of plan, auto, bypass, got 'yolo'"),
+        ({"HEARTH_MAX_ITERATIONS": "0"}, "HEARTH_MAX_ITERATIONS must be a whole number from 1 to 100, got '0'"),
+    ],
+)
 def test_site_defaults_from_the_environment_are_checked(state_dir: Path, env: dict[str, str], reason: str) -> None:
     proc = run_cli("hearth-loop", "go", env=env)
     assert proc.returncode == 2 and proc.stderr.strip() == f"hearth-loop: {reason}"

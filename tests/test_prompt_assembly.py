@@ -32,11 +32,13 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def run(tmp_path: Path, state_dir: Path, script: list[Any], *, agent: str = "builder",
-        workspace: Path | None = None) -> tuple[FakeOllama, str]:
+def run(
+    tmp_path: Path, state_dir: Path, script: list[Any], *, agent: str = "builder", workspace: Path | None = None
+) -> tuple[FakeOllama, str]:
     with FakeOllama(script) as fake:
-        settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "config"),
-                                      "OLLAMA_HOST": fake.url})
+        settings = Settings.from_env(
+            {"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(tmp_path / "config"), "OLLAMA_HOST": fake.url}
+        )
         request = GoalRequest(goal="do it", agent_name=agent, mode="bypass", workspace=workspace or tmp_path / "ws")
         run_id, _ = run_goal(request, settings, out=io.StringIO())
     return fake, run_id
@@ -56,15 +58,24 @@ def test_parts_come_in_order_base_prompts_by_filename_role_voice_project_run(tmp
     write(tmp_path / "ws" / "AGENTS.md", "PROJECT-TEXT")
     fake, _ = run(tmp_path, state_dir, [final_answer("ok")])
     prompt = system_prompts(fake)[0]
-    order = ["You are builder", "Tools you may call", "FIRST-PROMPT", "SECOND-PROMPT", "ROLE-TEXT", "SOUL-TEXT",
-             "## Project notes from AGENTS.md", "PROJECT-TEXT"]
+    order = [
+        "You are builder",
+        "Tools you may call",
+        "FIRST-PROMPT",
+        "SECOND-PROMPT",
+        "ROLE-TEXT",
+        "SOUL-TEXT",
+        "## Project notes from AGENTS.md",
+        "PROJECT-TEXT",
+    ]
     positions = [prompt.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert "NOT-A-PROMPT" not in prompt
 
 
-def test_without_per_run_placeholders_an_agents_prompt_is_the_same_in_every_run(tmp_path: Path,
-                                                                                state_dir: Path) -> None:
+def test_without_per_run_placeholders_an_agents_prompt_is_the_same_in_every_run(
+    tmp_path: Path, state_dir: Path
+) -> None:
     write(tmp_path / "config" / "agents" / "builder" / "AGENTS.md", "Role for {{agentName}}.")
     first, first_id = run(tmp_path, state_dir, [final_answer("ok")])
     second, second_id = run(tmp_path, state_dir, [final_answer("ok")])
@@ -91,8 +102,9 @@ def test_placeholders_take_the_values_frozen_at_run_start(tmp_path: Path, state_
     fake, run_id = run(tmp_path, state_dir, [final_answer("ok")], workspace=workspace)
     line = next(x for x in system_prompts(fake)[0].splitlines() if x.startswith("workspaceRoot="))
     values = dict(item.split("=", 1) for item in line.split(" | "))
-    head = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(workspace), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     assert values["workspaceRoot"] == str(workspace.resolve())
     assert (values["agentName"], values["runId"], values["model"]) == ("builder", run_id, "qwen2.5-coder")
     assert (values["gitBranch"], values["gitHeadShortSha"], values["gitDirty"]) == ("main", head, "no")
@@ -128,8 +140,9 @@ def test_placeholders_in_a_workspace_file_stay_literal(tmp_path: Path, state_dir
 
 
 def test_values_that_cannot_be_known_take_their_documented_fallbacks() -> None:
-    values = freeze_values(workspace_root="", agent_name="", run_id="", model="",
-                           now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), git={})
+    values = freeze_values(
+        workspace_root="", agent_name="", run_id="", model="", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), git={}
+    )
     assert values["currentDateTimeIso"] == "2026-01-02T03:04:05+00:00"
     for name in ("workspaceRoot", "agentName", "runId", "model", "gitBranch", "gitHeadShortSha", "gitDirty"):
         assert values[name] == FALLBACKS[name]
@@ -143,8 +156,10 @@ def test_fill_reports_unknown_names_and_tolerates_spaces_inside_braces() -> None
 
 
 def test_compose_keeps_each_parts_source_and_size_and_skips_empty_parts() -> None:
-    prompt = compose([PromptPart("a", "built-in", "alpha"), PromptPart("b", "/x", "\n\n"),
-                      PromptPart("c", "/y", "{{agentName}}")], {"agentName": "zed"})
+    prompt = compose(
+        [PromptPart("a", "built-in", "alpha"), PromptPart("b", "/x", "\n\n"), PromptPart("c", "/y", "{{agentName}}")],
+        {"agentName": "zed"},
+    )
     assert prompt.text == "alpha\n\nzed\n"
     assert [(p.label, p.source, p.chars) for p in prompt.parts] == [("a", "built-in", 5), ("c", "/y", 3)]
 

@@ -25,9 +25,16 @@ def make_queue(tmp_path: Path) -> Queue:
 def test_enqueue_writes_the_whole_request_and_never_replaces_one(tmp_path: Path) -> None:
     queue = make_queue(tmp_path)
     path = queue.enqueue(Request(id="job-1", goal="first"))
-    assert json.loads(path.read_text()) == {"version": 1, "id": "job-1", "goal": "first", "agent_name": "default",
-                                            "timeout_s": 3600,
-                                            "source": "cli", "requested_by": "", "evolve": False}
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "id": "job-1",
+        "goal": "first",
+        "agent_name": "default",
+        "timeout_s": 3600,
+        "source": "cli",
+        "requested_by": "",
+        "evolve": False,
+    }
     with pytest.raises(FileExistsError):
         queue.enqueue(Request(id="job-1", goal="second"))
     assert json.loads(path.read_text())["goal"] == "first"
@@ -124,8 +131,17 @@ def test_incoming_lists_oldest_first_and_skips_the_queue_s_own_directories(tmp_p
     assert [e.name for e in queue.incoming()] == ["c.json", "a.json", "b.json"]
 
 
-@pytest.mark.parametrize(("name", "temp"), [(".x.json.1a2b.tmp", True), ("x.json.tmp", True), ("x.json.part", True),
-                                            ("x.json~", True), ("x.json", False), ("x.tmp.json", False)])
+@pytest.mark.parametrize(
+    ("name", "temp"),
+    [
+        (".x.json.1a2b.tmp", True),
+        ("x.json.tmp", True),
+        ("x.json.part", True),
+        ("x.json~", True),
+        ("x.json", False),
+        ("x.tmp.json", False),
+    ],
+)
 def test_temp_names_are_recognised(name: str, temp: bool) -> None:
     assert is_temp_name(name) is temp
 
@@ -142,8 +158,12 @@ time.sleep(60)
 
 def test_a_run_lock_is_held_while_its_process_lives_and_freed_by_the_kernel_when_it_is_killed(tmp_path: Path) -> None:
     path = tmp_path / "run.lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         assert lock_is_held(path) and lock_holder(path) == holder.pid
@@ -181,15 +201,17 @@ time.sleep(float(sys.argv[2]))
 def test_acquiring_waits_out_a_brief_holder_but_not_a_live_run(tmp_path: Path) -> None:
     path = tmp_path / "run.lock"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    glance = subprocess.Popen([sys.executable, "-c", HOLD_BRIEFLY, str(path), "0.3"], stdout=subprocess.PIPE, text=True,
-                              env=env)
+    glance = subprocess.Popen(
+        [sys.executable, "-c", HOLD_BRIEFLY, str(path), "0.3"], stdout=subprocess.PIPE, text=True, env=env
+    )
     assert glance.stdout.readline().strip() == "held"  # a sweep looking at the lock
     lock = RunLock.acquire(path, wait_s=5.0)
     assert lock is not None and lock_holder(path) == os.getpid()
     lock.release(remove=False)
     glance.wait()
-    run = subprocess.Popen([sys.executable, "-c", HOLD_BRIEFLY, str(path), "60"], stdout=subprocess.PIPE, text=True,
-                           env=env)
+    run = subprocess.Popen(
+        [sys.executable, "-c", HOLD_BRIEFLY, str(path), "60"], stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert run.stdout.readline().strip() == "held"  # a live run
         assert RunLock.acquire(path, wait_s=0.2) is None

@@ -23,11 +23,14 @@ def test_local_run_concurrency_and_launcher_have_defaults_and_are_read() -> None
     assert (told.max_local_runs, told.launcher) == (8, "local")
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    ({"HEARTH_MAX_LOCAL_RUNS": "0"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got '0'"),
-    ({"HEARTH_MAX_LOCAL_RUNS": "many"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got 'many'"),
-    ({"HEARTH_LAUNCHER": "docker"}, "HEARTH_LAUNCHER must be one of auto, systemd, local, got 'docker'"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"HEARTH_MAX_LOCAL_RUNS": "0"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got '0'"),
+        ({"HEARTH_MAX_LOCAL_RUNS": "many"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got 'many'"),
+        ({"HEARTH_LAUNCHER": "docker"}, "HEARTH_LAUNCHER must be one of auto, systemd, local, got 'docker'"),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         Settings.from_env(env)

@@ -37,22 +37,36 @@ def audit_file(state_dir: Path) -> Path:
     state_dir.mkdir(parents=True)
     path = state_dir / "audit.db"
     with AuditStore(path, clock=lambda: "2026-01-10T00:00:00.000Z") as audit:
-        audit.start_run(RunRecord(id="r0", agent_name="a", model="m1", goal="g", mode="auto",
-                                  started_at="2020-01-01T00:00:00.000Z"))
+        audit.start_run(
+            RunRecord(id="r0", agent_name="a", model="m1", goal="g", mode="auto", started_at="2020-01-01T00:00:00.000Z")
+        )
         audit.finish_run("r0", status="done", duration_ms=50, iterations=1, tokens_in=1, tokens_out=1)
         for rid, status, model, source, duration, iters, t_in, t_out, error in RUNS:
             audit.start_run(RunRecord(id=rid, agent_name="a", model=model, goal="g", mode="auto", source=source))
             if status != "running":
-                audit.finish_run(rid, status=status, duration_ms=duration, iterations=iters,
-                                 tokens_in=t_in, tokens_out=t_out, error=error)
+                audit.finish_run(
+                    rid,
+                    status=status,
+                    duration_ms=duration,
+                    iterations=iters,
+                    tokens_in=t_in,
+                    tokens_out=t_out,
+                    error=error,
+                )
             else:
                 audit.update_run(rid, tokens_in=t_in)
-        record_rejection(audit, "not valid JSON: Expecting value (line 1, column 1)", FileFacts.of("x.json", b""),
-                         kept_as="rejected/x.json")
+        record_rejection(
+            audit,
+            "not valid JSON: Expecting value (line 1, column 1)",
+            FileFacts.of("x.json", b""),
+            kept_as="rejected/x.json",
+        )
         for run_id, tool, ok, verdict, output in (
-            ("r1", "list_files", 1, "run", "a.txt"), ("r1", "read_file", 1, "run", "text"),
+            ("r1", "list_files", 1, "run", "a.txt"),
+            ("r1", "read_file", 1, "run", "text"),
             ("r2", "run_command", 0, "denied", denied_message("run_command", NO_APPROVER.detail)),
-            ("r2", "write_file", 0, "run", "Error: disk full"), ("r2", "run_command", 1, "approved", "ok"),
+            ("r2", "write_file", 0, "run", "Error: disk full"),
+            ("r2", "run_command", 1, "approved", "ok"),
         ):
             audit.record_step(run_id, "tool", tool=tool, ok=ok, verdict=verdict, output=output)
     return path
@@ -94,8 +108,16 @@ def test_without_since_every_run_counts(audit_file: Path) -> None:
 
 def test_markdown_and_text_show_every_section(audit_file: Path) -> None:
     markdown = run_cli("hearth", "report", "--markdown").stdout
-    for title in ("By status", "By model", "By source", "Duration and iterations", "Tool use", "Denials",
-                  "Failure reasons", "Rejections"):
+    for title in (
+        "By status",
+        "By model",
+        "By source",
+        "Duration and iterations",
+        "Tool use",
+        "Denials",
+        "Failure reasons",
+        "Rejections",
+    ):
         assert f"## {title}" in markdown
     assert "| run_command | 2 | 1 | 0 | 1 | 1 |" in markdown
     text = run_cli("hearth", "report").stdout
@@ -107,10 +129,15 @@ def test_a_report_without_an_audit_is_empty_and_creates_nothing(state_dir: Path)
     assert not state_dir.exists()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2026-01-31", "2026-01-31T00:00:00.000Z"), ("2026-01-31T10:00:00+02:00", "2026-01-31T08:00:00.000Z"),
-    ("7d", "2026-02-03T12:00:00.000Z"), ("24h", "2026-02-09T12:00:00.000Z"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-01-31", "2026-01-31T00:00:00.000Z"),
+        ("2026-01-31T10:00:00+02:00", "2026-01-31T08:00:00.000Z"),
+        ("7d", "2026-02-03T12:00:00.000Z"),
+        ("24h", "2026-02-09T12:00:00.000Z"),
+    ],
+)
 def test_since_takes_a_date_a_date_time_or_a_span(text: str, expected: str) -> None:
     assert parse_since(text, now=datetime(2026, 2, 10, 12, tzinfo=UTC)) == expected
 
@@ -124,13 +151,18 @@ def test_state_shows_a_live_queued_run_a_dead_unqueued_one_and_what_waits(state_
     queue = Queue(state_dir / "queue").ensure()
     queue.enqueue(Request(id="held", goal="wait at the gate"))
     (state_dir / "state").mkdir()
-    (state_dir / "state" / "ghost.json").write_text(json.dumps({"run_id": "ghost", "state": "thinking",
-                                                                "pid": 2 ** 22 + 1}))
+    (state_dir / "state" / "ghost.json").write_text(
+        json.dumps({"run_id": "ghost", "state": "thinking", "pid": 2**22 + 1})
+    )
     gate = Gate()
     with FakeOllama([gate], repeat_last=True) as fake:
-        spawner = subprocess.Popen([sys.executable, "-m", "hearth.cli", "spawn", "--local", "--concurrency", "1"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
-                                   env={**os.environ, "OLLAMA_HOST": fake.url, "PYTHONPATH": str(ROOT)})
+        spawner = subprocess.Popen(
+            [sys.executable, "-m", "hearth.cli", "spawn", "--local", "--concurrency", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env={**os.environ, "OLLAMA_HOST": fake.url, "PYTHONPATH": str(ROOT)},
+        )
         try:
             assert gate.reached.wait(30)
             queue.enqueue(Request(id="waiting", goal="next"))

@@ -54,8 +54,9 @@ def test_both_shapes_have_valid_examples() -> None:
     assert shapes == {"v1", "legacy"}
 
 
-@pytest.mark.parametrize(("model", "file"), [(Request, "request.schema.json"),
-                                             (LegacyRequest, "legacy-request.schema.json")])
+@pytest.mark.parametrize(
+    ("model", "file"), [(Request, "request.schema.json"), (LegacyRequest, "legacy-request.schema.json")]
+)
 def test_the_committed_schema_is_what_the_model_generates(model: type, file: str) -> None:
     committed = (SPEC / file).read_text()
     assert committed == schema_text(model), f"{file} drifted: run `python -m hearth.queue --write queue-spec`"
@@ -65,8 +66,9 @@ def test_the_committed_schema_is_what_the_model_generates(model: type, file: str
 
 
 def test_the_schema_is_printed_by_python_m_hearth_queue() -> None:
-    proc = subprocess.run([sys.executable, "-m", "hearth.queue", "--schema"], capture_output=True, text=True,
-                          cwd=ROOT, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hearth.queue", "--schema"], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert proc.stdout == (SPEC / "request.schema.json").read_text()
 
 
@@ -78,16 +80,37 @@ def test_the_readme_documents_every_field_of_both_shapes() -> None:
 
 
 def test_the_legacy_shape_maps_field_by_field() -> None:
-    body = {"name": "builder", "model": "qwen2.5-coder:7b", "prompt": "Add a flag.", "mode": "bypass",
-            "creds": " github , pypi ", "tools": "read_file,write_file,", "allowed_hosts": "pypi.org",
-            "swarm": False, "marathon": False, "checkin": False, "evolve": False, "grow": False}
+    body = {
+        "name": "builder",
+        "model": "qwen2.5-coder:7b",
+        "prompt": "Add a flag.",
+        "mode": "bypass",
+        "creds": " github , pypi ",
+        "tools": "read_file,write_file,",
+        "allowed_hosts": "pypi.org",
+        "swarm": False,
+        "marathon": False,
+        "checkin": False,
+        "evolve": False,
+        "grow": False,
+    }
     parsed = parse_request(json.dumps(body).encode(), "cc-7.json")
     assert parsed.shape == "legacy"
     assert parsed.request.model_dump(exclude_none=True) == {
-        "version": 1, "id": "cc-7", "goal": "Add a flag.", "model": "qwen2.5-coder:7b", "agent_name": "builder",
-        "mode": "bypass", "allowed_tools": ["read_file", "write_file"], "timeout_s": 3600,
-        "credentials": ["github", "pypi"], "egress": ["pypi.org"], "source": "command-center",
-        "requested_by": "", "evolve": False}
+        "version": 1,
+        "id": "cc-7",
+        "goal": "Add a flag.",
+        "model": "qwen2.5-coder:7b",
+        "agent_name": "builder",
+        "mode": "bypass",
+        "allowed_tools": ["read_file", "write_file"],
+        "timeout_s": 3600,
+        "credentials": ["github", "pypi"],
+        "egress": ["pypi.org"],
+        "source": "command-center",
+        "requested_by": "",
+        "evolve": False,
+    }
 
 
 def test_empty_legacy_strings_mean_the_field_was_not_given() -> None:
@@ -126,7 +149,9 @@ def test_several_problems_are_reported_as_the_first_and_a_count() -> None:
     assert reason.startswith("mode: input should be") and reason.endswith("(and 2 more problems)")
 
 
-@pytest.mark.parametrize("path", [p for p in examples("valid") if not p.name.startswith("legacy")], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in examples("valid") if not p.name.startswith("legacy")], ids=lambda p: p.name
+)
 def test_a_request_file_also_validates_as_plain_decoded_json(path: Path) -> None:
     """What a program holding `json.loads(file)` does gives the same request as the queue's parser."""
     assert Request.model_validate(json.loads(path.read_bytes())) == parse_request(path.read_bytes(), path.name).request

@@ -21,8 +21,14 @@ from hearth.settings import Settings
 
 
 def test_network_and_recall_settings_come_from_the_environment(tmp_path: Path) -> None:
-    settings = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "HEARTH_NET_PRIVATE_HOSTS": "nas.lan, printer.lan",
-                                  "HEARTH_RECALL_CHARS": "900", "CREDENTIALS_DIRECTORY": "/run/credentials/x"})
+    settings = Settings.from_env(
+        {
+            "HEARTH_STATE_DIR": str(tmp_path),
+            "HEARTH_NET_PRIVATE_HOSTS": "nas.lan, printer.lan",
+            "HEARTH_RECALL_CHARS": "900",
+            "CREDENTIALS_DIRECTORY": "/run/credentials/x",
+        }
+    )
     assert settings.net_private_hosts == ("nas.lan", "printer.lan") and settings.recall_chars == 900
     assert settings.credentials_dir == Path("/run/credentials/x")
     assert settings.knowledge_path == tmp_path / "knowledge.db"
@@ -44,10 +50,29 @@ def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -
     out = io.StringIO()
     with AuditStore(tmp_path / "audit.db") as audit:
         audit.start_run(RunRecord(id="r1", agent_name="a", model="m", goal="g", mode="auto"))
-        recorder = Recorder(audit, StateFile(tmp_path / "state", "r1"), "r1", json_lines=True, out=out,
-                            redactor=Redactor({"TOKEN": value}))
-        recorder(Event("tool", 1, {"tool": "http_request", "arguments": {"h": value}, "ok": True,
-                                   "output": f"echo {value}", "verdict": "run", "duration_s": 0.1, "detail": {}}))
+        recorder = Recorder(
+            audit,
+            StateFile(tmp_path / "state", "r1"),
+            "r1",
+            json_lines=True,
+            out=out,
+            redactor=Redactor({"TOKEN": value}),
+        )
+        recorder(
+            Event(
+                "tool",
+                1,
+                {
+                    "tool": "http_request",
+                    "arguments": {"h": value},
+                    "ok": True,
+                    "output": f"echo {value}",
+                    "verdict": "run",
+                    "duration_s": 0.1,
+                    "detail": {},
+                },
+            )
+        )
         recorder(Event("run_finished", 1, {"status": "done", "summary": f"saw {value}", "error": ""}))
         recorder.note("recall", output=value)
         stored = json.dumps(audit.steps("r1"))

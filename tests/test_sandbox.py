@@ -49,10 +49,12 @@ def ws(host_tmp: Path) -> Path:
     return path
 
 
-def run(command: str, ws: Path, kind: str, *, timeout_s: float = 20, output_limit: int = 64_000,
-        **policy: object) -> CommandResult:
-    return run_sandboxed(command, ws, policy=SandboxPolicy(kind=kind, **policy), timeout_s=timeout_s,
-                         output_limit=output_limit)
+def run(
+    command: str, ws: Path, kind: str, *, timeout_s: float = 20, output_limit: int = 64_000, **policy: object
+) -> CommandResult:
+    return run_sandboxed(
+        command, ws, policy=SandboxPolicy(kind=kind, **policy), timeout_s=timeout_s, output_limit=output_limit
+    )
 
 
 def accepted(server: socket.socket) -> int:
@@ -87,6 +89,7 @@ def wait_until_gone(marker: str, within_s: float = 2.0) -> list[int]:
 
 # --- filesystem ----------------------------------------------------------------------------------
 
+
 def test_workspace_is_writable_and_is_cwd_and_home(ws: Path, kind: str) -> None:
     result = run('echo made > made.txt && pwd && echo "$HOME" && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"', ws, kind)
     assert result.exit_code == 0, result.output
@@ -100,9 +103,15 @@ def test_command_cannot_write_outside_the_workspace(host_tmp: Path, ws: Path, ki
     outside.mkdir()
     (outside / "keep").write_text("keep me")
     canary = f"/etc/hearth-canary-{secrets.token_hex(4)}"
-    attempts = [f"echo x > /tmp/../{outside}/new", f"touch {canary}", f"echo x > {ws}/../escape",
-                f": > {outside}/keep", f"{PY} -c 'import os; os.truncate(\"{outside}/keep\", 0)'",
-                f"ln -s /etc {outside}/link", f"mkdir {outside}/dir"]
+    attempts = [
+        f"echo x > /tmp/../{outside}/new",
+        f"touch {canary}",
+        f"echo x > {ws}/../escape",
+        f": > {outside}/keep",
+        f"{PY} -c 'import os; os.truncate(\"{outside}/keep\", 0)'",
+        f"ln -s /etc {outside}/link",
+        f"mkdir {outside}/dir",
+    ]
     result = run("; ".join(f"({attempt}) 2>/dev/null || echo refused" for attempt in attempts), ws, kind)
     assert result.output.split() == ["refused"] * len(attempts)
     assert sorted(os.listdir(outside)) == ["keep"] and (outside / "keep").read_text() == "keep me"
@@ -124,7 +133,10 @@ def test_hidden_dir_is_invisible_under_bwrap(host_tmp: Path) -> None:
     ws.mkdir(parents=True)
     listing = run(f"ls -A {state} {state}/queue", ws, "bwrap", hide=(str(state),))
     assert listing.output.splitlines() == [
-        f"ls: cannot access '{state}/queue': No such file or directory", f"{state}:", "runs"]
+        f"ls: cannot access '{state}/queue': No such file or directory",
+        f"{state}:",
+        "runs",
+    ]
     script = f"cat {state}/audit.db {state}/queue/other-run.json 2>/dev/null; echo x > {state}/audit.db; echo ok > done"
     result = run(script, ws, "bwrap", hide=(str(state),))
     assert "SECRET" not in result.output
@@ -155,8 +167,16 @@ def test_credentials_directory_is_hidden_under_bwrap(host_tmp: Path, ws: Path, m
 
 def test_environment_carries_no_secret(ws: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     canary = secrets.token_hex(8)
-    for name in ("HEARTH_SECRET", "CREDENTIALS_DIRECTORY", "GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_REGION",
-                 "DB_PASSWORD", "CLIENT_SECRET", "SSH_AUTH_SOCK"):
+    for name in (
+        "HEARTH_SECRET",
+        "CREDENTIALS_DIRECTORY",
+        "GITHUB_TOKEN",
+        "OPENAI_API_KEY",
+        "AWS_REGION",
+        "DB_PASSWORD",
+        "CLIENT_SECRET",
+        "SSH_AUTH_SOCK",
+    ):
         monkeypatch.setenv(name, f"/{canary}")
     result = run("env", ws, kind)
     assert result.exit_code == 0 and "TERM=dumb" in result.output
@@ -164,13 +184,28 @@ def test_environment_carries_no_secret(ws: Path, kind: str, monkeypatch: pytest.
 
 
 def test_scrubbed_env_keeps_only_the_allowlist() -> None:
-    base = {"PATH": "/bin", "LANG": "de_DE.UTF-8", "HEARTH_STATE": "/var/lib/hearth", "AWS_ACCESS_KEY_ID": "a",
-            "MY_TOKEN": "t", "SOME_KEY": "k", "X_SECRET": "s", "PGPASSWORD": "p", "HOME": "/root"}
+    base = {
+        "PATH": "/bin",
+        "LANG": "de_DE.UTF-8",
+        "HEARTH_STATE": "/var/lib/hearth",
+        "AWS_ACCESS_KEY_ID": "a",
+        "MY_TOKEN": "t",
+        "SOME_KEY": "k",
+        "X_SECRET": "s",
+        "PGPASSWORD": "p",
+        "HOME": "/root",
+    }
     assert scrubbed_env(base, home="/ws", tmpdir="/tmp") == {
-        "PATH": "/bin", "LANG": "de_DE.UTF-8", "TERM": "dumb", "HOME": "/ws", "TMPDIR": "/tmp"}
+        "PATH": "/bin",
+        "LANG": "de_DE.UTF-8",
+        "TERM": "dumb",
+        "HOME": "/ws",
+        "TMPDIR": "/tmp",
+    }
 
 
 # --- network -------------------------------------------------------------------------------------
+
 
 def connect_script(server: socket.socket) -> str:
     port = server.getsockname()[1]
@@ -190,6 +225,7 @@ def test_tcp_works_when_network_is_granted(ws: Path, kind: str, listener: socket
 
 
 # --- processes, time and output ------------------------------------------------------------------
+
 
 def test_timeout_kills_the_command_and_its_background_children(ws: Path, kind: str) -> None:
     marker = f"3{secrets.randbelow(10**6):06d}"
@@ -248,16 +284,25 @@ def test_auto_prefers_bwrap_and_unknown_kinds_are_refused() -> None:
 
 def test_auto_falls_back_to_landlock_when_bwrap_is_missing(ws: Path) -> None:
     require("landlock")
-    script = ("import sys\nfrom agent.safety.sandbox import SandboxPolicy, run_sandboxed\n"
-              "result = run_sandboxed('echo hi > f && read x < f && echo $x', sys.argv[1], policy=SandboxPolicy(), timeout_s=10)\n"
-              "print(result.sandbox, result.output.strip())\n")
+    script = (
+        "import sys\nfrom agent.safety.sandbox import SandboxPolicy, run_sandboxed\n"
+        "result = run_sandboxed('echo hi > f && read x < f && echo $x', sys.argv[1], policy=SandboxPolicy(), timeout_s=10)\n"
+        "print(result.sandbox, result.output.strip())\n"
+    )
     # a real process whose PATH has no bwrap, so the probe genuinely fails (only shell builtins run)
-    done = subprocess.run([PY, "-c", script, str(ws)], cwd=Path(__file__).resolve().parent.parent,
-                          env={"PATH": str(ws)}, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [PY, "-c", script, str(ws)],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={"PATH": str(ws)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.stdout.split() == ["landlock", "hi"], done.stderr
 
 
 # --- local sockets: the seccomp filter and the private /run ---------------------------------------
+
 
 @pytest.fixture
 def unix_listener(host_tmp: Path) -> Iterator[tuple[socket.socket, str]]:
@@ -274,16 +319,18 @@ def unix_connect(path: str) -> str:
     return f"{PY} -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}'); print('connected')\""
 
 
-def test_a_host_unix_socket_is_unreachable_without_network(ws: Path, kind: str,
-                                                          unix_listener: tuple[socket.socket, str]) -> None:
+def test_a_host_unix_socket_is_unreachable_without_network(
+    ws: Path, kind: str, unix_listener: tuple[socket.socket, str]
+) -> None:
     server, path = unix_listener
     result = run(unix_connect(path), ws, kind)
     assert result.exit_code != 0 and "Permission denied" in result.output
     assert accepted(server) == 0
 
 
-def test_a_host_unix_socket_is_reachable_when_network_is_granted(ws: Path, kind: str,
-                                                                unix_listener: tuple[socket.socket, str]) -> None:
+def test_a_host_unix_socket_is_reachable_when_network_is_granted(
+    ws: Path, kind: str, unix_listener: tuple[socket.socket, str]
+) -> None:
     server, path = unix_listener
     result = run(unix_connect(path), ws, kind, network=True)
     assert result.output == "connected\n" and accepted(server) == 1
@@ -294,19 +341,24 @@ def test_udp_is_blocked_without_network(ws: Path, kind: str) -> None:
     receiver.bind(("127.0.0.1", 0))
     receiver.setblocking(False)
     port = receiver.getsockname()[1]
-    run(f"{PY} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\"",
-        ws, kind)
+    run(
+        f"{PY} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\"",
+        ws,
+        kind,
+    )
     with pytest.raises(BlockingIOError):
         receiver.recvfrom(8)
     receiver.close()
 
 
 def test_without_network_local_plumbing_still_works_and_io_uring_does_not(ws: Path, kind: str) -> None:
-    script = ("import ctypes, socket\n"
-              "a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n"
-              "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink')\n"
-              "libc = ctypes.CDLL(None, use_errno=True)\n"
-              "print('io_uring', libc.syscall(425, 1, ctypes.create_string_buffer(120)), ctypes.get_errno())\n")
+    script = (
+        "import ctypes, socket\n"
+        "a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n"
+        "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink')\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('io_uring', libc.syscall(425, 1, ctypes.create_string_buffer(120)), ctypes.get_errno())\n"
+    )
     (ws / "probe.py").write_text(script)
     result = run(f"{PY} probe.py", ws, kind)
     assert result.output.split() == ["pair", "netlink", "io_uring", "-1", "38"]  # 38: ENOSYS

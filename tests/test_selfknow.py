@@ -80,6 +80,7 @@ def test_system_health_says_when_ollama_does_not_answer(tmp_path: Path) -> None:
 
 # --- the config repository -------------------------------------------------------------------
 
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "config"
@@ -95,7 +96,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file() and not p.is_symlink()
+    }
 
 
 def write(tmp: Path, repo: Path, path: str, content: str = "x") -> ToolResult:
@@ -103,11 +106,23 @@ def write(tmp: Path, repo: Path, path: str, content: str = "x") -> ToolResult:
 
 
 @needs_git
-@pytest.mark.parametrize("path", [
-    "../outside.nix", "/etc/passwd", "hosts/../../outside.nix", ".git/config", ".git/hooks/pre-commit",
-    "hosts/../.git/HEAD", ".GIT/config", ".githooks/pre-commit", ".husky/pre-commit", ".envrc",
-    "hosts/.envrc", ".gitmodules",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.nix",
+        "/etc/passwd",
+        "hosts/../../outside.nix",
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "hosts/../.git/HEAD",
+        ".GIT/config",
+        ".githooks/pre-commit",
+        ".husky/pre-commit",
+        ".envrc",
+        "hosts/.envrc",
+        ".gitmodules",
+    ],
+)
 def test_write_self_config_refuses_escapes_git_data_and_hooks(path: str, tmp_path: Path, repo: Path) -> None:
     before = snapshot(repo)
     result = write(tmp_path, repo, path)
@@ -152,13 +167,19 @@ def test_read_self_config_reads_and_lists_but_never_git_data(tmp_path: Path, rep
 
 
 def test_config_tools_refuse_when_the_run_has_no_config_repo(tmp_path: Path) -> None:
-    for name, args in (("read_self_config", {}), ("write_self_config", {"path": "a", "content": "b"}),
-                       ("git_status", {}), ("git_diff", {}), ("nix_check", {})):
+    for name, args in (
+        ("read_self_config", {}),
+        ("write_self_config", {"path": "a", "content": "b"}),
+        ("git_status", {}),
+        ("git_diff", {}),
+        ("nix_check", {}),
+    ):
         result = tool(name, tmp_path, args)
         assert not result.ok and "no config repository is set for this run" in result.output, name
 
 
 # --- nix_check -------------------------------------------------------------------------------
+
 
 def flake(path: Path, body: str) -> Path:
     path.mkdir(parents=True)
@@ -184,11 +205,16 @@ def test_nix_check_passes_on_a_tiny_valid_flake_offline_and_ignores_its_nix_conf
 
 
 @needs_nix
-@pytest.mark.parametrize(("body", "expected"), [
-    ("{ outputs = { self }: { lib.x = 1 +; }; }\n", "syntax error"),
-    ('{ outputs = { self }: { checks.x86_64-linux.boom = throw "option services.foo does not exist"; }; }\n',
-     "option services.foo does not exist"),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("{ outputs = { self }: { lib.x = 1 +; }; }\n", "syntax error"),
+        (
+            '{ outputs = { self }: { checks.x86_64-linux.boom = throw "option services.foo does not exist"; }; }\n',
+            "option services.foo does not exist",
+        ),
+    ],
+)
 def test_nix_check_fails_on_a_broken_flake_with_the_error_in_its_log(body: str, expected: str, tmp_path: Path) -> None:
     result = tool("nix_check", tmp_path, config_repo=flake(tmp_path / "bad", body))
     assert not result.ok and "nix flake check --no-build: FAIL (exit 1" in result.output
@@ -198,10 +224,12 @@ def test_nix_check_fails_on_a_broken_flake_with_the_error_in_its_log(body: str, 
 @needs_nix
 @needs_git
 def test_nix_check_sees_a_file_written_by_write_self_config(tmp_path: Path, repo: Path) -> None:
-    (repo / "flake.nix").write_text('{ outputs = { self }: { checks.x86_64-linux.n = import ./n.nix; }; }\n')
+    (repo / "flake.nix").write_text("{ outputs = { self }: { checks.x86_64-linux.n = import ./n.nix; }; }\n")
     missing = tool("nix_check", tmp_path, config_repo=repo)
     assert not missing.ok and "n.nix" in missing.output
-    assert write(tmp_path, repo, "n.nix", 'derivation { name = "n"; system = "x86_64-linux"; builder = "/bin/sh"; }\n').ok
+    assert write(
+        tmp_path, repo, "n.nix", 'derivation { name = "n"; system = "x86_64-linux"; builder = "/bin/sh"; }\n'
+    ).ok
     assert tool("nix_check", tmp_path, config_repo=repo).ok
 
 

@@ -35,22 +35,39 @@ def profiles(state_dir: Path) -> None:
 
 
 def start_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "hearth.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "hearth.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def queue_is_empty(state_dir: Path) -> bool:
     queue = state_dir / "queue"
-    return all(listing(queue / d) == [] for d in ("claimed", "failed", "rejected", "locks")) and \
-        listing(queue) == ["claimed", "failed", "locks", "rejected"]
+    return all(listing(queue / d) == [] for d in ("claimed", "failed", "rejected", "locks")) and listing(queue) == [
+        "claimed",
+        "failed",
+        "locks",
+        "rejected",
+    ]
 
 
 def test_enqueue_then_spawn_local_runs_the_request_and_records_it(state_dir: Path) -> None:
     with FakeOllama([tool_call("list_files", {}), final_answer("The workspace is empty.")]) as fake:
         env = {"OLLAMA_HOST": fake.url}
-        queued = run_cli("hearth", "enqueue", "How many files are there?", "--tools", "list_files,read_file",
-                         "--requested-by", "ana", env=env)
+        queued = run_cli(
+            "hearth",
+            "enqueue",
+            "How many files are there?",
+            "--tools",
+            "list_files,read_file",
+            "--requested-by",
+            "ana",
+            env=env,
+        )
         assert queued.returncode == 0, queued.stderr
         request_id = queued.stdout.strip()
         spawned = run_cli("hearth", "spawn", "--local", env=env)
@@ -73,8 +90,22 @@ def test_enqueue_then_spawn_local_runs_the_request_and_records_it(state_dir: Pat
 def test_the_request_s_model_mode_agent_and_iteration_cap_reach_the_run(state_dir: Path) -> None:
     with FakeOllama([tool_call("list_files", {})], repeat_last=True) as fake:
         env = {"OLLAMA_HOST": fake.url}
-        run_cli("hearth", "enqueue", "look around", "--id", "scout-1", "--mode", "plan", "--max-iterations", "2",
-                "--model", "qwen2.5-coder:latest", "--agent-name", "scout", env=env)
+        run_cli(
+            "hearth",
+            "enqueue",
+            "look around",
+            "--id",
+            "scout-1",
+            "--mode",
+            "plan",
+            "--max-iterations",
+            "2",
+            "--model",
+            "qwen2.5-coder:latest",
+            "--agent-name",
+            "scout",
+            env=env,
+        )
         assert run_cli("hearth", "spawn", "--local", env=env).returncode == 0
     [run] = rows(state_dir, "select * from runs")
     assert (run["status"], run["iterations"], run["mode"], run["agent_name"]) == ("iteration_limit", 2, "plan", "scout")
@@ -181,8 +212,10 @@ def test_an_approval_left_waiting_by_a_killed_run_is_cancelled_by_the_sweep(stat
         env = {"OLLAMA_HOST": fake.url}
         agent = start_cli("agent", "asker", env=env)
         try:
-            waiting = wait_for(lambda: json.loads(run_cli("hearth", "approvals", "--json").stdout or "[]"),
-                               what="the run to ask for an approval")
+            waiting = wait_for(
+                lambda: json.loads(run_cli("hearth", "approvals", "--json").stdout or "[]"),
+                what="the run to ask for an approval",
+            )
         finally:
             agent.send_signal(signal.SIGKILL)
             agent.wait(30)
@@ -219,7 +252,8 @@ def test_the_agent_checks_the_claimed_file_again_and_rejects_a_tampered_one(stat
     proc = run_cli("hearth", "agent", "tampered")
     assert proc.returncode == 2
     assert json.loads((queue.rejected / "tampered.json.error.json").read_text())["reason"] == (
-        "mode: input should be 'plan', 'auto' or 'bypass', got \"root\"")
+        "mode: input should be 'plan', 'auto' or 'bypass', got \"root\""
+    )
     assert runs_by_status(state_dir) == {"rejected": 1}
 
 
@@ -241,4 +275,3 @@ def test_the_agent_says_so_when_nothing_is_claimed_under_that_id(state_dir: Path
     for request_id, message in cases:
         proc = run_cli("hearth", "agent", request_id)
         assert proc.returncode == 2 and message in proc.stderr
-

@@ -42,7 +42,8 @@ def queue_dir(state_dir: Path) -> Path:
 
 
 def test_hostile_entries_never_start_a_run_and_each_is_rejected_with_its_reason(
-        state_dir: Path, tmp_path: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, tmp_path: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     drop(queue, "good.json", {"id": "good", "goal": "fine"})
     (queue / "link.json").symlink_to("/etc/passwd")
@@ -59,8 +60,11 @@ def test_hostile_entries_never_start_a_run_and_each_is_rejected_with_its_reason(
     with spawner() as s:
         s.run()
     assert systemctl.calls == ["start --no-block hearth-agent@good.service"]
-    kept = {error_of(queue / "rejected" / n)["file"]: error_of(queue / "rejected" / n)["reason"]
-            for n in listing(queue / "rejected") if not n.endswith(".error.json")}
+    kept = {
+        error_of(queue / "rejected" / n)["file"]: error_of(queue / "rejected" / n)["reason"]
+        for n in listing(queue / "rejected")
+        if not n.endswith(".error.json")
+    }
     assert kept == {
         "link.json": "a symlink, not a request file (the queue never follows links)",
         "dir.json": "a directory, not a request file",
@@ -92,7 +96,8 @@ def test_a_rejection_records_the_file_size_and_sha256(state_dir: Path, systemctl
 
 
 def test_a_duplicate_of_an_existing_run_is_rejected_and_the_run_untouched(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     Settings.from_env().writable_state_dir()
     with AuditStore(state_dir / "audit.db") as audit:
         audit.start_run(RunRecord(id="dup", agent_name="a", model="m", goal="the original", mode="auto"))
@@ -102,13 +107,15 @@ def test_a_duplicate_of_an_existing_run_is_rejected_and_the_run_untouched(
         s.run()
     assert systemctl.calls == []
     assert error_of(queue_dir(state_dir) / "rejected" / "dup.json")["reason"] == (
-        "duplicate id: run dup already exists (status done); give the request a new id")
+        "duplicate id: run dup already exists (status done); give the request a new id"
+    )
     [original] = rows(state_dir, "select * from runs where id = 'dup'")
     assert (original["goal"], original["status"]) == ("the original", "done")
 
 
 def test_a_duplicate_of_a_request_still_claimed_is_rejected_and_the_claimed_one_kept(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     drop(queue, "twin.json", {"id": "twin", "goal": "first"})
     with spawner() as s:
@@ -122,7 +129,8 @@ def test_a_duplicate_of_a_request_still_claimed_is_rejected_and_the_claimed_one_
 
 
 def test_a_file_still_being_written_in_place_is_waited_for_and_then_started(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     queue.mkdir(parents=True, exist_ok=True)
     (queue / "slow.json").write_text('{"id": "slow", "goal": "wri')
@@ -136,7 +144,8 @@ def test_a_file_still_being_written_in_place_is_waited_for_and_then_started(
 
 
 def test_a_file_that_stays_incomplete_is_rejected_once_it_has_settled(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     queue.mkdir(parents=True, exist_ok=True)
     (queue / "cut.json").write_text('{"id": "cut", "goal": "the writer died here')
@@ -148,7 +157,8 @@ def test_a_file_that_stays_incomplete_is_rejected_once_it_has_settled(
 
 
 def test_a_temp_file_is_left_alone_while_fresh_and_rejected_once_abandoned(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     queue.mkdir(parents=True, exist_ok=True)
     (queue / ".job.json.tmp").write_text('{"id": "job", "go')
@@ -163,7 +173,8 @@ def test_a_temp_file_is_left_alone_while_fresh_and_rejected_once_abandoned(
 
 
 def test_a_claim_whose_agent_never_started_goes_to_failed_after_the_grace_period(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     queue = queue_dir(state_dir)
     drop(queue, "lost.json", {"id": "lost", "goal": "g", "agent_name": "scout"})
     with spawner() as s:
@@ -180,13 +191,16 @@ def test_a_claim_whose_agent_never_started_goes_to_failed_after_the_grace_period
 
 
 def test_a_unit_that_cannot_be_started_leaves_its_request_in_failed_with_the_reason(
-        state_dir: Path, systemctl: FakeSystemctl, monkeypatch: pytest.MonkeyPatch) -> None:
+    state_dir: Path, systemctl: FakeSystemctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SYSTEMCTL_FAIL_START", "1")
     drop(queue_dir(state_dir), "nounit.json", {"id": "nounit", "goal": "g"})
     with spawner() as s:
         assert s.run() == 1
-    reason = ("systemctl start --no-block hearth-agent@nounit.service failed: "
-              "Failed to start hearth-agent@nounit.service: Unit hearth-agent@nounit.service not found.")
+    reason = (
+        "systemctl start --no-block hearth-agent@nounit.service failed: "
+        "Failed to start hearth-agent@nounit.service: Unit hearth-agent@nounit.service not found."
+    )
     assert error_of(queue_dir(state_dir) / "failed" / "nounit.json")["reason"] == reason
     assert rows(state_dir, "select status, error from runs") == [{"status": "failed", "error": reason}]
 
@@ -200,12 +214,16 @@ def test_requests_are_started_oldest_first_one_unit_each(state_dir: Path, system
         s.run()
     assert systemctl.calls == [f"start --no-block hearth-agent@{n}.service" for n in ("c", "a", "b")]
     accepted = rows(state_dir, "select id, shape, source, sha256 from requests order by id")
-    assert [(r["id"], r["shape"], r["source"]) for r in accepted] == [("a", "v1", "timer"), ("b", "v1", "timer"),
-                                                                       ("c", "v1", "timer")]
+    assert [(r["id"], r["shape"], r["source"]) for r in accepted] == [
+        ("a", "v1", "timer"),
+        ("b", "v1", "timer"),
+        ("c", "v1", "timer"),
+    ]
 
 
 def test_junk_left_in_claimed_by_a_spawner_that_died_is_rejected_after_the_grace_period(
-        state_dir: Path, systemctl: FakeSystemctl) -> None:
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
     claimed = queue_dir(state_dir) / "claimed"
     claimed.mkdir(parents=True)
     (claimed / "notes.txt").write_text("half-handled")
@@ -216,7 +234,8 @@ def test_junk_left_in_claimed_by_a_spawner_that_died_is_rejected_after_the_grace
 
 
 def test_an_unusable_queue_directory_is_one_line_naming_the_setting(
-        state_dir: Path, tmp_path: Path, systemctl: FakeSystemctl, monkeypatch: pytest.MonkeyPatch) -> None:
+    state_dir: Path, tmp_path: Path, systemctl: FakeSystemctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "a-file").write_text("not a directory")
     monkeypatch.setenv("HEARTH_QUEUE_DIR", str(tmp_path / "a-file" / "queue"))
     with pytest.raises(ConfigError, match="cannot use the queue directory .*: Not a directory; set HEARTH_QUEUE_DIR"):

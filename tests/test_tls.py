@@ -19,9 +19,28 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs t
 
 def certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
     key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "2", "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            f"subjectAltName=DNS:{name}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return key, cert
 
 
@@ -38,7 +57,8 @@ def secure(tmp_path: Path) -> Iterator[tuple[Web, list[str], Path]]:
 
 
 def test_https_sends_the_name_as_sni_and_verifies_it_while_connecting_to_the_checked_address(
-        secure: tuple[Web, list[str], Path]) -> None:
+    secure: tuple[Web, list[str], Path],
+) -> None:
     web, names, cert = secure
     net = TestNet()
     address = net.host("secure.test", web)
@@ -49,8 +69,7 @@ def test_https_sends_the_name_as_sni_and_verifies_it_while_connecting_to_the_che
     assert web.seen[0].headers["host"] == "secure.test"
 
 
-def test_a_certificate_for_another_name_fails_verification(tmp_path: Path,
-                                                           secure: tuple[Web, list[str], Path]) -> None:
+def test_a_certificate_for_another_name_fails_verification(tmp_path: Path, secure: tuple[Web, list[str], Path]) -> None:
     web, names, cert = secure
     net = TestNet()
     net.host("other.test", web)  # the right server and address, but not the name on its certificate

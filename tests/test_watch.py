@@ -19,9 +19,14 @@ from tests.queue_support import Gate, drop, listing, rows, runs_by_status, wait_
 
 
 def start_watch(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "hearth.cli", "watch", "--json", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "hearth.cli", "watch", "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def stop(watch: subprocess.Popen[str]) -> tuple[str, str]:
@@ -53,12 +58,18 @@ def _hostile(queue: Path, outside: Path) -> list[str]:
     """Twenty files that must not run, dropped the ways they arrive; returns their names."""
     legacy = {"prompt": "p", "swarm": True}
     files: dict[str, bytes] = {
-        "malformed.json": b'{"id": "malformed", "goal": }', "wrong-type.json": b'{"id": "wrong-type", "goal": 7}',
+        "malformed.json": b'{"id": "malformed", "goal": }',
+        "wrong-type.json": b'{"id": "wrong-type", "goal": 7}',
         "unknown-field.json": b'{"id": "unknown-field", "goal": "g", "sudo": true}',
-        "path-id.json": b'{"id": "../../../etc/x", "goal": "g"}', "latin1.json": b'{"id": "latin1", "goal": "\xe9"}',
+        "path-id.json": b'{"id": "../../../etc/x", "goal": "g"}',
+        "latin1.json": b'{"id": "latin1", "goal": "\xe9"}',
         "huge.json": json.dumps({"id": "huge", "goal": "x" * (1 << 20)}).encode(),
-        "deep.json": b"[" * 50_000 + b"]" * 50_000, "swarm.json": json.dumps(legacy).encode(), "notes.txt": b"hi",
-        "empty.json": b"", "array.json": b"[]", "mismatch.json": b'{"id": "other", "goal": "g"}',
+        "deep.json": b"[" * 50_000 + b"]" * 50_000,
+        "swarm.json": json.dumps(legacy).encode(),
+        "notes.txt": b"hi",
+        "empty.json": b"",
+        "array.json": b"[]",
+        "mismatch.json": b'{"id": "other", "goal": "g"}',
         "bell\a.json": b'{"id": "bell", "goal": "g"}',
         "tool.json": b'{"id": "tool", "goal": "g", "allowed_tools": ["no_such_tool"]}',
         "old-run.json": b'{"id": "old-run", "goal": "a second time"}',
@@ -77,7 +88,8 @@ def _hostile(queue: Path, outside: Path) -> list[str]:
 
 
 def test_a_burst_of_200_requests_with_20_hostile_ones_runs_180_and_rejects_20_with_nothing_missing(
-        state_dir: Path, tmp_path: Path) -> None:
+    state_dir: Path, tmp_path: Path
+) -> None:
     queue = Queue(state_dir / "queue").ensure()
     stale = tmp_path / ".abandoned.json.tmp"
     stale.write_text('{"id": "abandoned", "go')
@@ -92,8 +104,11 @@ def test_a_burst_of_200_requests_with_20_hostile_ones_runs_180_and_rejects_20_wi
             hostile = _hostile(queue.root, tmp_path)
             for i in range(180):
                 queue.enqueue(Request(id=f"burst-{i:03}", goal=f"burst goal {i}", source="command-center"))
-            wait_for(lambda: runs_by_status(state_dir) == {"done": 181, "rejected": 20}, timeout=120,
-                     what="every file of the burst to be accounted for")
+            wait_for(
+                lambda: runs_by_status(state_dir) == {"done": 181, "rejected": 20},
+                timeout=120,
+                what="every file of the burst to be accounted for",
+            )
             wait_for(lambda: listing(queue.claimed) == [], what="the last requests to be removed")
         finally:
             out, err = stop(watch)

@@ -29,8 +29,9 @@ class Backend:
         return self.answer
 
 
-RESULTS = [{"title": f"Result {n}", "href": f"https://example.com/{n}", "body": f"snippet   {n}\nmore"}
-           for n in range(1, 9)]
+RESULTS = [
+    {"title": f"Result {n}", "href": f"https://example.com/{n}", "body": f"snippet   {n}\nmore"} for n in range(1, 9)
+]
 
 
 def search(tmp_path: Path, backend: Any, guard: NetGuard | None = None, **args: Any) -> tuple[bool, str]:
@@ -48,11 +49,14 @@ def test_results_come_back_as_title_url_and_snippet(tmp_path: Path) -> None:
     assert backend.calls == [("hearth agents", {"max_results": 3, "backend": "auto"})]
 
 
-@pytest.mark.parametrize(("error", "message"), [
-    (RatelimitException("202 Ratelimit"), "rate-limited by the search provider"),
-    (TimeoutException("timed out"), "timed out"),
-    (DDGSException("https://html.duckduckgo.com/html 403 Forbidden"), "web_search failed: https://html.duckduckgo"),
-])
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (RatelimitException("202 Ratelimit"), "rate-limited by the search provider"),
+        (TimeoutException("timed out"), "timed out"),
+        (DDGSException("https://html.duckduckgo.com/html 403 Forbidden"), "web_search failed: https://html.duckduckgo"),
+    ],
+)
 def test_rate_limits_timeouts_and_failures_are_error_results(tmp_path: Path, error: Exception, message: str) -> None:
     ok, out = search(tmp_path, Backend(error))
     assert not ok and message in out and "\n" not in out

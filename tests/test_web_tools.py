@@ -26,13 +26,15 @@ with full-text search, so that the next run can find it again without asking any
 
 @pytest.fixture
 def site() -> Iterator[Web]:
-    server = Web({
-        "/page": Answer(200, HTML, {"content-type": "text/html; charset=utf-8"}),
-        "/plain": Answer(200, "just text\nline two", {"content-type": "text/plain"}),
-        "/data": Answer(200, '{"b": 1, "a": [1, 2]}', {"content-type": "application/json"}),
-        "/image": Answer(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 100, {"content-type": "image/png"}),
-        "/missing": Answer(404, "nope"),
-    })
+    server = Web(
+        {
+            "/page": Answer(200, HTML, {"content-type": "text/html; charset=utf-8"}),
+            "/plain": Answer(200, "just text\nline two", {"content-type": "text/plain"}),
+            "/data": Answer(200, '{"b": 1, "a": [1, 2]}', {"content-type": "application/json"}),
+            "/image": Answer(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 100, {"content-type": "image/png"}),
+            "/missing": Answer(404, "nope"),
+        }
+    )
     yield server
     server.close()
 
@@ -125,35 +127,53 @@ def test_fetch_to_kb_stores_the_page_so_kb_search_finds_it(tmp_path: Path, net: 
 
 
 def echo(seen: Seen) -> Answer:
-    return Answer(200, json.dumps({"method": seen.method, "headers": seen.headers, "body": seen.body.decode()}),
-                  {"content-type": "application/json", "x-echo-auth": seen.headers.get("authorization", "")})
+    return Answer(
+        200,
+        json.dumps({"method": seen.method, "headers": seen.headers, "body": seen.body.decode()}),
+        {"content-type": "application/json", "x-echo-auth": seen.headers.get("authorization", "")},
+    )
 
 
 def credentials(values: dict[str, tuple[str, str]], redactor: Redactor) -> object:
     """A tiny stand-in for the appliance's resolver: name -> (host, value)."""
+
     def resolve(name: str, host: str) -> str:
         if name not in values or values[name][0] != host:
             raise CredentialRefused(f"credential {name!r} may not be sent to {host}")
         redactor.add(name, values[name][1])
         return values[name][1]
+
     return resolve
 
 
-def test_http_request_sends_method_headers_and_body_and_shows_the_reply(tmp_path: Path, net: TestNet, site: Web) -> None:
+def test_http_request_sends_method_headers_and_body_and_shows_the_reply(
+    tmp_path: Path, net: TestNet, site: Web
+) -> None:
     site.routes["/echo"] = echo
-    ok, out = call(workspace(tmp_path, net), "http_request", url="http://site.test/echo", method="POST",
-                   headers={"X-One": "1"}, body='{"q": 2}')
+    ok, out = call(
+        workspace(tmp_path, net),
+        "http_request",
+        url="http://site.test/echo",
+        method="POST",
+        headers={"X-One": "1"},
+        body='{"q": 2}',
+    )
     assert ok and out.startswith("HTTP 200 OK\ncontent-type: application/json")
     assert site.seen[-1].method == "POST" and site.seen[-1].body == b'{"q": 2}'
     assert site.seen[-1].headers["x-one"] == "1"
 
 
-def test_a_cred_header_is_replaced_at_send_time_and_a_reflected_value_is_redacted(tmp_path: Path, net: TestNet,
-                                                                                 site: Web) -> None:
+def test_a_cred_header_is_replaced_at_send_time_and_a_reflected_value_is_redacted(
+    tmp_path: Path, net: TestNet, site: Web
+) -> None:
     site.routes["/echo"] = echo
     redactor = Redactor()
-    ws = workspace(tmp_path, net, redact=redactor,
-                   credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor))
+    ws = workspace(
+        tmp_path,
+        net,
+        redact=redactor,
+        credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor),
+    )
     ok, out = call(ws, "http_request", url="http://site.test/echo", headers='{"Authorization": "Bearer cred:TOKEN"}')
     assert ok
     assert site.seen[-1].headers["authorization"] == "Bearer s3cret-canary-value"
@@ -162,8 +182,12 @@ def test_a_cred_header_is_replaced_at_send_time_and_a_reflected_value_is_redacte
 
 def test_a_credential_for_another_host_is_refused_and_nothing_is_sent(tmp_path: Path, net: TestNet, site: Web) -> None:
     redactor = Redactor()
-    ws = workspace(tmp_path, net, redact=redactor,
-                   credentials=credentials({"TOKEN": ("api.other.test", "s3cret-canary-value")}, redactor))
+    ws = workspace(
+        tmp_path,
+        net,
+        redact=redactor,
+        credentials=credentials({"TOKEN": ("api.other.test", "s3cret-canary-value")}, redactor),
+    )
     ok, out = call(ws, "http_request", url="http://site.test/echo", headers={"Authorization": "cred:TOKEN"})
     assert not ok and "may not be sent to site.test" in out and site.seen == []
 
@@ -173,10 +197,18 @@ def test_a_cross_origin_redirect_drops_credential_headers(tmp_path: Path, net: T
     net.host("other.test", other)
     site.routes["/go"] = Answer(307, headers={"location": "http://other.test/land"})
     redactor = Redactor()
-    ws = workspace(tmp_path, net, redact=redactor,
-                   credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor))
-    ok, out = call(ws, "http_request", url="http://site.test/go",
-                   headers={"X-Api-Key": "cred:TOKEN", "Cookie": "a=b", "X-Plain": "kept"})
+    ws = workspace(
+        tmp_path,
+        net,
+        redact=redactor,
+        credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor),
+    )
+    ok, out = call(
+        ws,
+        "http_request",
+        url="http://site.test/go",
+        headers={"X-Api-Key": "cred:TOKEN", "Cookie": "a=b", "X-Plain": "kept"},
+    )
     assert ok, out
     landed = other.seen[0].headers
     assert "x-api-key" not in landed and "cookie" not in landed and landed["x-plain"] == "kept"
@@ -188,8 +220,12 @@ def test_a_same_origin_redirect_keeps_the_credential(tmp_path: Path, net: TestNe
     site.routes["/go"] = Answer(302, headers={"location": "/echo"})
     site.routes["/echo"] = echo
     redactor = Redactor()
-    ws = workspace(tmp_path, net, redact=redactor,
-                   credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor))
+    ws = workspace(
+        tmp_path,
+        net,
+        redact=redactor,
+        credentials=credentials({"TOKEN": ("site.test", "s3cret-canary-value")}, redactor),
+    )
     ok, out = call(ws, "http_request", url="http://site.test/go", headers={"X-Api-Key": "cred:TOKEN"})
     assert ok and "after 1 redirect" in out
     assert site.seen[-1].headers["x-api-key"] == "s3cret-canary-value"

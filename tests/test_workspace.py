@@ -47,6 +47,7 @@ def outside_untouched(outside: Path) -> bool:
 
 # --- lexical paths -------------------------------------------------------------------------------
 
+
 def test_dotdot_leaving_the_root_is_refused(ws: Workspace) -> None:
     for path in ["..", "../outside/secret", "sub/../../outside/secret", "a/b/../../../x"]:
         with pytest.raises(PathRefused, match="outside the workspace"):
@@ -87,6 +88,7 @@ def test_refusal_is_one_line_naming_the_path(ws: Workspace) -> None:
 
 
 # --- symlinks ------------------------------------------------------------------------------------
+
 
 def test_symlink_to_outside_as_middle_component_is_refused(ws: Workspace, outside: Path) -> None:
     (ws.root / "out").symlink_to(outside)
@@ -196,6 +198,7 @@ def test_directory_is_not_read_as_a_file(ws: Workspace) -> None:
 
 # --- writing -------------------------------------------------------------------------------------
 
+
 def test_hard_linked_file_is_not_written(ws: Workspace, outside: Path) -> None:
     os.link(outside / "secret", ws.root / "hard")
     with pytest.raises(PathRefused, match="hard link"):
@@ -231,8 +234,14 @@ def test_failed_write_leaves_old_content_and_no_temp(ws: Workspace, resolver: st
         "except OSError as exc:\n"
         "    print('failed', exc.errno)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(ws.root), resolver],
-                          cwd=REPO, capture_output=True, text=True, check=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ws.root), resolver],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     assert done.stdout.startswith("failed 27")  # EFBIG
     assert (ws.root / "sub" / "f.txt").read_bytes() == b"inside\n"
     assert os.listdir(ws.root / "sub") == ["f.txt"]
@@ -245,6 +254,7 @@ def test_root_cannot_be_written_or_removed(ws: Workspace) -> None:
 
 
 # --- listing and removing ------------------------------------------------------------------------
+
 
 def test_stat_reports_a_final_symlink_without_following_it(ws: Workspace, outside: Path) -> None:
     (ws.root / "link").symlink_to(outside / "secret")
@@ -300,6 +310,7 @@ def test_root_must_be_an_existing_directory(tmp_path: Path) -> None:
 
 # --- races ---------------------------------------------------------------------------------------
 
+
 def flip_until(stop: threading.Event, root: Path, escapes: list[str]) -> None:
     """Swap root/d between a real directory and a symlink out, alternating the escape targets."""
     turn = 0
@@ -349,6 +360,7 @@ def test_swapping_a_dir_for_a_symlink_mid_use_never_reaches_outside(ws: Workspac
 
 
 # --- the test-only switch ------------------------------------------------------------------------
+
 
 def test_enforce_false_really_follows_links_and_dotdot(tmp_path: Path, outside: Path) -> None:
     root = tmp_path / "ws"

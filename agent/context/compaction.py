@@ -84,13 +84,14 @@ def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]], usage:
     by_chars = (message_chars(messages) + len(json.dumps(tools))) // CHARS_PER_TOKEN
     if usage is None or usage.prompt_tokens <= 0:
         return by_chars
-    since = message_chars(messages[usage.messages:]) // CHARS_PER_TOKEN
+    since = message_chars(messages[usage.messages :]) // CHARS_PER_TOKEN
     return max(by_chars, usage.prompt_tokens + since)
 
 
 class Compactor:
-    def __init__(self, num_ctx: int, model: ChatModel | None = None, *, trigger: float = TRIGGER,
-                 tail_share: float = TAIL_SHARE) -> None:
+    def __init__(
+        self, num_ctx: int, model: ChatModel | None = None, *, trigger: float = TRIGGER, tail_share: float = TAIL_SHARE
+    ) -> None:
         self.num_ctx = num_ctx
         self.model = model
         self.limit = int(num_ctx * trigger)
@@ -99,8 +100,9 @@ class Compactor:
         self.goal: str | None = None  # the goal message as it was before the first compaction
         self.summary = ""
 
-    def maybe_compact(self, messages: list[Message], tools: list[dict[str, Any]],
-                      usage: Usage | None) -> tuple[list[Message], CompactionRecord] | None:
+    def maybe_compact(
+        self, messages: list[Message], tools: list[dict[str, Any]], usage: Usage | None
+    ) -> tuple[list[Message], CompactionRecord] | None:
         """The compacted conversation and what was done, or None when it fits or cannot shrink."""
         before = estimate_tokens(messages, tools, usage)
         if before < self.limit:
@@ -112,9 +114,11 @@ class Compactor:
         middle = messages[2:start]
         record = self._summarise(goal, middle)
         self.goal, self.summary = goal, record.summary
-        block = (f"{HEADING}\nhearth compacted earlier messages to stay within the model's context. "
-                 f"This summary may be incomplete: re-read a file before relying on details from it.\n\n"
-                 f"{record.summary}")
+        block = (
+            f"{HEADING}\nhearth compacted earlier messages to stay within the model's context. "
+            f"This summary may be incomplete: re-read a file before relying on details from it.\n\n"
+            f"{record.summary}"
+        )
         compacted = [messages[0], {"role": "user", "content": f"{goal}\n\n{block}"}, *messages[start:]]
         record.before_chars, record.after_chars = message_chars(messages), message_chars(compacted)
         record.before_tokens, record.after_tokens = before, estimate_tokens(compacted, tools)
@@ -154,8 +158,10 @@ class Compactor:
         words = self.summary_chars // 6
         earlier = f"Earlier notes:\n{self.summary}\n\n" if self.summary else ""
         transcript = render_transcript(middle, self.num_ctx * CHARS_PER_TOKEN // 2)
-        request = [{"role": "system", "content": SUMMARY_SYSTEM.format(words=words)},
-                   {"role": "user", "content": f"Goal:\n{goal}\n\n{earlier}Transcript:\n{transcript}"}]
+        request = [
+            {"role": "system", "content": SUMMARY_SYSTEM.format(words=words)},
+            {"role": "user", "content": f"Goal:\n{goal}\n\n{earlier}Transcript:\n{transcript}"},
+        ]
         reply = self.model.chat(request, [])  # type: ignore[union-attr]
         record.tokens_in, record.tokens_out = reply.tokens_in, reply.tokens_out
         text = reply.content.strip()
@@ -173,8 +179,10 @@ def render_transcript(messages: list[Message], budget: int) -> str:
     each = max(300, budget // max(1, len(messages)))
     lines = []
     for m in messages:
-        calls = "".join(f"\n[called {c['function']['name']} {json.dumps(c['function'].get('arguments'), default=str)}]"
-                        for c in m.get("tool_calls") or [])
+        calls = "".join(
+            f"\n[called {c['function']['name']} {json.dumps(c['function'].get('arguments'), default=str)}]"
+            for c in m.get("tool_calls") or []
+        )
         who = f"tool {m.get('tool_name', '')}".rstrip() if m["role"] == "tool" else m["role"]
         lines.append(f"{who}: {_clip_middle(str(m.get('content') or ''), each)}{calls}")
     return "\n\n".join(lines)
@@ -214,4 +222,4 @@ def _clip_middle(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = int(limit * 0.7)
-    return f"{text[:head]} [...] {text[-(limit - head):]}"
+    return f"{text[:head]} [...] {text[-(limit - head) :]}"

@@ -117,12 +117,23 @@ def render_system_prompt(agent_name: str, tool_schemas: list[dict[str, Any]]) ->
     return fill(base_part(tool_schemas).text, {"agentName": agent_name})[0]
 
 
-def freeze_values(*, workspace_root: str, agent_name: str, run_id: str, model: str, now: datetime,
-                  git: Mapping[str, str] | None = None) -> dict[str, str]:
+def freeze_values(
+    *,
+    workspace_root: str,
+    agent_name: str,
+    run_id: str,
+    model: str,
+    now: datetime,
+    git: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Every placeholder's value for one run, fixed at its start (`now` must be timezone-aware)."""
     values = {
-        "workspaceRoot": workspace_root, "agentName": agent_name, "runId": run_id, "model": model,
-        "currentDateTimeIso": now.isoformat(timespec="seconds"), "currentTimeZone": local_timezone(),
+        "workspaceRoot": workspace_root,
+        "agentName": agent_name,
+        "runId": run_id,
+        "model": model,
+        "currentDateTimeIso": now.isoformat(timespec="seconds"),
+        "currentTimeZone": local_timezone(),
     }
     values.update({k: v for k, v in (git or {}).items() if k in ("gitBranch", "gitHeadShortSha", "gitDirty")})
     return {name: values.get(name) or fallback for name, fallback in FALLBACKS.items()}

@@ -67,4 +67,4 @@ def _tail(piece: str, overlap: int) -> str:
         return "".join(reversed(taken))
     end = piece[-overlap:]
     space = end.find(" ")
-    return end[space + 1:] if space != -1 else end
+    return end[space + 1 :] if space != -1 else end

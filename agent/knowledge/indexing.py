@@ -21,10 +21,24 @@ from agent.safety.workspace import Entry, PathRefused, Workspace
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 20_000  # per call; past it the index stops, and keeps what it had for files not reached
 BATCH = 200  # files per write transaction: other runs' writes wait at most this long
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".direnv", ".cache",
-})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".direnv",
+        ".cache",
+    }
+)
 
 
 @dataclass
@@ -45,9 +59,11 @@ class IndexReport:
     def summary(self, where: str) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
         stopped = f"; stopped at {MAX_FILES} files (index a subdirectory or pass a glob)" if self.stopped else ""
-        return (f"indexed {where}: {self.files} text files ({self.new} new, {self.changed} changed, "
-                f"{self.unchanged} unchanged), {self.removed} removed; chunks {self.chunks_added} added, "
-                f"{self.chunks_removed} removed; skipped: {skipped}{stopped}")
+        return (
+            f"indexed {where}: {self.files} text files ({self.new} new, {self.changed} changed, "
+            f"{self.unchanged} unchanged), {self.removed} removed; chunks {self.chunks_added} added, "
+            f"{self.chunks_removed} removed; skipped: {skipped}{stopped}"
+        )
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -94,8 +110,9 @@ def walk_text_files(ws: Workspace, top: str, report: IndexReport) -> Iterator[tu
             yield rel, entry
 
 
-def index_directory(store: KnowledgeStore, ws: Workspace, path: str, *, glob: str | None = None,
-                    scope: str = "global") -> IndexReport:
+def index_directory(
+    store: KnowledgeStore, ws: Workspace, path: str, *, glob: str | None = None, scope: str = "global"
+) -> IndexReport:
     """Index (or re-index) one workspace directory; see the module docstring."""
     top = ws.relpath(path)
     if (entry := ws.stat(top)) is None or entry.kind != "dir":
@@ -143,8 +160,15 @@ def _read(ws: Workspace, rel: str, report: IndexReport) -> str | None:
     return text
 
 
-def _store(store: KnowledgeStore, batch: list[tuple[str, str, str]], known: dict[str, str], collection: str,
-           scope: str, report: IndexReport, gone: set[str] | None = None) -> None:
+def _store(
+    store: KnowledgeStore,
+    batch: list[tuple[str, str, str]],
+    known: dict[str, str],
+    collection: str,
+    scope: str,
+    report: IndexReport,
+    gone: set[str] | None = None,
+) -> None:
     with store.writing():
         for source, title, text in batch:
             stored = store.put(text, title, source, scope, "file", collection)

@@ -12,9 +12,11 @@ from agent.knowledge.store import Hit, KnowledgeStore, Lesson, scopes_for
 
 RECALL_CHARS = 2000
 ITEM_CHARS = 700
-HEADER = ("## Recalled from earlier runs\n"
-          "From hearth's knowledge base and memory, matched to this goal; it may be out of date, so check "
-          "before relying on it.")
+HEADER = (
+    "## Recalled from earlier runs\n"
+    "From hearth's knowledge base and memory, matched to this goal; it may be out of date, so check "
+    "before relying on it."
+)
 
 
 def recall_context(store: KnowledgeStore, goal: str, agent_name: str, budget: int = RECALL_CHARS) -> str:
@@ -34,7 +36,7 @@ def _lesson_line(lesson: Lesson) -> str:
 
 
 def _chunk_line(hit: Hit) -> str:
-    return f"- From \"{hit.title}\" (source: {hit.source}): {_one_line(hit.text)}"
+    return f'- From "{hit.title}" (source: {hit.source}): {_one_line(hit.text)}'
 
 
 def _one_line(text: str) -> str:

@@ -29,7 +29,67 @@ from agent.sqlite_store import immediate, migrate, open_database
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "please"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "please",
+    ]
 )
 
 
@@ -63,7 +123,7 @@ def snippet(text: str, query: str, width: int = 320) -> str:
     if start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 30 else start
-    piece = " ".join(text[start:start + width].split())
+    piece = " ".join(text[start : start + width].split())
     return ("… " if start else "") + piece + (" …" if start + width < len(text) else "")
 
 
@@ -116,14 +176,28 @@ class Stored:
 
 
 def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
-    db["documents"].create({
-        "id": int, "scope": str, "source": str, "title": str, "kind": str, "collection": str,
-        "content_hash": str, "chars": int, "created_at": str, "updated_at": str,
-    }, pk="id")
+    db["documents"].create(
+        {
+            "id": int,
+            "scope": str,
+            "source": str,
+            "title": str,
+            "kind": str,
+            "collection": str,
+            "content_hash": str,
+            "chars": int,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+    )
     db["documents"].create_index(["scope", "source"], unique=True)
     db["documents"].create_index(["collection"])
-    db["chunks"].create({"id": int, "doc_id": int, "seq": int, "hash": str, "title": str, "text": str,
-                         "scope": str}, pk="id", foreign_keys=[("doc_id", "documents", "id")])
+    db["chunks"].create(
+        {"id": int, "doc_id": int, "seq": int, "hash": str, "title": str, "text": str, "scope": str},
+        pk="id",
+        foreign_keys=[("doc_id", "documents", "id")],
+    )
     db["chunks"].create_index(["doc_id", "hash"])
     # scope is indexed as one token per chunk, so a scope filter is an FTS intersection rather than
     # a row lookup per match (half the cost of a search over 10,000 chunks)
@@ -131,8 +205,9 @@ def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
 
 
 def k002_lessons(db: sqlite_utils.Database) -> None:
-    db["lessons"].create({"id": int, "scope": str, "lesson": str, "tags": str, "hash": str,
-                          "run_id": str, "created_at": str}, pk="id")
+    db["lessons"].create(
+        {"id": int, "scope": str, "lesson": str, "tags": str, "hash": str, "run_id": str, "created_at": str}, pk="id"
+    )
     db["lessons"].create_index(["scope", "hash"], unique=True)
     db["lessons"].enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
 
@@ -165,31 +240,46 @@ class KnowledgeStore:
             yield
 
     # -- documents -------------------------------------------------------------------------
-    def add(self, text: str, *, title: str, source: str, scope: str = "global", kind: str = "note",
-            collection: str | None = None) -> Stored:
+    def add(
+        self,
+        text: str,
+        *,
+        title: str,
+        source: str,
+        scope: str = "global",
+        kind: str = "note",
+        collection: str | None = None,
+    ) -> Stored:
         """Add or update the document (scope, source); only changed chunks are rewritten."""
         with self.writing():
             return self.put(text, title, source, scope, kind, collection)
 
-    def put(self, text: str, title: str, source: str, scope: str, kind: str,
-            collection: str | None) -> Stored:
+    def put(self, text: str, title: str, source: str, scope: str, kind: str, collection: str | None) -> Stored:
         """`add` for callers that hold `writing()` already (a batch of files)."""
         digest = document_hash(title, text)
-        row = self.db.execute("select id, content_hash, collection from documents where scope = ? and source = ?",
-                              [scope, source]).fetchone()
+        row = self.db.execute(
+            "select id, content_hash, collection from documents where scope = ? and source = ?", [scope, source]
+        ).fetchone()
         now = self.clock()
         if row and row[1] == digest:
             if collection and row[2] != collection:  # the same file, now indexed from another directory
                 self.db["documents"].update(row[0], {"collection": collection})
             return Stored(row[0], 0, self._chunk_count(row[0]), 0, unchanged=True)
-        fields = {"title": title, "kind": kind, "collection": collection, "content_hash": digest,
-                  "chars": len(text), "updated_at": now}
+        fields = {
+            "title": title,
+            "kind": kind,
+            "collection": collection,
+            "content_hash": digest,
+            "chars": len(text),
+            "updated_at": now,
+        }
         if row:
             doc_id = row[0]
             self.db["documents"].update(doc_id, fields)
         else:
-            doc_id = self.db["documents"].insert({"scope": scope, "source": source, "created_at": now,
-                                                  **fields}).last_pk
+            doc_id = (
+                self.db["documents"].insert({"scope": scope, "source": source, "created_at": now, **fields}).last_pk
+            )
         return self._sync_chunks(doc_id, title, scope, chunk_text(text))
 
     def _sync_chunks(self, doc_id: int, title: str, scope: str, chunks: list[str]) -> Stored:
@@ -201,14 +291,19 @@ class KnowledgeStore:
                 kept[digest] = cid
         stale = [cid for cid, digest, _ in old if kept.get(digest) != cid]
         for start in range(0, len(stale), 500):
-            part = stale[start:start + 500]
+            part = stale[start : start + 500]
             self.db.execute(f"delete from chunks where id in ({','.join('?' * len(part))})", part)
-        rows = [{"doc_id": doc_id, "seq": seq, "hash": h, "title": title, "text": c, "scope": scope_token(scope)}
-                for h, (seq, c) in wanted.items() if h not in kept]
+        rows = [
+            {"doc_id": doc_id, "seq": seq, "hash": h, "title": title, "text": c, "scope": scope_token(scope)}
+            for h, (seq, c) in wanted.items()
+            if h not in kept
+        ]
         if rows:
             self.db["chunks"].insert_all(rows)
         for digest, cid in kept.items():  # a kept chunk may have moved; its text (and index) stays
-            self.db.execute("update chunks set seq = ? where id = ? and seq != ?", [wanted[digest][0], cid, wanted[digest][0]])
+            self.db.execute(
+                "update chunks set seq = ? where id = ? and seq != ?", [wanted[digest][0], cid, wanted[digest][0]]
+            )
         return Stored(doc_id, len(rows), len(kept), len(stale))
 
     def _chunk_count(self, doc_id: int) -> int:
@@ -216,8 +311,9 @@ class KnowledgeStore:
 
     def collection_hashes(self, collection: str, scope: str) -> dict[str, str]:
         """source -> content hash of every document indexed from one directory."""
-        rows = self.db.execute("select source, content_hash from documents where collection = ? and scope = ?",
-                               [collection, scope]).fetchall()
+        rows = self.db.execute(
+            "select source, content_hash from documents where collection = ? and scope = ?", [collection, scope]
+        ).fetchall()
         return dict(rows)
 
     def remove(self, ref: str | int, scopes: Iterable[str] | None = None) -> int:
@@ -250,11 +346,15 @@ class KnowledgeStore:
 
     def documents(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
         where, params = _scope_clause(scopes, "d.scope")
-        sql = ("select d.id, d.scope, d.title, d.source, d.kind, d.chars, d.updated_at, "
-               "(select count(*) from chunks c where c.doc_id = d.id) as chunks "
-               f"from documents d where 1 = 1{where} order by d.updated_at desc, d.id desc limit ?")
-        return [dict(zip(("id", "scope", "title", "source", "kind", "chars", "updated_at", "chunks"), row))
-                for row in self.db.execute(sql, [*params, limit]).fetchall()]
+        sql = (
+            "select d.id, d.scope, d.title, d.source, d.kind, d.chars, d.updated_at, "
+            "(select count(*) from chunks c where c.doc_id = d.id) as chunks "
+            f"from documents d where 1 = 1{where} order by d.updated_at desc, d.id desc limit ?"
+        )
+        return [
+            dict(zip(("id", "scope", "title", "source", "kind", "chars", "updated_at", "chunks"), row))
+            for row in self.db.execute(sql, [*params, limit]).fetchall()
+        ]
 
     def search(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Hit]:
         """The k chunks that best match query, best first (BM25; a title match counts double)."""
@@ -263,14 +363,23 @@ class KnowledgeStore:
             return []
         # rank by score alone, then fetch the k best rows; snippets are cut in Python (FTS5's
         # snippet() in the ranking query runs for every match, and with MATCH again costs 2 ms)
-        ranked = dict(self.db.execute("select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
-                                      "where chunks_fts match ? order by score limit ?", [match, k]).fetchall())
+        ranked = dict(
+            self.db.execute(
+                "select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
+                "where chunks_fts match ? order by score limit ?",
+                [match, k],
+            ).fetchall()
+        )
         if not ranked:
             return []
-        sql = ("select c.id, c.doc_id, c.title, d.source, d.scope, c.text from chunks c "
-               f"join documents d on d.id = c.doc_id where c.id in ({','.join('?' * len(ranked))})")
-        hits = [Hit(cid, doc, title, source, scope, snippet(text, query), text, ranked[cid])
-                for cid, doc, title, source, scope, text in self.db.execute(sql, list(ranked)).fetchall()]
+        sql = (
+            "select c.id, c.doc_id, c.title, d.source, d.scope, c.text from chunks c "
+            f"join documents d on d.id = c.doc_id where c.id in ({','.join('?' * len(ranked))})"
+        )
+        hits = [
+            Hit(cid, doc, title, source, scope, snippet(text, query), text, ranked[cid])
+            for cid, doc, title, source, scope, text in self.db.execute(sql, list(ranked)).fetchall()
+        ]
         return sorted(hits, key=lambda hit: hit.score)
 
     # -- lessons ---------------------------------------------------------------------------
@@ -281,8 +390,14 @@ class KnowledgeStore:
             row = self.db.execute("select id from lessons where scope = ? and hash = ?", [scope, digest]).fetchone()
             if row:
                 return row[0], False
-            record = {"scope": scope, "lesson": lesson, "tags": tags, "hash": digest, "run_id": run_id,
-                      "created_at": self.clock()}
+            record = {
+                "scope": scope,
+                "lesson": lesson,
+                "tags": tags,
+                "hash": digest,
+                "run_id": run_id,
+                "created_at": self.clock(),
+            }
             return self.db["lessons"].insert(record).last_pk, True
 
     def recall(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Lesson]:
@@ -290,9 +405,11 @@ class KnowledgeStore:
         if match is None:
             return []
         where, params = _scope_clause(scopes, "l.scope")
-        sql = ("select l.id, l.scope, l.lesson, l.tags, l.created_at, bm25(lessons_fts, 1.0, 0.5) as score "
-               "from lessons_fts join lessons l on l.id = lessons_fts.rowid "
-               f"where lessons_fts match ?{where} order by score limit ?")
+        sql = (
+            "select l.id, l.scope, l.lesson, l.tags, l.created_at, bm25(lessons_fts, 1.0, 0.5) as score "
+            "from lessons_fts join lessons l on l.id = lessons_fts.rowid "
+            f"where lessons_fts match ?{where} order by score limit ?"
+        )
         return [Lesson(*row) for row in self.db.execute(sql, [match, *params, k]).fetchall()]
 
     def lessons(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[Lesson]:
@@ -312,4 +429,3 @@ def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[
         return "", []
     wanted = list(scopes)
     return f" and {column} in ({','.join('?' * len(wanted))})", wanted
-

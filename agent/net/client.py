@@ -66,9 +66,18 @@ class Reply:
             return self.body.decode("utf-8", errors="replace")
 
 
-def request(guard: NetGuard, method: str, url: str, *, headers: dict[str, str] | None = None,
-            body: bytes | None = None, credentials: CredentialLookup | None = None,
-            timeout_s: float = TIMEOUT_S, raw_cap: int = RAW_CAP, body_cap: int = BODY_CAP) -> Reply:
+def request(
+    guard: NetGuard,
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    credentials: CredentialLookup | None = None,
+    timeout_s: float = TIMEOUT_S,
+    raw_cap: int = RAW_CAP,
+    body_cap: int = BODY_CAP,
+) -> Reply:
     """One request with guarded redirects; raises NetError subclasses, one line each."""
     deadline = time.monotonic() + timeout_s
     target = guard.check(url)
@@ -95,8 +104,9 @@ def _sensitive(name: str, value: str) -> bool:
     return name.lower() in SENSITIVE or bool(CRED_TOKEN.search(value))
 
 
-def _redirected(status: int, method: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[str, bytes | None, dict[str, str]]:
+def _redirected(
+    status: int, method: str, body: bytes | None, headers: dict[str, str]
+) -> tuple[str, bytes | None, dict[str, str]]:
     """303 (and 301/302 after a POST) turn into a body-less GET, as browsers do; 307/308 keep all."""
     if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
         dropped = {"content-type", "content-length", "content-encoding"}
@@ -113,14 +123,24 @@ def _resolve_credentials(headers: dict[str, str], host: str, lookup: CredentialL
     return {name: CRED_TOKEN.sub(value, text) for name, text in headers.items()}
 
 
-def _send(guard: NetGuard, target: Target, method: str, headers: dict[str, str], body: bytes | None,
-          deadline: float, timeout_s: float, caps: tuple[int, int]) -> Reply:
+def _send(
+    guard: NetGuard,
+    target: Target,
+    method: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    deadline: float,
+    timeout_s: float,
+    caps: tuple[int, int],
+) -> Reply:
     sent = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", **headers}
     transport = PinnedTransport(target, guard.connector or plain_connector, guard.ssl_context or _ssl_context())
     timeout = httpx.Timeout(max(0.05, min(timeout_s, deadline - time.monotonic())))
     try:
-        with (httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client,
-              client.stream(method, target.url, headers=sent, content=body) as response):
+        with (
+            httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client,
+            client.stream(method, target.url, headers=sent, content=body) as response,
+        ):
             data = _read(response, deadline, caps, target.url)
             return Reply(target.url, response.status_code, response.reason_phrase, response.headers, data)
     except (httpx.TimeoutException, httpcore.TimeoutException):
@@ -190,8 +210,14 @@ class _PinnedBackend(httpcore.NetworkBackend):
         self.target = target
         self.connector = connector
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
         if (host.strip("[]").lower(), port) != (self.target.host, self.target.port):
             raise httpcore.ConnectError(f"refusing to connect to {host}:{port}: it was not checked")
         failure: Exception = httpcore.ConnectError("no address to connect to")
@@ -202,8 +228,9 @@ class _PinnedBackend(httpcore.NetworkBackend):
                 failure = exc
         raise failure
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("unix sockets are not reachable from network tools")
 
     def sleep(self, seconds: float) -> None:
@@ -213,21 +240,33 @@ class _PinnedBackend(httpcore.NetworkBackend):
 class PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool whose backend is pinned to one checked target."""
 
-    def __init__(self, target: Target, connector: Callable[[str, int, float | None], Any],
-                 ssl_context: ssl.SSLContext) -> None:
-        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, max_connections=1,
-                                             network_backend=_PinnedBackend(target, connector))
+    def __init__(
+        self, target: Target, connector: Callable[[str, int, float | None], Any], ssl_context: ssl.SSLContext
+    ) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context, max_connections=1, network_backend=_PinnedBackend(target, connector)
+        )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         core = httpcore.Request(
             method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
-                             port=request.url.port, target=request.url.raw_path),
-            headers=request.headers.raw, content=request.stream, extensions=request.extensions,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
         )
         response = self._pool.handle_request(core)
-        return httpx.Response(status_code=response.status, headers=response.headers,
-                              stream=_CoreStream(response), extensions=response.extensions)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_CoreStream(response),
+            extensions=response.extensions,
+        )
 
     def close(self) -> None:
         self._pool.close()

@@ -48,17 +48,38 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 _IPV4_PART = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
 _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
-METADATA_NAMES = frozenset({
-    "metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
-})
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254", "169.254.170.2", "169.254.169.253", "100.100.100.200", "192.0.0.192",
-    "fd00:ec2::254", "fd00:ec2::23",
-))
+METADATA_NAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",
+        "169.254.170.2",
+        "169.254.169.253",
+        "100.100.100.200",
+        "192.0.0.192",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+    )
+)
 # What an operator may open up for a named LAN host; everything else non-global stays closed.
-_LAN_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
-    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7",
-))
+_LAN_NETWORKS = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "100.64.0.0/10",
+        "fc00::/7",
+    )
+)
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _IPV4_COMPAT = ipaddress.ip_network("::/96")
@@ -137,7 +158,9 @@ class NetGuard:
             problem = address_problem(ipaddress.ip_address(address), lan_ok=lan_ok)
             if problem:
                 via = "" if address == parsed.host else f"{parsed.host} resolves to {address}, "
-                raise NetRefused(f"refused {parsed.url}: {via}{address} is {problem}; hearth connects only to public addresses")
+                raise NetRefused(
+                    f"refused {parsed.url}: {via}{address} is {problem}; hearth connects only to public addresses"
+                )
         return Target(parsed.url, parsed.scheme, parsed.host, parsed.port, tuple(addresses))
 
     def check_host(self, host: str) -> None:
@@ -232,8 +255,9 @@ def _ipv6_literal(inside: str, raw: str) -> str:
 
 def _idna(text: str, raw: str) -> str:
     try:
-        return ".".join(label.encode("idna").decode("ascii") if not label.isascii() else label
-                        for label in text.split("."))
+        return ".".join(
+            label.encode("idna").decode("ascii") if not label.isascii() else label for label in text.split(".")
+        )
     except UnicodeError:
         raise NetRefused(f"refused host {raw!r}: not a valid internationalised host name") from None
 
@@ -293,8 +317,12 @@ def _never_ok(ip: IP) -> str | None:
         problem = _ipv6_embedding(ip)
         if problem:
             return problem
-    checks = (("is_unspecified", "the unspecified address"), ("is_loopback", "a loopback address"),
-              ("is_multicast", "a multicast address"), ("is_link_local", "a link-local address"))
+    checks = (
+        ("is_unspecified", "the unspecified address"),
+        ("is_loopback", "a loopback address"),
+        ("is_multicast", "a multicast address"),
+        ("is_link_local", "a link-local address"),
+    )
     for attribute, phrase in checks:
         if getattr(ip, attribute):
             return phrase

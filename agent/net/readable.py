@@ -15,8 +15,16 @@ from agent.net.guard import FetchFailed
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 JSON_SUFFIX = "+json"
-TEXT_TYPES = {"application/xml", "application/javascript", "application/x-yaml", "application/yaml",
-              "application/toml", "application/x-sh", "application/sql", "application/csv"}
+TEXT_TYPES = {
+    "application/xml",
+    "application/javascript",
+    "application/x-yaml",
+    "application/yaml",
+    "application/toml",
+    "application/x-sh",
+    "application/sql",
+    "application/csv",
+}
 JSON_PRETTY_LIMIT = 2_000_000
 
 
@@ -51,8 +59,10 @@ def _kind(reply: Reply) -> str:
         return "text"
     if not ctype:
         return _sniff(reply)
-    raise FetchFailed(f"{reply.url} is {ctype} ({len(reply.body)} bytes), which cannot be read as text; "
-                      "web_fetch reads HTML, plain text and JSON")
+    raise FetchFailed(
+        f"{reply.url} is {ctype} ({len(reply.body)} bytes), which cannot be read as text; "
+        "web_fetch reads HTML, plain text and JSON"
+    )
 
 
 def _sniff(reply: Reply) -> str:

@@ -62,6 +62,7 @@ class _Hit(NamedTuple):
 
 # --- structured call arguments --------------------------------------------------------------------
 
+
 def coerce_arguments(raw: Any) -> dict[str, Any] | None:
     """Arguments of a structured tool call as a dict: a dict as is, a (possibly broken) JSON string
     repaired, None or "" as {}; None for anything else or a string that cannot be repaired."""
@@ -94,13 +95,17 @@ _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "params")
 _PLACEHOLDER = re.compile(
     r"<.*>|\{.*\}|\.\.\.|…|name|example\w*|\w*placeholder\w*"
-    r"|(?:your|my|the|some|any)?_?(?:tool|function)(?:_?name)?(?:_here)?", re.I)
+    r"|(?:your|my|the|some|any)?_?(?:tool|function)(?:_?name)?(?:_here)?",
+    re.I,
+)
 _EXAMPLE_CUE = re.compile(
     r"(?<![\w/.-])(?:for example|for instance|e\.g\.|as an example|here(?: is|'s) an example"
     r"|examples?\s*:|(?:an )?example (?:of|call|usage|request)\b|looks? like this|would look like"
     r"|(?:this|following|call|request|output|response|tool[ -]call) format"
     r"|you (?:can|could|should|would|must|need to|might) (?:write|use|call|send|output|emit|reply)"
-    r"|to (?:call|use|invoke) (?:a|any) tool)", re.I)
+    r"|to (?:call|use|invoke) (?:a|any) tool)",
+    re.I,
+)
 
 
 def parse_tool_calls(content: str, tool_names: Iterable[str]) -> list[ToolCall]:
@@ -137,9 +142,9 @@ def looks_like_tool_call(content: str) -> bool:
 def _strip_thinking(content: str) -> str:
     text = _THINK_BLOCK.sub("\n", content)
     if close := _THINK_CLOSE.search(text):  # the template opened <think>; the reply only closes it
-        text = text[close.end():]
+        text = text[close.end() :]
     if opened := _THINK_OPEN.search(text):  # never closed: the rest is thinking too
-        text = text[:opened.start()]
+        text = text[: opened.start()]
     return text
 
 
@@ -147,7 +152,7 @@ def _mask(text: str, hits: list[_Hit]) -> str:
     """text with every hit blanked to spaces, newlines kept so lines and offsets stay put."""
     chars = list(text)
     for hit in hits:
-        chars[hit.start:hit.end] = re.sub(r"[^\n]", " ", text[hit.start:hit.end])
+        chars[hit.start : hit.end] = re.sub(r"[^\n]", " ", text[hit.start : hit.end])
     return "".join(chars)
 
 

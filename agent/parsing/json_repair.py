@@ -21,8 +21,7 @@ class _Invalid(Exception):
 
 _WORD = re.compile(r"[-+.\w]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LITERALS = {"true": "true", "false": "false", "null": "null",
-             "True": "true", "False": "false", "None": "null"}
+_LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false", "None": "null"}
 _PUNCTUATION = {"{": "open", "[": "open", "}": "close", "]": "close", ",": ",", ":": ":"}
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f", '"': '\\"'}
 
@@ -46,7 +45,7 @@ def loads_lenient(text: str) -> Any | None:
         found = _value_at(body, 0) if body else None
     except (_CutOff, _Invalid):
         return None
-    return None if found is None or body[found[1]:].strip(" \t\r\n}]") else found[0]
+    return None if found is None or body[found[1] :].strip(" \t\r\n}]") else found[0]
 
 
 def _value_at(text: str, start: int) -> tuple[Any, int] | None:

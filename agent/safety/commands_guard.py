@@ -34,7 +34,33 @@ _MAX_WRAPPERS = 16  # wrappers peeled off one command
 
 # wrapper -> (options that take a value, positional words before the wrapped program)
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"]), 0),
+    "sudo": (
+        frozenset(
+            [
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "--user",
+                "--group",
+                "--close-from",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+            ]
+        ),
+        0,
+    ),
     "doas": (frozenset({"-u", "-C"}), 0),
     "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
     "nohup": (frozenset(), 0),
@@ -43,7 +69,33 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "ionice": (frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}), 0),
     "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
     "setsid": (frozenset(), 0),
-    "xargs": (frozenset(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"]), 0),
+    "xargs": (
+        frozenset(
+            [
+                "-a",
+                "-d",
+                "-E",
+                "-e",
+                "-I",
+                "-i",
+                "-L",
+                "-l",
+                "-n",
+                "-P",
+                "-s",
+                "--arg-file",
+                "--delimiter",
+                "--eof",
+                "--replace",
+                "--max-lines",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+            ]
+        ),
+        0,
+    ),
     "command": (frozenset(), 0),
     "builtin": (frozenset(), 0),
     "exec": (frozenset({"-a"}), 0),
@@ -56,11 +108,16 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "runuser": (frozenset({"-u", "-g", "-G", "--user", "--group", "--supp-group"}), 0),
 }
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "fish"})
-_SCRIPT_OPTIONS = {"su": ("-c", "--command"), "flock": ("-c", "--command"), "runuser": ("-c", "--command"),
-                   "env": ("-S", "--split-string")}
+_SCRIPT_OPTIONS = {
+    "su": ("-c", "--command"),
+    "flock": ("-c", "--command"),
+    "runuser": ("-c", "--command"),
+    "env": ("-S", "--split-string"),
+}
 _BLOCK_DEVICE = re.compile(
     r"^/dev/(?:[shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|nbd\d|zram\d|ram\d|sr\d|"
-    r"mapper/|disk/|block/|root$)")
+    r"mapper/|disk/|block/|root$)"
+)
 _HOME_PREFIX = re.compile(r"^(?:~[A-Za-z0-9_.-]*|\$HOME\b|\$\{HOME(?:[:?%#/=+-][^}]*)?\})")
 _HOME_MARK = "/\x01home"
 _POWER_VERBS = frozenset({"poweroff", "reboot", "halt", "kexec", "soft-reboot"})
@@ -171,7 +228,7 @@ def _shell_c(args: list[str]) -> str | None:
         option = args[k]
         has_c |= not option.startswith("--") and "c" in option[1:]
         k += 2 if option in ("-o", "+o", "-O", "+O") else 1
-    k += args[k:k + 1] == ["--"]
+    k += args[k : k + 1] == ["--"]
     if has_c:
         return args[k] if k < len(args) else ""
     return None
@@ -184,7 +241,7 @@ def _after_options(args: list[str], takes_value: frozenset[str], positional: int
             k += 1
             break
         k += 2 if args[k] in takes_value else 1
-    return args[k + positional:]
+    return args[k + positional :]
 
 
 def _find_exec(reading: Reading, words: list[str], depth: int) -> None:
@@ -194,7 +251,7 @@ def _find_exec(reading: Reading, words: list[str], depth: int) -> None:
         if words[k] in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((j for j in range(k + 1, len(words)) if words[j] in (";", "+")), len(words))
             if end > k + 1:
-                _peel(reading, words[k + 1:end], False, depth + 1, None)
+                _peel(reading, words[k + 1 : end], False, depth + 1, None)
             k = end
         k += 1
 
@@ -216,6 +273,7 @@ def _fork_bomb(functions: dict[str, list[str]]) -> str | None:
 
 
 # --- the hard floor ------------------------------------------------------------------------------
+
 
 def floor_violation(line: str) -> str | None:
     """Why ``line`` is denied in every mode, or None. See the module docstring for the list."""
@@ -295,7 +353,8 @@ def _find_rule(name: str, args: list[str]) -> str | None:
         starts.append(arg)
     destructive = "-delete" in args or any(
         args[k] in ("-exec", "-execdir") and k + 1 < len(args) and _base(args[k + 1]) in ("rm", "shred")
-        for k in range(len(args)))
+        for k in range(len(args))
+    )
     precious = [t for t in starts if _precious(t)]
     return f"find would delete everything under {precious[0]}" if destructive and precious else None
 
@@ -337,11 +396,24 @@ def _control_rule(name: str, args: list[str]) -> str | None:
 
 
 _RULES = {
-    "rm": _rm_rule, "find": _find_rule, "chmod": _mode_rule, "chown": _mode_rule, "chgrp": _mode_rule,
-    "dd": _dd_rule, "tee": _copy_rule, "cp": _copy_rule, "shred": _copy_rule,
-    "shutdown": _power_rule, "reboot": _power_rule, "halt": _power_rule, "poweroff": _power_rule,
-    "kexec": _power_rule, "init": _init_rule, "telinit": _init_rule,
-    "systemctl": _control_rule, "loginctl": _control_rule,
+    "rm": _rm_rule,
+    "find": _find_rule,
+    "chmod": _mode_rule,
+    "chown": _mode_rule,
+    "chgrp": _mode_rule,
+    "dd": _dd_rule,
+    "tee": _copy_rule,
+    "cp": _copy_rule,
+    "shred": _copy_rule,
+    "shutdown": _power_rule,
+    "reboot": _power_rule,
+    "halt": _power_rule,
+    "poweroff": _power_rule,
+    "kexec": _power_rule,
+    "init": _init_rule,
+    "telinit": _init_rule,
+    "systemctl": _control_rule,
+    "loginctl": _control_rule,
 }
 
 
@@ -352,7 +424,7 @@ def _precious(target: str, *, homes: bool = True) -> bool:
     path = target
     home = _HOME_PREFIX.match(path)
     if home:
-        path = _HOME_MARK + path[home.end():]
+        path = _HOME_MARK + path[home.end() :]
     if not path.startswith("/"):
         return False
     norm = "/" + posixpath.normpath(path).lstrip("/")
@@ -362,7 +434,8 @@ def _precious(target: str, *, homes: bool = True) -> bool:
     if not homes:
         return False
     return re.fullmatch(r"/home/[^/]+", norm) is not None or any(
-        norm == h or h.startswith(norm.rstrip("/") + "/") for h in _homes())
+        norm == h or h.startswith(norm.rstrip("/") + "/") for h in _homes()
+    )
 
 
 def _homes() -> Iterator[str]:
@@ -375,6 +448,7 @@ def _homes() -> Iterator[str]:
 
 
 # --- auto-approval ------------------------------------------------------------------------------
+
 
 def heads(line: str) -> list[str] | None:
     """The program of every command in ``line``, or None when one of them cannot be known

@@ -39,8 +39,13 @@ _libc.syscall.restype = ctypes.c_long
 def _openat2(dir_fd: int, rel: str, flags: int) -> int:
     how = _OpenHow(flags | _CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
     for _ in range(3):  # EAGAIN: a concurrent rename touched the lookup; the kernel asks for a retry
-        fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(dir_fd), os.fsencode(rel),
-                           ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = _libc.syscall(
+            ctypes.c_long(_SYS_OPENAT2),
+            ctypes.c_long(dir_fd),
+            os.fsencode(rel),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
         if fd >= 0:
             return fd
         code = ctypes.get_errno()

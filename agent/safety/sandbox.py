@@ -81,8 +81,11 @@ class CommandResult:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -103,6 +106,7 @@ def _syscall(number: int, *args: object) -> int:
 
 
 # --- detection -----------------------------------------------------------------------------------
+
 
 def detect(kind: str = "auto") -> str:
     """The kind that would be used for ``kind``: 'bwrap', 'landlock' or 'none'."""
@@ -128,9 +132,33 @@ def _bwrap_problem() -> str | None:
     path = shutil.which("bwrap")
     if path is None:
         return "bwrap is not installed"
-    probe = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs",
-             "/tmp", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-             "--cap-drop", "ALL", "--new-session", "--die-with-parent", "--clearenv", "/bin/sh", "-c", "true"]
+    probe = [
+        path,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        "1048576",
+        "--tmpfs",
+        "/tmp",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+        "--new-session",
+        "--die-with-parent",
+        "--clearenv",
+        "/bin/sh",
+        "-c",
+        "true",
+    ]
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -161,8 +189,10 @@ def _landlock_problem() -> str | None:
 
 # --- environment ---------------------------------------------------------------------------------
 
-def scrubbed_env(base: Mapping[str, str] | None = None, *, home: str | None = None,
-                 tmpdir: str | None = None) -> dict[str, str]:
+
+def scrubbed_env(
+    base: Mapping[str, str] | None = None, *, home: str | None = None, tmpdir: str | None = None
+) -> dict[str, str]:
     """A minimal environment built from an allowlist, so no HEARTH_*, credential, token, key,
     secret, password or cloud variable of ``base`` (default: os.environ) can ever pass."""
     source = os.environ if base is None else base
@@ -179,8 +209,16 @@ def scrubbed_env(base: Mapping[str, str] | None = None, *, home: str | None = No
 
 # --- running -------------------------------------------------------------------------------------
 
-def run_sandboxed(command: str, workspace: str | os.PathLike[str], *, policy: SandboxPolicy, timeout_s: float,
-                  output_limit: int = 64_000, env: Mapping[str, str] | None = None) -> CommandResult:
+
+def run_sandboxed(
+    command: str,
+    workspace: str | os.PathLike[str],
+    *,
+    policy: SandboxPolicy,
+    timeout_s: float,
+    output_limit: int = 64_000,
+    env: Mapping[str, str] | None = None,
+) -> CommandResult:
     """Run ``/bin/sh -c command`` in ``workspace`` inside the sandbox the policy asks for.
 
     ``env`` is the environment to scrub (default os.environ): only allowlisted names survive.
@@ -196,9 +234,17 @@ def run_sandboxed(command: str, workspace: str | os.PathLike[str], *, policy: Sa
     argv, preexec, fd = _launch_plan(kind, command, ws, policy, child_env)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, cwd=ws, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec,
-                                pass_fds=(fd,) if fd is not None and kind == "bwrap" else ())
+        proc = subprocess.Popen(
+            argv,
+            cwd=ws,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=(fd,) if fd is not None and kind == "bwrap" else (),
+        )
     finally:
         if fd is not None:
             os.close(fd)
@@ -207,8 +253,14 @@ def run_sandboxed(command: str, workspace: str | os.PathLike[str], *, policy: Sa
     output = data.decode("utf-8", errors="replace")
     if total > output_limit:
         output += f"\n[output truncated: {total} bytes, only the first {output_limit} kept]"
-    return CommandResult(None if timed_out else proc.returncode, output, timed_out, total > output_limit,
-                         kind, time.monotonic() - started)
+    return CommandResult(
+        None if timed_out else proc.returncode,
+        output,
+        timed_out,
+        total > output_limit,
+        kind,
+        time.monotonic() - started,
+    )
 
 
 def _private_tmp(ws: str) -> str:
@@ -217,8 +269,9 @@ def _private_tmp(ws: str) -> str:
     return path
 
 
-def _launch_plan(kind: str, command: str, ws: str, policy: SandboxPolicy,
-                 env: dict[str, str]) -> tuple[list[str], Callable[[], None], int | None]:
+def _launch_plan(
+    kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[str, str]
+) -> tuple[list[str], Callable[[], None], int | None]:
     """argv, the preexec hook, and an fd to close once the child is started: bwrap's seccomp
     program (passed to it) or Landlock's ruleset (used by the hook, closed at exec).
 
@@ -238,7 +291,6 @@ def _launch_plan(kind: str, command: str, ws: str, policy: SandboxPolicy,
     ruleset_fd = _landlock_ruleset(ws, policy.network)
     fprog = seccomp.prepared(seccomp.program()) if filtered else None
     return shell, functools.partial(_enter_landlock, limits, ruleset_fd, fprog), ruleset_fd
-
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout_s: float, limit: int) -> tuple[bytes, int, bool]:
@@ -270,7 +322,7 @@ def _collect(proc: subprocess.Popen[bytes], timeout_s: float, limit: int) -> tup
                     if not chunk:
                         break
                     total += len(chunk)
-                    head += chunk[:max(0, limit - len(head))]
+                    head += chunk[: max(0, limit - len(head))]
     except BaseException:
         _kill_group(proc.pid)  # interrupted: the caller's with-block would otherwise wait on it
         raise
@@ -290,9 +342,14 @@ def _kill_group(pgid: int) -> None:
 
 # --- rlimits and capabilities --------------------------------------------------------------------
 
+
 def _rlimits(policy: SandboxPolicy) -> list[tuple[int, int]]:
-    wanted = [(resource.RLIMIT_AS, policy.memory_bytes), (resource.RLIMIT_NPROC, policy.max_procs),
-              (resource.RLIMIT_FSIZE, policy.file_size_bytes), (resource.RLIMIT_CORE, 0)]
+    wanted = [
+        (resource.RLIMIT_AS, policy.memory_bytes),
+        (resource.RLIMIT_NPROC, policy.max_procs),
+        (resource.RLIMIT_FSIZE, policy.file_size_bytes),
+        (resource.RLIMIT_CORE, 0),
+    ]
     limits = []
     for which, value in wanted:
         hard = resource.getrlimit(which)[1]
@@ -314,14 +371,28 @@ def _drop_capabilities() -> None:
 
 # --- bubblewrap ----------------------------------------------------------------------------------
 
-def _bwrap_argv(command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str], *,
-                seccomp_fd: int | None = None) -> list[str]:
+
+def _bwrap_argv(
+    command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str], *, seccomp_fd: int | None = None
+) -> list[str]:
     hidden = _hidden_paths(policy)
     above = [path for path in hidden if not _beneath(path, ws)]
     inside = [path for path in hidden if _beneath(path, ws)]
     # /tmp is bounded like one file: a tmpfs is RAM, and RLIMIT_FSIZE alone does not cap the total
-    argv = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--size", str(policy.file_size_bytes), "--tmpfs", "/tmp"]
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        str(policy.file_size_bytes),
+        "--tmpfs",
+        "/tmp",
+    ]
     argv += _private_run(policy.network)
     for path in above:
         argv += _mask(path)
@@ -329,8 +400,19 @@ def _bwrap_argv(command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, 
     for path in inside:
         argv += _mask(path)
     argv += [arg for path in hidden if os.path.isdir(path) for arg in ("--remount-ro", path)]
-    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
-             "--new-session", "--die-with-parent", "--chdir", ws, "--clearenv"]
+    argv += [
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+        "--new-session",
+        "--die-with-parent",
+        "--chdir",
+        ws,
+        "--clearenv",
+    ]
     if not policy.network:
         argv.append("--unshare-net")
     if seccomp_fd is not None:
@@ -366,6 +448,7 @@ def _mask(path: str) -> list[str]:
 
 # --- Landlock ------------------------------------------------------------------------------------
 
+
 def _landlock_ruleset(ws: str, network: bool) -> int:
     """A ruleset fd: read/execute everywhere, everything in the workspace, write to /dev/null."""
     abi = landlock_abi()
@@ -389,8 +472,13 @@ def _allow(ruleset: int, path: str, access: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         rule = _PathBeneathAttr(access, fd)
-        _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                 ctypes.c_uint32(0))
+        _syscall(
+            _SYS_ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            ctypes.byref(rule),
+            ctypes.c_uint32(0),
+        )
     finally:
         os.close(fd)
 

@@ -57,14 +57,14 @@ def program() -> bytes:
     deny_socket = _RET_ERRNO | errno.EACCES
     steps = [
         _insn(_LD_W_ABS, 0, 0, _OFFSET_ARCH),
-        _insn(_JEQ_K, 1, 0, arch),                     # native ABI: go on; else kill
+        _insn(_JEQ_K, 1, 0, arch),  # native ABI: go on; else kill
         _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),
         _insn(_LD_W_ABS, 0, 0, _OFFSET_NR),
-        _insn(_JGE_K, 0, 1, _X32_BIT),                 # x32 numbers on x86_64: kill
+        _insn(_JGE_K, 0, 1, _X32_BIT),  # x32 numbers on x86_64: kill
         _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),
         _insn(_JEQ_K, 0, 1, uring_nr),
         _insn(_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS),
-        _insn(_JEQ_K, 0, 3, socket_nr),                # not socket(2): allow
+        _insn(_JEQ_K, 0, 3, socket_nr),  # not socket(2): allow
         _insn(_LD_W_ABS, 0, 0, _OFFSET_ARG0),
         _insn(_JEQ_K, 1, 0, _AF_NETLINK),
         _insn(_RET_K, 0, 0, deny_socket),

@@ -30,8 +30,17 @@ from agent.safety.workspace import PathRefused, Workspace
 REFUSED_DIRS = frozenset({".git", ".githooks", ".husky"})  # git's own data and hook managers' dirs
 REFUSED_FILES = frozenset({".envrc", ".gitmodules"})  # run by direnv / fetched by git on the operator's behalf
 LOG_HEAD_LINES, LOG_TAIL_LINES, LOG_CHARS = 8, 40, 6_000
-NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes", "--offline",
-             "--option", "substituters", "", "--option", "accept-flake-config", "false"]
+NIX_FLAGS = [
+    "--extra-experimental-features",
+    "nix-command flakes",
+    "--offline",
+    "--option",
+    "substituters",
+    "",
+    "--option",
+    "accept-flake-config",
+    "false",
+]
 
 
 class GitFailed(Exception):
@@ -40,14 +49,34 @@ class GitFailed(Exception):
 
 def git(repo: Path, *args: str, timeout_s: float = 60, check: bool = True) -> str:
     """Run git in ``repo`` without anything the repository could make it execute; its stdout."""
-    command = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.pager=cat",
-               "-c", f"safe.directory={repo}", "-c", "commit.gpgSign=false", "-C", str(repo), *args]
+    command = [
+        "git",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.pager=cat",
+        "-c",
+        f"safe.directory={repo}",
+        "-c",
+        "commit.gpgSign=false",
+        "-C",
+        str(repo),
+        *args,
+    ]
     # no system or user config either: only the repository's own and the overrides above count
-    env = {**scrubbed_env(), "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        **scrubbed_env(),
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, env=env, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise GitFailed("git is not installed") from None
     except subprocess.TimeoutExpired:
@@ -87,7 +116,9 @@ def guard(ws: Workspace, path: str, *, writing: bool) -> str:
     for depth in range(1, len(parts)):
         entry = ws.stat("/".join(parts[:depth]))
         if entry is not None and entry.kind == "symlink":
-            raise PathRefused(f"path {path!r} goes through the symlink {'/'.join(parts[:depth])!r}; config paths are not followed through symlinks")
+            raise PathRefused(
+                f"path {path!r} goes through the symlink {'/'.join(parts[:depth])!r}; config paths are not followed through symlinks"
+            )
     return rel
 
 
@@ -124,8 +155,14 @@ def nix_flake_check(repo: Path, *, timeout_s: float = 600) -> NixCheck:
 
 
 def _run_group(command: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env={k: v for k, v in env.items() if v}, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env={k: v for k, v in env.items() if v},
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=timeout_s)
         return proc.returncode, output.decode("utf-8", errors="replace")

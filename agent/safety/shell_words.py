@@ -25,10 +25,42 @@ _REDIRECT = re.compile(r"&>>|&>|>>|>\||>&|<<<|<<-|<<|<>|<&|>|<")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
 _BRACES = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$", re.S)
-_ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
-                "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
-                       "function", "case", "esac", "select", "coproc"})
+_ANSI_SIMPLE = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+_KEYWORDS = frozenset(
+    {
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "do",
+        "done",
+        "while",
+        "until",
+        "!",
+        "{",
+        "}",
+        "function",
+        "case",
+        "esac",
+        "select",
+        "coproc",
+    }
+)
 _MAX_BRACE_WORD = 4096  # longer words are not brace-expanded (the match would cost too much)
 _MAX_BRACE_WORDS = 256
 _MAX_FUNCTIONS = 64  # a fork bomb is one short function
@@ -127,7 +159,7 @@ class _Lexer:
         return False
 
     def _backslash(self) -> None:
-        nxt = self.text[self.i + 1: self.i + 2]
+        nxt = self.text[self.i + 1 : self.i + 2]
         if nxt != "\n":  # backslash-newline joins lines
             self._add(nxt)
             self.quoted = True
@@ -137,7 +169,7 @@ class _Lexer:
         end = self.text.find("'", self.i + 1)
         if end < 0:
             self.complete, end = False, len(self.text)
-        self._add(self.text[self.i + 1: end])
+        self._add(self.text[self.i + 1 : end])
         self.quoted, self.i = True, end + 1
 
     def _double(self) -> None:
@@ -148,7 +180,7 @@ class _Lexer:
             if c == '"':
                 self.i += 1
                 return
-            if c == "\\" and self.text[self.i + 1: self.i + 2] in ('$', '`', '"', "\\", "\n"):
+            if c == "\\" and self.text[self.i + 1 : self.i + 2] in ("$", "`", '"', "\\", "\n"):
                 self.word.append(self.text[self.i + 1].replace("\n", ""))
                 self.i += 2
             elif c == "$":
@@ -161,7 +193,7 @@ class _Lexer:
         self.complete = False
 
     def _dollar(self, *, quoted: bool) -> None:
-        rest = self.text[self.i + 1: self.i + 2]
+        rest = self.text[self.i + 1 : self.i + 2]
         name = _NAME.match(self.text, self.i + 1)
         if rest == "(":
             self._substitution(self.i + 1)
@@ -176,21 +208,21 @@ class _Lexer:
             self.i = name.end()
         else:
             end = name.end() if name else self.i + 1 + (1 if rest and rest in "?$!#@*-0123456789" else 0)
-            self._add(self.text[self.i: end])
+            self._add(self.text[self.i : end])
             self.i = end
 
     def _braced_parameter(self, *, quoted: bool) -> None:
         end = _matching(self.text, self.i + 1, "{", "}")
         if end is None:
             self.complete, end = False, len(self.text) - 1
-        inner = self.text[self.i + 2: end]
+        inner = self.text[self.i + 2 : end]
         if "$(" in inner or "`" in inner:
             self.subs.append(inner)  # ${x:-$(cmd)} runs cmd
             self._add(DYNAMIC)
         elif re.match(r"IFS\b", inner) and not quoted:
             self._end_word()
         else:
-            self._add(self.text[self.i: end + 1])
+            self._add(self.text[self.i : end + 1])
         self.i = end + 1
 
     def _substitution(self, open_at: int) -> None:
@@ -198,7 +230,7 @@ class _Lexer:
         end = _matching(self.text, open_at, "(", ")")
         if end is None:
             self.complete, end = False, len(self.text)
-        inner = self.text[open_at + 1: end]
+        inner = self.text[open_at + 1 : end]
         if not self.text.startswith("((", open_at) or "$(" in inner or "`" in inner:
             self.subs.append(inner)  # arithmetic runs nothing unless it holds a substitution
         self._add(DYNAMIC)
@@ -354,7 +386,7 @@ def _functions(tokens: list[_Token]) -> dict[str, list[str]]:
     for k, token in enumerate(tokens):
         if token.kind != "word" or definitions >= _MAX_FUNCTIONS:
             continue
-        parens = [(t.kind, t.text) for t in tokens[k + 1: k + 3]] == [("op", "("), ("op", ")")]
+        parens = [(t.kind, t.text) for t in tokens[k + 1 : k + 3]] == [("op", "("), ("op", ")")]
         keyword = k > 0 and tokens[k - 1].text == "function" and tokens[k - 1].kind == "word"
         if not (parens or keyword):
             continue
@@ -366,7 +398,7 @@ def _functions(tokens: list[_Token]) -> dict[str, list[str]]:
 
 def _body(tokens: list[_Token], start: int) -> list[str]:
     depth, body = 0, []
-    for token in tokens[start:start + _MAX_BODY]:
+    for token in tokens[start : start + _MAX_BODY]:
         if token.kind == "word" and token.text == "{":
             depth += 1
         elif token.kind == "word" and token.text == "}":

@@ -47,8 +47,14 @@ class Entry:
 
 
 def _describe(mode: int) -> str:
-    names = {st.S_IFDIR: "a directory", st.S_IFIFO: "a FIFO", st.S_IFSOCK: "a socket",
-             st.S_IFCHR: "a device", st.S_IFBLK: "a device", st.S_IFLNK: "a symlink"}
+    names = {
+        st.S_IFDIR: "a directory",
+        st.S_IFIFO: "a FIFO",
+        st.S_IFSOCK: "a socket",
+        st.S_IFCHR: "a device",
+        st.S_IFBLK: "a device",
+        st.S_IFLNK: "a symlink",
+    }
     return names.get(st.S_IFMT(mode), "not a regular file")
 
 
@@ -71,14 +77,22 @@ class Workspace:
     can be tested alone. Never construct a Workspace that way in product code.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, enforce: bool = True, resolver: str = "auto",
-                 services: RunServices | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        enforce: bool = True,
+        resolver: str = "auto",
+        services: RunServices | None = None,
+    ) -> None:
         if resolver not in ("auto", "openat2", "walk"):
             raise ValueError(f"unknown resolver {resolver!r}; use 'auto', 'openat2' or 'walk'")
         try:
             self._root_fd = os.open(root, _DIR_PATH | _CLOEXEC)
         except OSError as exc:
-            raise ValueError(f"workspace root {os.fspath(root)!r} is not an existing directory ({exc.strerror})") from None
+            raise ValueError(
+                f"workspace root {os.fspath(root)!r} is not an existing directory ({exc.strerror})"
+            ) from None
         self.root = Path(os.path.realpath(root))
         self._given = os.path.abspath(root)
         self.enforce = enforce
@@ -86,7 +100,6 @@ class Workspace:
         if resolver == "auto":
             resolver = "openat2" if openat2_available() else "walk"
         self.resolver = resolver if enforce else "plain"
-
 
     def relpath(self, path: str) -> str:
         """The normalised workspace-relative posix path ('.' for the root), or PathRefused."""
@@ -108,7 +121,7 @@ class Workspace:
     def _strip_root(self, path: str) -> str:
         for base in (str(self.root), self._given):
             if path == base or path.startswith(base.rstrip("/") + "/"):
-                return path[len(base):].lstrip("/") or "."
+                return path[len(base) :].lstrip("/") or "."
         raise PathRefused(f"path {path!r} is outside the workspace")
 
     def _open(self, rel: str, flags: int, shown: str) -> int:
@@ -130,7 +143,6 @@ class Workspace:
         if name in ("", ".", ".."):
             raise PathRefused(f"path {path!r} is the workspace root, not an entry in it")
         return self._open(parent or ".", flags, path), name
-
 
     def read_bytes(self, path: str, *, limit: int) -> tuple[bytes, bool]:
         """Up to ``limit`` bytes of a regular file and whether there was more."""
@@ -191,7 +203,6 @@ class Workspace:
         rel = self.relpath(path)
         fd = self._open(rel, os.O_RDONLY | os.O_DIRECTORY, path)
         yield from _walk_fd(fd, "" if rel == "." else rel + "/", skip_dirs)
-
 
     def write_bytes(self, path: str, data: bytes, *, mkdirs: bool = True) -> None:
         """Replace ``path`` atomically: a temp file in the same directory, fsync, rename over.
@@ -267,7 +278,6 @@ class Workspace:
         finally:
             os.close(dir_fd)
 
-
     def close(self) -> None:
         if self._root_fd >= 0:
             os.close(self._root_fd)
@@ -325,7 +335,7 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
                 os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -17,11 +17,33 @@ if TYPE_CHECKING:
 
 PATH = {"type": "string", "description": "A path relative to the workspace."}
 SCOPES = ("global", "agent")
-SCOPE = {"type": "string", "enum": list(SCOPES),
-         "description": "global (every agent's runs) or agent (only this agent's runs)."}
+SCOPE = {
+    "type": "string",
+    "enum": list(SCOPES),
+    "description": "global (every agent's runs) or agent (only this agent's runs).",
+}
 # not worth a model's context, and often huge: VCS data, dependencies, caches, build output
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "build", "dist", "target", ".tmp"})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        "build",
+        "dist",
+        "target",
+        ".tmp",
+    }
+)
 
 
 def integer(description: str, low: int, high: int) -> dict[str, Any]:

@@ -23,7 +23,9 @@ def run_command(args: dict[str, Any], ws: Workspace) -> str:
     except SandboxUnavailable as exc:
         raise ToolFailed(f"run_command refused: no command sandbox can be set up here ({exc})") from None
     if result.timed_out:
-        raise ToolFailed(f"command timed out after {timeout}s and was killed with its children\n{result.output}".rstrip())
+        raise ToolFailed(
+            f"command timed out after {timeout}s and was killed with its children\n{result.output}".rstrip()
+        )
     status = f"[exit code {result.exit_code}]"
     if result.exit_code != 0:
         raise ToolFailed(f"command failed {status}\n{result.output}".rstrip())
@@ -35,8 +37,11 @@ TOOLS = [
         name="run_command",
         description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
         params={
-            "command": {"type": "string", "maxLength": COMMAND_LIMIT,
-                        "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters."},
+            "command": {
+                "type": "string",
+                "maxLength": COMMAND_LIMIT,
+                "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters.",
+            },
             "timeout_s": integer("Seconds before it is killed, 1 to 600 (default 60).", 1, MAX_TIMEOUT_S),
         },
         required=("command",),

@@ -25,7 +25,9 @@ MAX_NIX_TIMEOUT_S = 1800
 def _repo(ws: Workspace) -> Path:
     repo = ws.services.config_repo
     if repo is None:
-        raise ToolFailed("no config repository is set for this run (services.hearth.configRepo; `hearth evolve` runs with one)")
+        raise ToolFailed(
+            "no config repository is set for this run (services.hearth.configRepo; `hearth evolve` runs with one)"
+        )
     if not Path(repo).is_dir():
         raise ToolFailed(f"the config repository {repo} does not exist")
     return Path(repo)
@@ -101,16 +103,45 @@ def _has_repo(services: RunServices) -> bool:
 
 
 TOOLS = [
-    Tool("read_self_config", "Read a file of hearth's NixOS config repository, or list a directory of it (default: its root).",
-         {"path": _CONFIG_PATH}, read_self_config, risk="safe", available=_has_repo),
-    Tool("write_self_config", "Create or replace a file of hearth's NixOS config repository (never .git or hooks).",
-         {"path": _CONFIG_PATH, "content": {"type": "string", "description": "The whole new content."}},
-         write_self_config, risk="edit", required=("path", "content"), available=_has_repo),
-    Tool("git_status", "Show the git status (branch, changed and new files) of the config repository.",
-         _NONE, git_status, risk="safe", available=_has_repo),
-    Tool("git_diff", "Show the changes of the config repository against its last commit, optionally for one path.",
-         {"path": _CONFIG_PATH}, git_diff, risk="safe", available=_has_repo),
-    Tool("nix_check", "Check the config repository's flake offline with `nix flake check --no-build`; returns pass or fail and the log.",
-         {"timeout_s": integer("Seconds before it is killed, 10 to 1800 (default 600).", 10, MAX_NIX_TIMEOUT_S)},
-         nix_check, risk="safe", available=_has_repo),
+    Tool(
+        "read_self_config",
+        "Read a file of hearth's NixOS config repository, or list a directory of it (default: its root).",
+        {"path": _CONFIG_PATH},
+        read_self_config,
+        risk="safe",
+        available=_has_repo,
+    ),
+    Tool(
+        "write_self_config",
+        "Create or replace a file of hearth's NixOS config repository (never .git or hooks).",
+        {"path": _CONFIG_PATH, "content": {"type": "string", "description": "The whole new content."}},
+        write_self_config,
+        risk="edit",
+        required=("path", "content"),
+        available=_has_repo,
+    ),
+    Tool(
+        "git_status",
+        "Show the git status (branch, changed and new files) of the config repository.",
+        _NONE,
+        git_status,
+        risk="safe",
+        available=_has_repo,
+    ),
+    Tool(
+        "git_diff",
+        "Show the changes of the config repository against its last commit, optionally for one path.",
+        {"path": _CONFIG_PATH},
+        git_diff,
+        risk="safe",
+        available=_has_repo,
+    ),
+    Tool(
+        "nix_check",
+        "Check the config repository's flake offline with `nix flake check --no-build`; returns pass or fail and the log.",
+        {"timeout_s": integer("Seconds before it is killed, 10 to 1800 (default 600).", 10, MAX_NIX_TIMEOUT_S)},
+        nix_check,
+        risk="safe",
+        available=_has_repo,
+    ),
 ]

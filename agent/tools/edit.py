@@ -57,12 +57,16 @@ def _not_found(path: str, old: str, text: str) -> str:
     loose = r"\s+".join(re.escape(part) for part in old.split())
     near = re.search(loose, text) if loose else None
     if near:
-        return (f"old_text was not found exactly in {path}, but it matches with different whitespace at line "
-                f"{_line_of(text, near.start())}; copy the exact text, indentation included, from read_file")
+        return (
+            f"old_text was not found exactly in {path}, but it matches with different whitespace at line "
+            f"{_line_of(text, near.start())}; copy the exact text, indentation included, from read_file"
+        )
     first = old.strip().splitlines()[0] if old.strip() else ""
     if first and first in text:
-        return (f"old_text was not found in {path}; its first line is at line {_line_of(text, text.index(first))} "
-                "but the lines after it differ; read the file and copy the exact text")
+        return (
+            f"old_text was not found in {path}; its first line is at line {_line_of(text, text.index(first))} "
+            "but the lines after it differ; read the file and copy the exact text"
+        )
     return f"old_text was not found in {path}; read the file and copy the exact text to replace"
 
 
@@ -77,8 +81,10 @@ def edit_file(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed(_not_found(path, args["old_text"], text))
     if count > 1 and not replace_all:
         lines = ", ".join(str(_line_of(text, m.start())) for m in re.finditer(re.escape(old), text))
-        raise ToolFailed(f"old_text occurs {count} times in {path} (lines {lines}); include more of the "
-                         "surrounding text to pick one, or pass replace_all=true")
+        raise ToolFailed(
+            f"old_text occurs {count} times in {path} (lines {lines}); include more of the "
+            "surrounding text to pick one, or pass replace_all=true"
+        )
     if old == new:
         return f"no change: old_text and new_text are the same ({path} was not written)"
     first = _line_of(text, text.index(old))
@@ -126,8 +132,10 @@ def _plan(ws: Workspace, start: str, glob: str, old: str, new: str) -> tuple[lis
     for rel in candidate_files(ws, start, glob):
         scanned += 1
         if scanned > MAX_SCANNED_FILES or time.monotonic() > deadline:
-            raise ToolFailed(f"more than {MAX_SCANNED_FILES} files or {SCAN_SECONDS:.0f}s under {start}; "
-                             "narrow the path or glob (nothing changed)")
+            raise ToolFailed(
+                f"more than {MAX_SCANNED_FILES} files or {SCAN_SECONDS:.0f}s under {start}; "
+                "narrow the path or glob (nothing changed)"
+            )
         try:
             text = read_text_exact(ws, rel)
         except (ToolFailed, PathRefused, OSError) as why:
@@ -138,8 +146,10 @@ def _plan(ws: Workspace, start: str, glob: str, old: str, new: str) -> tuple[lis
         if fitted_old in text:
             changes.append(_Change(rel, text, text.replace(fitted_old, fitted_new), text.count(fitted_old)))
     if len(changes) > MAX_CHANGED_FILES:
-        raise ToolFailed(f"old_text is in {len(changes)} files, more than {MAX_CHANGED_FILES} at once; "
-                         "narrow the path or glob (nothing changed)")
+        raise ToolFailed(
+            f"old_text is in {len(changes)} files, more than {MAX_CHANGED_FILES} at once; "
+            "narrow the path or glob (nothing changed)"
+        )
     return changes, skipped, scanned
 
 
@@ -167,8 +177,10 @@ def _apply(ws: Workspace, changes: list[_Change]) -> None:
     except (PathRefused, OSError) as exc:
         for change in reversed(written):  # put back what was already written: all or nothing
             ws.write_bytes(change.path, change.before.encode("utf-8"), mkdirs=False)
-        raise ToolFailed(f"writing {change.path} failed ({exc}); the {len(written)} file(s) already "
-                         "written were restored, nothing changed") from None
+        raise ToolFailed(
+            f"writing {change.path} failed ({exc}); the {len(written)} file(s) already "
+            "written were restored, nothing changed"
+        ) from None
 
 
 _TEXT = {"type": "string", "maxLength": TEXT_LIMIT}
@@ -179,7 +191,10 @@ TOOLS = [
         description="Replace exact text in one workspace file: the only match, or every match with replace_all.",
         params={
             "path": PATH,
-            "old_text": {**_TEXT, "description": "The exact text to find, whitespace included; it must occur once unless replace_all."},
+            "old_text": {
+                **_TEXT,
+                "description": "The exact text to find, whitespace included; it must occur once unless replace_all.",
+            },
             "new_text": {**_TEXT, "description": "The text to put in its place (empty to delete it)."},
             "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
         },
@@ -193,8 +208,14 @@ TOOLS = [
         params={
             "old_text": {**_TEXT, "description": "The exact text to find."},
             "new_text": {**_TEXT, "description": "The text to put in its place."},
-            "path": {"type": "string", "description": "A directory (or file) relative to the workspace (default: the root)."},
-            "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
+            "path": {
+                "type": "string",
+                "description": "A directory (or file) relative to the workspace (default: the root).",
+            },
+            "glob": {
+                "type": "string",
+                "description": "Only files whose name matches, like *.py (or a path glob like src/*.py).",
+            },
         },
         required=("old_text", "new_text"),
         fn=replace_in_files,

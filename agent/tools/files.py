@@ -40,7 +40,7 @@ def _read_from_line(path: str, ws: Workspace, start: int, limit: int) -> str:
     if start > len(lines):
         raise ToolFailed(f"{path} has {len(lines)} lines; start_line {start} is past the end")
     page, used, end = [], 0, start - 1
-    for line in lines[start - 1:]:
+    for line in lines[start - 1 :]:
         size = len(line.encode())
         if page and used + size > limit:
             break
@@ -70,7 +70,9 @@ def list_tree(args: dict[str, Any], ws: Workspace) -> str:
     lines: list[str] = []
     cut = _tree(ws, ws.relpath(path), 0, depth, lines)
     if len(lines) > TREE_ENTRIES:
-        lines[TREE_ENTRIES:] = [f"[list_tree: stopped at {TREE_ENTRIES} entries; list a subdirectory or lower max_depth]"]
+        lines[TREE_ENTRIES:] = [
+            f"[list_tree: stopped at {TREE_ENTRIES} entries; list a subdirectory or lower max_depth]"
+        ]
     elif cut:
         lines.append(f"[list_tree: directories deeper than max_depth={depth} are not expanded]")
     return "\n".join([f"{ws.relpath(path)}/", *lines]) if lines else f"{ws.relpath(path)}/ (empty directory)"
@@ -109,8 +111,11 @@ TOOLS = [
     Tool(
         name="read_file",
         description="Read a text file from the workspace; long files are cut at max_bytes (default 64000), start_line pages on.",
-        params={"path": PATH, "max_bytes": integer("Bytes to read, 1 to 1000000.", 1, 1_000_000),
-                "start_line": integer("First line to read, from 1 (default 1): pages through long files.", 1, 10_000_000)},
+        params={
+            "path": PATH,
+            "max_bytes": integer("Bytes to read, 1 to 1000000.", 1, 1_000_000),
+            "start_line": integer("First line to read, from 1 (default 1): pages through long files.", 1, 10_000_000),
+        },
         required=("path",),
         fn=read_file,
         risk="safe",
@@ -125,17 +130,24 @@ TOOLS = [
     Tool(
         name="list_tree",
         description="Show the directory tree under a path, indented, skipping .git, node_modules, caches and build output.",
-        params={"path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
-                "max_depth": integer("Levels to expand, 1 to 12 (default 4).", 1, 12)},
+        params={
+            "path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
+            "max_depth": integer("Levels to expand, 1 to 12 (default 4).", 1, 12),
+        },
         fn=list_tree,
         risk="safe",
     ),
     Tool(
         name="write_file",
         description="Create or replace a text file in the workspace with the given content.",
-        params={"path": PATH,
-                "content": {"type": "string", "maxLength": WRITE_LIMIT,
-                            "description": f"The whole new content, at most {WRITE_LIMIT} characters."}},
+        params={
+            "path": PATH,
+            "content": {
+                "type": "string",
+                "maxLength": WRITE_LIMIT,
+                "description": f"The whole new content, at most {WRITE_LIMIT} characters.",
+            },
+        },
         required=("path", "content"),
         fn=write_file,
         risk="edit",

@@ -37,8 +37,17 @@ from agent.tools.builtin import TOOLS
 from agent.tools.registry import Tool, ToolFailed, ToolResult
 from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
 
-__all__ = ["OUTPUT_LIMIT", "TOOLS", "Clearance", "ToolRunner", "call_tool", "cap_output", "risk_of",
-           "validate_arguments", "visible_tools"]
+__all__ = [
+    "OUTPUT_LIMIT",
+    "TOOLS",
+    "Clearance",
+    "ToolRunner",
+    "call_tool",
+    "cap_output",
+    "risk_of",
+    "validate_arguments",
+    "visible_tools",
+]
 
 ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
@@ -51,15 +60,17 @@ def risk_of(name: str) -> str:
     return tool.risk if tool else "dangerous"
 
 
-def visible_tools(allowed: Iterable[str] | None, mode: str = "auto",
-                  services: RunServices | None = None) -> list[Tool]:
+def visible_tools(allowed: Iterable[str] | None, mode: str = "auto", services: RunServices | None = None) -> list[Tool]:
     """The tools a run's model is shown: the manifest's, minus what the mode denies outright and
     what cannot work with the run's services (no config repo, not NixOS)."""
     services = services or RunServices()
     names = set(TOOLS) if allowed is None else set(allowed) & set(TOOLS)
-    return [TOOLS[n] for n in sorted(names)
-            if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"
-            and (TOOLS[n].available is None or TOOLS[n].available(services))]
+    return [
+        TOOLS[n]
+        for n in sorted(names)
+        if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"
+        and (TOOLS[n].available is None or TOOLS[n].available(services))
+    ]
 
 
 @dataclass
@@ -82,8 +93,9 @@ class Clearance:
         return self.verdict in ("run", "approved")
 
 
-def clear(name: Any, args: Any, ws: Workspace, mode: str, allowed: Iterable[str] | None,
-          approve: policy.Approver | None) -> Clearance:
+def clear(
+    name: Any, args: Any, ws: Workspace, mode: str, allowed: Iterable[str] | None, approve: policy.Approver | None
+) -> Clearance:
     """Lookup, policy, validation and approval of one call."""
     tool = TOOLS.get(name) if isinstance(name, str) else None
     if tool is None:
@@ -97,19 +109,33 @@ def clear(name: Any, args: Any, ws: Workspace, mode: str, allowed: Iterable[str]
         checked = validated
         verdict = policy.decide(name, tool.risk, mode, allowed, checked, auto_commands=ws.services.auto_commands)
     if verdict.action == "deny":
-        return Clearance("denied", tool, refusal=policy.denied_message(name, verdict.reason),
-                         detail={"reason": verdict.reason})
+        return Clearance(
+            "denied", tool, refusal=policy.denied_message(name, verdict.reason), detail={"reason": verdict.reason}
+        )
     if verdict.action == "run":
         return Clearance("run", tool, checked, detail={"policy": verdict.reason} if verdict.reason else {})
     decision = _ask(approve, name, checked, verdict.reason)
-    detail = {"decided_by": decision.by, "reason": verdict.reason, **({"approval": decision.ref} if decision.ref else {})}
+    detail = {
+        "decided_by": decision.by,
+        "reason": verdict.reason,
+        **({"approval": decision.ref} if decision.ref else {}),
+    }
     if not decision.granted:
         return Clearance("denied", tool, refusal=policy.denied_message(name, decision.detail), detail=detail)
     return Clearance("approved", tool, checked, detail=detail)
 
 
-def pass_through(name: Any, args: Any, ws: Workspace, *, mode: str, allowed: Iterable[str] | None,
-                 approve: policy.Approver | None, output_limit: int, after: After | None = None) -> ToolResult:
+def pass_through(
+    name: Any,
+    args: Any,
+    ws: Workspace,
+    *,
+    mode: str,
+    allowed: Iterable[str] | None,
+    approve: policy.Approver | None,
+    output_limit: int,
+    after: After | None = None,
+) -> ToolResult:
     """The whole path of one call on an open workspace: clear, run, redact, `after`, cap."""
     started = time.monotonic()
     clearance = clear(name, args, ws, mode, allowed, approve)
@@ -160,9 +186,17 @@ class ToolRunner:
     notes report flagged files); without them an output is only capped.
     """
 
-    def __init__(self, workspace: Workspace, *, mode: str = "auto", allowed: Iterable[str] | None = None,
-                 approve: policy.Approver | None = None, spill: OutputSpill | None = None,
-                 notes: SubdirectoryNotes | None = None, output_limit: int = OUTPUT_LIMIT) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        mode: str = "auto",
+        allowed: Iterable[str] | None = None,
+        approve: policy.Approver | None = None,
+        spill: OutputSpill | None = None,
+        notes: SubdirectoryNotes | None = None,
+        output_limit: int = OUTPUT_LIMIT,
+    ) -> None:
         self.workspace = workspace
         self.mode = mode
         self.allowed = None if allowed is None else list(allowed)
@@ -175,8 +209,16 @@ class ToolRunner:
         self.names = [t.name for t in visible]
 
     def run(self, call: ToolCall) -> ToolResult:
-        return pass_through(call.name, call.arguments, self.workspace, mode=self.mode, allowed=self.allowed,
-                            approve=self.approve, output_limit=self.output_limit, after=self._after)
+        return pass_through(
+            call.name,
+            call.arguments,
+            self.workspace,
+            mode=self.mode,
+            allowed=self.allowed,
+            approve=self.approve,
+            output_limit=self.output_limit,
+            after=self._after,
+        )
 
     def _after(self, name: str, arguments: Any, result: ToolResult) -> str:
         output = self.spill(name, arguments, result.output) if self.spill else result.output
@@ -279,6 +321,7 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
 
 
 def _signature(tool: Tool) -> str:
-    parts = [f"{p} ({s.get('type', 'string')}{'' if p in tool.required else ', optional'})"
-             for p, s in tool.params.items()]
+    parts = [
+        f"{p} ({s.get('type', 'string')}{'' if p in tool.required else ', optional'})" for p, s in tool.params.items()
+    ]
     return ", ".join(parts) or "no arguments"

@@ -17,6 +17,8 @@ from agent.tools.registry import Tool, ToolFailed
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000
+
+
 def kb_add(args: dict[str, Any], ws: Workspace) -> str:
     text = ws.services.redact(args["text"]).strip()
     if not text:
@@ -28,8 +30,10 @@ def kb_add(args: dict[str, Any], ws: Workspace) -> str:
     stored = store_of(ws).add(text, title=title, source=source, scope=scope_arg(args, ws, "global"))
     if stored.unchanged:
         return f"already stored, unchanged: document #{stored.doc_id} ({title!r}, source {source})"
-    return (f"stored document #{stored.doc_id} ({title!r}, source {source}): {stored.added} chunks added, "
-            f"{stored.kept} kept, {stored.removed} removed")
+    return (
+        f"stored document #{stored.doc_id} ({title!r}, source {source}): {stored.added} chunks added, "
+        f"{stored.kept} kept, {stored.removed} removed"
+    )
 
 
 def kb_search(args: dict[str, Any], ws: Workspace) -> str:
@@ -37,8 +41,10 @@ def kb_search(args: dict[str, Any], ws: Workspace) -> str:
     hits = store_of(ws).search(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
     if not hits:
         return f"no knowledge matches {args['query']!r}"
-    return "\n\n".join(f"{n}. {h.title} (source: {h.source}, document #{h.doc_id})\n   {' '.join(h.snippet.split())}"
-                       for n, h in enumerate(hits, 1))
+    return "\n\n".join(
+        f"{n}. {h.title} (source: {h.source}, document #{h.doc_id})\n   {' '.join(h.snippet.split())}"
+        for n, h in enumerate(hits, 1)
+    )
 
 
 def index_dir(args: dict[str, Any], ws: Workspace) -> str:
@@ -65,49 +71,69 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
     found = store_of(ws).recall(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
     if not found:
         return f"no lessons match {args['query']!r}"
-    return "\n".join(f"- #{item.id} ({item.created_at[:10]}{', tags: ' + item.tags if item.tags else ''}): "
-                     f"{item.lesson}" for item in found)
-
+    return "\n".join(
+        f"- #{item.id} ({item.created_at[:10]}{', tags: ' + item.tags if item.tags else ''}): {item.lesson}"
+        for item in found
+    )
 
 
 TOOLS = [
     Tool(
         name="kb_add",
         description="Store a text in the shared knowledge base so later runs can find it (same source replaces).",
-        params={"text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
-                "title": {"type": "string", "description": "A short title (default: the first line)."},
-                "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
-                "scope": SCOPE},
-        required=("text",), fn=kb_add, risk="edit",
+        params={
+            "text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
+            "title": {"type": "string", "description": "A short title (default: the first line)."},
+            "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
+            "scope": SCOPE,
+        },
+        required=("text",),
+        fn=kb_add,
+        risk="edit",
     ),
     Tool(
         name="kb_search",
         description="Search the knowledge base; returns the best matching chunks with title, source and a snippet.",
-        params={"query": {"type": "string", "description": "Words to look for."},
-                "k": integer("How many results, 1 to 20 (default 5).", 1, 20)},
-        required=("query",), fn=kb_search, risk="safe",
+        params={
+            "query": {"type": "string", "description": "Words to look for."},
+            "k": integer("How many results, 1 to 20 (default 5).", 1, 20),
+        },
+        required=("query",),
+        fn=kb_search,
+        risk="safe",
     ),
     Tool(
         name="index_dir",
         description="Index a workspace directory's text files into the knowledge base; re-running updates it.",
-        params={"path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
-                "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
-                "scope": SCOPE},
-        fn=index_dir, risk="edit",
+        params={
+            "path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
+            "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
+            "scope": SCOPE,
+        },
+        fn=index_dir,
+        risk="edit",
     ),
     Tool(
         name="remember",
         description="Save a short lesson to long-term memory; it is recalled in later runs when relevant.",
-        params={"lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
-                "tags": {"type": "string", "description": "Comma-separated tags."},
-                "scope": {**SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."}},
-        required=("lesson",), fn=remember, risk="edit",
+        params={
+            "lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
+            "tags": {"type": "string", "description": "Comma-separated tags."},
+            "scope": {**SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."},
+        },
+        required=("lesson",),
+        fn=remember,
+        risk="edit",
     ),
     Tool(
         name="recall",
         description="Look up lessons saved in long-term memory by earlier runs.",
-        params={"query": {"type": "string", "description": "What the lesson is about."},
-                "k": integer("How many, 1 to 20 (default 5).", 1, 20)},
-        required=("query",), fn=recall, risk="safe",
+        params={
+            "query": {"type": "string", "description": "What the lesson is about."},
+            "k": integer("How many, 1 to 20 (default 5).", 1, 20),
+        },
+        required=("query",),
+        fn=recall,
+        risk="safe",
     ),
 ]

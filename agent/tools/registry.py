@@ -48,8 +48,9 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The tool as Ollama's `tools` field wants it."""
-        properties = {name: {k: v for k, v in spec.items() if k not in GATE_ONLY_KEYS}
-                      for name, spec in self.params.items()}
+        properties = {
+            name: {k: v for k, v in spec.items() if k not in GATE_ONLY_KEYS} for name, spec in self.params.items()
+        }
         return {
             "type": "function",
             "function": {

@@ -39,8 +39,7 @@ class _Search:
 
 
 def search_files(args: dict[str, Any], ws: Workspace) -> str:
-    search = _Search(_matcher(args), args.get("max_results", 100),
-                     time.monotonic() + SEARCH_SECONDS)
+    search = _Search(_matcher(args), args.get("max_results", 100), time.monotonic() + SEARCH_SECONDS)
     start = args.get("path") or "."
     try:
         with _time_limit(SEARCH_SECONDS):
@@ -60,7 +59,9 @@ def _matcher(args: dict[str, Any]) -> re.Pattern[str]:
     try:
         return re.compile(pattern if args.get("regex") else re.escape(pattern), flags)
     except re.error as exc:
-        raise ToolFailed(f"pattern is not a valid regular expression ({exc}); pass regex=false for plain text") from None
+        raise ToolFailed(
+            f"pattern is not a valid regular expression ({exc}); pass regex=false for plain text"
+        ) from None
 
 
 def _search_one(ws: Workspace, rel: str, search: _Search) -> bool:
@@ -138,10 +139,20 @@ TOOLS = [
         name="search_files",
         description="Search workspace files for text or a regular expression; returns path:line: text for each match.",
         params={
-            "pattern": {"type": "string", "maxLength": 1000, "description": "The text (or, with regex=true, the regular expression)."},
+            "pattern": {
+                "type": "string",
+                "maxLength": 1000,
+                "description": "The text (or, with regex=true, the regular expression).",
+            },
             "path": {"type": "string", "description": "A file or directory to search (default: the whole workspace)."},
-            "glob": {"type": "string", "description": "Only files whose name matches, like *.py (or a path glob like src/*.py)."},
-            "regex": {"type": "boolean", "description": "Treat pattern as a Python regular expression (default false)."},
+            "glob": {
+                "type": "string",
+                "description": "Only files whose name matches, like *.py (or a path glob like src/*.py).",
+            },
+            "regex": {
+                "type": "boolean",
+                "description": "Treat pattern as a Python regular expression (default false).",
+            },
             "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)."},
             "max_results": integer("Matches to return, 1 to 500 (default 100).", 1, 500),
         },

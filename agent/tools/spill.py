@@ -47,8 +47,7 @@ class OutputSpill:
             return output
         if self._reads_a_spill(tool, arguments):
             page = self.threshold // 2
-            return (f"{cap_output(output, self.threshold)[0]}\n[read it in parts: pass start_line and "
-                    f"max_bytes={page}]")
+            return f"{cap_output(output, self.threshold)[0]}\n[read it in parts: pass start_line and max_bytes={page}]"
         self.count += 1
         rel = f"{SPILL_DIR}/{self.run_id}-{self.count:03d}-{tool}.txt"
         try:
@@ -76,11 +75,13 @@ class OutputSpill:
 
 def preview(output: str, rel: str, threshold: int) -> str:
     size = threshold // 2
-    head, tail = output[: int(size * 0.75)], output[-int(size * 0.25):]
+    head, tail = output[: int(size * 0.75)], output[-int(size * 0.25) :]
     head = head[: head.rfind("\n") + 1] or head
-    tail = tail[tail.find("\n") + 1:] or tail
+    tail = tail[tail.find("\n") + 1 :] or tail
     lines = output.count("\n") + 1
     next_line = head.count("\n") + 1
-    return (f"{head}\n[... output too long for the context: {len(output):,} characters, {lines:,} lines. "
-            f"The whole output is saved in {rel}; read parts of it with read_file path='{rel}' "
-            f"start_line={next_line} max_bytes={size} ...]\n{tail}")
+    return (
+        f"{head}\n[... output too long for the context: {len(output):,} characters, {lines:,} lines. "
+        f"The whole output is saved in {rel}; read parts of it with read_file path='{rel}' "
+        f"start_line={next_line} max_bytes={size} ...]\n{tail}"
+    )

@@ -25,6 +25,7 @@ _LINK = re.compile(r"^system-(\d+)-link$")
 
 # --- NixOS generations -----------------------------------------------------------------------
 
+
 def _root(ws: Workspace) -> Path:
     return ws.services.host_root
 
@@ -56,8 +57,15 @@ def _generations(root: Path) -> list[dict[str, Any]]:
         if match and entry.is_symlink():
             target = os.readlink(entry)
             built = datetime.fromtimestamp(entry.lstat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M")
-            found.append({"number": int(match.group(1)), "target": target, "built": built,
-                          "version": _version(root, target), "current": target == current})
+            found.append(
+                {
+                    "number": int(match.group(1)),
+                    "target": target,
+                    "built": built,
+                    "version": _version(root, target),
+                    "current": target == current,
+                }
+            )
     return sorted(found, key=lambda g: g["number"])
 
 
@@ -78,11 +86,14 @@ def list_generations(args: dict[str, Any], ws: Workspace) -> str:
     rows = _generations(root)
     if not rows:
         return "no system generations found in /nix/var/nix/profiles"
-    return "\n".join(f"{g['number']:>4}  {g['built']}  NixOS {g['version']}  {g['target']}"
-                     f"{'  (current)' if g['current'] else ''}" for g in rows)
+    return "\n".join(
+        f"{g['number']:>4}  {g['built']}  NixOS {g['version']}  {g['target']}{'  (current)' if g['current'] else ''}"
+        for g in rows
+    )
 
 
 # --- health ----------------------------------------------------------------------------------
+
 
 def _meminfo() -> str:
     fields = {}
@@ -113,8 +124,12 @@ def _failed_units(root: Path) -> str:
     if not (root / "run/systemd/system").is_dir():
         return "hearth units: systemd is not running on this host, so there is no unit status"
     try:
-        done = subprocess.run(["systemctl", "list-units", "--failed", "--plain", "--no-legend", "--no-pager",
-                               "hearth*"], capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["systemctl", "list-units", "--failed", "--plain", "--no-legend", "--no-pager", "hearth*"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"hearth units: could not ask systemd ({exc})"
     failed = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
@@ -145,10 +160,27 @@ def _on_nixos(services: RunServices) -> bool:
 
 
 TOOLS = [
-    Tool("current_generation", "Show the running NixOS system generation (or say the host is not NixOS).",
-         _NONE, current_generation, risk="safe", available=_on_nixos),
-    Tool("list_generations", "List the NixOS system generations with their dates and versions, marking the running one.",
-         _NONE, list_generations, risk="safe", available=_on_nixos),
-    Tool("system_health", "Report load, memory, disk, Ollama reachability and models, and failed hearth units.",
-         _NONE, system_health, risk="safe"),
+    Tool(
+        "current_generation",
+        "Show the running NixOS system generation (or say the host is not NixOS).",
+        _NONE,
+        current_generation,
+        risk="safe",
+        available=_on_nixos,
+    ),
+    Tool(
+        "list_generations",
+        "List the NixOS system generations with their dates and versions, marking the running one.",
+        _NONE,
+        list_generations,
+        risk="safe",
+        available=_on_nixos,
+    ),
+    Tool(
+        "system_health",
+        "Report load, memory, disk, Ollama reachability and models, and failed hearth units.",
+        _NONE,
+        system_health,
+        risk="safe",
+    ),
 ]

@@ -29,8 +29,13 @@ def _timeout(args: dict[str, Any]) -> float:
 
 def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
     try:
-        reply = request(guard_of(ws), "GET", args["url"], timeout_s=_timeout(args),
-                        headers={"accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"})
+        reply = request(
+            guard_of(ws),
+            "GET",
+            args["url"],
+            timeout_s=_timeout(args),
+            headers={"accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"},
+        )
         if not 200 <= reply.status < 300:
             raise ToolFailed(f"{reply.url} answered HTTP {reply.status} {reply.reason}".rstrip())
         return readable(reply)
@@ -52,7 +57,9 @@ def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
     cut = f"; cut at {MAX_KB_PAGE} of {len(text)} characters" if len(text) > MAX_KB_PAGE else ""
     text = text[:MAX_KB_PAGE]
     stored = store.add(text, title=title, source=page.url, scope=scope_arg(args, ws, "global"), kind="web")
-    verb = "already stored, unchanged" if stored.unchanged else f"stored ({stored.added} chunks added, {stored.kept} kept)"
+    verb = (
+        "already stored, unchanged" if stored.unchanged else f"stored ({stored.added} chunks added, {stored.kept} kept)"
+    )
     return f"{verb}: document #{stored.doc_id} {title!r} from {page.url}, {len(text)} characters{cut}"
 
 
@@ -64,8 +71,15 @@ def http_request(args: dict[str, Any], ws: Workspace) -> str:
     if data is not None and len(data) > MAX_REQUEST_BODY:
         raise ToolFailed(f"body is {len(data)} bytes, over the limit of {MAX_REQUEST_BODY}; nothing was sent")
     try:
-        reply = request(guard_of(ws), method, args["url"], headers=headers, body=data,
-                        credentials=ws.services.credentials, timeout_s=_timeout(args))
+        reply = request(
+            guard_of(ws),
+            method,
+            args["url"],
+            headers=headers,
+            body=data,
+            credentials=ws.services.credentials,
+            timeout_s=_timeout(args),
+        )
     except NetError as exc:
         raise ToolFailed(str(exc)) from None
     return describe_reply(reply, method)
@@ -129,24 +143,38 @@ TOOLS = [
         name="web_fetch",
         description="Fetch a web page (or text/JSON) and return its readable text.",
         params={"url": _URL, "timeout_s": _TIMEOUT},
-        required=("url",), fn=web_fetch, risk="dangerous",
+        required=("url",),
+        fn=web_fetch,
+        risk="dangerous",
     ),
     Tool(
         name="http_request",
         description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
-        params={"url": _URL,
-                "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
-                "headers": {"type": "object", "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.'},
-                "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
-                "timeout_s": _TIMEOUT},
-        required=("url",), fn=http_request, risk="dangerous",
+        params={
+            "url": _URL,
+            "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
+            "headers": {
+                "type": "object",
+                "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.',
+            },
+            "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
+            "timeout_s": _TIMEOUT,
+        },
+        required=("url",),
+        fn=http_request,
+        risk="dangerous",
     ),
     Tool(
         name="fetch_to_kb",
         description="Fetch a web page and store its readable text in the knowledge base in one step.",
-        params={"url": _URL, "title": {"type": "string", "description": "A title (default: the page's)."},
-                "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
-                "timeout_s": _TIMEOUT},
-        required=("url",), fn=fetch_to_kb, risk="dangerous",
+        params={
+            "url": _URL,
+            "title": {"type": "string", "description": "A title (default: the page's)."},
+            "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
+            "timeout_s": _TIMEOUT,
+        },
+        required=("url",),
+        fn=fetch_to_kb,
+        risk="dangerous",
     ),
 ]

@@ -31,8 +31,11 @@ def web_search(args: dict[str, Any], ws: Workspace) -> str:
     results = search(ws, query, limit, backend_name)
     if not results:
         return f"no results for {query!r}"
-    return "\n\n".join(f"{n}. {r.get('title') or '(no title)'}\n   {r.get('href') or r.get('url') or ''}\n   "
-                       f"{' '.join(str(r.get('body') or '').split())}" for n, r in enumerate(results[:limit], 1))
+    return "\n\n".join(
+        f"{n}. {r.get('title') or '(no title)'}\n   {r.get('href') or r.get('url') or ''}\n   "
+        f"{' '.join(str(r.get('body') or '').split())}"
+        for n, r in enumerate(results[:limit], 1)
+    )
 
 
 def _backend_for(ws: Workspace) -> str:
@@ -65,8 +68,10 @@ def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[di
     try:
         return list(call())
     except RatelimitException:
-        raise ToolFailed("web_search was rate-limited by the search provider; wait a while before searching "
-                         "again, or fetch a known URL with web_fetch") from None
+        raise ToolFailed(
+            "web_search was rate-limited by the search provider; wait a while before searching "
+            "again, or fetch a known URL with web_fetch"
+        ) from None
     except TimeoutException:
         raise ToolFailed(f"web_search timed out for {query!r}; try again or use fewer words") from None
     except DDGSException as exc:
@@ -82,8 +87,12 @@ TOOLS = [
     Tool(
         name="web_search",
         description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
-        params={"query": {"type": "string", "description": "The search words."},
-                "max_results": integer("1 to 20 (default 5).", 1, MAX_RESULTS)},
-        required=("query",), fn=web_search, risk="dangerous",
+        params={
+            "query": {"type": "string", "description": "The search words."},
+            "max_results": integer("1 to 20 (default 5).", 1, MAX_RESULTS),
+        },
+        required=("query",),
+        fn=web_search,
+        risk="dangerous",
     ),
 ]

@@ -84,22 +84,50 @@ def operator_name() -> str:
     return f"{caller} (sudo as {name})" if caller and caller != name else name
 
 
-def ask(audit: AuditStore, run_id: str, tool: str, args: dict[str, Any], reason: str, *,
-        timeout_s: float, via: str = "queue", now: Clock = utc_clock) -> Approval:
+def ask(
+    audit: AuditStore,
+    run_id: str,
+    tool: str,
+    args: dict[str, Any],
+    reason: str,
+    *,
+    timeout_s: float,
+    via: str = "queue",
+    now: Clock = utc_clock,
+) -> Approval:
     """Write a pending approval for this exact call; it expires ``timeout_s`` from now."""
     started = now()
     approval = Approval(
-        id=secrets.token_hex(5), run_id=run_id, tool=tool, arguments=canonical_arguments(args),
-        call_hash=call_hash(tool, args), reason=reason, via=via, status="pending",
-        requested_at=stamp(started), expires_at=stamp(started + timedelta(seconds=timeout_s)), timeout_s=timeout_s,
+        id=secrets.token_hex(5),
+        run_id=run_id,
+        tool=tool,
+        arguments=canonical_arguments(args),
+        call_hash=call_hash(tool, args),
+        reason=reason,
+        via=via,
+        status="pending",
+        requested_at=stamp(started),
+        expires_at=stamp(started + timedelta(seconds=timeout_s)),
+        timeout_s=timeout_s,
     )
     audit.db["approvals"].insert(asdict(approval))
     return approval
 
 
-def record(audit: AuditStore, run_id: str, tool: str, args: dict[str, Any], reason: str, *, granted: bool,
-           by: str, note: str = "", timeout_s: float = 0.0, asked_at: datetime | None = None,
-           now: Clock = utc_clock) -> Approval:
+def record(
+    audit: AuditStore,
+    run_id: str,
+    tool: str,
+    args: dict[str, Any],
+    reason: str,
+    *,
+    granted: bool,
+    by: str,
+    note: str = "",
+    timeout_s: float = 0.0,
+    asked_at: datetime | None = None,
+    now: Clock = utc_clock,
+) -> Approval:
     """An approval decided on the spot (at a terminal), recorded like any other."""
     asked = asked_at or now()
     approval = ask(audit, run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
@@ -123,13 +151,15 @@ def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now
     if everything:
         rows = audit.db["approvals"].rows_where(order_by="requested_at desc, rowid desc", limit=limit)
         return [_from_row(r) for r in rows]
-    rows = audit.db["approvals"].rows_where("status = 'pending' and expires_at > ?", [stamp(now())],
-                                            order_by="requested_at, rowid", limit=limit)
+    rows = audit.db["approvals"].rows_where(
+        "status = 'pending' and expires_at > ?", [stamp(now())], order_by="requested_at, rowid", limit=limit
+    )
     return [_from_row(r) for r in rows]
 
 
-def decide(audit: AuditStore, ident: str, *, granted: bool, by: str, note: str = "",
-           now: Clock = utc_clock) -> Approval:
+def decide(
+    audit: AuditStore, ident: str, *, granted: bool, by: str, note: str = "", now: Clock = utc_clock
+) -> Approval:
     """Approve or deny a pending approval; ApprovalClosed when it is decided or expired already."""
     with immediate(audit.db):
         approval = find(audit, ident)
@@ -154,8 +184,7 @@ def _closed_reason(approval: Approval, moment: str) -> str | None:
     if status == "pending":
         return None
     if status == "expired":
-        return (f"approval {approval.id} expired at {approval.expires_at} (its run treats that as deny); "
-                "nothing changed")
+        return f"approval {approval.id} expired at {approval.expires_at} (its run treats that as deny); nothing changed"
     return f"approval {approval.id} was already {status} by {approval.decided_by} at {approval.decided_at}; nothing changed"
 
 
@@ -167,7 +196,8 @@ def _move(audit: AuditStore, approval_id: str, status: str, moment: str, by: str
     """Compare-and-set out of pending; False when someone else moved it first."""
     cursor = audit.db.execute(
         "update approvals set status = ?, decided_at = ?, decided_by = ?, note = ? where id = ? and status = 'pending'",
-        [status, moment, by, note, approval_id])
+        [status, moment, by, note, approval_id],
+    )
     return cursor.rowcount == 1
 
 
@@ -192,12 +222,20 @@ def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
     """Close what a dead run left waiting (it was killed and cannot run the call); how many were open."""
     cursor = audit.db.execute(
         "update approvals set status = 'cancelled', decided_at = ?, decided_by = 'run', note = ? "
-        "where run_id = ? and status = 'pending'", [stamp(utc_clock()), note, run_id])
+        "where run_id = ? and status = 'pending'",
+        [stamp(utc_clock()), note, run_id],
+    )
     return cursor.rowcount
 
 
-def wait(audit: AuditStore, approval: Approval, *, now: Clock = utc_clock,
-         sleep: Callable[[float], None], poll_s: float = 0.2) -> Approval:
+def wait(
+    audit: AuditStore,
+    approval: Approval,
+    *,
+    now: Clock = utc_clock,
+    sleep: Callable[[float], None],
+    poll_s: float = 0.2,
+) -> Approval:
     """Poll until the approval is decided or expires; returns the final row."""
     deadline = parse_stamp(approval.expires_at)
     while True:

@@ -55,10 +55,16 @@ def ensure_request_row(audit: AuditStore, parsed: Parsed, facts: FileFacts, clai
 def _request_row(parsed: Parsed, facts: FileFacts, claimed_at: str) -> dict[str, object]:
     request = parsed.request
     return {
-        "id": request.id, "shape": parsed.shape, "file": facts.file, "size": facts.size,
-        "sha256": facts.sha256, "source": request.source, "requested_by": request.requested_by,
+        "id": request.id,
+        "shape": parsed.shape,
+        "file": facts.file,
+        "size": facts.size,
+        "sha256": facts.sha256,
+        "source": request.source,
+        "requested_by": request.requested_by,
         "created_at": request.created_at.isoformat() if request.created_at else None,
-        "claimed_at": claimed_at, "body": request.model_dump_json(exclude_none=True),
+        "claimed_at": claimed_at,
+        "body": request.model_dump_json(exclude_none=True),
     }
 
 
@@ -71,30 +77,50 @@ def _taken(audit: AuditStore, request_id: str) -> str | None:
     return None
 
 
-def record_rejection(audit: AuditStore, reason: str, facts: FileFacts, *, kept_as: str,
-                     request: Request | None = None, request_id: str | None = None,
-                     run_id: str | None = None) -> str:
+def record_rejection(
+    audit: AuditStore,
+    reason: str,
+    facts: FileFacts,
+    *,
+    kept_as: str,
+    request: Request | None = None,
+    request_id: str | None = None,
+    run_id: str | None = None,
+) -> str:
     """A `rejected` run row (a fresh id unless the run exists) and the rejection's file facts."""
     run_id = run_id or new_run_id()
     with immediate(audit.db):
         if audit.run(run_id) is None:
             audit.start_run(_rejected_run(run_id, request))
         audit.finish_run(run_id, status="rejected", error=reason, iterations=0)
-        audit.db["rejections"].insert({
-            "run_id": run_id, "at": audit.clock(), "file": facts.file,
-            "request_id": request.id if request else request_id, "size": facts.size,
-            "sha256": facts.sha256, "reason": reason, "kept_as": kept_as,
-        })
+        audit.db["rejections"].insert(
+            {
+                "run_id": run_id,
+                "at": audit.clock(),
+                "file": facts.file,
+                "request_id": request.id if request else request_id,
+                "size": facts.size,
+                "sha256": facts.sha256,
+                "reason": reason,
+                "kept_as": kept_as,
+            }
+        )
     return run_id
 
 
 def _rejected_run(run_id: str, request: Request | None) -> RunRecord:
     if request is None:  # nothing trustworthy was read: the rejections row says what the file was
-        return RunRecord(id=run_id, agent_name="", model="", goal="", mode="", source="unknown",
-                         status="rejected")
-    return RunRecord(id=run_id, agent_name=request.agent_name, model=request.model or "", goal=request.goal,
-                     mode=request.mode, source=request.source, requested_by=request.requested_by,
-                     status="rejected")
+        return RunRecord(id=run_id, agent_name="", model="", goal="", mode="", source="unknown", status="rejected")
+    return RunRecord(
+        id=run_id,
+        agent_name=request.agent_name,
+        model=request.model or "",
+        goal=request.goal,
+        mode=request.mode,
+        source=request.source,
+        requested_by=request.requested_by,
+        status="rejected",
+    )
 
 
 def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: str) -> None:
@@ -109,9 +135,15 @@ def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: s
 def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:
     row = next(iter(audit.db["requests"].rows_where("id = ?", [request_id])), None)
     body = json.loads(row["body"]) if row else {}
-    return RunRecord(id=request_id, agent_name=body.get("agent_name", ""), model=body.get("model", ""),
-                     goal=body.get("goal", ""), mode=body.get("mode", ""), source=body.get("source", "unknown"),
-                     requested_by=body.get("requested_by", ""))
+    return RunRecord(
+        id=request_id,
+        agent_name=body.get("agent_name", ""),
+        model=body.get("model", ""),
+        goal=body.get("goal", ""),
+        mode=body.get("mode", ""),
+        source=body.get("source", "unknown"),
+        requested_by=body.get("requested_by", ""),
+    )
 
 
 def run_status_readonly(path: Path, run_id: str) -> str | None:

@@ -25,7 +25,6 @@ ARGUMENTS_CAP = 4_000
 OUTPUT_CAP = 8_000
 
 
-
 def new_run_id(now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> str:
     return f"{now().strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
@@ -107,9 +106,9 @@ class AuditStore:
         fields["arguments"] = cap(fields.get("arguments"), ARGUMENTS_CAP)
         fields["output"] = cap(fields.get("output"), OUTPUT_CAP)
         with immediate(self.db):
-            seq = self.db.execute(
-                "select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]
-            ).fetchone()[0]
+            seq = self.db.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()[
+                0
+            ]
             self.db["steps"].insert({"run_id": run_id, "seq": seq, "at": self.clock(), "kind": kind, **fields})
         return seq
 

@@ -70,8 +70,13 @@ def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> i
     if not settings.audit_path.exists():
         raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
     with AuditStore(settings.audit_path) as audit:
-        approval = approvals.decide(audit, args.approval_id, granted=granted, by=f"cli:{approvals.operator_name()}",
-                                    note=getattr(args, "reason", ""))
+        approval = approvals.decide(
+            audit,
+            args.approval_id,
+            granted=granted,
+            by=f"cli:{approvals.operator_name()}",
+            note=getattr(args, "reason", ""),
+        )
     verb = "approved" if granted else "denied"
     print(f"{verb} {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})")
     return 0

@@ -15,14 +15,25 @@ from hearth.settings import Settings
 def register(sub: argparse._SubParsersAction) -> None:
     creds = sub.add_parser("creds", help="manage credentials that runs use by name (cred:NAME)")
     verbs = creds.add_subparsers(dest="verb", metavar="VERB", required=True)
-    put = verbs.add_parser("set", help="set a credential; the value is read from stdin",
-                           description="Set NAME, bound to the hosts it may be sent to. The value is read "
-                           "from stdin (a prompt without echo on a terminal), never from the command line.")
+    put = verbs.add_parser(
+        "set",
+        help="set a credential; the value is read from stdin",
+        description="Set NAME, bound to the hosts it may be sent to. The value is read "
+        "from stdin (a prompt without echo on a terminal), never from the command line.",
+    )
     put.add_argument("name", help="letters, digits, '_', '-', '.'; starts with a letter")
-    put.add_argument("--host", action="append", default=[], required=True,
-                     help="a host (or *.domain) the value may be sent to; repeatable")
-    put.add_argument("--systemd", action="store_true",
-                     help="the value comes from $CREDENTIALS_DIRECTORY/NAME (LoadCredential=); read no value")
+    put.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        required=True,
+        help="a host (or *.domain) the value may be sent to; repeatable",
+    )
+    put.add_argument(
+        "--systemd",
+        action="store_true",
+        help="the value comes from $CREDENTIALS_DIRECTORY/NAME (LoadCredential=); read no value",
+    )
     put.set_defaults(handler=set_credential)
     listing = verbs.add_parser("list", help="list credentials (names, hosts, where the value comes from)")
     listing.add_argument("--json", action="store_true")

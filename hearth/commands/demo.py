@@ -29,7 +29,11 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     real = None if args.scripted else pick_real_model(settings.ollama_host, settings.model)
     model = None if real else ScriptedModel(demo_script(), model="demo-script")
     name = real or "demo-script"
-    where = f"Ollama at {settings.ollama_host}" if real else f"the scripted demo model (no Ollama at {settings.ollama_host})"
+    where = (
+        f"Ollama at {settings.ollama_host}"
+        if real
+        else f"the scripted demo model (no Ollama at {settings.ollama_host})"
+    )
     print(f"hearth demo: goal for {name}, using {where}\n  {GOAL}\n")
     request = GoalRequest(goal=GOAL, model=name, agent_name="demo", source="demo")
     run_id, outcome = run_goal(request, settings, model=model, approve=_approve, json_lines=args.json)

@@ -23,14 +23,25 @@ WARN_SHARE, ERROR_SHARE = 0.5, 0.9
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    doctor = sub.add_parser("doctor", help="check that this machine is ready to run agents", epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    doctor = sub.add_parser(
+        "doctor",
+        help="check that this machine is ready to run agents",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     doctor.add_argument("--agent-name", help="check only this profile (and show its prompt with --context)")
-    doctor.add_argument("--context", action="store_true",
-                        help="print each part of the system prompt with its source and size, and the total")
+    doctor.add_argument(
+        "--context",
+        action="store_true",
+        help="print each part of the system prompt with its source and size, and the total",
+    )
     doctor.add_argument("--workspace", type=Path, help="with --context: include this workspace's context file")
-    doctor.add_argument("--num-ctx", type=int, default=DEFAULT_NUM_CTX,
-                        help=f"the model's context window in tokens (default {DEFAULT_NUM_CTX})")
+    doctor.add_argument(
+        "--num-ctx",
+        type=int,
+        default=DEFAULT_NUM_CTX,
+        help=f"the model's context window in tokens (default {DEFAULT_NUM_CTX})",
+    )
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=run_doctor)
 
@@ -45,8 +56,14 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     context = _context_report(chosen, previews.get(chosen), args.num_ctx) if args.context else None
     counts = summary_counts(findings)
     if args.json:
-        print_json({"ok": counts["error"] == 0, "counts": counts, "findings": [f.as_dict() for f in findings],
-                    **({"context": context} if args.context else {})})
+        print_json(
+            {
+                "ok": counts["error"] == 0,
+                "counts": counts,
+                "findings": [f.as_dict() for f in findings],
+                **({"context": context} if args.context else {}),
+            }
+        )
     else:
         _print_findings(settings, findings, counts)
         if args.context:
@@ -72,8 +89,11 @@ def _size_finding(name: str, shown: dict[str, Any], num_ctx: int) -> Finding:
     tokens = _tokens(shown)
     share = tokens / num_ctx
     status = "error" if share > ERROR_SHARE else "warn" if share > WARN_SHARE else "ok"
-    return Finding("prompt size", status, f"{name}: the system prompt and tools take ~{tokens:,} tokens, "
-                                          f"{share:.0%} of num_ctx {num_ctx:,}")
+    return Finding(
+        "prompt size",
+        status,
+        f"{name}: the system prompt and tools take ~{tokens:,} tokens, {share:.0%} of num_ctx {num_ctx:,}",
+    )
 
 
 def _context_report(name: str, shown: dict[str, Any] | None, num_ctx: int) -> dict[str, Any] | None:
@@ -98,5 +118,7 @@ def _print_context(name: str, context: dict[str, Any] | None) -> None:
         print(f"\n--- {part['label']}  ({part['source']}, {part['chars']:,} chars)")
         print(part["text"])
     share = context["estimated_tokens"] / context["num_ctx"]
-    print(f"\ntotal: {context['prompt_chars']:,} chars of prompt + {context['tool_schema_chars']:,} chars of tool "
-          f"schemas, ~{context['estimated_tokens']:,} tokens = {share:.0%} of num_ctx {context['num_ctx']:,}")
+    print(
+        f"\ntotal: {context['prompt_chars']:,} chars of prompt + {context['tool_schema_chars']:,} chars of tool "
+        f"schemas, ~{context['estimated_tokens']:,} tokens = {share:.0%} of num_ctx {context['num_ctx']:,}"
+    )

@@ -20,8 +20,12 @@ changes, the run did not finish, or the check failed), 2 bad usage."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    evolve = sub.add_parser("evolve", help="propose a change to hearth's own NixOS config (never applied)",
-                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    evolve = sub.add_parser(
+        "evolve",
+        help="propose a change to hearth's own NixOS config (never applied)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     evolve.add_argument("goal", help="what to change, in plain words")
     evolve.add_argument("--repo", type=Path, help="the config checkout (default $HEARTH_CONFIG_REPO)")
     evolve.add_argument("--model", help="Ollama model (default $HEARTH_MODEL)")
@@ -36,8 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_evolve(args: argparse.Namespace, settings: Settings) -> int:
-    request = GoalRequest(goal=args.goal, model=args.model or settings.model, agent_name="evolve",
-                          max_iters=args.max_iters, source="evolve")
+    request = GoalRequest(
+        goal=args.goal,
+        model=args.model or settings.model,
+        agent_name="evolve",
+        max_iters=args.max_iters,
+        source="evolve",
+    )
     proposal = run_evolve_request(request, settings, repo=args.repo)
     if args.json:
         print_json(asdict(proposal))
@@ -59,10 +68,16 @@ def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([asdict(p) for p in rows])
     elif not rows:
-        print("no proposals recorded yet (hearth evolve \"GOAL\" makes one)")
+        print('no proposals recorded yet (hearth evolve "GOAL" makes one)')
     else:
-        shown = [{**asdict(p), "check": "pass" if p.check_passed else "fail", "flagged": "SECURITY" if p.security_flag else ""}
-                 for p in rows]
+        shown = [
+            {
+                **asdict(p),
+                "check": "pass" if p.check_passed else "fail",
+                "flagged": "SECURITY" if p.security_flag else "",
+            }
+            for p in rows
+        ]
         table(shown, ["id", "status", "check", "flagged", "branch", "created_at", "goal"], widths={"goal": 40})
     return 0
 
@@ -70,8 +85,10 @@ def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
 def _print_proposal(proposal: Proposal, *, with_diff: bool) -> None:
     print(f"proposal {proposal.id}  {proposal.status}  (run {proposal.run_status or '-'})")
     print(f"goal: {proposal.goal}")
-    print(f"repo {proposal.repo}  branch {proposal.branch}  base {proposal.base_commit[:12]}"
-          f"  head {proposal.head_commit[:12] or '-'}")
+    print(
+        f"repo {proposal.repo}  branch {proposal.branch}  base {proposal.base_commit[:12]}"
+        f"  head {proposal.head_commit[:12] or '-'}"
+    )
     if proposal.security_flag:
         print("FLAGGED: it touches hearth's own security settings; review before applying:")
         for reason in proposal.security_reasons:

@@ -44,8 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     forget = memory_verbs.add_parser("rm", help="remove a lesson by id")
     forget.add_argument("id", type=int)
     forget.add_argument("--json", action="store_true")
-    for parser, handler in ((add, kb_add), (search, kb_search), (listing, kb_list), (remove, kb_rm),
-                            (lessons, memory_list), (forget, memory_rm)):
+    for parser, handler in (
+        (add, kb_add),
+        (search, kb_search),
+        (listing, kb_list),
+        (remove, kb_rm),
+        (lessons, memory_list),
+        (forget, memory_rm),
+    ):
         parser.set_defaults(handler=handler)
 
 
@@ -101,16 +107,28 @@ def _read_file(target: Path, shown: str) -> str:
             raise UsageError(f"{shown}: not added ({exc})") from None
 
 
-def _add_text(store: KnowledgeStore, text: str, args: argparse.Namespace, scope: str, source: str,
-              default_title: str | None = None) -> dict[str, Any]:
+def _add_text(
+    store: KnowledgeStore,
+    text: str,
+    args: argparse.Namespace,
+    scope: str,
+    source: str,
+    default_title: str | None = None,
+) -> dict[str, Any]:
     if not text.strip():
         raise UsageError(f"nothing to add from {source}: the text is empty")
     title = args.title or default_title or " ".join(text.strip().splitlines()[0].split())[:200]
     source = args.source or source
     stored = store.add(text.strip(), title=title, source=source, scope=scope)
     verb = "unchanged" if stored.unchanged else f"stored ({stored.added} chunks added, {stored.removed} removed)"
-    return {"doc_id": stored.doc_id, "title": title, "source": source, "scope": scope, **asdict(stored),
-            "summary": f"#{stored.doc_id} {title!r} ({source}): {verb}"}
+    return {
+        "doc_id": stored.doc_id,
+        "title": title,
+        "source": source,
+        "scope": scope,
+        **asdict(stored),
+        "summary": f"#{stored.doc_id} {title!r} ({source}): {verb}",
+    }
 
 
 def kb_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -135,8 +153,11 @@ def kb_list(args: argparse.Namespace, settings: Settings) -> int:
     elif not rows:
         print("the knowledge base is empty")
     else:
-        table(rows, ["id", "scope", "title", "source", "chunks", "chars", "updated_at"],
-              widths={"title": 40, "source": 60})
+        table(
+            rows,
+            ["id", "scope", "title", "source", "chunks", "chars", "updated_at"],
+            widths={"title": 40, "source": 60},
+        )
     return 0
 
 

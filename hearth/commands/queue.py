@@ -22,18 +22,36 @@ from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_re
 from hearth.settings import Settings
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
-SPAWN_EPILOG = ("exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
-                "launched (its request is in queue/failed/), 2 unusable state or queue directory")
-AGENT_EPILOG = ("exit codes: 0 done, 1 failed, 2 rejected / not claimed / already running, "
-                "3 iteration limit, 4 model unavailable, 5 denied, 130 interrupted, 70 internal error")
-REQUEST_FLAGS = ("goal", "goal_option", "model", "agent_name", "mode", "tools", "max_iterations", "timeout",
-                 "credential", "egress", "source", "requested_by", "evolve")
+SPAWN_EPILOG = (
+    "exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
+    "launched (its request is in queue/failed/), 2 unusable state or queue directory"
+)
+AGENT_EPILOG = (
+    "exit codes: 0 done, 1 failed, 2 rejected / not claimed / already running, "
+    "3 iteration limit, 4 model unavailable, 5 denied, 130 interrupted, 70 internal error"
+)
+REQUEST_FLAGS = (
+    "goal",
+    "goal_option",
+    "model",
+    "agent_name",
+    "mode",
+    "tools",
+    "max_iterations",
+    "timeout",
+    "credential",
+    "egress",
+    "source",
+    "requested_by",
+    "evolve",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     _register_enqueue(sub)
-    spawn = sub.add_parser("spawn", help="start every queued request (what hearth-spawn.service runs)",
-                           epilog=SPAWN_EPILOG)
+    spawn = sub.add_parser(
+        "spawn", help="start every queued request (what hearth-spawn.service runs)", epilog=SPAWN_EPILOG
+    )
     spawn.add_argument("--local", action="store_true", help="run as local processes instead of systemd units")
     spawn.add_argument("--concurrency", type=_positive, help="local runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
     spawn.add_argument("--json", action="store_true", help="print what happens as JSON lines")
@@ -104,7 +122,7 @@ def _request_from_args(args: argparse.Namespace) -> Request:
     args.goal = args.goal if args.goal is not None else args.goal_option
     if args.file is None:
         if not args.goal:
-            raise UsageError("no goal given; usage: hearth enqueue \"GOAL\" [options] or --file FILE")
+            raise UsageError('no goal given; usage: hearth enqueue "GOAL" [options] or --file FILE')
         return build_request(_flags_object(args), file_id=None).request
     given = [f"--{name.replace('_', '-')}" for name in REQUEST_FLAGS[2:] if getattr(args, name) not in (None, False)]
     if args.goal or given:
@@ -118,11 +136,19 @@ def _request_from_args(args: argparse.Namespace) -> Request:
 
 def _flags_object(args: argparse.Namespace) -> dict[str, Any]:
     obj: dict[str, Any] = {"id": args.id or new_run_id(), "goal": args.goal}
-    pairs = {"model": args.model, "agent_name": args.agent_name, "mode": args.mode,
-             "max_iterations": args.max_iterations, "timeout_s": args.timeout, "source": args.source,
-             "requested_by": args.requested_by, "credentials": args.credential, "egress": args.egress,
-             "allowed_tools": _split(args.tools),
-             "evolve": args.evolve or None}
+    pairs = {
+        "model": args.model,
+        "agent_name": args.agent_name,
+        "mode": args.mode,
+        "max_iterations": args.max_iterations,
+        "timeout_s": args.timeout,
+        "source": args.source,
+        "requested_by": args.requested_by,
+        "credentials": args.credential,
+        "egress": args.egress,
+        "allowed_tools": _split(args.tools),
+        "evolve": args.evolve or None,
+    }
     obj.update({key: value for key, value in pairs.items() if value is not None})
     return obj
 
@@ -226,8 +252,11 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         watch = Watch(spawner)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
-        print(f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); "
-              "stop with Ctrl-C", file=sys.stderr, flush=True)
+        print(
+            f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); stop with Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
         watch.run()
         _summary(spawner, args.json)
     return 0

@@ -28,8 +28,11 @@ def show_state(args: argparse.Namespace, settings: Settings) -> int:
         print_json(state)
         return 0
     if state["active"]:
-        table(state["active"], ["id", "state", "alive", "agent_name", "model", "iteration", "tool", "detail"],
-              widths={"detail": 50})
+        table(
+            state["active"],
+            ["id", "state", "alive", "agent_name", "model", "iteration", "tool", "detail"],
+            widths={"detail": 50},
+        )
     else:
         print("no active runs")
     print(f"{len(state['queued'])} waiting in {settings.queue_dir}")

@@ -62,11 +62,15 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_run(run: dict[str, Any]) -> None:
-    print(f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
-          f"mode={run['mode']} source={run['source']}")
+    print(
+        f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
+        f"mode={run['mode']} source={run['source']}"
+    )
     print(f"goal: {run['goal']}")
-    print(f"started {run['started_at']}  ended {run['ended_at'] or '-'}  iterations {run['iterations'] or 0}  "
-          f"tokens {run['tokens_in'] or 0} in / {run['tokens_out'] or 0} out  model time {run['latency_ms'] or 0} ms")
+    print(
+        f"started {run['started_at']}  ended {run['ended_at'] or '-'}  iterations {run['iterations'] or 0}  "
+        f"tokens {run['tokens_in'] or 0} in / {run['tokens_out'] or 0} out  model time {run['latency_ms'] or 0} ms"
+    )
     print(f"workspace {run['workspace'] or '-'}  sandbox {run['sandbox'] or '-'}")
     if run.get("error"):
         print(f"error: {run['error']}")
@@ -82,8 +86,9 @@ def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None
     print("checkpoints:")
     for row in rows:
         sha = (row["commit_sha"] or "")[:12] or "-"
-        extra = "  ".join(x for x in (row["tag"] or "", f"{row['files']} files" if row["files"] else "",
-                                       row["detail"] or "") if x)
+        extra = "  ".join(
+            x for x in (row["tag"] or "", f"{row['files']} files" if row["files"] else "", row["detail"] or "") if x
+        )
         print(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip())
     shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
     if len(set(shas)) > 1 and workspace:
@@ -96,11 +101,14 @@ def _step_line(step: dict[str, Any]) -> str:
     if step["kind"] == "tool":
         status = "ok" if step["ok"] else "failed"
         args = step["arguments"] or "{}"
-        return (f"{head} {step['tool']} {args}  verdict={step['verdict']} {status} "
-                f"({step['duration_ms']} ms)\n{_indent(step['output'])}")
+        return (
+            f"{head} {step['tool']} {args}  verdict={step['verdict']} {status} "
+            f"({step['duration_ms']} ms)\n{_indent(step['output'])}"
+        )
     if step["kind"] == "model":
-        return (f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms)"
-                + (f"\n{_indent(step['output'])}" if step["output"] else ""))
+        return f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms)" + (
+            f"\n{_indent(step['output'])}" if step["output"] else ""
+        )
     if step["kind"] == "approval":
         return f"{head} {_approval_line(step)}"
     detail = step.get("detail") or step.get("output") or ""
@@ -116,13 +124,13 @@ def _approval_line(step: dict[str, Any]) -> str:
     by = f" by {d['by']}" if d.get("by") else ""
     at = f" at {d['at']}" if d.get("at") else ""
     note = f": {d['note']}" if d.get("note") else ""
-    return (f"{step['tool']} {step['arguments'] or '{}'} -> {step['verdict']}{by}{at}{note} "
-            f"(asked {d.get('requested_at', '?')} via {d.get('via', '?')}, timeout {d.get('timeout_s', '?')}s)")
+    return (
+        f"{step['tool']} {step['arguments'] or '{}'} -> {step['verdict']}{by}{at}{note} "
+        f"(asked {d.get('requested_at', '?')} via {d.get('via', '?')}, timeout {d.get('timeout_s', '?')}s)"
+    )
 
 
 def _indent(text: str | None, limit: int = 12) -> str:
     lines = (text or "").splitlines()
     shown = lines[:limit] + ([f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else [])
     return "\n".join(f"      {line}" for line in shown)
-
-

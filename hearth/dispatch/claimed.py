@@ -30,16 +30,23 @@ LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live
 
 def goal_request(request: Request, settings: Settings) -> GoalRequest:
     return GoalRequest(
-        goal=request.goal, model=request.model, agent_name=request.agent_name,
-        mode=request.mode, max_iters=request.max_iterations, workspace=settings.agents_dir / request.id,
-        run_id=request.id, source=request.source, requested_by=request.requested_by,
-        allowed_tools=request.allowed_tools, timeout_s=float(request.timeout_s),
-        credentials=request.credentials or [], egress=request.egress or [],
+        goal=request.goal,
+        model=request.model,
+        agent_name=request.agent_name,
+        mode=request.mode,
+        max_iters=request.max_iterations,
+        workspace=settings.agents_dir / request.id,
+        run_id=request.id,
+        source=request.source,
+        requested_by=request.requested_by,
+        allowed_tools=request.allowed_tools,
+        timeout_s=float(request.timeout_s),
+        credentials=request.credentials or [],
+        egress=request.egress or [],
     )
 
 
-def run_claimed(request_id: str, settings: Settings, *, out: TextIO = sys.stdout,
-                json_lines: bool = False) -> int:
+def run_claimed(request_id: str, settings: Settings, *, out: TextIO = sys.stdout, json_lines: bool = False) -> int:
     """`hearth agent ID`: run a claimed request once and place its file; the exit code of its status."""
     if not re.fullmatch(ID_PATTERN, request_id):
         raise UsageError(f"{request_id!r} is not a request id")
@@ -98,8 +105,7 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
             run_evolve_request(goal_request(request, settings), settings)
             status, error = _recorded(settings, request.id)
         else:
-            _, outcome = run_goal(goal_request(request, settings), settings, out=out.out,
-                                  json_lines=out.json_lines)
+            _, outcome = run_goal(goal_request(request, settings), settings, out=out.out, json_lines=out.json_lines)
             status, error = outcome.status, outcome.error
     except UsageError as exc:  # recorded by run_goal as a rejected run
         status, error = "rejected", str(exc)

@@ -54,8 +54,9 @@ def systemd_booted() -> bool:
 
 def systemctl(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["systemctl", *args], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["systemctl", *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise LaunchError("systemctl is not on PATH; use `hearth spawn --local` or `hearth watch`") from None
     except subprocess.TimeoutExpired:
@@ -103,9 +104,11 @@ def heal_spawn_units() -> Healing:
     path_state, _ = states
     failed = [unit for unit, state in zip((SPAWN_PATH, SPAWN_SERVICE), states) if state == "failed"]
     if not failed:
-        warning = None if path_state == "active" else (
-            f"{SPAWN_PATH} is {path_state}: the request waits until it is started "
-            f"(systemctl start {SPAWN_PATH})")
+        warning = (
+            None
+            if path_state == "active"
+            else (f"{SPAWN_PATH} is {path_state}: the request waits until it is started (systemctl start {SPAWN_PATH})")
+        )
         return Healing(warning=warning)
     _must("reset-failed", *failed)
     _must("start", "--no-block", SPAWN_SERVICE)
@@ -135,8 +138,9 @@ class LocalLauncher:
 
         self.logs.mkdir(parents=True, exist_ok=True)
         log = str(self.logs / f"{request_id}.log")
-        proc = self._context.Process(target=run_child, args=(request_id, self.settings, log),
-                                     name=f"hearth-agent@{request_id}")
+        proc = self._context.Process(
+            target=run_child, args=(request_id, self.settings, log), name=f"hearth-agent@{request_id}"
+        )
         try:
             proc.start()
         except OSError as exc:

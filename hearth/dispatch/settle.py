@@ -33,15 +33,30 @@ CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent nev
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
 
 
-def reject(queue: Queue, audit: AuditStore, path: Path, reason: str, data: bytes | None, *,
-           request: Request | None = None, run_id: str | None = None) -> Path | None:
+def reject(
+    queue: Queue,
+    audit: AuditStore,
+    path: Path,
+    reason: str,
+    data: bytes | None,
+    *,
+    request: Request | None = None,
+    run_id: str | None = None,
+) -> Path | None:
     """Keep a refused file in rejected/ and record why; None if someone else moved it first."""
     run_id = run_id or new_run_id()
     facts = FileFacts.of(path.name, data)
     kept = queue.reject(path, reason, run_id=run_id, size=facts.size, sha256=facts.sha256)
     if kept is not None:
-        record_rejection(audit, reason, facts, kept_as=str(kept), run_id=run_id, request=request,
-                         request_id=facts.file.removesuffix(".json"))
+        record_rejection(
+            audit,
+            reason,
+            facts,
+            kept_as=str(kept),
+            run_id=run_id,
+            request=request,
+            request_id=facts.file.removesuffix(".json"),
+        )
     return kept
 
 
@@ -56,8 +71,15 @@ def place(queue: Queue, audit: AuditStore, path: Path, status: str, error: str |
         queue.finish(request_id)
 
 
-def settle(queue: Queue, audit: AuditStore, settings: Settings, name: str, *,
-           grace_s: float = CLAIM_GRACE_S, now: Callable[[], float] = time.time) -> str | None:
+def settle(
+    queue: Queue,
+    audit: AuditStore,
+    settings: Settings,
+    name: str,
+    *,
+    grace_s: float = CLAIM_GRACE_S,
+    now: Callable[[], float] = time.time,
+) -> str | None:
     """Settle one claimed file if nobody runs it; what became of it, or None if left as is."""
     path = queue.claimed / name
     request_id = name.removesuffix(".json")
@@ -93,8 +115,7 @@ def _junk(queue: Queue, audit: AuditStore, path: Path, grace_s: float, now: Call
     return "rejected" if reject(queue, audit, path, reason, None) else None
 
 
-def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Settings,
-                   run: dict[str, Any]) -> str:
+def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Settings, run: dict[str, Any]) -> str:
     if run["status"] == "running":
         record_unfinished(audit, run["id"], "interrupted", GONE)
         _mark_state(settings, run["id"], "interrupted", GONE)

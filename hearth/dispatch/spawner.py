@@ -47,23 +47,32 @@ class Pass:
 
 def choose_launcher(settings: Settings, *, local: bool = False, concurrency: int | None = None) -> Launcher:
     """`--local`, or HEARTH_LAUNCHER, or (auto) systemd when this host runs it."""
-    use_systemd = not local and (settings.launcher == "systemd" or
-                                 (settings.launcher == "auto" and systemd_booted()))
+    use_systemd = not local and (settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted()))
     if use_systemd:
         return SystemdLauncher()
     return LocalLauncher(settings, concurrency or settings.max_local_runs)
 
 
 class Spawner:
-    def __init__(self, settings: Settings, launcher: Launcher, *, report: Report = lambda *a: None,
-                 settle_s: float = SETTLE_S, stale_s: float = STALE_TEMP_S,
-                 grace_s: float = CLAIM_GRACE_S, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        launcher: Launcher,
+        *,
+        report: Report = lambda *a: None,
+        settle_s: float = SETTLE_S,
+        stale_s: float = STALE_TEMP_S,
+        grace_s: float = CLAIM_GRACE_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         settings.writable_state_dir()
         try:
             self.queue = Queue(settings.queue_dir).ensure()
         except OSError as exc:
-            raise ConfigError(f"cannot use the queue directory {settings.queue_dir}: {exc.strerror or exc}; "
-                              "set HEARTH_QUEUE_DIR to a directory hearth can write") from None
+            raise ConfigError(
+                f"cannot use the queue directory {settings.queue_dir}: {exc.strerror or exc}; "
+                "set HEARTH_QUEUE_DIR to a directory hearth can write"
+            ) from None
         self.settings = settings
         self.launcher = launcher
         self.report = report
@@ -98,8 +107,9 @@ class Spawner:
         mine = {f"{rid}.json" for rid in self.launcher.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
-                self._settled(name, settle(self.queue, self.audit, self.settings, name,
-                                           grace_s=self.grace_s, now=self.clock))
+                self._settled(
+                    name, settle(self.queue, self.audit, self.settings, name, grace_s=self.grace_s, now=self.clock)
+                )
 
     def reap(self) -> None:
         """Local runs that ended: a run that died without placing its request is settled now."""

@@ -30,13 +30,29 @@ from hearth.audit.approvals import Approval, Clock, utc_clock
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
-ANSWERS = {"o": "once", "once": "once", "y": "once", "yes": "once", "a": "always", "always": "always",
-           "d": "deny", "deny": "deny", "n": "deny", "no": "deny"}
+ANSWERS = {
+    "o": "once",
+    "once": "once",
+    "y": "once",
+    "yes": "once",
+    "a": "always",
+    "always": "always",
+    "d": "deny",
+    "deny": "deny",
+    "n": "deny",
+    "no": "deny",
+}
 MAX_PROMPTS = 3
 
 
-def choose(recorder: Recorder, settings: Settings, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
-           run_timeout_s: float | None = None) -> Approver:
+def choose(
+    recorder: Recorder,
+    settings: Settings,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    run_timeout_s: float | None = None,
+) -> Approver:
     """The terminal approver when a person is at this terminal, else the headless one.
 
     With ``run_timeout_s`` (the run's own time limit) no approval waits past the run's end.
@@ -70,11 +86,25 @@ def _denial_detail(approval: Approval) -> str:
 
 
 def _record_step(recorder: Recorder, approval: Approval) -> None:
-    detail = {"approval": approval.id, "status": approval.status, "by": approval.decided_by,
-              "at": approval.decided_at, "requested_at": approval.requested_at, "timeout_s": approval.timeout_s,
-              "via": approval.via, "call_hash": approval.call_hash, **({"note": approval.note} if approval.note else {})}
-    recorder.note("approval", iteration=recorder.iteration, tool=approval.tool, arguments=approval.arguments,
-                  verdict=approval.status, detail=json.dumps(detail, ensure_ascii=False))
+    detail = {
+        "approval": approval.id,
+        "status": approval.status,
+        "by": approval.decided_by,
+        "at": approval.decided_at,
+        "requested_at": approval.requested_at,
+        "timeout_s": approval.timeout_s,
+        "via": approval.via,
+        "call_hash": approval.call_hash,
+        **({"note": approval.note} if approval.note else {}),
+    }
+    recorder.note(
+        "approval",
+        iteration=recorder.iteration,
+        tool=approval.tool,
+        arguments=approval.arguments,
+        verdict=approval.status,
+        detail=json.dumps(detail, ensure_ascii=False),
+    )
 
 
 def _too_big(recorder: Recorder, name: str, args: dict[str, Any], reason: str, timeout_s: float) -> Decision | None:
@@ -83,8 +113,9 @@ def _too_big(recorder: Recorder, name: str, args: dict[str, Any], reason: str, t
     if size <= approvals.REVIEW_LIMIT:
         return None
     note = f"its arguments are {size} characters, more than anyone can review ({approvals.REVIEW_LIMIT})"
-    approval = approvals.record(recorder.audit, recorder.run_id, name, args, reason, granted=False, by="policy",
-                                note=note, timeout_s=timeout_s)
+    approval = approvals.record(
+        recorder.audit, recorder.run_id, name, args, reason, granted=False, by="policy", note=note, timeout_s=timeout_s
+    )
     _record_step(recorder, approval)
     return Decision(False, by="policy", detail=note, ref=approval.id)
 
@@ -105,8 +136,16 @@ class _Bounded:
 class HeadlessApprover(_Bounded):
     """Asks through the audit store and waits; a decision comes from `hearth approve|deny ID`."""
 
-    def __init__(self, recorder: Recorder, timeout_s: float, *, poll_s: float = 0.2, now: Clock = utc_clock,
-                 sleep: Callable[[float], None] = time.sleep, run_ends: datetime | None = None) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        timeout_s: float,
+        *,
+        poll_s: float = 0.2,
+        now: Clock = utc_clock,
+        sleep: Callable[[float], None] = time.sleep,
+        run_ends: datetime | None = None,
+    ) -> None:
         self.recorder, self.limit_s, self.poll_s, self.now, self.sleep = recorder, timeout_s, poll_s, now, sleep
         self.run_ends = run_ends
 
@@ -133,22 +172,36 @@ class HeadlessApprover(_Bounded):
 
     def _announce(self, approval: Approval, name: str, args: dict[str, Any]) -> None:
         rec = self.recorder
-        rec.state.update("waiting_approval", f"approval {approval.id}: {_show_call(name, args, 200)}", rec.iteration, name)
+        rec.state.update(
+            "waiting_approval", f"approval {approval.id}: {_show_call(name, args, 200)}", rec.iteration, name
+        )
         if rec.json_lines:
-            event = {"event": "approval_pending", "run_id": rec.run_id, "iteration": rec.iteration,
-                     "approval": approval.id, "tool": name, "arguments": args, "expires_at": approval.expires_at}
+            event = {
+                "event": "approval_pending",
+                "run_id": rec.run_id,
+                "iteration": rec.iteration,
+                "approval": approval.id,
+                "tool": name,
+                "arguments": args,
+                "expires_at": approval.expires_at,
+            }
             print(json.dumps(event, ensure_ascii=False, default=str), file=rec.out, flush=True)
             return
-        print(f"[{rec.iteration}] waiting for approval {approval.id}: {_show_call(name, args)}\n"
-              f"    decide with: hearth approve {approval.id}   or: hearth deny {approval.id} "
-              f"(no answer in {approval.timeout_s:g}s is a deny)", file=rec.out, flush=True)
+        print(
+            f"[{rec.iteration}] waiting for approval {approval.id}: {_show_call(name, args)}\n"
+            f"    decide with: hearth approve {approval.id}   or: hearth deny {approval.id} "
+            f"(no answer in {approval.timeout_s:g}s is a deny)",
+            file=rec.out,
+            flush=True,
+        )
 
 
 class TerminalApprover(_Bounded):
     """Asks the person at this terminal: once, always for this run, or deny."""
 
-    def __init__(self, recorder: Recorder, timeout_s: float, stdin: TextIO, out: TextIO, *,
-                 run_ends: datetime | None = None) -> None:
+    def __init__(
+        self, recorder: Recorder, timeout_s: float, stdin: TextIO, out: TextIO, *, run_ends: datetime | None = None
+    ) -> None:
         self.recorder, self.limit_s, self.stdin, self.out = recorder, timeout_s, stdin, out
         self.run_ends, self.now = run_ends, utc_clock
         self.timeout_s = timeout_s  # this call's wait, set as each call starts
@@ -195,8 +248,9 @@ class TerminalApprover(_Bounded):
     def _remembered(self, name: str, args: dict[str, Any]) -> bool:
         if name not in COMMAND_ARGUMENTS:
             return name in self.always_tools
-        return bool(self.always_heads) and commands_guard.auto_approved(args.get(COMMAND_ARGUMENTS[name], ""),
-                                                                        self.always_heads)
+        return bool(self.always_heads) and commands_guard.auto_approved(
+            args.get(COMMAND_ARGUMENTS[name], ""), self.always_heads
+        )
 
     def _ask(self, name: str, args: dict[str, Any], reason: str, scope: str) -> str:
         choices = "[o]nce" + (f" / [a]lways ({scope})" if scope else "") + " / [d]eny"
@@ -234,11 +288,25 @@ class TerminalApprover(_Bounded):
         line, _, self._typed = self._typed.partition(b"\n")
         return line.decode(errors="replace") + "\n"
 
-    def _decided(self, name: str, args: dict[str, Any], reason: str, asked: datetime, granted: bool, by: str,
-                 note: str) -> Decision:
-        approval = approvals.record(self.recorder.audit, self.recorder.run_id, name, args, reason, granted=granted,
-                                    by=by, note=note, timeout_s=self.timeout_s, asked_at=asked)
+    def _decided(
+        self, name: str, args: dict[str, Any], reason: str, asked: datetime, granted: bool, by: str, note: str
+    ) -> Decision:
+        approval = approvals.record(
+            self.recorder.audit,
+            self.recorder.run_id,
+            name,
+            args,
+            reason,
+            granted=granted,
+            by=by,
+            note=note,
+            timeout_s=self.timeout_s,
+            asked_at=asked,
+        )
         _record_step(self.recorder, approval)
-        detail = "" if granted else (f"no answer at the terminal within {self.timeout_s:g}s" if by == "timeout"
-                                     else f"denied by {by}")
+        detail = (
+            ""
+            if granted
+            else (f"no answer at the terminal within {self.timeout_s:g}s" if by == "timeout" else f"denied by {by}")
+        )
         return Decision(granted, by=by, detail=detail, ref=approval.id)

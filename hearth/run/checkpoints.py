@@ -43,12 +43,22 @@ from hearth.audit.store import AuditStore
 from hearth.run.recorder import Recorder
 
 IDENTITY = {
-    "GIT_AUTHOR_NAME": "hearth", "GIT_AUTHOR_EMAIL": "hearth@localhost",
-    "GIT_COMMITTER_NAME": "hearth", "GIT_COMMITTER_EMAIL": "hearth@localhost",
+    "GIT_AUTHOR_NAME": "hearth",
+    "GIT_AUTHOR_EMAIL": "hearth@localhost",
+    "GIT_COMMITTER_NAME": "hearth",
+    "GIT_COMMITTER_EMAIL": "hearth@localhost",
 }
 ISOLATION = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
-FLAGS = ("core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false", "tag.gpgSign=false",
-         "gc.auto=0", "maintenance.auto=false", "init.defaultBranch=main", "core.quotePath=false")
+FLAGS = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "init.defaultBranch=main",
+    "core.quotePath=false",
+)
 TIMEOUT_S = 120
 # Each phase is one sandboxed script (a sandbox start costs ~10 ms; a run needs three of them).
 # Exit codes 10/11/12 name the step that failed; `@name value` lines carry the results.
@@ -106,8 +116,9 @@ def tag_name(run_id: str, label: str) -> str:
 
 
 class Checkpoints:
-    def __init__(self, root: Path, run_id: str, policy: SandboxPolicy, *, exclude: tuple[str, ...] = (),
-                 fresh: bool = False) -> None:
+    def __init__(
+        self, root: Path, run_id: str, policy: SandboxPolicy, *, exclude: tuple[str, ...] = (), fresh: bool = False
+    ) -> None:
         self.root = root
         self.run_id = run_id
         self.policy = SandboxPolicy(kind=policy.kind, network=False, hide=policy.hide)
@@ -133,12 +144,16 @@ class Checkpoints:
         if skipped:
             return Checkpoint("after", "skipped", detail=skipped)
         body = f"{summary.strip()[:1500]}\n\n" if summary.strip() else ""
-        message = (f"hearth: run {self.run_id} {outcome}\n\n{body}{self._trailers(agent_name, model, goal)}\n"
-                   f"Hearth-Outcome: {outcome}")
+        message = (
+            f"hearth: run {self.run_id} {outcome}\n\n{body}{self._trailers(agent_name, model, goal)}\n"
+            f"Hearth-Outcome: {outcome}"
+        )
         tag = tag_name(self.run_id, outcome)
         point = self._commit("after", message, tag)
         if point.status == "unchanged" and point.commit and point.commit != self.base:
-            code, out = self._script('g tag "$HEARTH_TAG" "$HEARTH_HEAD"', {"HEARTH_TAG": tag, "HEARTH_HEAD": point.commit})
+            code, out = self._script(
+                'g tag "$HEARTH_TAG" "$HEARTH_HEAD"', {"HEARTH_TAG": tag, "HEARTH_HEAD": point.commit}
+            )
             detail = "the agent committed its own changes" if code == 0 else f"git tag failed: {_last_line(out)}"
             return Checkpoint("after", "tagged", point.commit, tag if code == 0 else None, detail=detail)
         return point
@@ -147,8 +162,9 @@ class Checkpoints:
         """Branch, short HEAD and dirtiness for the prompt's placeholders (empty outside git)."""
         if self.kind == "none" or self._skip_reason(parent_ok=True):
             return {}
-        code, out = self._script(STATE_SCRIPT.format(pathspec=shlex.join(self.pathspec)), {},
-                                 ceiling=self.kind == "own")
+        code, out = self._script(
+            STATE_SCRIPT.format(pathspec=shlex.join(self.pathspec)), {}, ceiling=self.kind == "own"
+        )
         fields = _fields(out)
         if code != 0 or not {"branch", "sha", "dirty"} <= set(fields):
             return {}  # git cannot look here: every value takes its fallback
@@ -162,11 +178,15 @@ class Checkpoints:
         if shutil.which("git") is None:
             return "git is not installed"
         if self.kind == "parent" and not parent_ok:
-            return (f"the workspace is inside the git repository at {self.repo}; hearth commits only to a "
-                    "repository rooted at the workspace (point --workspace at the repository root)")
+            return (
+                f"the workspace is inside the git repository at {self.repo}; hearth commits only to a "
+                "repository rooted at the workspace (point --workspace at the repository root)"
+            )
         if self.kind == "linked" and not parent_ok:
-            return ("the workspace's .git is a file (a worktree or submodule) whose repository lies outside "
-                    "it, where the sandbox cannot write")
+            return (
+                "the workspace's .git is a file (a worktree or submodule) whose repository lies outside "
+                "it, where the sandbox cannot write"
+            )
         return ""
 
     def _commit(self, phase: str, message: str, tag: str, *, init: bool = False) -> Checkpoint:
@@ -181,8 +201,14 @@ class Checkpoints:
         if files == 0:
             return Checkpoint(phase, "unchanged", head, detail="" if head else "nothing to commit yet")
         tagged = "tagfail" not in fields
-        return Checkpoint(phase, "committed", head, tag if tagged else None, files,
-                          "" if tagged else f"git tag failed: {_last_line(out)}")
+        return Checkpoint(
+            phase,
+            "committed",
+            head,
+            tag if tagged else None,
+            files,
+            "" if tagged else f"git tag failed: {_last_line(out)}",
+        )
 
     def _script(self, body: str, env: dict[str, str], *, ceiling: bool = True) -> tuple[int, str]:
         """Run a shell script with `g` = hearth's git, in the sandbox: (exit code, merged output)."""
@@ -203,8 +229,16 @@ class Checkpoints:
 
 def record_checkpoint(audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint) -> None:
     """Into the audit's checkpoints table, and in front of the operator unless nothing happened."""
-    audit.record_checkpoint(recorder.run_id, phase=point.phase, status=point.status, commit_sha=point.commit,
-                            tag=point.tag, files=point.files, detail=point.detail or None, workspace=str(root))
+    audit.record_checkpoint(
+        recorder.run_id,
+        phase=point.phase,
+        status=point.status,
+        commit_sha=point.commit,
+        tag=point.tag,
+        files=point.files,
+        detail=point.detail or None,
+        workspace=str(root),
+    )
     if point.status != "unchanged":
         recorder.notice("checkpoint", point.describe(), step=False)
 
@@ -217,8 +251,11 @@ def state_inside(state_dir: Path, root: Path) -> tuple[str, ...]:
 
 def _fields(output: str) -> dict[str, str]:
     """The `@name value` lines a script printed (git's own messages are anything else)."""
-    return {line[1:].partition(" ")[0]: line[1:].partition(" ")[2].strip()
-            for line in output.splitlines() if line.startswith("@")}
+    return {
+        line[1:].partition(" ")[0]: line[1:].partition(" ")[2].strip()
+        for line in output.splitlines()
+        if line.startswith("@")
+    }
 
 
 def _last_line(text: str) -> str:

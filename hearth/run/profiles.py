@@ -79,8 +79,10 @@ def load_profile(config_dir: Path, name: str) -> Profile:
         if name in BUILTIN:
             return Profile(name)
         configured = [n for n in profile_names(config_dir) if (agents_dir(config_dir) / n).is_dir()]
-        raise UsageError(f"unknown agent profile {name!r}; configured: {', '.join(configured) or 'none'}; "
-                         f"built in: {', '.join(BUILTIN)} (add {directory}/{ROLE_FILE} to create it)")
+        raise UsageError(
+            f"unknown agent profile {name!r}; configured: {', '.join(configured) or 'none'}; "
+            f"built in: {', '.join(BUILTIN)} (add {directory}/{ROLE_FILE} to create it)"
+        )
     role_path = directory / ROLE_FILE
     role = read_config_text(role_path) if role_path.exists() else ""
     settings = _read_settings(directory / SETTINGS_FILE)
@@ -133,8 +135,15 @@ def _problem(key: str, value: Any) -> str | None:
     return None
 
 
-def apply_profile(profile: Profile, *, model: str | None, mode: str | None, max_iters: int | None,
-                  allowed_tools: list[str] | None, defaults: Settings) -> dict[str, Any]:
+def apply_profile(
+    profile: Profile,
+    *,
+    model: str | None,
+    mode: str | None,
+    max_iters: int | None,
+    allowed_tools: list[str] | None,
+    defaults: Settings,
+) -> dict[str, Any]:
     """The run's settings: what was given explicitly, else the profile's, else hearth's default."""
     tools = allowed_tools if allowed_tools is not None else profile.allowed_tools
     return {

@@ -13,8 +13,16 @@ from hearth.run.state import StateFile
 
 
 class Recorder:
-    def __init__(self, audit: AuditStore, state: StateFile, run_id: str, *,
-                 json_lines: bool = False, out: TextIO = sys.stdout, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        audit: AuditStore,
+        state: StateFile,
+        run_id: str,
+        *,
+        json_lines: bool = False,
+        out: TextIO = sys.stdout,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.audit = audit
         self.redactor = redactor or Redactor()
         self.state = state
@@ -40,8 +48,9 @@ class Recorder:
         """Something the operator should see (a flagged context file, a checkpoint), shown and, if `step`, audited."""
         message, data = self.redactor(message), self.redactor.data(data) if data else None
         if step:
-            self.audit.record_step(self.run_id, kind, iteration=0, detail=message,
-                                   data=json.dumps(data, default=str) if data else None)
+            self.audit.record_step(
+                self.run_id, kind, iteration=0, detail=message, data=json.dumps(data, default=str) if data else None
+            )
         self._show(Event("notice", 0, {"kind": kind, "message": message, **({"data": data} if data else {})}))
 
     def _on_run_started(self, event: Event) -> None:
@@ -53,8 +62,13 @@ class Recorder:
     def _on_model(self, event: Event) -> None:
         d = event.data
         self.audit.record_step(
-            self.run_id, "model", iteration=event.iteration, output=d["content"],
-            tokens_in=d["tokens_in"], tokens_out=d["tokens_out"], duration_ms=_ms(d["duration_s"]),
+            self.run_id,
+            "model",
+            iteration=event.iteration,
+            output=d["content"],
+            tokens_in=d["tokens_in"],
+            tokens_out=d["tokens_out"],
+            duration_ms=_ms(d["duration_s"]),
         )
 
     def _on_tool_started(self, event: Event) -> None:
@@ -63,8 +77,15 @@ class Recorder:
     def _on_tool(self, event: Event) -> None:
         d = event.data
         self.audit.record_step(
-            self.run_id, "tool", iteration=event.iteration, tool=d["tool"], arguments=d["arguments"],
-            output=d["output"], ok=int(d["ok"]), duration_ms=_ms(d["duration_s"]), verdict=d["verdict"],
+            self.run_id,
+            "tool",
+            iteration=event.iteration,
+            tool=d["tool"],
+            arguments=d["arguments"],
+            output=d["output"],
+            ok=int(d["ok"]),
+            duration_ms=_ms(d["duration_s"]),
+            verdict=d["verdict"],
             detail=json.dumps(d["detail"]) if d.get("detail") else None,
         )
 
@@ -73,10 +94,29 @@ class Recorder:
 
     def _on_compaction(self, event: Event) -> None:
         d = event.data
-        sizes = {k: d[k] for k in ("before_chars", "after_chars", "before_tokens", "after_tokens",
-                                   "summarised", "kept", "summary_by", "tokens_in", "tokens_out", "error")}
-        self.audit.record_step(self.run_id, "compaction", iteration=event.iteration, detail=_compaction_line(d),
-                               output=d["summary"], data=json.dumps(sizes))
+        sizes = {
+            k: d[k]
+            for k in (
+                "before_chars",
+                "after_chars",
+                "before_tokens",
+                "after_tokens",
+                "summarised",
+                "kept",
+                "summary_by",
+                "tokens_in",
+                "tokens_out",
+                "error",
+            )
+        }
+        self.audit.record_step(
+            self.run_id,
+            "compaction",
+            iteration=event.iteration,
+            detail=_compaction_line(d),
+            output=d["summary"],
+            data=json.dumps(sizes),
+        )
 
     def _on_run_finished(self, event: Event) -> None:
         d = event.data
@@ -95,11 +135,15 @@ class Recorder:
 def _human(event: Event) -> str | None:
     d = event.data
     if event.kind == "model":
-        return f"[{event.iteration}] model replied ({d['tokens_in']} in / {d['tokens_out']} out, {d['duration_s']:.2f}s)"
+        return (
+            f"[{event.iteration}] model replied ({d['tokens_in']} in / {d['tokens_out']} out, {d['duration_s']:.2f}s)"
+        )
     if event.kind == "tool":
         first = (d["output"].strip().splitlines() or [""])[0][:100]
         mark = "ok" if d["ok"] else d["verdict"]
-        return f"[{event.iteration}] {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)[:80]} -> {mark}: {first}"
+        return (
+            f"[{event.iteration}] {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)[:80]} -> {mark}: {first}"
+        )
     if event.kind == "nudge":
         return f"[{event.iteration}] reply unusable ({d['reason']}); asked again"
     if event.kind == "notice":
@@ -113,9 +157,11 @@ def _human(event: Event) -> str | None:
 
 
 def _compaction_line(d: dict[str, Any]) -> str:
-    return (f"compacted the conversation: ~{d['before_tokens']:,} -> ~{d['after_tokens']:,} tokens "
-            f"({d['before_chars']:,} -> {d['after_chars']:,} characters); {d['summarised']} messages "
-            f"summarised by the {'model' if d['summary_by'] == 'model' else 'fallback step list'}, {d['kept']} kept")
+    return (
+        f"compacted the conversation: ~{d['before_tokens']:,} -> ~{d['after_tokens']:,} tokens "
+        f"({d['before_chars']:,} -> {d['after_chars']:,} characters); {d['summarised']} messages "
+        f"summarised by the {'model' if d['summary_by'] == 'model' else 'fallback step list'}, {d['kept']} kept"
+    )
 
 
 def _ms(seconds: float) -> int:

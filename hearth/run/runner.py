@@ -107,10 +107,17 @@ def run_goal(
     with AuditStore(settings.audit_path) as audit:
         request, parts, problem = _with_profile(request, settings)
         kept_goal = redactor(request.goal)  # what the audit and checkpoints keep: no credential value
-        audit.start_run(RunRecord(
-            id=run_id, agent_name=request.agent_name, model=request.model or "", goal=kept_goal,
-            mode=request.mode or "", source=request.source, requested_by=request.requested_by,
-        ))
+        audit.start_run(
+            RunRecord(
+                id=run_id,
+                agent_name=request.agent_name,
+                model=request.model or "",
+                goal=kept_goal,
+                mode=request.mode or "",
+                source=request.source,
+                requested_by=request.requested_by,
+            )
+        )
         try:
             if problem:
                 raise problem
@@ -126,21 +133,39 @@ def run_goal(
         _warn_unsandboxed(settings, recorder)
         approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
         client = model or _client(request, settings)
-        checkpoints = Checkpoints(root, run_id, sandbox_policy, exclude=state_inside(state_dir, root),
-                                  fresh=request.workspace is None)
-        record_checkpoint(audit, recorder, root, checkpoints.before(
-            agent_name=request.agent_name, model=request.model or "", goal=kept_goal))
-        with run_services(request, run_id, settings, sandbox_policy, redactor) as services, Workspace(root, services=services) as ws:
+        checkpoints = Checkpoints(
+            root, run_id, sandbox_policy, exclude=state_inside(state_dir, root), fresh=request.workspace is None
+        )
+        record_checkpoint(
+            audit,
+            recorder,
+            root,
+            checkpoints.before(agent_name=request.agent_name, model=request.model or "", goal=kept_goal),
+        )
+        with (
+            run_services(request, run_id, settings, sandbox_policy, redactor) as services,
+            Workspace(root, services=services) as ws,
+        ):
             if configure_services:
                 configure_services(services)
-            values = run_values(ws.root, run_id, agent_name=request.agent_name, model=request.model or "",
-                                git=checkpoints.git_state())
+            values = run_values(
+                ws.root, run_id, agent_name=request.agent_name, model=request.model or "", git=checkpoints.git_state()
+            )
             loop = _build_loop(request, ws, client, approve, recorder, parts, values)
             context = recall_preface(services, request.goal, settings, recorder)
             outcome = _drive(loop, request, audit, run_id, state, context, redactor)
-        record_checkpoint(audit, recorder, root, checkpoints.after(
-            outcome=outcome.status, summary=outcome.summary, agent_name=request.agent_name,
-            model=request.model or "", goal=kept_goal))
+        record_checkpoint(
+            audit,
+            recorder,
+            root,
+            checkpoints.after(
+                outcome=outcome.status,
+                summary=outcome.summary,
+                agent_name=request.agent_name,
+                model=request.model or "",
+                goal=kept_goal,
+            ),
+        )
         if model is None:  # the client is ours to close
             client.close()
     return run_id, outcome
@@ -153,8 +178,14 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
         parts = config_parts(settings.config_dir, profile)
     except HearthError as exc:
         return request, [], exc
-    resolved = apply_profile(profile, model=request.model, mode=request.mode, max_iters=request.max_iters,
-                             allowed_tools=request.allowed_tools, defaults=settings)
+    resolved = apply_profile(
+        profile,
+        model=request.model,
+        mode=request.mode,
+        max_iters=request.max_iters,
+        allowed_tools=request.allowed_tools,
+        defaults=settings,
+    )
     return replace(request, **resolved), parts, None
 
 
@@ -171,8 +202,10 @@ def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
     """sandbox = none is the operator's explicit, unsafe choice: say so on every run, and record it."""
     if settings.sandbox != "none":
         return
-    text = ("HEARTH_SANDBOX=none: run_command runs with no OS sandbox (only rlimits, a timeout and a "
-            "scrubbed environment); this is unsafe and recorded on the run")
+    text = (
+        "HEARTH_SANDBOX=none: run_command runs with no OS sandbox (only rlimits, a timeout and a "
+        "scrubbed environment); this is unsafe and recorded on the run"
+    )
     print(f"hearth: warning: {text}", file=sys.stderr, flush=True)
     recorder.note("warning", detail=text)
 
@@ -185,24 +218,56 @@ def _sandbox_label(kind: str) -> str:
 
 
 def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
-    return OllamaClient(request.model, settings.ollama_host, num_ctx=request.num_ctx,
-                        timeout_s=settings.ollama_timeout_s, backoff_s=settings.ollama_backoff_s)
+    return OllamaClient(
+        request.model,
+        settings.ollama_host,
+        num_ctx=request.num_ctx,
+        timeout_s=settings.ollama_timeout_s,
+        backoff_s=settings.ollama_backoff_s,
+    )
 
 
-def _build_loop(request: GoalRequest, ws: Workspace, model: ChatModel, approve: Approver | None,
-                recorder: Recorder, parts: list[PromptPart], values: dict[str, str]) -> Loop:
-    tools = ToolRunner(ws, mode=request.mode or "auto", allowed=request.allowed_tools, approve=approve,
-                       spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
-                       notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)))
-    prompt = run_system_prompt(ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx,
-                               look_above=request.workspace is not None)
+def _build_loop(
+    request: GoalRequest,
+    ws: Workspace,
+    model: ChatModel,
+    approve: Approver | None,
+    recorder: Recorder,
+    parts: list[PromptPart],
+    values: dict[str, str],
+) -> Loop:
+    tools = ToolRunner(
+        ws,
+        mode=request.mode or "auto",
+        allowed=request.allowed_tools,
+        approve=approve,
+        spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
+        notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
+    )
+    prompt = run_system_prompt(
+        ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
+    )
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
-    return Loop(model, tools, system_prompt=prompt, max_iters=request.max_iters or 12,
-                on_event=recorder, deadline=deadline, compactor=Compactor(request.num_ctx, model))
+    return Loop(
+        model,
+        tools,
+        system_prompt=prompt,
+        max_iters=request.max_iters or 12,
+        on_event=recorder,
+        deadline=deadline,
+        compactor=Compactor(request.num_ctx, model),
+    )
 
 
-def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, state: StateFile,
-           context: str = "", redactor: Redactor | None = None) -> Outcome:
+def _drive(
+    loop: Loop,
+    request: GoalRequest,
+    audit: AuditStore,
+    run_id: str,
+    state: StateFile,
+    context: str = "",
+    redactor: Redactor | None = None,
+) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
     try:
@@ -216,9 +281,14 @@ def _drive(loop: Loop, request: GoalRequest, audit: AuditStore, run_id: str, sta
     if redactor:
         outcome.summary, outcome.error = redactor(outcome.summary), redactor(outcome.error)
     audit.finish_run(
-        run_id, status=outcome.status, iterations=outcome.iterations, tokens_in=outcome.tokens_in,
-        tokens_out=outcome.tokens_out, latency_ms=int(outcome.model_seconds * 1000),
-        duration_ms=int((time.monotonic() - started) * 1000), error=outcome.error or None,
+        run_id,
+        status=outcome.status,
+        iterations=outcome.iterations,
+        tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out,
+        latency_ms=int(outcome.model_seconds * 1000),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        error=outcome.error or None,
         summary=outcome.summary,
     )
     return outcome
@@ -241,4 +311,3 @@ def _restore_signals(previous: Any) -> None:
 
 def exit_code(status: str) -> int:
     return EXIT_CODES.get(status, EXIT_CODES["internal"])
-

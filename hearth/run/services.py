@@ -41,16 +41,22 @@ def check_egress(patterns: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def run_services(request: GoalRequest, run_id: str, settings: Settings, sandbox: SandboxPolicy,
-                 redactor: Redactor) -> Iterator[RunServices]:
+def run_services(
+    request: GoalRequest, run_id: str, settings: Settings, sandbox: SandboxPolicy, redactor: Redactor
+) -> Iterator[RunServices]:
     """The run's services; the knowledge store is closed when the block ends."""
     store = KnowledgeStore(settings.knowledge_path)
     try:
         yield RunServices(
-            sandbox=sandbox, agent_name=request.agent_name, run_id=run_id, knowledge=store,
+            sandbox=sandbox,
+            agent_name=request.agent_name,
+            run_id=run_id,
+            knowledge=store,
             net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
             credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
-            redact=redactor, config_repo=request.config_repo, ollama_host=settings.ollama_host,
+            redact=redactor,
+            config_repo=request.config_repo,
+            ollama_host=settings.ollama_host,
             auto_commands=settings.auto_commands,
         )
     finally:

@@ -21,8 +21,14 @@ class StateFile:
         self.fixed = {"run_id": run_id, "pid": os.getpid(), **fixed}
 
     def update(self, state: str, detail: str = "", iteration: int = 0, tool: str | None = None) -> None:
-        record = {**self.fixed, "state": state, "detail": detail[:500], "iteration": iteration,
-                  "tool": tool, "updated_at": utc_now()}
+        record = {
+            **self.fixed,
+            "state": state,
+            "detail": detail[:500],
+            "iteration": iteration,
+            "tool": tool,
+            "updated_at": utc_now(),
+        }
         write_atomic(self.path, json.dumps(record, ensure_ascii=False).encode(), durable=False)
 
 
