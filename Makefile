@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 HEARTH_STATE_DIR ?= $(CURDIR)/.hearth
 export HEARTH_STATE_DIR
 
-.PHONY: demo test bench self-test clean
+.PHONY: demo test lint bench self-test clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	VENV=$(VENV) sh scripts/bootstrap.sh
@@ -16,7 +16,13 @@ demo: $(STAMP)
 self-test: $(STAMP)
 	$(VENV)/bin/hearth-loop --self-test
 
-test: $(STAMP)
+# the lint first: ruff (rules in pyproject.toml), the formatter's check, mypy on agent/ and hearth/
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(VENV)/bin/python -m pytest -q
 
 bench: $(STAMP)

@@ -213,7 +213,7 @@ def record_proposal(settings: Settings, proposal: Proposal) -> None:
     for name in _BOOL_FIELDS:
         row[name] = int(row[name])
     with AuditStore(settings.audit_path) as audit:
-        audit.db["proposals"].upsert(row, pk="id")
+        audit.db.table("proposals").upsert(row, pk="id")
 
 
 def _from_row(row: dict[str, object]) -> Proposal:

@@ -26,7 +26,7 @@ _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
 def active_runs(settings: Settings) -> dict[str, Any]:
     """Claimed requests and unfinished runs with their live state; what waits in the queue."""
     queue = Queue(settings.queue_dir)
-    states = {s.get("run_id"): s for s in read_states(settings.runs_state_dir)}
+    states = {str(s.get("run_id")): s for s in read_states(settings.runs_state_dir)}
     active = [_claimed(queue, name, states) for name in _names(queue.claimed) if name.endswith(".json")]
     seen = {run["id"] for run in active}
     for run_id, state in states.items():

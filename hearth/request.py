@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from hearth.run.goal import MAX_ITERATIONS
 
@@ -265,7 +266,7 @@ def describe(error: ValidationError, names: dict[str, str] | None = None) -> str
     return text + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
 
 
-def _problem(problem: dict[str, Any], names: dict[str, str]) -> str:
+def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
     loc = [str(part) for part in problem["loc"]]
     field = _field(loc, names)
     kind, value = problem["type"], problem.get("input")

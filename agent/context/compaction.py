@@ -208,7 +208,7 @@ def step_list(middle: list[Message], previous: str = "") -> str:
 
 def _call_text(call: dict[str, Any]) -> str:
     fn = call.get("function") or {}
-    args = fn.get("arguments") if isinstance(fn.get("arguments"), dict) else {}
+    args = fn["arguments"] if isinstance(fn.get("arguments"), dict) else {}
     shown = ", ".join(f"{k}={_first_line(str(v), 40)!r}" for k, v in args.items())
     return f"{fn.get('name', '?')}({shown})"
 

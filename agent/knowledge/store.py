@@ -176,7 +176,7 @@ class Stored:
 
 
 def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
-    db["documents"].create(
+    db.table("documents").create(
         {
             "id": int,
             "scope": str,
@@ -191,25 +191,25 @@ def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["documents"].create_index(["scope", "source"], unique=True)
-    db["documents"].create_index(["collection"])
-    db["chunks"].create(
+    db.table("documents").create_index(["scope", "source"], unique=True)
+    db.table("documents").create_index(["collection"])
+    db.table("chunks").create(
         {"id": int, "doc_id": int, "seq": int, "hash": str, "title": str, "text": str, "scope": str},
         pk="id",
         foreign_keys=[("doc_id", "documents", "id")],
     )
-    db["chunks"].create_index(["doc_id", "hash"])
+    db.table("chunks").create_index(["doc_id", "hash"])
     # scope is indexed as one token per chunk, so a scope filter is an FTS intersection rather than
     # a row lookup per match (half the cost of a search over 10,000 chunks)
-    db["chunks"].enable_fts(["title", "text", "scope"], tokenize="porter unicode61", create_triggers=True)
+    db.table("chunks").enable_fts(["title", "text", "scope"], tokenize="porter unicode61", create_triggers=True)
 
 
 def k002_lessons(db: sqlite_utils.Database) -> None:
-    db["lessons"].create(
+    db.table("lessons").create(
         {"id": int, "scope": str, "lesson": str, "tags": str, "hash": str, "run_id": str, "created_at": str}, pk="id"
     )
-    db["lessons"].create_index(["scope", "hash"], unique=True)
-    db["lessons"].enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
+    db.table("lessons").create_index(["scope", "hash"], unique=True)
+    db.table("lessons").enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons]
@@ -263,7 +263,7 @@ class KnowledgeStore:
         now = self.clock()
         if row and row[1] == digest:
             if collection and row[2] != collection:  # the same file, now indexed from another directory
-                self.db["documents"].update(row[0], {"collection": collection})
+                self.db.table("documents").update(row[0], {"collection": collection})
             return Stored(row[0], 0, self._chunk_count(row[0]), 0, unchanged=True)
         fields = {
             "title": title,
@@ -275,10 +275,12 @@ class KnowledgeStore:
         }
         if row:
             doc_id = row[0]
-            self.db["documents"].update(doc_id, fields)
+            self.db.table("documents").update(doc_id, fields)
         else:
             doc_id = (
-                self.db["documents"].insert({"scope": scope, "source": source, "created_at": now, **fields}).last_pk
+                self.db.table("documents")
+                .insert({"scope": scope, "source": source, "created_at": now, **fields})
+                .last_pk
             )
         return self._sync_chunks(doc_id, title, scope, chunk_text(text))
 
@@ -299,7 +301,7 @@ class KnowledgeStore:
             if h not in kept
         ]
         if rows:
-            self.db["chunks"].insert_all(rows)
+            self.db.table("chunks").insert_all(rows)
         for digest, cid in kept.items():  # a kept chunk may have moved; its text (and index) stays
             self.db.execute(
                 "update chunks set seq = ? where id = ? and seq != ?", [wanted[digest][0], cid, wanted[digest][0]]
@@ -338,6 +340,7 @@ class KnowledgeStore:
 
     def _find_documents(self, ref: str | int, scopes: Iterable[str] | None) -> list[int]:
         where, params = _scope_clause(scopes, "scope")
+        key: int | str
         if isinstance(ref, int) or str(ref).isdigit():
             sql, key = f"select id from documents where id = ?{where}", int(ref)
         else:
@@ -398,7 +401,7 @@ class KnowledgeStore:
                 "run_id": run_id,
                 "created_at": self.clock(),
             }
-            return self.db["lessons"].insert(record).last_pk, True
+            return int(self.db.table("lessons").insert(record).last_pk or 0), True
 
     def recall(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Lesson]:
         match = fts_query(query)

@@ -96,7 +96,7 @@ def decode_message(message: Any, *, tokens_in: int = 0, tokens_out: int = 0) -> 
 def _add_structured_call(reply: ChatReply, raw: Any) -> None:
     function = raw.get("function") if isinstance(raw, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(function, dict) or not isinstance(name, str) or not name.strip():
         reply.malformed.append(f"a tool call without a function name: {_clip(json.dumps(raw))}")
         return
     arguments = coerce_arguments(function.get("arguments"))

@@ -39,7 +39,7 @@ class GuardProxy:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def __enter__(self) -> GuardProxy:
         self._thread.start()

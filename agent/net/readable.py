@@ -79,8 +79,12 @@ def _html_text(body: bytes) -> tuple[str, str]:
     import trafilatura  # slow to import: only when a page is read
 
     document = trafilatura.bare_extraction(body, with_metadata=True, include_tables=True, favor_recall=True)
-    if document is not None and (document.text or "").strip():
-        return (document.title or "").strip(), document.text
+    if isinstance(document, dict):  # older trafilatura answers a dict, newer a Document
+        title, text = document.get("title"), document.get("text")
+    else:
+        title, text = getattr(document, "title", None), getattr(document, "text", None)
+    if (text or "").strip():
+        return (title or "").strip(), str(text)
     return "", trafilatura.html2txt(body) or ""  # pages the extractor finds no main text in
 
 

@@ -220,12 +220,16 @@ def _python_chunk(chunk: str, names: list[str]) -> list[dict[str, Any]] | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    calls = []
+    calls: list[dict[str, Any]] = []
     for statement in tree.body:
         node = statement.value if isinstance(statement, ast.Expr) else None
         items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
-        calls += [_python_call(item, names) for item in items]
-    return calls if calls and None not in calls else None
+        for item in items:
+            call = _python_call(item, names)
+            if call is None:
+                return None
+            calls.append(call)
+    return calls or None
 
 
 def _python_call(node: ast.AST | None, names: list[str]) -> dict[str, Any] | None:

@@ -299,6 +299,7 @@ def _collect(proc: subprocess.Popen[bytes], timeout_s: float, limit: int) -> tup
     Reading never stops early, so a chatty child does not block on a full pipe. When the main
     process exits, whatever it left running in its group is killed too.
     """
+    assert proc.stdout is not None  # started with stdout=PIPE
     out_fd, pid_fd = proc.stdout.fileno(), os.pidfd_open(proc.pid)
     head, total, timed_out, deadline = bytearray(), 0, False, time.monotonic() + timeout_s
     try:
@@ -483,7 +484,7 @@ def _allow(ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def _enter_landlock(limits: list[tuple[int, int]], ruleset: int, fprog: tuple[object, object] | None) -> None:
+def _enter_landlock(limits: list[tuple[int, int]], ruleset: int, fprog: seccomp.Prepared | None) -> None:
     """Runs in the child between fork and exec; an exception here aborts the launch."""
     _apply_limits(limits)
     _drop_capabilities()

@@ -23,7 +23,7 @@ import os
 import platform
 import struct
 
-__all__ = ["install", "prepared", "program", "program_fd", "supported"]
+__all__ = ["Prepared", "install", "prepared", "program", "program_fd", "supported"]
 
 _ARCHES = {  # machine -> (AUDIT_ARCH_*, socket nr, io_uring_setup nr)
     "x86_64": (0xC000003E, 41, 425),
@@ -81,7 +81,10 @@ def program_fd() -> int:
     return fd
 
 
-def prepared(code: bytes) -> tuple[_SockFprog, ctypes.Array[ctypes.c_char]]:
+Prepared = tuple["_SockFprog", "ctypes.Array[ctypes.c_char]"]  # the prctl argument, and the buffer it points into
+
+
+def prepared(code: bytes) -> Prepared:
     """The prctl argument for ``code``, built in the parent (the child should not allocate)."""
     buffer = ctypes.create_string_buffer(code, len(code))
     return _SockFprog(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p)), buffer

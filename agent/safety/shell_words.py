@@ -17,6 +17,7 @@ and what they mean is `agent.safety.commands_guard`'s business.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DYNAMIC = "\x00"  # stands for text known only when the shell runs the line
@@ -291,9 +292,10 @@ def _matching(text: str, open_at: int, opener: str, closer: str) -> int | None:
             j += 2
             continue
         if c in "'\"":
-            j = _quote_end(text, j)
-            if j is None:
+            end = _quote_end(text, j)
+            if end is None:
                 return None
+            j = end
         elif c == opener:
             depth += 1
         elif c == closer:
@@ -360,11 +362,16 @@ def _close(command: Command, commands: list[Command], variables: dict[str, str])
         commands.append(command)
 
 
+def _literally(text: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that is `text` as written (no backslash escapes)."""
+    return lambda match: text
+
+
 def _expand(word: str, variables: dict[str, str]) -> list[str]:
     for name, value in variables.items():
         word = word.replace("${" + name + "}", value)
-        word = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", lambda m, value=value: value, word)
-    words, done = [word], []
+        word = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", _literally(value), word)
+    words, done = [word], list[str]()
     while words and len(done) + len(words) <= _MAX_BRACE_WORDS:
         current = words.pop()
         braces = _BRACES.match(current) if len(current) <= _MAX_BRACE_WORD else None

@@ -39,7 +39,8 @@ def _read_from_line(path: str, ws: Workspace, start: int, limit: int) -> str:
     lines = text.splitlines(keepends=True)
     if start > len(lines):
         raise ToolFailed(f"{path} has {len(lines)} lines; start_line {start} is past the end")
-    page, used, end = [], 0, start - 1
+    page: list[str] = []
+    used, end = 0, start - 1
     for line in lines[start - 1 :]:
         size = len(line.encode())
         if page and used + size > limit:

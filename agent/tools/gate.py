@@ -68,9 +68,12 @@ def visible_tools(allowed: Iterable[str] | None, mode: str = "auto", services: R
     return [
         TOOLS[n]
         for n in sorted(names)
-        if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny"
-        and (TOOLS[n].available is None or TOOLS[n].available(services))
+        if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny" and _usable(TOOLS[n], services)
     ]
+
+
+def _usable(tool: Tool, services: RunServices) -> bool:
+    return tool.available is None or tool.available(services)
 
 
 @dataclass
@@ -313,9 +316,9 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
         return _Invalid(f"must be one of {', '.join(map(str, spec['enum']))}, got {value!r}")
     if kind == "integer" and not spec.get("minimum", value) <= value <= spec.get("maximum", value):
         return _Invalid(f"must be between {spec['minimum']} and {spec['maximum']}, got {value}", out_of_bounds=True)
-    if kind == "string" and "\x00" in value and not spec.get("binary_ok"):
+    if isinstance(value, str) and "\x00" in value and not spec.get("binary_ok"):
         return _Invalid("contains a NUL byte")
-    if kind == "string" and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
+    if isinstance(value, str) and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
         return _Invalid(f"is {len(value)} characters long; the limit is {spec['maxLength']}")
     return value
 

@@ -110,7 +110,7 @@ def ask(
         expires_at=stamp(started + timedelta(seconds=timeout_s)),
         timeout_s=timeout_s,
     )
-    audit.db["approvals"].insert(asdict(approval))
+    audit.db.table("approvals").insert(asdict(approval))
     return approval
 
 
@@ -133,7 +133,7 @@ def record(
     approval = ask(audit, run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
     status = "approved" if granted else "expired" if by == "timeout" else "denied"
     decided = {"status": status, "decided_at": stamp(now()), "decided_by": by, "note": note or None}
-    audit.db["approvals"].update(approval.id, decided)
+    audit.db.table("approvals").update(approval.id, decided)
     return Approval(**{**asdict(approval), **decided})
 
 

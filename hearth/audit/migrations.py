@@ -12,7 +12,7 @@ import sqlite_utils
 
 
 def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
-    db["runs"].create(
+    db.table("runs").create(
         {
             "id": str,
             "agent_name": str,
@@ -36,9 +36,9 @@ def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["runs"].create_index(["started_at"])
-    db["runs"].create_index(["status"])
-    db["steps"].create(
+    db.table("runs").create_index(["started_at"])
+    db.table("runs").create_index(["status"])
+    db.table("steps").create(
         {
             "id": int,
             "run_id": str,
@@ -59,12 +59,12 @@ def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["steps"].create_index(["run_id", "seq"], unique=True)
+    db.table("steps").create_index(["run_id", "seq"], unique=True)
 
 
 def m010_approvals(db: sqlite_utils.Database) -> None:
     """One row per approval asked: the exact call (its hash binds the decision to it) and the verdict."""
-    db["approvals"].create(
+    db.table("approvals").create(
         {
             "id": str,
             "run_id": str,
@@ -84,13 +84,13 @@ def m010_approvals(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["approvals"].create_index(["status"])
-    db["approvals"].create_index(["run_id"])
+    db.table("approvals").create_index(["status"])
+    db.table("approvals").create_index(["run_id"])
 
 
 def m030_queue_requests(db: sqlite_utils.Database) -> None:
     """Every request accepted from the queue, body included: the file is removed once it ran."""
-    db["requests"].create(
+    db.table("requests").create(
         {
             "id": str,
             "shape": str,
@@ -105,13 +105,13 @@ def m030_queue_requests(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["runs"].create_index(["source"])
-    db["runs"].create_index(["model"])
+    db.table("runs").create_index(["source"])
+    db.table("runs").create_index(["model"])
 
 
 def m031_queue_rejections(db: sqlite_utils.Database) -> None:
     """A file the queue refused: what it was and why; its run row has status `rejected`."""
-    db["rejections"].create(
+    db.table("rejections").create(
         {
             "id": int,
             "run_id": str,
@@ -126,12 +126,12 @@ def m031_queue_rejections(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["rejections"].create_index(["at"])
+    db.table("rejections").create_index(["at"])
 
 
 def m040_proposals(db: sqlite_utils.Database) -> None:
     """Self-evolution proposals (hearth/evolve.py): one row per `hearth evolve`, keyed by its run id."""
-    db["proposals"].create(
+    db.table("proposals").create(
         {
             "id": str,
             "goal": str,
@@ -151,12 +151,12 @@ def m040_proposals(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["proposals"].create_index(["created_at"])
+    db.table("proposals").create_index(["created_at"])
 
 
 def m050_checkpoints(db: sqlite_utils.Database) -> None:
     """Workspace checkpoints (hearth/checkpoints.py): one row per phase of a run, commit or not."""
-    db["checkpoints"].create(
+    db.table("checkpoints").create(
         {
             "id": int,
             "run_id": str,
@@ -172,12 +172,12 @@ def m050_checkpoints(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["checkpoints"].create_index(["run_id"])
+    db.table("checkpoints").create_index(["run_id"])
 
 
 def m051_step_data(db: sqlite_utils.Database) -> None:
     """Structured details of a step as JSON (a compaction's sizes, a context file's flags)."""
-    db["steps"].add_column("data", str)
+    db.table("steps").add_column("data", str)
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [

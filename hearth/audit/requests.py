@@ -44,12 +44,12 @@ def admit(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) 
         taken = _taken(audit, request.id)
         if taken:
             raise RequestRefused(f"duplicate id: {taken}; give the request a new id")
-        audit.db["requests"].insert(_request_row(parsed, facts, claimed_at))
+        audit.db.table("requests").insert(_request_row(parsed, facts, claimed_at))
 
 
 def ensure_request_row(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) -> None:
     """Record the request if its spawner did not (a request moved into claimed/ by hand)."""
-    audit.db["requests"].insert(_request_row(parsed, facts, claimed_at), ignore=True)
+    audit.db.table("requests").insert(_request_row(parsed, facts, claimed_at), ignore=True)
 
 
 def _request_row(parsed: Parsed, facts: FileFacts, claimed_at: str) -> dict[str, object]:
@@ -93,7 +93,7 @@ def record_rejection(
         if audit.run(run_id) is None:
             audit.start_run(_rejected_run(run_id, request))
         audit.finish_run(run_id, status="rejected", error=reason, iterations=0)
-        audit.db["rejections"].insert(
+        audit.db.table("rejections").insert(
             {
                 "run_id": run_id,
                 "at": audit.clock(),
@@ -116,7 +116,7 @@ def _rejected_run(run_id: str, request: Request | None) -> RunRecord:
         agent_name=request.agent_name,
         model=request.model or "",
         goal=request.goal,
-        mode=request.mode,
+        mode=request.mode or "",
         source=request.source,
         requested_by=request.requested_by,
         status="rejected",

@@ -69,16 +69,16 @@ class AuditStore:
     # -- runs ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> None:
         run.started_at = run.started_at or self.clock()
-        self.db["runs"].insert(asdict(run))
+        self.db.table("runs").insert(asdict(run))
 
     def finish_run(self, run_id: str, **fields: Any) -> None:
         fields.setdefault("ended_at", self.clock())
         if "error" in fields:
             fields["error"] = cap(fields["error"], ARGUMENTS_CAP)
-        self.db["runs"].update(run_id, fields)
+        self.db.table("runs").update(run_id, fields)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        self.db["runs"].update(run_id, fields)
+        self.db.table("runs").update(run_id, fields)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
@@ -109,7 +109,7 @@ class AuditStore:
             seq = self.db.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()[
                 0
             ]
-            self.db["steps"].insert({"run_id": run_id, "seq": seq, "at": self.clock(), "kind": kind, **fields})
+            self.db.table("steps").insert({"run_id": run_id, "seq": seq, "at": self.clock(), "kind": kind, **fields})
         return seq
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
@@ -117,7 +117,7 @@ class AuditStore:
 
     # -- workspace checkpoints -------------------------------------------------------------
     def record_checkpoint(self, run_id: str, **fields: Any) -> None:
-        self.db["checkpoints"].insert({"run_id": run_id, "at": self.clock(), **fields})
+        self.db.table("checkpoints").insert({"run_id": run_id, "at": self.clock(), **fields})
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return list(self.db["checkpoints"].rows_where("run_id = ?", [run_id], order_by="id"))

@@ -132,7 +132,10 @@ def run_goal(
         sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
         _warn_unsandboxed(settings, recorder)
         approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
-        client = model or _client(request, settings)
+        own: OllamaClient | None = None  # a client we open is ours to close
+        if model is None:
+            model = own = _client(request, settings)
+        client = model
         checkpoints = Checkpoints(
             root, run_id, sandbox_policy, exclude=state_inside(state_dir, root), fresh=request.workspace is None
         )
@@ -166,8 +169,8 @@ def run_goal(
                 goal=kept_goal,
             ),
         )
-        if model is None:  # the client is ours to close
-            client.close()
+        if own is not None:
+            own.close()
     return run_id, outcome
 
 
@@ -219,7 +222,7 @@ def _sandbox_label(kind: str) -> str:
 
 def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
     return OllamaClient(
-        request.model,
+        request.model or "",
         settings.ollama_host,
         num_ctx=request.num_ctx,
         timeout_s=settings.ollama_timeout_s,
