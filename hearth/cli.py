@@ -1,7 +1,7 @@
 """`hearth`: the operator's commands. Each command module parses, makes one call, renders.
 
-A command module under `hearth/commands/` exposes `register(subparsers)`, which adds its
-subcommand(s) with `set_defaults(handler=fn)`; `fn(args, settings) -> int` is the exit code.
+The command modules live in `hearth/commands/`; only the one of the command being run is
+imported (see hearth/commands/__init__.py), so a quick command starts quickly.
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import os
 import sys
 import traceback
 
-from hearth.commands import COMMAND_MODULES
+from hearth.commands import modules_for
 from hearth.errors import HearthError
 from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with `command`'s module registered, or every module's when it is None or unknown."""
     parser = argparse.ArgumentParser(
         prog="hearth",
         description="Operate hearth: run the demo, read the audit, manage the queue and the stores.",
@@ -26,13 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
+    for module in modules_for(command):
         module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_word(argv)).parse_args(argv)
     try:
         return args.handler(args, Settings.from_env())
     except HearthError as exc:
@@ -49,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
             f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr
         )
         return INTERNAL_ERROR
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The subcommand argv names (the first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 if __name__ == "__main__":

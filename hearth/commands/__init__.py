@@ -1,5 +1,53 @@
-"""The `hearth` subcommands, one module per area; add a module here to add commands."""
+"""The `hearth` subcommands: a module per area, each imported only when one of its commands runs.
 
-from hearth.commands import approvals, creds, demo, doctor, evolve, knowledge, queue, report, runs
+A module exposes `register(subparsers)`, which adds its subcommand(s) with
+`set_defaults(handler=fn)`; `fn(args, settings) -> int` is the exit code. COMMANDS names the
+module of every subcommand, so `hearth enqueue` loads the enqueue module and nothing else;
+`hearth --help` (or a word that is no command) loads them all, in MODULES' order.
+"""
 
-COMMAND_MODULES = [demo, runs, queue, report, approvals, knowledge, creds, evolve, doctor]
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+MODULES = (
+    "demo",
+    "runs",
+    "enqueue",
+    "spawn",
+    "agent",
+    "watch",
+    "report",
+    "approvals",
+    "knowledge",
+    "creds",
+    "evolve",
+    "doctor",
+)
+COMMANDS = {
+    "demo": "demo",
+    "runs": "runs",
+    "show": "runs",
+    "enqueue": "enqueue",
+    "spawn": "spawn",
+    "agent": "agent",
+    "watch": "watch",
+    "state": "report",
+    "report": "report",
+    "approvals": "approvals",
+    "approve": "approvals",
+    "deny": "approvals",
+    "kb": "knowledge",
+    "memory": "knowledge",
+    "creds": "creds",
+    "evolve": "evolve",
+    "proposals": "evolve",
+    "doctor": "doctor",
+}
+
+
+def modules_for(command: str | None) -> list[ModuleType]:
+    """The module that registers `command`, or every module when it is none of them."""
+    names = [COMMANDS[command]] if command in COMMANDS else list(MODULES)
+    return [importlib.import_module(f"hearth.commands.{name}") for name in names]

@@ -1,35 +1,23 @@
-"""`hearth enqueue`, `hearth spawn`, `hearth agent ID`, `hearth watch`: the on-demand run path."""
+"""`hearth enqueue`: write one run request into the queue through the queue-spec model, print its id."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
 import json
-import signal
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from hearth.audit.requests import run_status_readonly
 from hearth.audit.store import new_run_id
-from hearth.dispatch.claimed import run_claimed
-from hearth.dispatch.launchers import LaunchError, LocalLauncher, heal_spawn_units, systemd_booted
-from hearth.dispatch.spawner import Report, Spawner, choose_launcher
-from hearth.dispatch.watch import Watch
+from hearth.dispatch.launchers import LaunchError, heal_spawn_units, systemd_booted
 from hearth.errors import UsageError
 from hearth.queue import Queue
 from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, check, is_legacy, load_json
 from hearth.settings import Settings
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
-SPAWN_EPILOG = (
-    "exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
-    "launched (its request is in queue/failed/), 2 unusable state or queue directory"
-)
-AGENT_EPILOG = (
-    "exit codes: 0 done, 1 failed, 2 rejected / not claimed / already running, "
-    "3 iteration limit, 4 model unavailable, 5 denied, 130 interrupted, 70 internal error"
-)
 REQUEST_FLAGS = (
     "goal",
     "goal_option",
@@ -49,21 +37,6 @@ REQUEST_FLAGS = (
 
 def register(sub: argparse._SubParsersAction) -> None:
     _register_enqueue(sub)
-    spawn = sub.add_parser(
-        "spawn", help="start every queued request (what hearth-spawn.service runs)", epilog=SPAWN_EPILOG
-    )
-    spawn.add_argument("--local", action="store_true", help="run as local processes instead of systemd units")
-    spawn.add_argument("--concurrency", type=_positive, help="local runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
-    spawn.add_argument("--json", action="store_true", help="print what happens as JSON lines")
-    spawn.set_defaults(handler=spawn_requests)
-    agent = sub.add_parser("agent", help="run one claimed request (what hearth-agent@ID runs)", epilog=AGENT_EPILOG)
-    agent.add_argument("request_id", metavar="ID")
-    agent.add_argument("--json", action="store_true", help="print the run's events as JSON lines")
-    agent.set_defaults(handler=run_agent)
-    watch = sub.add_parser("watch", help="watch the queue and run requests locally (hosts without systemd)")
-    watch.add_argument("--concurrency", type=_positive, help="runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
-    watch.add_argument("--json", action="store_true", help="print what happens as JSON lines")
-    watch.set_defaults(handler=watch_queue)
 
 
 def _register_enqueue(sub: argparse._SubParsersAction) -> None:
@@ -87,13 +60,6 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=enqueue)
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-# -- enqueue ------------------------------------------------------------------------------------
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     try:
         request = _stamped(_request_from_args(args))
@@ -200,63 +166,3 @@ def _heal(settings: Settings) -> None:
         print(f"hearth enqueue: launcher healed: {action}", file=sys.stderr)
     if healing.warning:
         print(f"hearth enqueue: warning: {healing.warning}", file=sys.stderr)
-
-
-# -- spawn, agent, watch --------------------------------------------------------------------------
-def _printer(json_lines: bool) -> Report:
-    def report(what: str, name: str, detail: str) -> None:
-        if json_lines:
-            print(json.dumps({"event": what, "name": name, "detail": detail}, ensure_ascii=False), flush=True)
-        else:
-            print(f"{what} {name}{': ' + detail if detail else ''}", flush=True)
-
-    return report
-
-
-def _summary(spawner: Spawner, json_lines: bool) -> None:
-    counts = dict(sorted(spawner.counts.items()))
-    if json_lines:
-        print(json.dumps({"event": "summary", "counts": counts}), flush=True)
-    else:
-        print("spawn: " + (", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing to do"), flush=True)
-
-
-def _stop_on_sigterm() -> None:
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-
-
-def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
-    launcher = choose_launcher(settings, local=args.local, concurrency=args.concurrency)
-    _stop_on_sigterm()
-    with Spawner(settings, launcher, report=_printer(args.json)) as spawner:
-        try:
-            code = spawner.run()
-        except KeyboardInterrupt:
-            launcher.stop()
-            spawner.reap()
-            code = 130
-        _summary(spawner, args.json)
-    return code
-
-
-def run_agent(args: argparse.Namespace, settings: Settings) -> int:
-    return run_claimed(args.request_id, settings, json_lines=args.json)
-
-
-def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
-    launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
-    with Spawner(settings, launcher, report=_printer(args.json)) as spawner:
-        watch = Watch(spawner)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: watch.stop())
-        print(
-            f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); stop with Ctrl-C",
-            file=sys.stderr,
-            flush=True,
-        )
-        watch.run()
-        _summary(spawner, args.json)
-    return 0

@@ -1,0 +1,71 @@
+"""`hearth spawn`: sweep dead runs, then start every request waiting in the queue (the path unit's job)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from typing import Any
+
+from hearth.dispatch.spawner import Report, Spawner, choose_launcher
+from hearth.settings import Settings
+
+SPAWN_EPILOG = (
+    "exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
+    "launched (its request is in queue/failed/), 2 unusable state or queue directory"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    spawn = sub.add_parser(
+        "spawn", help="start every queued request (what hearth-spawn.service runs)", epilog=SPAWN_EPILOG
+    )
+    spawn.add_argument("--local", action="store_true", help="run as local processes instead of systemd units")
+    spawn.add_argument("--concurrency", type=positive, help="local runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
+    spawn.add_argument("--json", action="store_true", help="print what happens as JSON lines")
+    spawn.set_defaults(handler=spawn_requests)
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def printer(json_lines: bool) -> Report:
+    def report(what: str, name: str, detail: str) -> None:
+        if json_lines:
+            print(json.dumps({"event": what, "name": name, "detail": detail}, ensure_ascii=False), flush=True)
+        else:
+            print(f"{what} {name}{': ' + detail if detail else ''}", flush=True)
+
+    return report
+
+
+def summary(spawner: Spawner, json_lines: bool) -> None:
+    counts = dict(sorted(spawner.counts.items()))
+    if json_lines:
+        print(json.dumps({"event": "summary", "counts": counts}), flush=True)
+    else:
+        print("spawn: " + (", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing to do"), flush=True)
+
+
+def _stop_on_sigterm() -> None:
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
+    launcher = choose_launcher(settings, local=args.local, concurrency=args.concurrency)
+    _stop_on_sigterm()
+    with Spawner(settings, launcher, report=printer(args.json)) as spawner:
+        try:
+            code = spawner.run()
+        except KeyboardInterrupt:
+            launcher.stop()
+            spawner.reap()
+            code = 130
+        summary(spawner, args.json)
+    return code

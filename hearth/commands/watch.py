@@ -1,0 +1,36 @@
+"""`hearth watch`: watch the queue and run what lands in it locally (hosts without systemd)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from hearth.commands.spawn import positive, printer, summary
+from hearth.dispatch.launchers import LocalLauncher
+from hearth.dispatch.spawner import Spawner
+from hearth.dispatch.watch import Watch
+from hearth.settings import Settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    watch = sub.add_parser("watch", help="watch the queue and run requests locally (hosts without systemd)")
+    watch.add_argument("--concurrency", type=positive, help="runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
+    watch.add_argument("--json", action="store_true", help="print what happens as JSON lines")
+    watch.set_defaults(handler=watch_queue)
+
+
+def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
+    launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
+    with Spawner(settings, launcher, report=printer(args.json)) as spawner:
+        watch = Watch(spawner)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: watch.stop())
+        print(
+            f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); stop with Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
+        watch.run()
+        summary(spawner, args.json)
+    return 0
