@@ -226,7 +226,7 @@ def _from_row(row: dict[str, object]) -> Proposal:
 
 def proposals(settings: Settings, limit: int = 20) -> list[Proposal]:
     with AuditStore(settings.audit_path) as audit:
-        rows = audit.db["proposals"].rows_where(order_by="created_at desc, rowid desc", limit=limit)
+        rows = audit.rows("select * from proposals order by created_at desc, rowid desc limit ?", [limit])
         return [_from_row(row) for row in rows]
 
 

@@ -109,9 +109,7 @@ def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
 
 
 def _rows(audit: AuditStore, sql: str, since: str | None) -> list[dict[str, Any]]:
-    cursor = audit.db.execute(sql, [since or ""])
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return audit.rows(sql, [since or ""])
 
 
 def _count(values: Any) -> dict[str, int]:

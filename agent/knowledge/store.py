@@ -18,13 +18,14 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from agent.knowledge.chunking import chunk_text
-from agent.sqlite_store import immediate, migrate, open_database
+from agent.sqlite_store import SqliteFile, immediate
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -215,17 +216,12 @@ def k002_lessons(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons]
 
 
-class KnowledgeStore:
+class KnowledgeStore(SqliteFile):
     """The knowledge base and memory in one SQLite file; see the module docstring."""
 
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
-        self.path = Path(path)
+        super().__init__(path, MIGRATIONS, check_same_thread=False)
         self.clock = clock
-        self.db = open_database(self.path, check_same_thread=False)
-        migrate(self.db, MIGRATIONS)
-
-    def close(self) -> None:
-        self.db.conn.close()
 
     def __enter__(self) -> KnowledgeStore:
         return self
@@ -236,7 +232,7 @@ class KnowledgeStore:
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
         """One write transaction, the lock taken up front so two writers wait instead of failing."""
-        with immediate(self.db):
+        with immediate(self.conn):
             yield
 
     # -- documents -------------------------------------------------------------------------
@@ -257,7 +253,7 @@ class KnowledgeStore:
     def put(self, text: str, title: str, source: str, scope: str, kind: str, collection: str | None) -> Stored:
         """`add` for callers that hold `writing()` already (a batch of files)."""
         digest = document_hash(title, text)
-        row = self.db.execute(
+        row = self.conn.execute(
             "select id, content_hash, collection from documents where scope = ? and source = ?", [scope, source]
         ).fetchone()
         now = self.clock()
@@ -285,7 +281,7 @@ class KnowledgeStore:
         return self._sync_chunks(doc_id, title, scope, chunk_text(text))
 
     def _sync_chunks(self, doc_id: int, title: str, scope: str, chunks: list[str]) -> Stored:
-        old = self.db.execute("select id, hash, title from chunks where doc_id = ?", [doc_id]).fetchall()
+        old = self.conn.execute("select id, hash, title from chunks where doc_id = ?", [doc_id]).fetchall()
         wanted = {content_hash(c): (seq, c) for seq, c in reversed(list(enumerate(chunks)))}
         kept: dict[str, int] = {}
         for cid, digest, old_title in old:  # a chunk is kept when its text and title are unchanged
@@ -294,7 +290,7 @@ class KnowledgeStore:
         stale = [cid for cid, digest, _ in old if kept.get(digest) != cid]
         for start in range(0, len(stale), 500):
             part = stale[start : start + 500]
-            self.db.execute(f"delete from chunks where id in ({','.join('?' * len(part))})", part)
+            self.conn.execute(f"delete from chunks where id in ({','.join('?' * len(part))})", part)
         rows = [
             {"doc_id": doc_id, "seq": seq, "hash": h, "title": title, "text": c, "scope": scope_token(scope)}
             for h, (seq, c) in wanted.items()
@@ -303,17 +299,17 @@ class KnowledgeStore:
         if rows:
             self.db.table("chunks").insert_all(rows)
         for digest, cid in kept.items():  # a kept chunk may have moved; its text (and index) stays
-            self.db.execute(
+            self.conn.execute(
                 "update chunks set seq = ? where id = ? and seq != ?", [wanted[digest][0], cid, wanted[digest][0]]
             )
         return Stored(doc_id, len(rows), len(kept), len(stale))
 
     def _chunk_count(self, doc_id: int) -> int:
-        return self.db.execute("select count(*) from chunks where doc_id = ?", [doc_id]).fetchone()[0]
+        return self.conn.execute("select count(*) from chunks where doc_id = ?", [doc_id]).fetchone()[0]
 
     def collection_hashes(self, collection: str, scope: str) -> dict[str, str]:
         """source -> content hash of every document indexed from one directory."""
-        rows = self.db.execute(
+        rows = self.conn.execute(
             "select source, content_hash from documents where collection = ? and scope = ?", [collection, scope]
         ).fetchall()
         return dict(rows)
@@ -323,18 +319,20 @@ class KnowledgeStore:
         docs = self._find_documents(ref, scopes)
         with self.writing():
             for doc_id in docs:
-                self.db.execute("delete from chunks where doc_id = ?", [doc_id])
-                self.db.execute("delete from documents where id = ?", [doc_id])
+                self.conn.execute("delete from chunks where doc_id = ?", [doc_id])
+                self.conn.execute("delete from documents where id = ?", [doc_id])
         return len(docs)
 
     def remove_sources(self, sources: Iterable[str], scope: str) -> int:
         """Inside a write transaction: drop these documents (files deleted since the last index)."""
         count = 0
         for source in sources:
-            row = self.db.execute("select id from documents where scope = ? and source = ?", [scope, source]).fetchone()
+            row = self.conn.execute(
+                "select id from documents where scope = ? and source = ?", [scope, source]
+            ).fetchone()
             if row:
-                self.db.execute("delete from chunks where doc_id = ?", [row[0]])
-                self.db.execute("delete from documents where id = ?", [row[0]])
+                self.conn.execute("delete from chunks where doc_id = ?", [row[0]])
+                self.conn.execute("delete from documents where id = ?", [row[0]])
                 count += 1
         return count
 
@@ -345,7 +343,7 @@ class KnowledgeStore:
             sql, key = f"select id from documents where id = ?{where}", int(ref)
         else:
             sql, key = f"select id from documents where source = ?{where}", str(ref)
-        return [r[0] for r in self.db.execute(sql, [key, *params]).fetchall()]
+        return [r[0] for r in self.conn.execute(sql, [key, *params]).fetchall()]
 
     def documents(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
         where, params = _scope_clause(scopes, "d.scope")
@@ -356,7 +354,7 @@ class KnowledgeStore:
         )
         return [
             dict(zip(("id", "scope", "title", "source", "kind", "chars", "updated_at", "chunks"), row))
-            for row in self.db.execute(sql, [*params, limit]).fetchall()
+            for row in self.conn.execute(sql, [*params, limit]).fetchall()
         ]
 
     def search(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Hit]:
@@ -367,7 +365,7 @@ class KnowledgeStore:
         # rank by score alone, then fetch the k best rows; snippets are cut in Python (FTS5's
         # snippet() in the ranking query runs for every match, and with MATCH again costs 2 ms)
         ranked = dict(
-            self.db.execute(
+            self.conn.execute(
                 "select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
                 "where chunks_fts match ? order by score limit ?",
                 [match, k],
@@ -381,7 +379,7 @@ class KnowledgeStore:
         )
         hits = [
             Hit(cid, doc, title, source, scope, snippet(text, query), text, ranked[cid])
-            for cid, doc, title, source, scope, text in self.db.execute(sql, list(ranked)).fetchall()
+            for cid, doc, title, source, scope, text in self.conn.execute(sql, list(ranked)).fetchall()
         ]
         return sorted(hits, key=lambda hit: hit.score)
 
@@ -390,7 +388,7 @@ class KnowledgeStore:
         """Store a lesson; (id, False) when the same lesson is already stored in that scope."""
         digest = content_hash(" ".join(lesson.split()).lower())
         with self.writing():
-            row = self.db.execute("select id from lessons where scope = ? and hash = ?", [scope, digest]).fetchone()
+            row = self.conn.execute("select id from lessons where scope = ? and hash = ?", [scope, digest]).fetchone()
             if row:
                 return row[0], False
             record = {
@@ -413,17 +411,17 @@ class KnowledgeStore:
             "from lessons_fts join lessons l on l.id = lessons_fts.rowid "
             f"where lessons_fts match ?{where} order by score limit ?"
         )
-        return [Lesson(*row) for row in self.db.execute(sql, [match, *params, k]).fetchall()]
+        return [Lesson(*row) for row in self.conn.execute(sql, [match, *params, k]).fetchall()]
 
     def lessons(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[Lesson]:
         where, params = _scope_clause(scopes, "scope")
         sql = f"select id, scope, lesson, tags, created_at from lessons where 1 = 1{where} order by id desc limit ?"
-        return [Lesson(*row) for row in self.db.execute(sql, [*params, limit]).fetchall()]
+        return [Lesson(*row) for row in self.conn.execute(sql, [*params, limit]).fetchall()]
 
     def forget(self, lesson_id: int, scopes: Iterable[str] | None = None) -> bool:
         where, params = _scope_clause(scopes, "scope")
         with self.writing():
-            cursor = self.db.execute(f"delete from lessons where id = ?{where}", [lesson_id, *params])
+            cursor = self.conn.execute(f"delete from lessons where id = ?{where}", [lesson_id, *params])
         return cursor.rowcount > 0
 
 

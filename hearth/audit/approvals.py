@@ -110,7 +110,7 @@ def ask(
         expires_at=stamp(started + timedelta(seconds=timeout_s)),
         timeout_s=timeout_s,
     )
-    audit.db.table("approvals").insert(asdict(approval))
+    audit.insert("approvals", asdict(approval))
     return approval
 
 
@@ -133,7 +133,7 @@ def record(
     approval = ask(audit, run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
     status = "approved" if granted else "expired" if by == "timeout" else "denied"
     decided = {"status": status, "decided_at": stamp(now()), "decided_by": by, "note": note or None}
-    audit.db.table("approvals").update(approval.id, decided)
+    audit.update("approvals", approval.id, decided)
     return Approval(**{**asdict(approval), **decided})
 
 
@@ -142,17 +142,18 @@ def find(audit: AuditStore, ident: str) -> Approval | None:
     if len(ident) >= 4 and ident.isalnum():
         row = audit.find_by_id_or_prefix("approvals", ident)
     else:
-        row = next(iter(audit.db["approvals"].rows_where("id = ?", [ident])), None)
+        row = next(iter(audit.rows("select * from approvals where id = ?", [ident])), None)
     return _from_row(row) if row else None
 
 
 def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:
     """Pending approvals still open (oldest first), or with ``everything`` the latest of any status."""
     if everything:
-        rows = audit.db["approvals"].rows_where(order_by="requested_at desc, rowid desc", limit=limit)
+        rows = audit.rows("select * from approvals order by requested_at desc, rowid desc limit ?", [limit])
         return [_from_row(r) for r in rows]
-    rows = audit.db["approvals"].rows_where(
-        "status = 'pending' and expires_at > ?", [stamp(now())], order_by="requested_at, rowid", limit=limit
+    rows = audit.rows(
+        "select * from approvals where status = 'pending' and expires_at > ? order by requested_at, rowid limit ?",
+        [stamp(now()), limit],
     )
     return [_from_row(r) for r in rows]
 
@@ -161,7 +162,7 @@ def decide(
     audit: AuditStore, ident: str, *, granted: bool, by: str, note: str = "", now: Clock = utc_clock
 ) -> Approval:
     """Approve or deny a pending approval; ApprovalClosed when it is decided or expired already."""
-    with immediate(audit.db):
+    with immediate(audit.conn):
         approval = find(audit, ident)
         if approval is None:
             raise NotFound(f"no approval with id {ident!r}; see: hearth approvals")
@@ -194,7 +195,7 @@ def _timeout_note(approval: Approval) -> str:
 
 def _move(audit: AuditStore, approval_id: str, status: str, moment: str, by: str, note: str | None) -> bool:
     """Compare-and-set out of pending; False when someone else moved it first."""
-    cursor = audit.db.execute(
+    cursor = audit.conn.execute(
         "update approvals set status = ?, decided_at = ?, decided_by = ?, note = ? where id = ? and status = 'pending'",
         [status, moment, by, note, approval_id],
     )
@@ -203,7 +204,7 @@ def _move(audit: AuditStore, approval_id: str, status: str, moment: str, by: str
 
 def expire(audit: AuditStore, approval_id: str) -> Approval:
     """Close a pending approval as expired (if nobody decided it first) and return the final row."""
-    with immediate(audit.db):
+    with immediate(audit.conn):
         approval = find(audit, approval_id)
         assert approval is not None
         _move(audit, approval_id, "expired", approval.expires_at, "timeout", _timeout_note(approval))
@@ -214,13 +215,13 @@ def expire(audit: AuditStore, approval_id: str) -> Approval:
 
 def cancel(audit: AuditStore, approval_id: str, note: str) -> None:
     """Close a pending approval whose run stopped waiting, so nobody approves a call that cannot run."""
-    with immediate(audit.db):
+    with immediate(audit.conn):
         _move(audit, approval_id, "cancelled", stamp(utc_clock()), "run", note)
 
 
 def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
     """Close what a dead run left waiting (it was killed and cannot run the call); how many were open."""
-    cursor = audit.db.execute(
+    cursor = audit.conn.execute(
         "update approvals set status = 'cancelled', decided_at = ?, decided_by = 'run', note = ? "
         "where run_id = ? and status = 'pending'",
         [stamp(utc_clock()), note, run_id],

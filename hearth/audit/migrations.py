@@ -7,8 +7,10 @@ Never edit a shipped migration; add a new one at the end. Their names are record
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
 
 
 def m001_runs_and_steps(db: sqlite_utils.Database) -> None:

@@ -40,16 +40,16 @@ def admit(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) 
     Checked and written in one transaction, so two spawners cannot both admit one id.
     """
     request = parsed.request
-    with immediate(audit.db):
+    with immediate(audit.conn):
         taken = _taken(audit, request.id)
         if taken:
             raise RequestRefused(f"duplicate id: {taken}; give the request a new id")
-        audit.db.table("requests").insert(_request_row(parsed, facts, claimed_at))
+        audit.insert("requests", _request_row(parsed, facts, claimed_at))
 
 
 def ensure_request_row(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) -> None:
     """Record the request if its spawner did not (a request moved into claimed/ by hand)."""
-    audit.db.table("requests").insert(_request_row(parsed, facts, claimed_at), ignore=True)
+    audit.insert("requests", _request_row(parsed, facts, claimed_at), or_ignore=True)
 
 
 def _request_row(parsed: Parsed, facts: FileFacts, claimed_at: str) -> dict[str, object]:
@@ -72,7 +72,7 @@ def _taken(audit: AuditStore, request_id: str) -> str | None:
     run = audit.run(request_id)
     if run:
         return f"run {request_id} already exists (status {run['status']})"
-    if audit.db.execute("select 1 from requests where id = ?", [request_id]).fetchone():
+    if audit.conn.execute("select 1 from requests where id = ?", [request_id]).fetchone():
         return f"request {request_id} was already accepted"
     return None
 
@@ -89,11 +89,12 @@ def record_rejection(
 ) -> str:
     """A `rejected` run row (a fresh id unless the run exists) and the rejection's file facts."""
     run_id = run_id or new_run_id()
-    with immediate(audit.db):
+    with immediate(audit.conn):
         if audit.run(run_id) is None:
             audit.start_run(_rejected_run(run_id, request))
         audit.finish_run(run_id, status="rejected", error=reason, iterations=0)
-        audit.db.table("rejections").insert(
+        audit.insert(
+            "rejections",
             {
                 "run_id": run_id,
                 "at": audit.clock(),
@@ -103,7 +104,7 @@ def record_rejection(
                 "sha256": facts.sha256,
                 "reason": reason,
                 "kept_as": kept_as,
-            }
+            },
         )
     return run_id
 
@@ -125,7 +126,7 @@ def _rejected_run(run_id: str, request: Request | None) -> RunRecord:
 
 def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: str) -> None:
     """Close the run of a claimed request that ended without its own final record."""
-    with immediate(audit.db):
+    with immediate(audit.conn):
         if audit.run(request_id) is None:
             audit.start_run(_run_from_request_row(audit, request_id))
         audit.finish_run(request_id, status=status, error=reason)
@@ -133,7 +134,7 @@ def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: s
 
 
 def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:
-    row = next(iter(audit.db["requests"].rows_where("id = ?", [request_id])), None)
+    row = next(iter(audit.rows("select * from requests where id = ?", [request_id])), None)
     body = json.loads(row["body"]) if row else {}
     return RunRecord(
         id=request_id,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import utc_now
-from agent.sqlite_store import immediate, migrate, open_database
+from agent.sqlite_store import SqliteFile, immediate
 from hearth.audit.migrations import MIGRATIONS
 
 __all__ = ["AuditStore", "RunRecord", "cap", "immediate", "new_run_id"]
@@ -50,15 +50,12 @@ class RunRecord:
     started_at: str = ""
 
 
-class AuditStore:
-    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
-        self.path = Path(path)
-        self.clock = clock
-        self.db = open_database(self.path)
-        migrate(self.db, MIGRATIONS)
+class AuditStore(SqliteFile):
+    """The audit: runs, steps, checkpoints here; the queue's and approvals' rows in their modules."""
 
-    def close(self) -> None:
-        self.db.conn.close()
+    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+        super().__init__(path, MIGRATIONS)
+        self.clock = clock
 
     def __enter__(self) -> AuditStore:
         return self
@@ -69,24 +66,25 @@ class AuditStore:
     # -- runs ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> None:
         run.started_at = run.started_at or self.clock()
-        self.db.table("runs").insert(asdict(run))
+        self.insert("runs", asdict(run))
 
     def finish_run(self, run_id: str, **fields: Any) -> None:
         fields.setdefault("ended_at", self.clock())
         if "error" in fields:
             fields["error"] = cap(fields["error"], ARGUMENTS_CAP)
-        self.db.table("runs").update(run_id, fields)
+        self.update("runs", run_id, fields)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        self.db.table("runs").update(run_id, fields)
+        self.update("runs", run_id, fields)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        rows = self.rows("select * from runs where id = ?", [run_id])
         return rows[0] if rows else None
 
     def runs(self, limit: int = 20, **where: Any) -> list[dict[str, Any]]:
-        clause = " and ".join(f"{k} = :{k}" for k in where) or None
-        return list(self.db["runs"].rows_where(clause, where, order_by="started_at desc, rowid desc", limit=limit))
+        clause = " and ".join(f'"{k}" = :{k}' for k in where) or "1 = 1"
+        sql = f"select * from runs where {clause} order by started_at desc, rowid desc limit :_limit"
+        return self.rows(sql, {**where, "_limit": limit})
 
     def find_run(self, prefix: str) -> dict[str, Any] | None:
         """A run by its id or a unique prefix of it."""
@@ -94,9 +92,9 @@ class AuditStore:
 
     def find_by_id_or_prefix(self, table: str, ident: str) -> dict[str, Any] | None:
         """A row of `table` by its id, else by a prefix that matches exactly one id (`_` and `%` literal)."""
-        rows = list(self.db[table].rows_where("id = ?", [ident], limit=1))
+        rows = self.rows(f'select * from "{table}" where id = ? limit 1', [ident])
         if not rows:
-            rows = list(self.db[table].rows_where("id like ? escape '\\'", [_like_prefix(ident)], limit=2))
+            rows = self.rows(f"select * from \"{table}\" where id like ? escape '\\' limit 2", [_like_prefix(ident)])
         return rows[0] if len(rows) == 1 else None
 
     # -- steps -----------------------------------------------------------------------------
@@ -105,22 +103,20 @@ class AuditStore:
             fields["arguments"] = json.dumps(fields["arguments"], ensure_ascii=False, default=str)
         fields["arguments"] = cap(fields.get("arguments"), ARGUMENTS_CAP)
         fields["output"] = cap(fields.get("output"), OUTPUT_CAP)
-        with immediate(self.db):
-            seq = self.db.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()[
-                0
-            ]
-            self.db.table("steps").insert({"run_id": run_id, "seq": seq, "at": self.clock(), "kind": kind, **fields})
-        return seq
+        with immediate(self.conn):
+            seq = self.conn.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()
+            self.insert("steps", {"run_id": run_id, "seq": seq[0], "at": self.clock(), "kind": kind, **fields})
+        return int(seq[0])
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db["steps"].rows_where("run_id = ?", [run_id], order_by="seq"))
+        return self.rows("select * from steps where run_id = ? order by seq", [run_id])
 
     # -- workspace checkpoints -------------------------------------------------------------
     def record_checkpoint(self, run_id: str, **fields: Any) -> None:
-        self.db.table("checkpoints").insert({"run_id": run_id, "at": self.clock(), **fields})
+        self.insert("checkpoints", {"run_id": run_id, "at": self.clock(), **fields})
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db["checkpoints"].rows_where("run_id = ?", [run_id], order_by="id"))
+        return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
 
 
 def _like_prefix(prefix: str) -> str:
