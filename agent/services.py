@@ -35,7 +35,17 @@ class RunServices:
     agent_name: str = "default"
     run_id: str = ""
     knowledge: KnowledgeStore | None = None
+    knowledge_path: Path | None = None  # opened there on first use when `knowledge` is not given
     net: NetGuard | None = None  # None: the default guard (public addresses only, system DNS)
     credentials: Callable[[str, str], str] | None = None  # (name, host) -> value, or CredentialRefused
     redact: Callable[[str], str] = no_redaction  # applied to every tool result by call_tool
     search_backend: Any = None  # an object with ddgs' `text(query, max_results=)`; None: ddgs itself
+
+    def knowledge_store(self) -> KnowledgeStore | None:
+        """The run's knowledge store: `knowledge`, else the one at `knowledge_path`, opened on first use
+        (a run that never touches knowledge never opens the file)."""
+        if self.knowledge is None and self.knowledge_path is not None:
+            from agent.knowledge.store import KnowledgeStore
+
+            self.knowledge = KnowledgeStore(self.knowledge_path)
+        return self.knowledge

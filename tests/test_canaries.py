@@ -91,12 +91,19 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
 
     def configure(services: RunServices) -> None:
         services.net.resolver, services.net.connector = net.resolve, net.connect
+        services.knowledge_store()  # opened now (a run opens it on first use) so its -wal can be kept
         for name in ("audit.db", "knowledge.db"):  # a second reader keeps each -wal file on disk
             keep_wal.append(sqlite3.connect(state_dir / name))
             keep_wal[-1].execute("select count(*) from sqlite_master").fetchall()
 
     log = io.StringIO()
-    with FakeOllama(script()) as fake:
+    live: dict[str, bytes] = {}  # the live state files, read while the run still has them
+
+    def read_live_state(body: dict[str, Any]) -> dict[str, Any]:
+        live.update({str(p): p.read_bytes() for p in (state_dir / "state").glob("*.json")})
+        return final_answer("Done: the echo service reflects headers.")
+
+    with FakeOllama([*script()[:-1], read_live_state]) as fake:
         settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
         request = GoalRequest(
             goal="call the echo API",
@@ -107,7 +114,7 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
         )
         run_id, outcome = run_goal(request, settings, json_lines=True, out=log, configure_services=configure)
         shown = run_cli("hearth", "show", run_id, "--json").stdout
-        files = scan(state_dir, workspace)
+        files = {**live, **scan(state_dir, workspace)}
     for conn in keep_wal:
         conn.close()
     return Evidence(run_id, outcome.status, files, log.getvalue(), shown, json.dumps(fake.requests))

@@ -42,7 +42,7 @@ def test_a_runs_services_carry_its_egress_list_the_operators_lan_hosts_and_the_s
     with run_services(request, "r1", settings, SandboxPolicy(), Redactor()) as services:
         assert services.net.egress == ("*.github.com",) and services.net.private_hosts == frozenset({"nas.lan"})
         assert services.agent_name == "builder" and services.run_id == "r1"
-        assert services.knowledge.path == tmp_path / "knowledge.db"
+        assert services.knowledge_store().path == tmp_path / "knowledge.db"
 
 
 def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -> None:
@@ -73,10 +73,12 @@ def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -
                 },
             )
         )
+        recorder(Event("tool_started", 1, {"tool": "http_request", "arguments": {"h": value}}))
+        state = (tmp_path / "state" / "r1.json").read_text()
         recorder(Event("run_finished", 1, {"status": "done", "summary": f"saw {value}", "error": ""}))
         recorder.note("recall", output=value)
         stored = json.dumps(audit.steps("r1"))
-    state = (tmp_path / "state" / "r1.json").read_text()
     for text in (stored, state, out.getvalue()):
         assert value not in text
-    assert "echo [redacted:TOKEN]" in stored and "saw [redacted:TOKEN]" in state
+    assert "echo [redacted:TOKEN]" in stored and "saw [redacted:TOKEN]" in out.getvalue()
+    assert not (tmp_path / "state" / "r1.json").exists()  # the run ended: its live state is the audit's

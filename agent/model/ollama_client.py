@@ -146,7 +146,10 @@ class OllamaClient:
         self.tools_supported = True
         # The read timeout bounds the wait for each chunk; a stream keeps a slow
         # but live model going while a dead one is noticed.
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), verify=_tls())
+        # Plain HTTP (the usual local server) needs no TLS context: building one, and a client
+        # around it, costs tens of ms a process, more than a whole short run's other work.
+        verify: ssl.SSLContext | bool = _tls() if self.base_url.startswith("https://") else False
+        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), verify=verify)
 
     def close(self) -> None:
         self._http.close()

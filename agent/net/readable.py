@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from agent.net.client import Reply
 from agent.net.guard import FetchFailed
+
+if TYPE_CHECKING:
+    from agent.net.client import Reply
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 JSON_SUFFIX = "+json"

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
-
-from agent.safety import commands_guard
 
 MODES = ("plan", "auto", "bypass")
 COMMAND_ARGUMENTS = {"run_command": "command"}  # tools whose argument is a shell line
@@ -68,14 +67,14 @@ def decide(
         return Verdict("deny", f"plan mode runs only read-only tools and {name} is {risk}")
     if risk == "edit":
         return Verdict("run")
-    if command is not None and commands_guard.auto_approved(command, auto_commands):
+    if command is not None and _guard().auto_approved(command, auto_commands):
         return Verdict("run", "every program in it is an auto-approved command head")
     return Verdict("ask", f"{name} is dangerous and auto mode asks before running it")
 
 
 def _floor(command: str) -> str | None:
     try:
-        return commands_guard.floor_violation(command)
+        return _guard().floor_violation(command)
     except Exception as exc:  # a line the guard cannot read (or a bug in it) is not run
         return f"the command could not be judged ({type(exc).__name__})"
 
@@ -92,3 +91,11 @@ def denied_message(name: str, reason: str) -> str:
         f"Denied: {name} was not run ({reason}). Do not retry it or reach the same result another "
         "way; continue without it or finish with what you have."
     )
+
+
+def _guard() -> ModuleType:
+    """The command guard, loaded when a command is first judged (its parser is most of this
+    module's import cost, and a run without commands never needs it)."""
+    from agent.safety import commands_guard
+
+    return commands_guard

@@ -98,7 +98,7 @@ def glob_matches(rel: str, glob: str) -> bool:
 
 
 def store_of(ws: Workspace) -> KnowledgeStore:
-    store = ws.services.knowledge
+    store = ws.services.knowledge_store()
     if store is None:
         raise ToolFailed("no knowledge base is configured for this run")
     return store

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.model.ollama_client import probe
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.registry import Tool
@@ -112,6 +111,8 @@ def _disk(path: Path) -> str:
 
 
 def _ollama(host: str) -> str:
+    from agent.model.ollama_client import probe  # httpx: only when the health is asked for
+
     if not host:
         return "ollama: no server configured for this run"
     models = probe(host)

@@ -8,14 +8,16 @@ time, and every result passes the run's redactor in `call_tool`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.net.client import TIMEOUT_S, Reply, request
 from agent.net.guard import NetError
 from agent.net.readable import Page, readable
 from agent.safety.workspace import Workspace
 from agent.tools.args import guard_of, integer, scope_arg, store_of
 from agent.tools.registry import Tool, ToolFailed
+
+if TYPE_CHECKING:
+    from agent.net.client import Reply
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000
@@ -24,10 +26,14 @@ MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a bo
 
 
 def _timeout(args: dict[str, Any]) -> float:
+    from agent.net.client import TIMEOUT_S
+
     return float(args.get("timeout_s", int(TIMEOUT_S)))
 
 
 def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
+    from agent.net.client import request  # httpx: imported when a tool first goes out
+
     try:
         reply = request(
             guard_of(ws),
@@ -64,6 +70,8 @@ def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def http_request(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.net.client import request
+
     method = args.get("method", "GET").upper()
     headers = parse_headers(args.get("headers"))
     body = args.get("body")

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.net.client import TIMEOUT_S
 from agent.net.guard import NetRefused
-from agent.net.proxy import GuardProxy
 from agent.safety.workspace import Workspace
 from agent.tools.args import guard_of, integer
 from agent.tools.registry import Tool, ToolFailed
@@ -55,6 +53,9 @@ def search(ws: Workspace, query: str, limit: int, backend_name: str) -> list[dic
     if backend is not None:
         return _answers(lambda: backend.text(query, max_results=limit, backend=backend_name), query, [])
     from ddgs import DDGS  # slow to import: only when a search runs
+
+    from agent.net.client import TIMEOUT_S
+    from agent.net.proxy import GuardProxy
 
     with GuardProxy(guard_of(ws)) as proxy:
         engine = DDGS(proxy=proxy.url, timeout=int(TIMEOUT_S))

@@ -11,7 +11,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from agent.knowledge.recall import recall_context
-from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import NetGuard, NetRefused
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
@@ -44,30 +43,34 @@ def check_egress(patterns: list[str]) -> None:
 def run_services(
     request: GoalRequest, run_id: str, settings: Settings, sandbox: SandboxPolicy, redactor: Redactor
 ) -> Iterator[RunServices]:
-    """The run's services; the knowledge store is closed when the block ends."""
-    store = KnowledgeStore(settings.knowledge_path)
+    """The run's services; the knowledge store, if the run opened it, is closed when the block ends."""
+    services = RunServices(
+        sandbox=sandbox,
+        agent_name=request.agent_name,
+        run_id=run_id,
+        knowledge_path=settings.knowledge_path,
+        net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
+        credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
+        redact=redactor,
+        config_repo=request.config_repo,
+        ollama_host=settings.ollama_host,
+        auto_commands=settings.auto_commands,
+    )
     try:
-        yield RunServices(
-            sandbox=sandbox,
-            agent_name=request.agent_name,
-            run_id=run_id,
-            knowledge=store,
-            net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
-            credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
-            redact=redactor,
-            config_repo=request.config_repo,
-            ollama_host=settings.ollama_host,
-            auto_commands=settings.auto_commands,
-        )
+        yield services
     finally:
-        store.close()
+        if services.knowledge is not None:
+            services.knowledge.close()
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:
     """The auto-recall preface for the first user message; recorded as a step when there is one."""
-    if services.knowledge is None or settings.recall_chars <= 0:
+    if settings.recall_chars <= 0 or not (services.knowledge or settings.knowledge_path.exists()):
+        return ""  # nothing was ever stored: nothing to recall, and no file to create
+    store = services.knowledge_store()
+    if store is None:
         return ""
-    preface = services.redact(recall_context(services.knowledge, goal, services.agent_name, settings.recall_chars))
+    preface = services.redact(recall_context(store, goal, services.agent_name, settings.recall_chars))
     if preface:
         recorder.note("recall", output=preface, detail=f"{len(preface)} characters recalled into the first message")
     return preface
