@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.context.compaction import HEADING, Compactor, Usage, estimate_tokens
+from agent.context.compaction import HEADING, Compactor, RunningCount, Usage, estimate_tokens, message_chars
 from agent.model.ollama_client import ChatReply
 from agent.tools.spill import SPILL_DIR, spill_threshold
 from hearth.run.goal import GoalRequest
@@ -228,3 +228,16 @@ def test_the_kept_tail_starts_at_an_assistant_turn_and_a_second_compaction_carri
     again, second = compactor.maybe_compact(grown, [], None)
     assert second.summary.startswith(first.summary)
     assert again[1]["content"].startswith("goal\n\n" + HEADING) and again[1]["content"].count(HEADING) == 1
+
+
+def test_the_running_count_agrees_with_a_full_count_and_restarts_on_a_new_history() -> None:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "s" * 40}, {"role": "user", "content": "goal"}]
+    count = RunningCount()
+    assert count(history) == message_chars(history)
+    history += [
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": {}}}]},
+        {"role": "tool", "content": "out" * 100},
+    ]
+    assert count(history) == message_chars(history)
+    compacted = history[:2]  # what a compaction hands over: a new, shorter list
+    assert count(compacted) == message_chars(compacted)

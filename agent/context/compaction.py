@@ -88,6 +88,23 @@ def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]], usage:
     return max(by_chars, usage.prompt_tokens + since)
 
 
+class RunningCount:
+    """Characters of an append-only message list, each message measured once (the loop's history
+    only grows between compactions; a compaction hands over a new list, which starts a new count)."""
+
+    def __init__(self) -> None:
+        self._of: list[Message] | None = None
+        self._counted = 0
+        self.chars = 0
+
+    def __call__(self, messages: list[Message]) -> int:
+        if messages is not self._of or len(messages) < self._counted:
+            self._of, self._counted, self.chars = messages, 0, 0
+        self.chars += message_chars(messages[self._counted :])
+        self._counted = len(messages)
+        return self.chars
+
+
 class Compactor:
     def __init__(
         self, num_ctx: int, model: ChatModel | None = None, *, trigger: float = TRIGGER, tail_share: float = TAIL_SHARE
@@ -99,12 +116,14 @@ class Compactor:
         self.summary_chars = max(600, num_ctx * CHARS_PER_TOKEN // 10)
         self.goal: str | None = None  # the goal message as it was before the first compaction
         self.summary = ""
+        self._count = RunningCount()
+        self._tools: tuple[int, int] = (0, 0)  # id() and JSON length of the tool schemas last seen
 
     def maybe_compact(
         self, messages: list[Message], tools: list[dict[str, Any]], usage: Usage | None
     ) -> tuple[list[Message], CompactionRecord] | None:
         """The compacted conversation and what was done, or None when it fits or cannot shrink."""
-        before = estimate_tokens(messages, tools, usage)
+        before = self._estimate(messages, tools, usage)
         if before < self.limit:
             return None
         goal = self.goal if self.goal is not None else str(messages[1].get("content") or "")
@@ -124,6 +143,15 @@ class Compactor:
         record.before_tokens, record.after_tokens = before, estimate_tokens(compacted, tools)
         record.summarised, record.kept = len(middle), len(messages) - start
         return compacted, record
+
+    def _estimate(self, messages: list[Message], tools: list[dict[str, Any]], usage: Usage | None) -> int:
+        """estimate_tokens(), from a running count: the history is not measured again every turn."""
+        if self._tools[0] != id(tools):
+            self._tools = (id(tools), len(json.dumps(tools)))
+        by_chars = (self._count(messages) + self._tools[1]) // CHARS_PER_TOKEN
+        if usage is None or usage.prompt_tokens <= 0:
+            return by_chars
+        return max(by_chars, usage.prompt_tokens + message_chars(messages[usage.messages :]) // CHARS_PER_TOKEN)
 
     def _tail_budget(self, system: Message, goal: str, tools: list[dict[str, Any]]) -> int:
         """Characters the kept tail may take so the compacted whole lands near TARGET of the window."""
