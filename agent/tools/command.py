@@ -47,5 +47,6 @@ TOOLS = [
         required=("command",),
         fn=run_command,
         risk="dangerous",
+        writes=True,
     ),
 ]

@@ -201,6 +201,7 @@ TOOLS = [
         required=("path", "old_text", "new_text"),
         fn=edit_file,
         risk="edit",
+        writes=True,
     ),
     Tool(
         name="replace_in_files",
@@ -220,5 +221,6 @@ TOOLS = [
         required=("old_text", "new_text"),
         fn=replace_in_files,
         risk="edit",
+        writes=True,
     ),
 ]

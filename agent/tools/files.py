@@ -152,5 +152,6 @@ TOOLS = [
         required=("path", "content"),
         fn=write_file,
         risk="edit",
+        writes=True,
     ),
 ]

@@ -210,9 +210,10 @@ class ToolRunner:
         visible = visible_tools(self.allowed, mode, workspace.services)
         self.schemas = [t.schema() for t in visible]
         self.names = [t.name for t in visible]
+        self.touched = False  # a tool that may change the workspace has run (not: was refused)
 
     def run(self, call: ToolCall) -> ToolResult:
-        return pass_through(
+        result = pass_through(
             call.name,
             call.arguments,
             self.workspace,
@@ -222,6 +223,9 @@ class ToolRunner:
             output_limit=self.output_limit,
             after=self._after,
         )
+        tool = TOOLS.get(call.name)
+        self.touched |= tool is not None and tool.writes and result.verdict in ("run", "approved")
+        return result
 
     def _after(self, name: str, arguments: Any, result: ToolResult) -> str:
         output = self.spill(name, arguments, result.output) if self.spill else result.output

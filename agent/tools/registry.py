@@ -41,6 +41,8 @@ class Tool:
     # whether a run with these services can use the tool at all (None: always); a tool that
     # cannot work in a run is not shown, which keeps small context windows for the rest
     available: Callable[[RunServices], bool] | None = None
+    # whether running it may change files in the workspace (a checkpoint after the run is owed)
+    writes: bool = False
 
     def __post_init__(self) -> None:
         if self.risk not in RISKS:

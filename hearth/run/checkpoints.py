@@ -60,7 +60,8 @@ FLAGS = (
     "core.quotePath=false",
 )
 TIMEOUT_S = 120
-# Each phase is one sandboxed script (a sandbox start costs ~10 ms; a run needs three of them).
+# Each phase is one sandboxed script (a sandbox start costs ~10 ms): before the run, the commit
+# and the state the prompt shows; after it, the commit, and only when a tool that writes ran.
 # Exit codes 10/11/12 name the step that failed; `@name value` lines carry the results.
 COMMIT_SCRIPT = """\
 g add -A -- {pathspec} || exit 11
@@ -127,29 +128,40 @@ class Checkpoints:
             self.kind, self.repo = "none", None  # hearth made this directory for this run: it is its own
         self.pathspec = [".", *(f":(exclude,top){p}" for p in (".tmp", SPILL_DIR, *exclude))]
         self.base: str | None = None
+        self._state: dict[str, str] | None = None  # what before() saw, so git_state() needs no second call
 
     def before(self, *, agent_name: str, model: str, goal: str) -> Checkpoint:
         skipped = self._skip_reason()
         if skipped:
             return Checkpoint("before", "skipped", detail=skipped)
+        if self.kind == "none" and _empty(self.root):
+            # A new, empty directory (a fresh per-run workspace): git would find nothing to commit,
+            # and its state is known. `git init` waits until a tool that writes has run.
+            self._state = {"gitBranch": "main", "gitHeadShortSha": "none", "gitDirty": "no"}
+            return Checkpoint("before", "unchanged", detail="nothing to commit yet")
         message = f"hearth: checkpoint before run {self.run_id}\n\n{self._trailers(agent_name, model, goal)}"
-        point = self._commit("before", message, tag_name(self.run_id, "before"), init=self.kind == "none")
+        point = self._commit("before", message, tag_name(self.run_id, "before"), init=self.kind == "none", state=True)
         if point.status != "failed":
             self.kind, self.repo = "own", self.root
         self.base = point.commit
         return point
 
-    def after(self, *, outcome: str, summary: str, agent_name: str, model: str, goal: str) -> Checkpoint:
+    def after(
+        self, *, outcome: str, summary: str, agent_name: str, model: str, goal: str, changed: bool = True
+    ) -> Checkpoint:
+        """The checkpoint after the run; `changed=False` (no tool that can write ran) costs no git call."""
         skipped = self._skip_reason()
         if skipped:
             return Checkpoint("after", "skipped", detail=skipped)
+        if not changed:
+            return Checkpoint("after", "unchanged", self.base, detail="no tool that can change the workspace ran")
         body = f"{summary.strip()[:1500]}\n\n" if summary.strip() else ""
         message = (
             f"hearth: run {self.run_id} {outcome}\n\n{body}{self._trailers(agent_name, model, goal)}\n"
             f"Hearth-Outcome: {outcome}"
         )
         tag = tag_name(self.run_id, outcome)
-        point = self._commit("after", message, tag)
+        point = self._commit("after", message, tag, init=self.kind == "none")
         if point.status == "unchanged" and point.commit and point.commit != self.base:
             code, out = self._script(
                 'g tag "$HEARTH_TAG" "$HEARTH_HEAD"', {"HEARTH_TAG": tag, "HEARTH_HEAD": point.commit}
@@ -160,6 +172,8 @@ class Checkpoints:
 
     def git_state(self) -> dict[str, str]:
         """Branch, short HEAD and dirtiness for the prompt's placeholders (empty outside git)."""
+        if self._state is not None:
+            return self._state
         if self.kind == "none" or self._skip_reason(parent_ok=True):
             return {}
         code, out = self._script(
@@ -189,14 +203,21 @@ class Checkpoints:
             )
         return ""
 
-    def _commit(self, phase: str, message: str, tag: str, *, init: bool = False) -> Checkpoint:
-        """Stage everything, commit and tag if anything is staged: one sandboxed script."""
-        body = ("g init -q || exit 10\n" if init else "") + COMMIT_SCRIPT.format(pathspec=shlex.join(self.pathspec))
-        code, out = self._script(body, {"HEARTH_MESSAGE": message, "HEARTH_TAG": tag})
-        if code != 0:
+    def _commit(self, phase: str, message: str, tag: str, *, init: bool = False, state: bool = False) -> Checkpoint:
+        """Stage everything, commit and tag if anything is staged (and, with `state`, read the state the
+        prompt's placeholders show): one sandboxed script."""
+        pathspec = shlex.join(self.pathspec)
+        body = ("g init -q || exit 10\n" if init else "") + COMMIT_SCRIPT.format(pathspec=pathspec)
+        code, out = self._script(
+            body + (STATE_SCRIPT.format(pathspec=pathspec) if state else ""),
+            {"HEARTH_MESSAGE": message, "HEARTH_TAG": tag},
+        )
+        fields = _fields(out)
+        if state and code == 0 and {"branch", "sha", "dirty"} <= set(fields):
+            self._state = {"gitBranch": fields["branch"], "gitHeadShortSha": fields["sha"], "gitDirty": fields["dirty"]}
+        if code not in (0, 13):  # 13: the commit is made, only its state could not be read
             step = {10: "git init", 11: "git add", 12: "git commit"}.get(code, "git")
             return Checkpoint(phase, "failed", detail=f"{step} failed: {_last_line(out)}")
-        fields = _fields(out)
         head, files = fields.get("head") or None, int(fields.get("files", "0"))
         if files == 0:
             return Checkpoint(phase, "unchanged", head, detail="" if head else "nothing to commit yet")
@@ -247,6 +268,11 @@ def state_inside(state_dir: Path, root: Path) -> tuple[str, ...]:
     """hearth's state directory as a workspace path when the workspace holds it: never committed."""
     state = state_dir.resolve()
     return (str(state.relative_to(root)),) if state != root and state.is_relative_to(root) else ()
+
+
+def _empty(directory: Path) -> bool:
+    with os.scandir(directory) as entries:
+        return next(entries, None) is None
 
 
 def _fields(output: str) -> dict[str, str]:

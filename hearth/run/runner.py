@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -86,6 +86,23 @@ def prepare_workspace(path: Path) -> Path:
     return path.resolve()
 
 
+@dataclass
+class _Run:
+    """One admitted run: what `_admit` built and recorded, and what the rest of the run uses."""
+
+    id: str
+    request: GoalRequest  # with its profile applied
+    root: Path
+    audit: AuditStore
+    recorder: Recorder
+    state: StateFile
+    redactor: Redactor
+    kept_goal: str  # the goal as the audit and the checkpoints keep it: no credential value
+    parts: list[PromptPart]
+    sandbox: SandboxPolicy
+    checkpoints: Checkpoints
+
+
 def run_goal(
     request: GoalRequest,
     settings: Settings,
@@ -101,77 +118,76 @@ def run_goal(
     `configure_services` may adjust the run's services before the loop starts (tests inject a
     resolver and connector into the network guard there).
     """
-    state_dir = settings.writable_state_dir()
-    run_id = request.run_id or new_run_id()
-    redactor = load_redactor(settings)
+    settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
-        request, parts, problem = _with_profile(request, settings)
-        kept_goal = redactor(request.goal)  # what the audit and checkpoints keep: no credential value
-        audit.start_run(
-            RunRecord(
-                id=run_id,
-                agent_name=request.agent_name,
-                model=request.model or "",
-                goal=kept_goal,
-                mode=request.mode or "",
-                source=request.source,
-                requested_by=request.requested_by,
-            )
-        )
-        try:
-            if problem:
-                raise problem
-            root = _checked(request, settings, run_id)
-        except HearthError as exc:
-            audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
-            raise
-        sandbox = _sandbox_label(settings.sandbox)
-        audit.update_run(run_id, workspace=str(root), sandbox=sandbox)
-        state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
-        recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
-        sandbox_policy = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(state_dir),))
-        _warn_unsandboxed(settings, recorder)
-        approve = approve or approvers.choose(recorder, settings, run_timeout_s=request.timeout_s)
+        run = _admit(request, settings, audit, json_lines=json_lines, out=out)
+        approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
         own: OllamaClient | None = None  # a client we open is ours to close
         if model is None:
-            model = own = _client(request, settings)
-        client = model
-        checkpoints = Checkpoints(
-            root, run_id, sandbox_policy, exclude=state_inside(state_dir, root), fresh=request.workspace is None
+            model = own = _client(run.request, settings)
+        try:
+            outcome = _execute(run, settings, model, approve, configure_services)
+        finally:
+            if own is not None:
+                own.close()
+    return run.id, outcome
+
+
+def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_lines: bool, out: TextIO) -> _Run:
+    """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
+    run_id = request.run_id or new_run_id()
+    redactor = load_redactor(settings)
+    request, parts, problem = _with_profile(request, settings)
+    kept_goal = redactor(request.goal)
+    audit.start_run(
+        RunRecord(
+            id=run_id,
+            agent_name=request.agent_name,
+            model=request.model or "",
+            goal=kept_goal,
+            mode=request.mode or "",
+            source=request.source,
+            requested_by=request.requested_by,
         )
-        record_checkpoint(
-            audit,
-            recorder,
-            root,
-            checkpoints.before(agent_name=request.agent_name, model=request.model or "", goal=kept_goal),
-        )
-        with (
-            run_services(request, run_id, settings, sandbox_policy, redactor) as services,
-            Workspace(root, services=services) as ws,
-        ):
-            if configure_services:
-                configure_services(services)
-            values = run_values(
-                ws.root, run_id, agent_name=request.agent_name, model=request.model or "", git=checkpoints.git_state()
-            )
-            loop = _build_loop(request, ws, client, approve, recorder, parts, values)
-            context = recall_preface(services, request.goal, settings, recorder)
-            outcome = _drive(loop, request, audit, run_id, state, context, redactor)
-        record_checkpoint(
-            audit,
-            recorder,
-            root,
-            checkpoints.after(
-                outcome=outcome.status,
-                summary=outcome.summary,
-                agent_name=request.agent_name,
-                model=request.model or "",
-                goal=kept_goal,
-            ),
-        )
-        if own is not None:
-            own.close()
-    return run_id, outcome
+    )
+    try:
+        if problem:
+            raise problem
+        root = _checked(request, settings, run_id)
+    except HearthError as exc:
+        audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        raise
+    audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
+    state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
+    recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+    _warn_unsandboxed(settings, recorder)
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(settings.state_dir),))
+    exclude = state_inside(settings.state_dir, root)
+    checkpoints = Checkpoints(root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None)
+    return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints)
+
+
+def _execute(
+    run: _Run, settings: Settings, model: ChatModel, approve: Approver, configure_services: ServicesHook | None
+) -> Outcome:
+    """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
+    request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
+    record_checkpoint(run.audit, run.recorder, run.root, run.checkpoints.before(goal=run.kept_goal, **trailers))
+    with (
+        run_services(request, run.id, settings, run.sandbox, run.redactor) as services,
+        Workspace(run.root, services=services) as ws,
+    ):
+        if configure_services:
+            configure_services(services)
+        values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
+        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
+        context = recall_preface(services, request.goal, settings, run.recorder)
+        outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
+    after = run.checkpoints.after(
+        outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
+    )
+    record_checkpoint(run.audit, run.recorder, run.root, after)
+    return outcome
 
 
 def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
@@ -238,7 +254,7 @@ def _build_loop(
     recorder: Recorder,
     parts: list[PromptPart],
     values: dict[str, str],
-) -> Loop:
+) -> tuple[Loop, ToolRunner]:
     tools = ToolRunner(
         ws,
         mode=request.mode or "auto",
@@ -251,7 +267,7 @@ def _build_loop(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
     )
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
-    return Loop(
+    loop = Loop(
         model,
         tools,
         system_prompt=prompt,
@@ -260,6 +276,7 @@ def _build_loop(
         deadline=deadline,
         compactor=Compactor(request.num_ctx, model),
     )
+    return loop, tools
 
 
 def _drive(
@@ -278,7 +295,7 @@ def _drive(
     except (Interrupted, KeyboardInterrupt):
         outcome = loop.outcome
         outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration
-        state.update("interrupted", outcome.error, loop.iteration)
+        state.remove()
     finally:
         _restore_signals(previous)
     if redactor:
