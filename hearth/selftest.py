@@ -17,7 +17,7 @@ from typing import Any
 
 from agent.model.scripted import ScriptedModel
 from agent.safety.policy import Decision
-from hearth.audit.store import AuditStore
+from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import ConfigError
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
@@ -39,7 +39,7 @@ def _summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def script() -> list[Any]:
+def script(last: Any = _summary) -> list[Any]:
     return [
         {
             "content": "",
@@ -63,7 +63,7 @@ def script() -> list[Any]:
             "content": "",
             "tool_calls": [{"function": {"name": "run_command", "arguments": {"command": "frobnicate --version"}}}],
         },
-        _summary,
+        last,
     ]
 
 
@@ -78,8 +78,17 @@ def run_self_test(*, json_lines: bool = False, settings: Settings | None = None,
     with tempfile.TemporaryDirectory(prefix="hearth-self-test-") as scratch:
         settings = _usable(settings, Path(scratch))
         workspace = Path(scratch) / "workspace"
-        model = ScriptedModel(script(), model="self-test-script", tokens=(50, 10))
+        run_id = new_run_id()
+        state_file = settings.runs_state_dir / f"{run_id}.json"
+        seen: list[str | None] = []  # the live state, as a reader saw it during the last model turn
+
+        def last(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            seen.append(_state(state_file))
+            return _summary(messages)
+
+        model = ScriptedModel(script(last), model="self-test-script", tokens=(50, 10))
         request = GoalRequest(
+            run_id=run_id,
             goal=GOAL,
             model=model.model,
             agent_name="self-test",
@@ -90,7 +99,7 @@ def run_self_test(*, json_lines: bool = False, settings: Settings | None = None,
         )
         run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=io.StringIO())
         with AuditStore(settings.audit_path) as audit:
-            checks = _checks(outcome.status, workspace, audit, run_id, model, settings)
+            checks = _checks(outcome.status, workspace, audit, run_id, model, settings, seen)
     elapsed = time.monotonic() - started
     return _report(checks, run_id, elapsed, json_lines, out)
 
@@ -108,7 +117,13 @@ Check = tuple[str, bool, str]
 
 
 def _checks(
-    status: str, workspace: Path, audit: AuditStore, run_id: str, model: ScriptedModel, settings: Settings
+    status: str,
+    workspace: Path,
+    audit: AuditStore,
+    run_id: str,
+    model: ScriptedModel,
+    settings: Settings,
+    seen: list[str | None],
 ) -> list[Check]:
     steps = audit.steps(run_id)
     tools = [s for s in steps if s["kind"] == "tool"]
@@ -135,7 +150,10 @@ def _checks(
             "command approval recorded with its approver",
             by_tool(3).get("verdict") == "approved" and "self-test" in (by_tool(3).get("detail") or ""),
         ),
-        _check("live state file says done", _state(state_file) == "done"),
+        _check(
+            "live state said thinking mid-run and went with the run",
+            seen == ["thinking"] and not state_file.exists(),
+        ),
         _check("system prompt identical in every request", len({r[0]["content"] for r in model.requests}) == 1),
         _check("every request extends the previous one", _prefix_stable(model.requests)),
     ]

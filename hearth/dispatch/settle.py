@@ -14,19 +14,17 @@ audit and never imports the engine, so a sweep starts fast.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.clock import utc_now
-from hearth.atomic import write_atomic
 from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.queue import Queue, RunLock, read_request_bytes
 from hearth.request import ID_PATTERN, Request, RequestRefused
+from hearth.run.state import remove_state
 from hearth.settings import Settings
 
 CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent never started
@@ -118,7 +116,7 @@ def _junk(queue: Queue, audit: AuditStore, path: Path, grace_s: float, now: Call
 def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Settings, run: dict[str, Any]) -> str:
     if run["status"] == "running":
         record_unfinished(audit, run["id"], "interrupted", GONE)
-        _mark_state(settings, run["id"], "interrupted", GONE)
+        remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
         place(queue, audit, path, "interrupted", GONE)
         return "interrupted"
     place(queue, audit, path, run["status"], run.get("error"))
@@ -131,17 +129,6 @@ def _never_started(queue: Queue, audit: AuditStore, path: Path) -> str:
     record_unfinished(audit, request_id, "failed", reason)
     queue.fail(path, reason, run_id=request_id, status="failed")
     return "failed"
-
-
-def _mark_state(settings: Settings, run_id: str, state: str, detail: str) -> None:
-    """The live state file says what the dead process could not."""
-    path = settings.runs_state_dir / f"{run_id}.json"
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        record = {"run_id": run_id}
-    record.update(state=state, detail=detail, updated_at=utc_now())
-    write_atomic(path, json.dumps(record, ensure_ascii=False).encode(), durable=False)
 
 
 def _bytes(path: Path) -> bytes | None:

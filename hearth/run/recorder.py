@@ -119,8 +119,7 @@ class Recorder:
         )
 
     def _on_run_finished(self, event: Event) -> None:
-        d = event.data
-        self.state.update(d["status"], (d.get("error") or d.get("summary") or "")[:500], event.iteration)
+        self.state.remove()
 
     def _show(self, event: Event) -> None:
         if self.json_lines:
