@@ -1,56 +1,103 @@
-"""Loop overhead: hearth-loop iterations per second over raw client round trips per second.
+"""Loop overhead: a whole `hearth-loop` process of 12 iterations over the raw floor.
 
-Both run against the same fake Ollama in this process. The loop runs the real runner (tools,
-audit writes, state file); the raw client then replays the exact request bodies the loop sent,
-so the ratio is what hearth adds around each model call (1.0 would be no overhead at all).
+The floor is a plain script on the same interpreter making the same 12 `/api/chat` round trips
+(the exact bodies hearth-loop sent, recorded by the fake server) with the same HTTP client hearth
+uses (httpx); a second floor does it with the standard library alone, for reference. Each pair
+of runs is interleaved (hearth, floor, hearth, floor, ...) and the ratio is taken pair by pair,
+so a machine that slows down mid-way slows both sides of a pair; the median ratio is printed.
+
+What the hearth side does: start, read settings, open the audit, check a fresh workspace in,
+run 11 `list_files` calls and a final answer, record every step, exit. hearth's bytecode is
+compiled first, as an installed package's is (so a checkout with PYTHONDONTWRITEBYTECODE set
+does not time the compiler). Target: <= 1.5x the httpx floor.
 """
 
 from __future__ import annotations
 
-import io
+import compileall
+import json
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from agent.model.ollama_client import OllamaClient
-from hearth.run.goal import GoalRequest
-from hearth.run.runner import run_goal
-from hearth.settings import Settings
-from tests.fake_ollama import FakeOllama, tool_call
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
-ITERATIONS = 100
+ITERATIONS = 12
+PAIRS = int(os.environ.get("BENCH_PAIRS", "15"))
+FLOOR = """\
+import json, sys
+import httpx
+url, bodies = sys.argv[1], json.load(open(sys.argv[2]))
+with httpx.Client(timeout=30) as client:
+    for body in bodies:
+        with client.stream("POST", url + "/api/chat", json=body) as response:
+            for line in response.iter_lines():
+                json.loads(line)
+"""
+STDLIB_FLOOR = """\
+import http.client, json, sys, urllib.parse
+url, bodies = urllib.parse.urlsplit(sys.argv[1]), json.load(open(sys.argv[2]))
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+for body in bodies:
+    conn.request("POST", "/api/chat", json.dumps(body), {"content-type": "application/json"})
+    for line in conn.getresponse().read().splitlines():
+        json.loads(line)
+"""
+
+
+def reply(body: dict[str, Any]) -> dict[str, Any]:
+    """11 calls of a safe tool, then the answer: 12 model turns, whatever the history holds."""
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    return tool_call("list_files", {"path": "."}) if done < ITERATIONS - 1 else final_answer("listed it")
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - started
 
 
 def main() -> None:
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        FakeOllama([tool_call("list_files", {"path": "."})], repeat_last=True) as fake,
-    ):
-        settings = Settings(
-            state_dir=Path(tmp) / "state",
-            config_dir=Path(tmp) / "config",
-            ollama_host=fake.url,
-            model="qwen2.5-coder",
-            sandbox="auto",
-        )
-        request = GoalRequest(
-            goal="list forever", model="qwen2.5-coder", max_iters=ITERATIONS, workspace=Path(tmp) / "ws"
-        )
-        started = time.perf_counter()
-        _, outcome = run_goal(request, settings, out=io.StringIO())
-        loop_rate = outcome.iterations / (time.perf_counter() - started)
-        bodies = list(fake.requests)
-        client = OllamaClient("qwen2.5-coder", fake.url)
-        started = time.perf_counter()
-        for body in bodies:
-            client.chat(body["messages"], body.get("tools", []))
-        raw_rate = len(bodies) / (time.perf_counter() - started)
-    print(f"loop: {loop_rate:.1f} iterations/s over {outcome.iterations} iterations")
-    print(f"raw client: {raw_rate:.1f} round trips/s over the same {len(bodies)} request bodies")
-    print(f"ratio loop/raw: {loop_rate / raw_rate:.2f}")
+    for package in ("agent", "hearth"):
+        compileall.compile_dir(ROOT / package, quiet=1)
+    python = sys.executable
+    loop = str(Path(python).with_name("hearth-loop"))
+    with tempfile.TemporaryDirectory(prefix="hearth-bench-") as tmp, FakeOllama([reply], repeat_last=True) as fake:
+        env = {
+            **os.environ,
+            "HEARTH_STATE_DIR": f"{tmp}/state",
+            "HEARTH_CONFIG_DIR": f"{tmp}/config",
+            "OLLAMA_HOST": fake.url,
+        }
+        hearth = [loop, "--model", "qwen2.5-coder", "--max-iters", str(ITERATIONS), "list the workspace"]
+        timed(hearth, env)  # warm the disk cache, and record the bodies the floor replays
+        bodies = Path(tmp, "bodies.json")
+        bodies.write_text(json.dumps(fake.requests[-ITERATIONS:]))
+        assert len(fake.requests) == ITERATIONS, f"hearth-loop made {len(fake.requests)} model calls"
+        floor = [python, "-c", FLOOR, fake.url, str(bodies)]
+        stdlib = [python, "-c", STDLIB_FLOOR, fake.url, str(bodies)]
+        timed(floor, env), timed(stdlib, env)
+        ratios, stdlib_ratios, seconds = [], [], []
+        for _ in range(PAIRS):
+            a, b, c = timed(hearth, env), timed(floor, env), timed(stdlib, env)
+            ratios.append(a / b)
+            stdlib_ratios.append(a / c)
+            seconds.append((a, b, c))
+    med = [statistics.median(s[i] for s in seconds) for i in range(3)]
+    print(
+        f"hearth-loop, {ITERATIONS} iterations: median {med[0] * 1000:.0f} ms; httpx floor {med[1] * 1000:.0f} ms; "
+        f"stdlib floor {med[2] * 1000:.0f} ms ({PAIRS} interleaved runs each)"
+    )
+    print(f"ratio hearth-loop / httpx floor: {statistics.median(ratios):.2f} (target <= 1.5)")
+    print(f"ratio hearth-loop / stdlib floor: {statistics.median(stdlib_ratios):.2f} (for reference)")
 
 
 if __name__ == "__main__":
