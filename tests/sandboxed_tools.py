@@ -4,7 +4,7 @@ can contain them. tests/test_containment.py starts it inside bwrap or Landlock.
     python sandboxed_tools.py PLAN.json
 
 PLAN: {"repo": str, "cases": [{"id": str, "root": str, "calls": [[tool, args], ...]}],
-       "race": {"root": str, "outside": str, "seconds": float} | null}
+       "race": {"root": str, "outside": str, "turns_wanted": int, "rounds_wanted": int} | null}
 Writes PLAN.json.result: per case the output of each call, and the race's outputs; prints DONE.
 """
 
@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from typing import Any
 
 
@@ -72,8 +71,12 @@ RACE_CALLS = [
 ]
 
 
-def race(root: str, outside: str, seconds: float) -> dict[str, Any]:
-    """Use d through every file tool while another thread keeps swapping it for a symlink out."""
+MAX_ROUNDS = 200_000  # a bound, so a flipper that never runs fails the test instead of hanging it
+
+
+def race(root: str, outside: str, turns_wanted: int, rounds_wanted: int) -> dict[str, Any]:
+    """Use d through every file tool while another thread keeps swapping it for a symlink out, until
+    both have done enough (counted, never timed: a loaded machine only makes it take longer)."""
     from agent.safety.workspace import Workspace
     from agent.tools.gate import call_tool
 
@@ -86,9 +89,10 @@ def race(root: str, outside: str, seconds: float) -> dict[str, Any]:
     flipper.start()
     try:
         with Workspace(root, enforce=False) as ws:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
+            rounds = 0
+            while (turns[0] <= turns_wanted or rounds <= rounds_wanted) and rounds < MAX_ROUNDS:
                 outputs += [call_tool(name, args, ws, mode="bypass").output for name, args in RACE_CALLS]
+                rounds += 1
     finally:
         stop.set()
         flipper.join()

@@ -16,7 +16,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +27,14 @@ from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_
 from agent.safety.workspace import Workspace, openat2_available
 from agent.services import RunServices
 from agent.tools.gate import call_tool
+from agent.tools.registry import ToolResult
 from tests.sandboxed_tools import RACE_CALLS, flip
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = Path(__file__).resolve().parent / "sandboxed_tools.py"
 SECRET = "outside secret canary"
-RACE_SECONDS = 0.4
+RACE_TURNS = 50  # swaps the flipper must have made before a race may end
+MAX_ROUNDS = 200_000  # a bound on the attempts, so a race that cannot happen fails instead of hanging
 
 Calls = list[tuple[str, dict[str, Any]]]
 
@@ -277,6 +278,11 @@ def flipper_survived(flipper: threading.Thread) -> bool:
     return not flipper.is_alive()  # joined after stop: it ran to the end instead of dying early
 
 
+def both_states(results: list[ToolResult]) -> bool:
+    """Some calls ran and some were refused: the swaps really landed on both sides of a check."""
+    return any(r.ok for r in results) and any(not r.ok for r in results)
+
+
 def race_untouched(out: Path) -> bool:
     return outside_state(out) == {"secret": SECRET.encode(), "x": SECRET.encode()}
 
@@ -293,8 +299,7 @@ def test_symlink_swaps_never_reach_outside_through_the_tool_layer(resolver: str,
     flipper.start()
     try:
         with Workspace(ws_root, resolver=resolver) as ws:
-            deadline = time.monotonic() + RACE_SECONDS
-            while time.monotonic() < deadline:
+            while not (turns[0] > RACE_TURNS and both_states(outputs)) and len(outputs) < MAX_ROUNDS:
                 outputs += [call_tool(n, a, ws, mode="bypass") for n, a in RACE_CALLS]
     finally:
         stop.set()
@@ -302,17 +307,18 @@ def test_symlink_swaps_never_reach_outside_through_the_tool_layer(resolver: str,
         sys.setswitchinterval(old)
     assert race_untouched(out)
     assert not any(SECRET in r.output for r in outputs)
-    assert turns[0] > 50 and flipper_survived(flipper)
-    assert any(r.ok for r in outputs) and any(not r.ok for r in outputs)  # both states were really hit
+    assert turns[0] > RACE_TURNS and flipper_survived(flipper)
+    assert both_states(outputs)  # both states were really hit
 
 
 @pytest.mark.parametrize("kind", ["bwrap", "landlock"])
 def test_symlink_swaps_never_reach_outside_through_the_os_layer(kind: str, base: Path) -> None:
     require(kind)
     ws_root, out = race_layout(base)
-    race = in_sandbox(kind, base, [], race={"root": str(ws_root), "outside": str(out), "seconds": RACE_SECONDS})["race"]
+    plan = {"root": str(ws_root), "outside": str(out), "turns_wanted": RACE_TURNS, "rounds_wanted": 20}
+    race = in_sandbox(kind, base, [], race=plan)["race"]
     assert race_untouched(out)
-    assert race["turns"] > 50 and len(race["outputs"]) > 20
+    assert race["turns"] > RACE_TURNS and len(race["outputs"]) > 20
     if kind == "bwrap":
         assert not any(SECRET in output for output in race["outputs"])
 
@@ -328,8 +334,7 @@ def test_symlink_swaps_never_let_run_command_write_outside(kind: str, base: Path
     outputs = []
     try:
         with Workspace(ws_root, enforce=False, services=services) as ws:
-            deadline = time.monotonic() + RACE_SECONDS
-            while time.monotonic() < deadline:
+            while (turns[0] <= RACE_TURNS or len(outputs) <= 5) and len(outputs) < 5_000:
                 outputs.append(
                     call_tool(
                         "run_command", {"command": "cat d/x; echo inside > d/x; echo z > d/new"}, ws, mode="bypass"
@@ -339,7 +344,7 @@ def test_symlink_swaps_never_let_run_command_write_outside(kind: str, base: Path
         stop.set()
         flipper.join()
     assert race_untouched(out) and len(outputs) > 5
-    assert turns[0] > 50 and flipper_survived(flipper)
+    assert turns[0] > RACE_TURNS and flipper_survived(flipper)
     if kind == "bwrap":
         assert not any(SECRET in output for output in outputs)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
 from tests.fake_ollama import FakeOllama
+from tests.queue_support import wait_for
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 needs_nix = pytest.mark.skipif(shutil.which("nix") is None, reason="nix is not installed (apt-get install nix-bin)")
@@ -234,10 +236,14 @@ def test_nix_check_sees_a_file_written_by_write_self_config(tmp_path: Path, repo
 
 
 def test_a_check_that_outlives_its_timeout_is_killed_with_its_children() -> None:
-    code, _ = _run_group(["/bin/sh", "-c", "sleep 30 & sleep 30"], {"PATH": "/usr/bin:/bin"}, 0.3)
+    marker = f"30.{secrets.randbelow(10**9)}"  # a command line no other process on the machine has
+    code, _ = _run_group(["/bin/sh", "-c", f"sleep {marker} & sleep {marker}"], {"PATH": "/usr/bin:/bin"}, 0.3)
     assert code is None
-    survivors = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True).stdout
-    assert survivors == ""
+    wait_for(lambda: not survivors(marker), what=f"the check's children (sleep {marker}) to be gone")
+
+
+def survivors(marker: str) -> str:
+    return subprocess.run(["pgrep", "-f", f"^sleep {marker}$"], capture_output=True, text=True).stdout
 
 
 def test_nix_check_timeout_is_bounded(tmp_path: Path, repo: Path) -> None:
