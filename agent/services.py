@@ -24,7 +24,7 @@ class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking (git, ls, pytest)
-    # the self-knowledge tools (agent/tools/selfknow.py): the config repository they may read and
+    # the config-repository and system tools (agent/tools/config_repo.py, system.py): the repository they may read and
     # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
     # point it at a fake NixOS tree) and how long nix_check may take
     config_repo: Path | None = None

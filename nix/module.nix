@@ -103,7 +103,7 @@ let
     "hearth/agents/${name}/agent.toml".text = agentToml name a;
   }) cfg.agents;
 
-  # what every agent's system prompt gets besides its role (hearth/prompting.py)
+  # what every agent's system prompt gets besides its role (hearth/run/prompting.py)
   promptFiles = lib.concatMapAttrs (name: text: { "hearth/prompts/${name}.md".text = text; }) cfg.prompts
     // (if cfg.soul != "" then { "hearth/SOUL.md".text = cfg.soul; } else { });
   safeName = name: builtins.match "[A-Za-z0-9][A-Za-z0-9_.-]*" name != null;

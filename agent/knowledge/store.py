@@ -6,8 +6,8 @@ hash, so re-adding a changed document rewrites only the chunks that changed, and
 unchanged one costs one hash comparison. Lessons (`remember`) are short texts with tags.
 
 Writers take the write lock up front (BEGIN IMMEDIATE) and the file is in WAL mode with a busy
-timeout, so several runs can write at once. Chunking lives in `agent/chunking.py`, the walk of
-a directory in `agent/indexing.py`; this module stores and ranks.
+timeout, so several runs can write at once. Chunking lives in `agent/knowledge/chunking.py`, the walk of
+a directory in `agent/knowledge/indexing.py`; this module stores and ranks.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `NetGuard.check(url)` parses and normalises the URL, resolves EVERY address of its host through
 the injected resolver, and refuses the whole request if any one of them is not a public address
 (or, for a host the operator named, a private LAN one). The returned `Target` carries the checked
-addresses; `agent/webclient.py` connects to those and to nothing else, so a DNS answer that
+addresses; `agent/net/client.py` connects to those and to nothing else, so a DNS answer that
 changes between the check and the connection (rebinding) is never asked for.
 
 Refused, in every spelling: schemes other than http/https; user info in the URL; loopback,
@@ -15,7 +15,7 @@ octal `0177.0.0.1`, hex `0x7f.1`, short `127.1`), so a spelling cannot slip past
 
 Testing without weakening the guard: there is no switch that allows loopback. Tests inject a
 resolver that maps public-looking test names to public stand-in addresses, and a connector
-(see webclient) that carries a connection to a stand-in to a local server on 127.0.0.1. The
+(see agent/net/client.py) that carries a connection to a stand-in to a local server on 127.0.0.1. The
 guard checks exactly what it checks in production; only the last hop of the socket differs.
 
 Errors (one line each)::
@@ -140,7 +140,7 @@ class NetGuard:
     """The policy of one run: where its network tools may go. See the module docstring."""
 
     resolver: Resolver = system_resolver
-    connector: Connector | None = None  # None: webclient's default, a plain TCP connection
+    connector: Connector | None = None  # None: the client's default, a plain TCP connection
     egress: tuple[str, ...] = ()  # host patterns this run may reach; empty: any public host
     private_hosts: frozenset[str] = field(default_factory=frozenset)  # operator-named LAN hosts
     ssl_context: ssl.SSLContext | None = None  # None: the default CA bundle (an operator may add a LAN CA)

@@ -3,7 +3,7 @@
 ddgs talks to its search providers through its own HTTP client (primp), so web_search starts one
 of these for the search and passes it as ddgs' proxy. Every tunnel it is asked for goes through
 `NetGuard.check` (egress list, address checks) and is connected with the guard's connector to
-the checked address, exactly like webclient's requests; anything else gets a 403 with the
+the checked address, exactly like agent/net/client.py's requests; anything else gets a 403 with the
 reason and never a connection. Only CONNECT is served (the providers are https); TLS stays end
 to end between the client and the provider.
 """

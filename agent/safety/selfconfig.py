@@ -1,6 +1,6 @@
 """hearth's own NixOS configuration repository: safe git, the path guard, and `nix flake check`.
 
-Used by the self-knowledge tools (agent/tools/selfknow.py) and by self-evolution (hearth/evolve.py).
+Used by the config-repository tools (agent/tools/config_repo.py) and by self-evolution (hearth/evolve.py).
 
 - ``git()`` runs git with the repository's hooks, fsmonitor, pager and external diff drivers off,
   and the repository trusted explicitly (hearth's user may not own it), so reading or committing

@@ -1,6 +1,6 @@
 """web_search: the `ddgs` package (keyless metasearch), behind the run's network guard.
 
-ddgs connects with its own HTTP client, so each search starts a GuardProxy (agent/netproxy.py)
+ddgs connects with its own HTTP client, so each search starts a GuardProxy (agent/net/proxy.py)
 and hands it to ddgs as its proxy: every provider connection is checked and pinned like any other
 network tool's. With an egress allow list only DuckDuckGo is used, and only if the list allows
 its host. ddgs is imported only when a search runs; tests inject a backend with ddgs' `text()`.

@@ -157,7 +157,7 @@ def m040_proposals(db: sqlite_utils.Database) -> None:
 
 
 def m050_checkpoints(db: sqlite_utils.Database) -> None:
-    """Workspace checkpoints (hearth/checkpoints.py): one row per phase of a run, commit or not."""
+    """Workspace checkpoints (hearth/run/checkpoints.py): one row per phase of a run, commit or not."""
     db.table("checkpoints").create(
         {
             "id": int,

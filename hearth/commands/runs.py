@@ -80,7 +80,7 @@ def _print_run(run: dict[str, Any]) -> None:
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
-    """The run's workspace checkpoints (hearth/checkpoints.py) and how to compare them; never a rollback."""
+    """The run's workspace checkpoints (hearth/run/checkpoints.py) and how to compare them; never a rollback."""
     if not rows:
         return
     print("checkpoints:")

@@ -7,7 +7,7 @@
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
         max_iterations = 12                     1 to 100
-    $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/prompting.py)
+    $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
 profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; HEARTH_MODE, else auto; every

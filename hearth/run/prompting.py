@@ -6,9 +6,9 @@ Parts, in order (each one's source and size are what `hearth doctor --context` p
     prompts/*.md  $HEARTH_CONFIG_DIR/prompts/, in filename order: guidance for every agent
     role          the profile's AGENTS.md ($HEARTH_CONFIG_DIR/agents/NAME/AGENTS.md)
     voice         $HEARTH_CONFIG_DIR/SOUL.md: the voice of every agent, never read from a workspace
-    project       the workspace's context file (agent/context_files.py), taken literally
+    project       the workspace's context file (agent/context/files.py), taken literally
 
-Placeholders (`{{name}}`, documented in agent/prompt.py) are filled in every part but the
+Placeholders (`{{name}}`, documented in agent/context/prompt.py) are filled in every part but the
 project's, with values frozen at run start, so the prompt is byte-identical for the whole run.
 The operator's files are read before the run is accepted: an unreadable one rejects the run.
 """
