@@ -37,6 +37,7 @@ class Settings:
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
     launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +60,7 @@ class Settings:
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
         )
 
     @property
