@@ -29,7 +29,7 @@ from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_f
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import run_goal
+from hearth.run.runner import fresh_run_dir, run_goal
 from hearth.settings import Settings
 
 SELF_TOOLS = [
@@ -157,9 +157,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _add_worktree(live: Path, scratch: Path, proposal: Proposal) -> None:
-    if scratch.exists() and any(scratch.iterdir()):
-        raise UsageError(f"scratch directory {scratch} is not empty")
-    scratch.parent.mkdir(parents=True, exist_ok=True)
+    fresh_run_dir(scratch.parent, scratch.name)  # new, never reused, never through a symlink
     _git(live, "worktree", "add", "--quiet", "-b", proposal.branch, str(scratch), proposal.base_commit)
 
 

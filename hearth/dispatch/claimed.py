@@ -37,7 +37,7 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         agent_name=request.agent_name,
         mode=request.mode,
         max_iters=request.max_iterations,
-        workspace=settings.agents_dir / request.id,
+        workspace=None,  # a fresh run directory, <state>/agents/<id>, made by the runner
         run_id=request.id,
         source=request.source,
         requested_by=request.requested_by,

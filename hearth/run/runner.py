@@ -6,6 +6,7 @@ run from any source is recorded the same way. Bad input is recorded too (status 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -84,6 +85,31 @@ def prepare_workspace(path: Path) -> Path:
     except OSError as exc:
         raise UsageError(f"workspace {path} is not writable: {exc.strerror or exc}") from None
     return path.resolve()
+
+
+def fresh_run_dir(agents: Path, run_id: str) -> Path:
+    """A new directory for one run, made by this call: never one that was there before, never
+    through a symlink (neither `<state>/agents` nor the run's own name may be one)."""
+    if not run_id or "/" in run_id or run_id in (".", ".."):
+        raise UsageError(f"{run_id!r} cannot name a run directory")
+    try:
+        agents.mkdir(parents=True, exist_ok=True)
+        fd = os.open(agents, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if os.path.islink(agents):
+            raise UsageError(f"{agents} is a symlink; runs' directories are made only in a real directory") from None
+        raise UsageError(f"cannot use {agents} for run directories: {exc.strerror or exc}") from None
+    try:
+        os.mkdir(run_id, dir_fd=fd)
+    except FileExistsError:
+        raise UsageError(
+            f"run directory {agents / run_id} already exists; a fresh run never reuses a directory"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot make the run directory {agents / run_id}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return prepare_workspace(agents / run_id)
 
 
 @dataclass
@@ -195,16 +221,16 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
     try:
         profile = load_profile(settings.config_dir, request.agent_name)
         parts = config_parts(settings.config_dir, profile)
+        resolved = apply_profile(
+            profile,
+            model=request.model,
+            mode=request.mode,
+            max_iters=request.max_iters,
+            allowed_tools=request.allowed_tools,
+            defaults=settings,
+        )
     except HearthError as exc:
         return request, [], exc
-    resolved = apply_profile(
-        profile,
-        model=request.model,
-        mode=request.mode,
-        max_iters=request.max_iters,
-        allowed_tools=request.allowed_tools,
-        defaults=settings,
-    )
     return replace(request, **resolved), parts, None
 
 
@@ -214,7 +240,9 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
         raise UsageError(problem)
     check_egress(request.egress)
     check_run_credentials(request.credentials, credential_store(settings))
-    return prepare_workspace(request.workspace or settings.agents_dir / run_id)
+    if request.workspace is not None:
+        return prepare_workspace(request.workspace)
+    return fresh_run_dir(settings.agents_dir, run_id)
 
 
 def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
