@@ -13,6 +13,7 @@ import traceback
 
 from hearth.commands import modules_for
 from hearth.errors import HearthError
+from hearth.logs import configure as configure_logging
 from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
@@ -36,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_command_word(argv)).parse_args(argv)
     try:
-        return args.handler(args, Settings.from_env())
+        settings = Settings.from_env()
+        configure_logging(settings.log_level)
+        return args.handler(args, settings)
     except HearthError as exc:
         print(f"hearth {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code

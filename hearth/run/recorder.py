@@ -30,6 +30,7 @@ class Recorder:
         self.json_lines = json_lines
         self.out = out
         self.iteration = 0  # the loop's current iteration, for records made between its events
+        self.tool = ""  # the tool running now, for the decisions made inside it
 
     def __call__(self, event: Event) -> None:
         self.iteration = event.iteration
@@ -43,6 +44,19 @@ class Recorder:
     def note(self, kind: str, **fields: Any) -> None:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
         self.audit.record_step(self.run_id, kind, **self.redactor.data(fields))
+
+    def decision(self, kind: str, detail: dict[str, Any]) -> None:
+        """A decision made inside a tool (a credential used or refused, a header dropped at a
+        redirect), kept with the tool, the run and the iteration it was made in."""
+        detail = self.redactor.data(detail)
+        self.audit.record_step(
+            self.run_id,
+            kind,
+            iteration=self.iteration,
+            tool=self.tool or None,
+            verdict=detail.get("verdict"),
+            detail=json.dumps(detail, ensure_ascii=False),
+        )
 
     def notice(self, kind: str, message: str, *, data: dict[str, Any] | None = None, step: bool = True) -> None:
         """Something the operator should see (a flagged context file, a checkpoint), shown and, if `step`, audited."""
@@ -72,6 +86,7 @@ class Recorder:
         )
 
     def _on_tool_started(self, event: Event) -> None:
+        self.tool = event.data["tool"]
         self.state.update("tool", f"running {event.data['tool']}", event.iteration, event.data["tool"])
 
     def _on_tool(self, event: Event) -> None:

@@ -28,6 +28,7 @@ from agent.tools.spill import OutputSpill, spill_threshold
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.logs import install as install_log_redaction
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
@@ -163,6 +164,7 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
+    install_log_redaction(redactor)  # from here on, no log record of this process holds a value
     request, parts, problem = _with_profile(request, settings)
     kept_goal = redactor(request.goal)
     audit.start_run(
@@ -200,7 +202,7 @@ def _execute(
     request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
     record_checkpoint(run.audit, run.recorder, run.root, run.checkpoints.before(goal=run.kept_goal, **trailers))
     with (
-        run_services(request, run.id, settings, run.sandbox, run.redactor) as services,
+        run_services(request, run.id, settings, run.sandbox, run.redactor, run.recorder.decision) as services,
         Workspace(run.root, services=services) as ws,
     ):
         if configure_services:
@@ -208,7 +210,9 @@ def _execute(
         values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
         context = recall_preface(services, request.goal, settings, run.recorder)
-        outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
+        outcome = _drive(
+            loop, replace(request, goal=run.kept_goal), run.audit, run.id, run.state, context, run.redactor
+        )
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
