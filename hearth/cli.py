@@ -14,6 +14,7 @@ import traceback
 from hearth.commands import modules_for
 from hearth.errors import HearthError
 from hearth.logs import configure as configure_logging
+from hearth.render import visible_line
 from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(settings.log_level)
         return args.handler(args, settings)
     except HearthError as exc:
-        print(f"hearth {args.command}: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth {args.command}: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug or os.environ.get("HEARTH_DEBUG"):
             traceback.print_exc()
         print(
-            f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr
+            visible_line(f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
+            file=sys.stderr,
         )
         return INTERNAL_ERROR
 

@@ -12,6 +12,7 @@ from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
 from hearth.errors import HearthError, UsageError
 from hearth.logs import configure as configure_logging
+from hearth.render import visible_line
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import EXIT_CODES, exit_code, run_goal
 from hearth.settings import Settings
@@ -139,10 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":
-            print(f"hearth-loop: {outcome.status}: {outcome.error}", file=sys.stderr)
+            print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
         return exit_code(outcome.status)
     except HearthError as exc:
-        print(f"hearth-loop: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth-loop: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("hearth-loop: interrupted", file=sys.stderr)

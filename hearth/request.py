@@ -331,11 +331,19 @@ def _field(loc: list[str], names: dict[str, str]) -> str:
 
 
 def _show(value: Any, limit: int = 60) -> str:
-    """A value as the sender wrote it (JSON), cut to `limit` characters, quotes kept."""
+    """A value as the sender wrote it (JSON), cut to `limit` characters, quotes kept; a cut one
+    says how long it was."""
+    original = value
     if isinstance(value, str) and len(value) > limit:
         value = value[: limit - 1] + "…"
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit + 2 else text[: limit - 1] + "…"
+    if len(text) > limit + 2:
+        text = text[: limit - 1] + "…"
+    elif value is original:
+        return text
+    if isinstance(original, str | list | dict):
+        text += f" ({len(original)} {'characters' if isinstance(original, str) else 'items'})"
+    return text
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent.net.special import special_purpose
+from agent.safety.display import shorten
 from agent.safety.redaction import SecretFinder
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -220,16 +221,16 @@ def parse_url(url: str) -> ParsedURL:
         raise NetRefused("no URL given")
     text = url.strip()
     if _BAD_URL_CHARS.search(text):
-        raise NetRefused(f"refused URL {text[:200]!r}: it contains spaces, control characters or backslashes")
+        raise NetRefused(f"refused URL {shorten(text)!r}: it contains spaces, control characters or backslashes")
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise NetRefused(f"refused URL {text[:200]!r}: {exc}") from None
+        raise NetRefused(f"refused URL {shorten(text)!r}: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise NetRefused(f"refused URL {text[:200]!r}: only http and https URLs can be fetched")
+        raise NetRefused(f"refused URL {shorten(text)!r}: only http and https URLs can be fetched")
     if "@" in parts.netloc:
-        raise NetRefused(f"refused URL {text[:200]!r}: user info (user@host) is not accepted in URLs")
+        raise NetRefused(f"refused URL {shorten(text)!r}: user info (user@host) is not accepted in URLs")
     host, port = _split_netloc(parts.netloc, scheme, text)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return ParsedURL(scheme, host, port, target)
@@ -239,14 +240,14 @@ def _split_netloc(netloc: str, scheme: str, url: str) -> tuple[str, int]:
     if netloc.startswith("["):
         inside, close, rest = netloc[1:].partition("]")
         if not close or (rest and not rest.startswith(":")):
-            raise NetRefused(f"refused URL {url[:200]!r}: malformed IPv6 host")
+            raise NetRefused(f"refused URL {shorten(url)!r}: malformed IPv6 host")
         host, port_text = f"[{inside}]", rest[1:] if rest else ""
     else:
         host, _, port_text = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
     port = DEFAULT_PORTS[scheme]
     if port_text:
         if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise NetRefused(f"refused URL {url[:200]!r}: bad port {port_text!r}")
+            raise NetRefused(f"refused URL {shorten(url)!r}: bad port {port_text!r}")
         port = int(port_text)
     return normalize_host(host), port
 

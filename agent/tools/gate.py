@@ -31,6 +31,7 @@ from typing import Any
 from agent.context.files import SubdirectoryNotes
 from agent.parsing import ToolCall, suggest_tool_name
 from agent.safety import policy
+from agent.safety.display import bounded, shorten
 from agent.safety.workspace import PathRefused, Workspace
 from agent.services import RunServices
 from agent.tools.builtin import TOOLS
@@ -147,7 +148,7 @@ def pass_through(
         if result.verdict == "run":
             result.verdict = clearance.verdict
     else:
-        result = ToolResult(False, clearance.refusal, verdict=clearance.verdict)
+        result = ToolResult(False, bounded(clearance.refusal), verdict=clearance.verdict)
     result.detail.update(clearance.detail)
     result.output = ws.services.redact(result.output)  # the choke point: no credential value leaves a tool
     if after is not None:
@@ -245,15 +246,16 @@ def _ask(approve: policy.Approver | None, name: str, args: dict[str, Any], reaso
 def _run(tool: Tool, args: dict[str, Any], ws: Workspace) -> ToolResult:
     try:
         return ToolResult(True, tool.fn(args, ws))
-    except (ToolFailed, PathRefused) as failure:
+    except PathRefused as failure:
+        return ToolResult(False, bounded(f"Error: {failure}"))
+    except ToolFailed as failure:  # its text may carry a command's whole output: only refusals are bounded
         return ToolResult(False, f"Error: {failure}")
     except Exception as exc:  # a tool bug must not end the run: the model reads it
-        return ToolResult(False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+        return ToolResult(False, bounded(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"))
 
 
 def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
-    shown = name if isinstance(name, str) else repr(name)
-    shown = shown if len(shown) <= 80 else shown[:80] + "..."
+    shown = shorten(name if isinstance(name, str) else repr(name))
     names = list(TOOLS) if allowed is None else [n for n in allowed if n in TOOLS]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
     hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"

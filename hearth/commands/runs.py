@@ -8,7 +8,7 @@ from typing import Any
 
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
-from hearth.render import print_json, table
+from hearth.render import print_json, table, visible_line
 from hearth.settings import Settings
 
 
@@ -62,6 +62,8 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_run(run: dict[str, Any]) -> None:
+    """The run's header; every value is shown escaped (the audit keeps it as it was)."""
+    run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
     print(
         f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
         f"mode={run['mode']} source={run['source']}"
@@ -89,14 +91,15 @@ def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None
         extra = "  ".join(
             x for x in (row["tag"] or "", f"{row['files']} files" if row["files"] else "", row["detail"] or "") if x
         )
-        print(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip())
+        print(visible_line(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip()))
     shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
     if len(set(shas)) > 1 and workspace:
         print(f"  compare: git -C {workspace} diff {shas[0][:12]} {shas[-1][:12]}")
     print()
 
 
-def _step_line(step: dict[str, Any]) -> str:
+def _step_line(raw: dict[str, Any]) -> str:
+    step = {k: visible_line(v) if isinstance(v, str) and k != "output" else v for k, v in raw.items()}
     head = f"{step['seq']:>3}. [{step['iteration'] or '-'}] {step['kind']}"
     if step["kind"] == "tool":
         status = "ok" if step["ok"] else "failed"
@@ -110,8 +113,8 @@ def _step_line(step: dict[str, Any]) -> str:
             f"\n{_indent(step['output'])}" if step["output"] else ""
         )
     if step["kind"] == "approval":
-        return f"{head} {_approval_line(step)}"
-    detail = step.get("detail") or step.get("output") or ""
+        return f"{head} {visible_line(_approval_line(raw))}"
+    detail = step.get("detail") or visible_line(raw.get("output") or "")
     return f"{head} {detail}"
 
 
@@ -131,6 +134,7 @@ def _approval_line(step: dict[str, Any]) -> str:
 
 
 def _indent(text: str | None, limit: int = 12) -> str:
-    lines = (text or "").splitlines()
+    """A block indented under its step, each line escaped: a line of output cannot pass for hearth's."""
+    lines = [visible_line(line) for line in (text or "").rstrip("\n").split("\n")] if text else []
     shown = lines[:limit] + ([f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else [])
     return "\n".join(f"      {line}" for line in shown)

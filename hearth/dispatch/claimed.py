@@ -22,6 +22,7 @@ from hearth.dispatch.settle import place, reject, settle_locked
 from hearth.errors import NotFound, UsageError
 from hearth.evolve import run_evolve_request
 from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
+from hearth.render import visible_line
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import Interrupted, exit_code, run_goal
@@ -167,7 +168,7 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     try:
         code = run_claimed(request_id, settings)
     except Exception as exc:
-        print(f"hearth agent {request_id}: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth agent {request_id}: {exc}"), file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
     sys.stdout.flush()
     sys.exit(code)

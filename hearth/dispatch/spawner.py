@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.clock import utc_now
+from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
@@ -184,6 +185,7 @@ class Spawner:
         self._launch(parsed.request.id, path)
 
     def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
+        reason = bounded(reason)
         request = parsed.request if parsed else None
         if reject(self.queue, self.audit, path, reason, data, request=request) is None:
             return  # someone else moved it first, and recorded it

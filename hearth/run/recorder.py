@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from hearth.audit.store import AuditStore
+from hearth.render import json_line, visible_line
 from hearth.run.state import StateFile
 
 
@@ -137,13 +138,14 @@ class Recorder:
         self.state.remove()
 
     def _show(self, event: Event) -> None:
+        """What the terminal (or the run's log) shows: escaped, one line per event."""
         if self.json_lines:
             record = {"event": event.kind, "run_id": self.run_id, "iteration": event.iteration, **event.data}
-            print(json.dumps(record, ensure_ascii=False, default=str), file=self.out, flush=True)
+            print(json_line(record), file=self.out, flush=True)
             return
         line = _human(event)
         if line:
-            print(line, file=self.out, flush=True)
+            print(visible_line(line), file=self.out, flush=True)
 
 
 def _human(event: Event) -> str | None:
