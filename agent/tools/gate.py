@@ -21,7 +21,6 @@ reads. The appliance only records what comes back.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +34,7 @@ from agent.safety.display import bounded, shorten
 from agent.safety.workspace import PathRefused, Workspace
 from agent.services import RunServices
 from agent.tools.builtin import TOOLS
-from agent.tools.registry import Tool, ToolFailed, ToolResult
+from agent.tools.registry import ARGUMENTS_LIMIT, Tool, ToolFailed, ToolResult, arguments_size
 from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "visible_tools",
 ]
 
-ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
 After = Callable[[str, Any, ToolResult], str]  # (name, raw arguments, result) -> the output to keep
 
@@ -274,12 +272,11 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
         args = {}
     if not isinstance(args, dict):
         return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
-    try:
-        size = len(json.dumps(args, default=str))
-    except (RecursionError, ValueError):  # nested past any sense, or circular
+    size = arguments_size(args, ARGUMENTS_LIMIT)
+    if size is None:  # nested past any sense, or circular
         return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
     if size > ARGUMENTS_LIMIT:
-        return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters"
+        return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters; nothing was run"
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
         return f"Error: {tool.name} has no argument {unknown[0]!r}; it takes: {_signature(tool)}"

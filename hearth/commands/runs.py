@@ -74,11 +74,33 @@ def _print_run(run: dict[str, Any]) -> None:
         f"tokens {run['tokens_in'] or 0} in / {run['tokens_out'] or 0} out  model time {run['latency_ms'] or 0} ms"
     )
     print(f"workspace {run['workspace'] or '-'}  sandbox {run['sandbox'] or '-'}")
+    allowed = _allowed_line(run)
+    if allowed:
+        print(allowed)
     if run.get("error"):
         print(f"error: {run['error']}")
     if run.get("summary"):
         print(f"summary: {run['summary']}")
     print()
+
+
+def _allowed_line(run: dict[str, Any]) -> str:
+    """What the run was allowed (its row's allowances), in one line; empty for runs recorded before them."""
+    if not run.get("hearth_version"):
+        return ""
+    egress = json.loads(run.get("egress") or "[]")
+    creds = json.loads(run.get("credentials") or "{}")
+    tools = json.loads(run["allowed_tools"]) if run.get("allowed_tools") else None
+    timeout = f"{run['timeout_s']:g} s" if run.get("timeout_s") else "no time limit"
+    bound = "; ".join(f"{name} -> {', '.join(hosts) or 'no host'}" for name, hosts in creds.items())
+    return visible_line(
+        f"allowed: network {'yes' if run.get('network') else 'no'}; "
+        f"egress {', '.join(egress) or 'any public host'}; "
+        f"credentials {bound or 'none'}; "
+        f"tools {', '.join(tools) if tools is not None else 'all'}; "
+        f"limits {run.get('max_iterations') or '-'} iterations, {timeout}, {run.get('num_ctx') or '-'} tokens of context; "
+        f"hearth {run['hearth_version']}"
+    )
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
@@ -102,10 +124,13 @@ def _step_line(raw: dict[str, Any]) -> str:
     step = {k: visible_line(v) if isinstance(v, str) and k != "output" else v for k, v in raw.items()}
     head = f"{step['seq']:>3}. [{step['iteration'] or '-'}] {step['kind']}"
     if step["kind"] == "tool":
-        status = "ok" if step["ok"] else "failed"
         args = step["arguments"] or "{}"
+        written = f" (written {step['called_as']})" if step.get("called_as") else ""
+        if step["verdict"] == "started":  # recorded before it ran, never completed
+            return f"{head} {step['tool']}{written} {args}  started, never completed (the run ended while it ran)"
+        status = "ok" if step["ok"] else "failed"
         return (
-            f"{head} {step['tool']} {args}  verdict={step['verdict']} {status} "
+            f"{head} {step['tool']}{written} {args}  verdict={step['verdict']} {status} "
             f"({step['duration_ms']} ms)\n{_indent(step['output'])}"
         )
     if step["kind"] == "model":

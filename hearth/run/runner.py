@@ -6,6 +6,7 @@ run from any source is recorded the same way. Bad input is recorded too (status 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -25,6 +26,7 @@ from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
+from hearth import __version__
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
@@ -178,6 +180,7 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             requested_by=request.requested_by,
         )
     )
+    audit.update_run(run_id, **_allowances(request, settings))
     try:
         if problem:
             raise problem
@@ -249,6 +252,25 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     return fresh_run_dir(settings.agents_dir, run_id)
 
 
+def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
+    """What the run is allowed, for its row: network, egress, credentials with their hosts, tools,
+    limits (iterations, seconds, context tokens) and the hearth that runs it."""
+    try:
+        bound = credential_store(settings).load()
+    except HearthError:
+        bound = {}  # an unusable store rejects the run below; the names are still worth keeping
+    return {
+        "network": int(request.network),
+        "egress": json.dumps(list(request.egress)),
+        "credentials": json.dumps({name: bound.get(name, {}).get("hosts", []) for name in request.credentials}),
+        "allowed_tools": json.dumps(request.allowed_tools) if request.allowed_tools is not None else None,
+        "max_iterations": request.max_iters,
+        "timeout_s": request.timeout_s,
+        "num_ctx": request.num_ctx,
+        "hearth_version": __version__,
+    }
+
+
 def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
     """sandbox = none is the operator's explicit, unsafe choice: say so on every run, and record it."""
     if settings.sandbox != "none":
@@ -299,6 +321,7 @@ def _build_loop(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
     )
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
+    ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(
         model,
         tools,
