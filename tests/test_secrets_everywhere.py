@@ -127,4 +127,5 @@ def test_library_debug_logs_never_hold_a_value_and_every_use_of_a_credential_is_
     assert "it is bound to api.test" in details[1]["reason"]
     assert "URL carries the value of credential 'TOKEN' (hex)" in details[2]["reason"]
     assert elsewhere.seen == [] and all(CANARY not in json.dumps(d) for d in details)
-    assert run_id
+    shown = run_cli("hearth", "show", run_id).stdout
+    assert "http_request: credential TOKEN -> api.test used" in shown and CANARY not in shown

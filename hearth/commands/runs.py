@@ -139,8 +139,25 @@ def _step_line(raw: dict[str, Any]) -> str:
         )
     if step["kind"] == "approval":
         return f"{head} {visible_line(_approval_line(raw))}"
+    if step["kind"] in ("credential", "redirect"):
+        return f"{head} {visible_line(_decision_line(raw))}"
     detail = step.get("detail") or visible_line(raw.get("output") or "")
     return f"{head} {detail}"
+
+
+def _decision_line(step: dict[str, Any]) -> str:
+    """A decision made inside a tool: `http_request: credential TOKEN -> api.github.com used`."""
+    try:
+        d = json.loads(step.get("detail") or "{}")
+    except ValueError:
+        return step.get("detail") or ""
+    where = f"{step['tool']}: " if step.get("tool") else ""
+    if step["kind"] == "credential":
+        reason = f" ({d['reason']})" if d.get("reason") else ""
+        return f"{where}credential {d.get('name', '?')} -> {d.get('host', '?')} {d.get('verdict', '?')}{reason}"
+    return (
+        f"{where}header {d.get('header', '?')} dropped on the redirect {d.get('source', '?')} -> {d.get('target', '?')}"
+    )
 
 
 def _approval_line(step: dict[str, Any]) -> str:
