@@ -1,0 +1,57 @@
+"""The part of a reply that acts: the reply without its reasoning.
+
+Families put reasoning in a channel of its own: `<think>` (Qwen3, DeepSeek R1, GLM, Granite,
+Hunyuan, ERNIE...), `<seed:think>` (Seed-OSS), `[THINK]` (Magistral), `<|START_THINKING|>`
+(Command R7B and A), `◁think▷` (Kimi), Gemma 4's `<|channel>` and gpt-oss's analysis channel
+(`<|channel|>analysis<|message|>...<|end|>`). A call written there is one the model considered,
+never one it made, so the whole channel goes. A close with no open means the chat template opened
+the channel, so everything before it is reasoning; an open that never closes swallows the rest.
+One pass, left to right, so the cost is linear in the reply.
+"""
+
+import re
+
+# name: (open, close); the close of gpt-oss's analysis channel may also be the next message's start
+_CHANNELS = {
+    "think": (r"<(?P<tag>think|thinking|reasoning|thought)>", ""),  # closed by its own tag
+    "seed": (r"<seed:think>", r"</seed:think>"),
+    "bracket": (r"\[THINK\]", r"\[/THINK\]"),
+    "cohere": (r"<\|START_THINKING\|>", r"<\|END_THINKING\|>"),
+    "kimi": (r"◁think▷", r"◁/think▷"),
+    "gemma": (r"<\|channel>", r"<channel\|>"),
+    "harmony": (r"<\|channel\|>\s*analysis\s*<\|message\|>", r"<\|end\|>|(?=<\|start\|>)|(?=<\|channel\|>)"),
+}
+_OPEN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, (pattern, _) in _CHANNELS.items()), re.I)
+_CLOSE_ONLY = re.compile(
+    r"</(?:think|thinking|reasoning|thought)>|</seed:think>|\[/THINK\]|<\|END_THINKING\|>|◁/think▷|<channel\|>"
+    r"|\[BEGIN FINAL RESPONSE\]",  # Apriel: its reasoning comes first, unmarked, then this
+    re.I,
+)
+
+
+def visible_text(content: str) -> str:
+    """content without its reasoning channels (see the module doc)."""
+    text = content
+    first_open = _OPEN.search(text)
+    stray = _CLOSE_ONLY.search(text, 0, first_open.start() if first_open else len(text))
+    if stray:  # the template opened the channel; the reply only closes it
+        text = text[stray.end() :]
+    pieces, pos = [], 0
+    while opened := _OPEN.search(text, pos):
+        pieces.append(text[pos : opened.start()])
+        close = _close_of(opened).search(text, opened.end())
+        if close is None:  # never closed: the rest is reasoning too
+            return "".join(pieces) + "\n"
+        pieces.append("\n")
+        pos = close.end()
+    return "".join(pieces) + text[pos:]
+
+
+_CLOSES = {name: re.compile(close, re.I) for name, (_, close) in _CHANNELS.items()}
+_TAG_CLOSES = {tag: re.compile(f"</{tag}>", re.I) for tag in ("think", "thinking", "reasoning", "thought")}
+
+
+def _close_of(opened: re.Match[str]) -> re.Pattern[str]:
+    if opened.group("tag"):  # <thinking> is closed by </thinking>, not by </think>
+        return _TAG_CLOSES[opened.group("tag").lower()]
+    return _CLOSES[opened.lastgroup or "think"]

@@ -1,0 +1,138 @@
+"""Families that write each argument as an element of its own.
+
+    invoke           <function_calls><invoke name="n"><parameter name="k">v</parameter></invoke>
+                     (Claude-style; MiniMax M2 inside <minimax:tool_call>; Step3 as steptml:,
+                     Glimmer as atem:, DeepSeek V3.2 as ｜DSML｜ with string="false" for JSON values)
+    function=        <function=n><parameter=k>v</parameter></function>   (Qwen3-Coder, Qwen3.5,
+                     Seed-OSS in <seed:tool_call>, Nemotron 3, MiMo, Step 3.5), or JSON inside
+                     (Llama 3.1 user-defined, Functionary v3.1)
+    function name=   <function name="n"><param name="k">v</param></function>   (MiniCPM), or JSON
+    GLM              <tool_call>n<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>   (GLM 4.5
+                     to 4.7, Poolside; Hunyuan with <tool_sep>); <tool_call>n</tool_call> takes none
+
+Values are text: without the schema nothing says "10" meant a number, and the tool gate coerces
+by schema. The syntax says "this is a call", so every hit is marked. An element the text ends
+inside is a cut-off call; an element that closes around something else is not a call.
+"""
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from agent.parsing.calls import Candidate, Hit, ToolSet, arguments_from, resolve
+from agent.parsing.json_repair import _CutOff, _Invalid, _value_at, loads_lenient
+from agent.parsing.layout import mask
+
+_Body = dict[str, Any] | Literal["cut"] | None
+_ATTR_NAME = r"name\s*=\s*(?P<q>[\"']?)(?P<name>[^\"'<>\s]+)(?P=q)"
+_INVOKE = re.compile(rf"<(?P<ns>(?:[A-Za-z][\w-]*:|｜DSML｜)?)invoke\s+{_ATTR_NAME}\s*>")
+_FUNCTION_EQ = re.compile(r"<function=(?P<name>[^>\s]+)>")
+_FUNCTION_NAME = re.compile(rf"<function\s+{_ATTR_NAME}\s*>")
+_GLM = re.compile(r"<tool_call>\s*(?P<name>[A-Za-z_][\w.:-]*)\s*(?:<tool_sep>\s*)?(?=<arg_key>|</tool_call>)")
+
+
+def xml_calls(text: str, tools: ToolSet) -> list[Hit]:
+    hits: list[Hit] = []
+    for opener, reader in _FAMILIES:
+        hits += _family_calls(mask(text, hits), opener, reader, tools)
+        if hits and hits[-1].calls is None:
+            return hits
+    return hits
+
+
+def _family_calls(
+    text: str, opener: re.Pattern[str], reader: Callable[[re.Match[str]], tuple[re.Pattern[str], Any]], tools: ToolSet
+) -> list[Hit]:
+    hits: list[Hit] = []
+    pos = 0
+    while match := opener.search(text, pos):
+        close_pattern, read_body = reader(match)
+        close = close_pattern.search(text, match.end())
+        body = text[match.end() : close.start() if close else len(text)]
+        arguments: _Body = read_body(body, close is not None)
+        if arguments == "cut":
+            return [*hits, Hit(match.start(), len(text), None, True, True)]
+        end = close.end() if close else len(text)
+        calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
+        hits.append(Hit(match.start(), end, calls, True, True))
+        pos = max(end, match.end())
+    return hits
+
+
+def _invoke(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
+    return _element(f"</{match.group('ns')}invoke>"), _parameters_of(match.group("ns"))
+
+
+def _function_eq(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
+    # a missing </function> is common; the next <function= ends the call just as well
+    return _FUNCTION_EQ_CLOSE, functools.partial(_read, _EQ_PARAMETER, "<parameter=")
+
+
+def _function_name(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
+    return _element("</function>"), functools.partial(_read, _NAMED_PARAMETER, _NAMED_PARAMETER_OPEN)
+
+
+def _glm(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
+    return _element("</tool_call>"), functools.partial(_read, _ARG_PAIR, "<arg_key>")
+
+
+@functools.cache
+def _element(close: str) -> re.Pattern[str]:
+    return re.compile(re.escape(close))
+
+
+@functools.cache
+def _parameters_of(ns: str) -> Any:
+    pattern = re.compile(
+        rf"<{re.escape(ns)}parameter\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</{re.escape(ns)}parameter>",
+        re.S,
+    )
+    return functools.partial(_read, pattern, f"<{ns}parameter")
+
+
+_FUNCTION_EQ_CLOSE = re.compile(r"</function>|(?=<function=)")
+_EQ_PARAMETER = re.compile(r"<parameter=(?P<name>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>", re.S)
+_NAMED_PARAMETER = re.compile(
+    rf"<(?P<tag>param|parameter)\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</(?P=tag)>", re.S
+)
+_NAMED_PARAMETER_OPEN = re.compile(r"<(?:param|parameter)\s")
+_ARG_PAIR = re.compile(r"<arg_key>\s*(?P<name>.*?)\s*</arg_key>\s*<arg_value>\n?(?P<value>.*?)\n?</arg_value>", re.S)
+_FAMILIES = ((_INVOKE, _invoke), (_FUNCTION_EQ, _function_eq), (_FUNCTION_NAME, _function_name), (_GLM, _glm))
+
+
+def _read(element: re.Pattern[str], opening: str | re.Pattern[str], body: str, closed: bool) -> _Body:
+    """The arguments in a call's body: its parameter elements, else a JSON object, else none."""
+    opens = len(opening.findall(body)) if isinstance(opening, re.Pattern) else body.count(opening)
+    if not opens:
+        return _json_body(body, closed)
+    found = list(element.finditer(body))
+    if len(found) != opens:  # a parameter the text never closed
+        return "cut" if not closed else None
+    if element.sub("", body).strip():  # something besides parameters: not this format
+        return None
+    return {match.group("name"): _value(match) for match in found}
+
+
+def _value(match: re.Match[str]) -> Any:
+    value = match.group("value")
+    attrs = match.groupdict().get("attrs") or ""
+    if re.search(r"string\s*=\s*[\"']false", attrs):  # DeepSeek V3.2 marks JSON values so
+        decoded = loads_lenient(value)
+        return value if decoded is None and value.strip() != "null" else decoded
+    return value
+
+
+def _json_body(body: str, closed: bool) -> _Body:
+    text = body.strip()
+    if not text:
+        return {}
+    if not text.startswith("{"):
+        return None
+    try:
+        value, end = _value_at(text, 0, at_end="repair" if closed else "strict")
+    except _CutOff:
+        return "cut" if not closed else None
+    except _Invalid:
+        return None
+    return arguments_from(value) if isinstance(value, dict) and not text[end:].strip() else None
