@@ -6,7 +6,8 @@ tests/test_parsing_negatives.py holds the look-alikes that must give nothing.
 
 import pytest
 
-from agent.parsing import ToolCall, parse_tool_calls
+from agent.parsing import ToolCall, parameter_order, parse_tool_calls
+from agent.tools.builtin import TOOLS as BUILTIN
 
 TOOLS = ["read_file", "write_file", "list_files", "run_command", "search_files", "edit_file"]
 # the run's tools with their parameters in schema order, as the loop passes them (parameter_order)
@@ -405,3 +406,10 @@ def test_positional_python_arguments_are_named_by_the_tools_parameters(content: 
 )
 def test_positional_arguments_that_do_not_fit_give_no_call(content: str) -> None:
     assert parse_tool_calls(content, SIGNATURES) == []
+
+
+def test_the_registrys_schemas_give_the_parameter_order_the_loop_passes() -> None:
+    schemas = [tool.schema() for tool in BUILTIN.values()]
+    order = parameter_order(schemas)
+    assert order["read_file"][:1] == ["path"] and set(order) == set(BUILTIN)
+    assert parse_tool_calls('read_file("notes.md")', order) == [ToolCall("read_file", {"path": "notes.md"})]
