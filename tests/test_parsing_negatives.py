@@ -234,3 +234,33 @@ def test_flattened_arguments_must_be_the_tools_parameters_when_they_are_known() 
 )
 def test_prose_that_introduces_an_action_keeps_the_call(content: str) -> None:
     assert parse_tool_calls(content, TOOLS) == [ToolCall("read_file", {"path": "a.txt"})]
+
+
+@pytest.mark.parametrize(
+    ("content", "written"),
+    [
+        P(
+            '{"name": "write_file", "arguments": {"path": "t.md", "content": "Use <function=f>{}</function> here"}}',
+            "Use <function=f>{}</function> here",
+            id="function-tag-in-a-json-string",
+        ),
+        P(
+            '<tool_call>{"name": "write_file", "arguments": {"path": "t.md", '
+            '"content": "[TOOL_CALLS]read_file[ARGS]{\\"path\\": \\"x\\"}"}}</tool_call>',
+            '[TOOL_CALLS]read_file[ARGS]{"path": "x"}',
+            id="mistral-tokens-in-a-json-string",
+        ),
+        P(
+            '{"name": "write_file", "arguments": {"path": "t.md", "content": "Wrap reasoning in <think> and </think>."}}',
+            "Wrap reasoning in <think> and </think>.",
+            id="think-tags-in-a-json-string",
+        ),
+        P(
+            "write_file(path='t.md', content='<invoke name=\"read_file\"></invoke>')",
+            '<invoke name="read_file"></invoke>',
+            id="invoke-in-a-python-string",
+        ),
+    ],
+)
+def test_a_call_whose_content_mentions_another_format_is_written_intact(content: str, written: str) -> None:
+    assert parse_tool_calls(content, TOOLS) == [ToolCall("write_file", {"path": "t.md", "content": written})]

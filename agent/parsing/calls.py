@@ -7,7 +7,7 @@ extractors.py): a name the run has, or an unknown name from a value that is cert
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -48,6 +48,27 @@ class Hit(NamedTuple):
     calls: tuple[ToolCall, ...] | None
     marked: bool
     attempt: bool
+
+
+# A family's reader: (text, the family's match, the run's tools, where unread text begins) -> the
+# span it consumed, or None to leave the text to the other families.
+Reader = Callable[[str, re.Match[str], "ToolSet", int], Hit | None]
+
+
+class NextMatch:
+    """The next match of one pattern at or after a position, for positions that only grow: each
+    search is remembered, so a close tag that never comes is looked for once, not once per opener."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.searched_from = -1
+        self.found: re.Match[str] | None = None
+
+    def search(self, text: str, pos: int) -> re.Match[str] | None:
+        stale = pos < self.searched_from or (self.found is not None and self.found.start() < pos)
+        if self.searched_from < 0 or stale:
+            self.searched_from, self.found = pos, self.pattern.search(text, pos)
+        return self.found
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ whatever format they were trained on. A reply is read in four steps:
 
 1. reasoning.py drops every reasoning channel (`<think>`, `[THINK]`, gpt-oss analysis, ...): a
    call written there was considered, not made.
-2. Extractors run in order, each blanking what it consumed, so a later one never reads inside an
-   earlier find (a shell command that mentions `read_file(...)` stays a string): xml_calls.py
-   (arguments as elements), tagged.py (a name in the family's syntax, JSON after it),
-   json_calls.py (any JSON value), python_calls.py (Python call syntax).
+2. One pass, left to right: the family whose opener comes first reads its span, and nothing
+   inside a span is read again (a JSON string that mentions `<function=f>` or `read_file(...)`
+   stays a string). The families: xml_calls.py (arguments as elements), tagged.py (a name in
+   the family's syntax, JSON after it), json_calls.py (any JSON value), python_calls.py.
 3. Each span's candidates pass the name rule (calls.resolve), then the rule below.
 4. Identical calls collapse into one.
 
@@ -40,18 +40,15 @@ span is a call only if all of these hold; check a case against them in order:
   action again ("It failed, so let me retry:").
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
-from agent.parsing.calls import Hit, ToolCall, ToolSet, dedupe
-from agent.parsing.json_calls import json_calls
-from agent.parsing.layout import OPENER, Layout, framing, mask
-from agent.parsing.python_calls import python_calls
+from agent.parsing import json_calls, python_calls, tagged, xml_calls
+from agent.parsing.calls import Hit, Reader, ToolCall, ToolSet, dedupe
+from agent.parsing.layout import OPENER, Layout, framing
 from agent.parsing.reasoning import visible_text
-from agent.parsing.tagged import tagged_calls
-from agent.parsing.xml_calls import xml_calls
 
 Tools = Iterable[str] | Mapping[str, Sequence[str]]
-_EXTRACTORS: tuple[Callable[[str, ToolSet], list[Hit]], ...] = (xml_calls, tagged_calls, json_calls)
 
 
 def parse_tool_calls(content: str, tools: Tools) -> list[ToolCall]:
@@ -61,8 +58,7 @@ def parse_tool_calls(content: str, tools: Tools) -> list[ToolCall]:
     which also lets positional Python arguments be named and flattened arguments be checked."""
     toolset = ToolSet.of(tools)
     text = visible_text(content)
-    hits = _extract(text, toolset)
-    return dedupe(_calls(text, hits))
+    return dedupe(_calls(text, _extract(text, toolset)))
 
 
 def looks_like_tool_call(content: str) -> bool:
@@ -75,15 +71,44 @@ def looks_like_tool_call(content: str) -> bool:
     return any(hit.calls is None and hit.attempt for hit in _extract(text, ToolSet([], {})))
 
 
+class _Scanner:
+    """One family's opener, searched ahead of the reading position and kept until it is passed."""
+
+    def __init__(self, pattern: re.Pattern[str], reader: Reader) -> None:
+        self.pattern, self.reader = pattern, reader
+        self.match: re.Match[str] | None = None
+        self.done = False
+
+    def peek(self, text: str, pos: int) -> re.Match[str] | None:
+        if not self.done and (self.match is None or self.match.start() < pos):
+            self.match = self.pattern.search(text, pos)
+            self.done = self.match is None
+        return self.match
+
+    def decline(self, text: str, match: re.Match[str]) -> None:
+        self.match = self.pattern.search(text, match.start() + 1)
+        self.done = self.match is None
+
+
 def _extract(text: str, tools: ToolSet) -> list[Hit]:
+    """Every span the families read, left to right, until the text ends or a call is cut off."""
+    modules = (xml_calls, tagged, json_calls, python_calls)  # on a tie, the earlier family reads
+    scanners = [_Scanner(pattern, reader) for module in modules for pattern, reader in module.readers()]
     hits: list[Hit] = []
-    for extract in _EXTRACTORS:
-        hits += extract(mask(text, hits), tools)
-        if hits[-1:] and hits[-1].calls is None:
-            return sorted(hits)  # the reply was cut off inside a call: nothing after it is read
-    # A Python call may hold a dict that the JSON reader took for data; it reads that back.
-    readable = mask(text, [hit for hit in hits if hit.calls != ()])
-    return sorted(hits + python_calls(mask(text, hits), tools, readable))
+    pos = 0
+    while True:
+        ahead = [(match.start(), order, match) for order, s in enumerate(scanners) if (match := s.peek(text, pos))]
+        if not ahead:
+            return hits
+        _, order, match = min(ahead, key=lambda item: item[:2])
+        hit = scanners[order].reader(text, match, tools, pos)
+        if hit is None or hit.end <= pos:
+            scanners[order].decline(text, match)
+            continue
+        hits.append(hit)
+        pos = hit.end
+        if hit.calls is None:
+            return hits  # the reply was cut off inside a call: nothing after it is read
 
 
 def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:

@@ -10,7 +10,7 @@ nothing the value lacks. The shapes a value may take are in `_candidates`.
 import re
 from typing import Any
 
-from agent.parsing.calls import Candidate, Hit, ToolSet, arguments_from, resolve
+from agent.parsing.calls import Candidate, Hit, Reader, ToolSet, arguments_from, resolve
 from agent.parsing.json_repair import _CutOff, _Invalid, _value_at
 from agent.parsing.layout import opened_by_marker
 
@@ -35,44 +35,45 @@ _ENVELOPES = ("message", "choices", "delta")
 _DEPTH = 6
 
 
-def json_calls(text: str, tools: ToolSet) -> list[Hit]:
-    hits: list[Hit] = []
-    doomed: set[int] = set()
-    i = 0
-    while match := _OPENER.search(text, i):
-        start, i = match.start(), match.start() + 1
+def readers() -> list[tuple[re.Pattern[str], Reader]]:
+    doomed: set[int] = set()  # starts known to fail: see json_repair._Invalid
+
+    def read(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
+        start = match.start()
         if start in doomed:
-            continue
+            return None
         try:
             value, end = _value_at(text, start, at_end="strict")
         except _CutOff:  # whatever follows a cut-off value is part of it, never a new call
             marked = opened_by_marker(text, start)
-            return [*hits, Hit(start, len(text), None, marked, marked or bool(_NAME_KEY_START.match(text, start)))]
+            return Hit(start, len(text), None, marked, marked or bool(_NAME_KEY_START.match(text, start)))
         except _Invalid as invalid:
             doomed.update(invalid.args[0])
-            continue
-        hits.append(_hit(text, start, end, value, tools))
-        i = end
-    return hits
+            return None
+        return _hit(text, start, end, value, tools, floor)
+
+    return [(_OPENER, read)]
 
 
-def _hit(text: str, start: int, end: int, value: Any, tools: ToolSet) -> Hit:
+def _hit(text: str, start: int, end: int, value: Any, tools: ToolSet, floor: int) -> Hit:
+    """The span of one value: its calls, or data. A plain object may take the name on the line above."""
     candidates = _candidates(value, tools)
-    if candidates is None and isinstance(value, dict):
-        named = _name_above(text, start)
-        if named is not None:  # a tool's name alone on the line above its arguments
-            start, name = named
-            candidates = [Candidate(name, value, certain=False)]
     marked = opened_by_marker(text, start)
     calls = resolve(candidates, tools, marked) if candidates else ()
+    if not calls and isinstance(value, dict) and (named := _name_above(text, start, floor)):
+        above, name = named
+        marked = opened_by_marker(text, above)
+        calls = resolve([Candidate(name, value, certain=False)], tools, marked)
+        if calls:
+            return Hit(above, end, calls, marked, True)
     return Hit(start, end, calls, marked, bool(calls))
 
 
-def _name_above(text: str, start: int) -> tuple[int, str] | None:
-    line_start = text.rfind("\n", 0, start) + 1
-    if text[line_start:start].strip() or line_start == 0:
+def _name_above(text: str, start: int, floor: int) -> tuple[int, str] | None:
+    line_start = text.rfind("\n", floor, start) + 1
+    if line_start <= floor or text[line_start:start].strip():
         return None
-    above = text.rfind("\n", 0, line_start - 1) + 1
+    above = max(floor, text.rfind("\n", floor, line_start - 1) + 1)
     match = _NAME_LINE.match(text, above, start)
     return (above, match.group("name")) if match else None
 

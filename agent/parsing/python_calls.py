@@ -15,11 +15,13 @@ import json
 import re
 from typing import Any
 
-from agent.parsing.calls import Candidate, Hit, ToolSet, resolve
-from agent.parsing.layout import blank_tags, opened_by_marker
+from agent.parsing.calls import Candidate, Hit, Reader, ToolSet, resolve
+from agent.parsing.layout import opened_by_marker
 from agent.parsing.names import resolve_tool_name
 
-_START = re.compile(r"^[ \t]*(?P<call>(?P<list>\[[ \t]*)?(?:print\([ \t]*)?(?P<name>[A-Za-z_][\w.]*)[ \t]*\()", re.M)
+# a line's start, tags and space allowed before the call: `<|python_tag|>f(...)`, `<function_calls>f(...)`
+_LEAD = r"(?:[ \t]|<[^<>\n]{1,60}>)*"
+_START = re.compile(rf"^{_LEAD}(?P<call>(?P<list>\[[ \t]*)?(?:print\([ \t]*)?(?P<name>[A-Za-z_][\w.]*)[ \t]*\()", re.M)
 _OPEN, _CLOSE = "([{", ")]}"
 # what moves the bracket scanner: brackets, a comment, a quote (a string prefix is just a letter)
 _SYNTAX = re.compile(r"""[()\[\]{}#]|'''|\"\"\"|['"]""")
@@ -29,28 +31,21 @@ _STRING_STOP = {
 }
 
 
-def python_calls(text: str, tools: ToolSet, readable: str | None = None) -> list[Hit]:
-    """Calls in `text` (earlier finds blanked). A call starts only outside earlier finds, but is
-    read from `readable` (only earlier calls blanked): a dict the JSON reader took for data may
-    be one of its arguments."""
-    hits: list[Hit] = []
-    starts = blank_tags(text)  # `<|python_tag|>f(...)` starts its line once the tag is blank
-    source = starts if readable is None else blank_tags(readable)
-    pos = 0
-    while match := _START.search(starts, pos):
-        start, pos = match.start("call"), match.end()
-        marked = opened_by_marker(text, start)
-        worth = marked or bool(match.group("list")) or resolve_tool_name(_base(match.group("name")), tools.names)
-        if not worth:
-            continue
-        end = _extent(source, start)
-        if end is None:  # the text ends inside the call's brackets: cut off
-            return [*hits, Hit(start, len(text), None, marked, True)]
-        calls = _read((readable or text)[start:end], tools, marked)
-        if calls is not None:
-            hits.append(Hit(start, end, calls, marked, bool(calls)))
-            pos = end
-    return hits
+def readers() -> list[tuple[re.Pattern[str], Reader]]:
+    return [(_START, _read_call)]
+
+
+def _read_call(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
+    start = match.start("call")
+    marked = opened_by_marker(text, start)
+    if not (marked or match.group("list") or resolve_tool_name(_base(match.group("name")), tools.names)):
+        return None
+    end = _extent(text, start)
+    if end is None:  # the text ends inside the call's brackets: cut off
+        return Hit(start, len(text), None, marked, True)
+    calls = _read(text[start:end], tools, marked)
+    # not literal calls: still one bracketed span, so nothing inside it starts a call of its own
+    return Hit(start, end, calls or (), marked, bool(calls))
 
 
 def _extent(text: str, start: int) -> int | None:

@@ -6,6 +6,8 @@ Hunyuan, ERNIE...), `<seed:think>` (Seed-OSS), `[THINK]` (Magistral), `<|START_T
 (`<|channel|>analysis<|message|>...<|end|>`). A call written there is one the model considered,
 never one it made, so the whole channel goes. A close with no open means the chat template opened
 the channel, so everything before it is reasoning; an open that never closes swallows the rest.
+Only where a channel can begin does a tag open one: at a line's start or right after another tag,
+never inside a sentence or a JSON string (a file that documents `<think>` is written intact).
 One pass, left to right, so the cost is linear in the reply.
 """
 
@@ -21,7 +23,16 @@ _CHANNELS = {
     "gemma": (r"<\|channel>", r"<channel\|>"),
     "harmony": (r"<\|channel\|>\s*analysis\s*<\|message\|>", r"<\|end\|>|(?=<\|start\|>)|(?=<\|channel\|>)"),
 }
-_OPEN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, (pattern, _) in _CHANNELS.items()), re.I)
+# A channel opens where a turn or a line starts (or right after another tag); "<think>" in a
+# sentence or inside a JSON string is a word about thinking. gpt-oss's header is distinctive enough.
+_WHERE = r"(?:^[ \t]*|(?<=[>\]]))"
+_OPEN = re.compile(
+    "|".join(f"(?P<{name}>{'' if name == 'harmony' else _WHERE}{pattern})" for name, (pattern, _) in _CHANNELS.items()),
+    re.I | re.M,
+)
+# Before a close with no open, reasoning is prose: a JSON object there means the close is inside a
+# call's string ("content": "...</think>..."), not the end of a channel the template opened.
+_OBJECT = re.compile(r"\{\s*[\"']")
 _CLOSE_ONLY = re.compile(
     r"</(?:think|thinking|reasoning|thought)>|</seed:think>|\[/THINK\]|<\|END_THINKING\|>|◁/think▷|<channel\|>"
     r"|\[BEGIN FINAL RESPONSE\]",  # Apriel: its reasoning comes first, unmarked, then this
@@ -34,7 +45,7 @@ def visible_text(content: str) -> str:
     text = content
     first_open = _OPEN.search(text)
     stray = _CLOSE_ONLY.search(text, 0, first_open.start() if first_open else len(text))
-    if stray:  # the template opened the channel; the reply only closes it
+    if stray and not _OBJECT.search(text, 0, stray.start()):  # the template opened the channel
         text = text[stray.end() :]
     pieces, pos = [], 0
     while opened := _OPEN.search(text, pos):

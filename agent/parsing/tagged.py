@@ -18,9 +18,8 @@ import json
 import re
 from typing import Any
 
-from agent.parsing.calls import Candidate, Hit, ToolSet, arguments_from, resolve
+from agent.parsing.calls import Candidate, Hit, Reader, ToolSet, arguments_from, resolve
 from agent.parsing.json_repair import _CutOff, _Invalid, _value_at
-from agent.parsing.layout import mask
 
 _BAR = "[|｜]"  # DeepSeek's tokens use a full-width bar; text copies often use the ASCII one
 _SEP = rf"<{_BAR}tool[▁_ ]sep{_BAR}>"
@@ -46,29 +45,11 @@ _GEMMA_CLOSE = {"<|tool_call>": "<tool_call|>", "<start_function_call>": "<end_f
 _GEMMA_TOKEN = re.compile(r'<\|"\|>(.*?)<\|"\|>|<escape>(.*?)<escape>|(?<=[{,])(\s*)([A-Za-z_][\w-]*)(?=\s*:)', re.S)
 
 
-def tagged_calls(text: str, tools: ToolSet) -> list[Hit]:
-    hits: list[Hit] = []
-    for family in _FAMILIES:
-        hits += _family_calls(mask(text, hits), family, tools)
-        if hits and hits[-1].calls is None:
-            return hits
-    return hits + _gemma_calls(mask(text, hits), tools)
+def readers() -> list[tuple[re.Pattern[str], Reader]]:
+    return [*((family, _arguments_after) for family in _FAMILIES), (_GEMMA, _gemma_call)]
 
 
-def _family_calls(text: str, family: re.Pattern[str], tools: ToolSet) -> list[Hit]:
-    hits: list[Hit] = []
-    pos = 0
-    while match := family.search(text, pos):
-        hit = _arguments_after(text, match, tools)
-        pos = match.end() if hit is None else hit.end
-        if hit is not None:
-            hits.append(hit)
-            if hit.calls is None:
-                break
-    return hits
-
-
-def _arguments_after(text: str, match: re.Match[str], tools: ToolSet) -> Hit | None:
+def _arguments_after(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
     name = _NAMESPACE.sub("", match.group("name"))
     opened = _FENCE_OPEN.match(text, match.end())
     start = opened.end() if opened else match.end()
@@ -90,20 +71,15 @@ def _arguments_after(text: str, match: re.Match[str], tools: ToolSet) -> Hit | N
     return Hit(match.start(), end, resolve([Candidate(name, arguments, certain=True)], tools, True), True, True)
 
 
-def _gemma_calls(text: str, tools: ToolSet) -> list[Hit]:
-    hits: list[Hit] = []
-    for match in _GEMMA.finditer(text):
-        if hits and match.start() < hits[-1].end:
-            continue
-        close = _GEMMA_CLOSE[match.group("open")]
-        end = text.find(close, match.end())
-        body = text[match.end() : end if end >= 0 else len(text)]
-        arguments = _gemma_arguments(body, closed=end >= 0)
-        if arguments is None and end < 0:
-            return [*hits, Hit(match.start(), len(text), None, True, True)]
-        calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
-        hits.append(Hit(match.start(), end + len(close) if end >= 0 else len(text), calls, True, True))
-    return hits
+def _gemma_call(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
+    close = _GEMMA_CLOSE[match.group("open")]
+    end = text.find(close, match.end())
+    body = text[match.end() : end if end >= 0 else len(text)]
+    arguments = _gemma_arguments(body, closed=end >= 0)
+    if end < 0 and arguments is None:  # no close and no whole value: the text ends inside the call
+        return Hit(match.start(), len(text), None, True, True)
+    calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
+    return Hit(match.start(), end + len(close) if end >= 0 else len(text), calls, True, True)
 
 
 def _gemma_arguments(body: str, *, closed: bool) -> dict[str, Any] | None:

@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from agent.parsing.calls import Candidate, Hit, ToolSet, arguments_from, resolve
+from agent.parsing.calls import Candidate, Hit, NextMatch, Reader, ToolSet, arguments_from, resolve
 from agent.parsing.json_repair import _CutOff, _Invalid, _value_at, loads_lenient
-from agent.parsing.layout import mask
 
 _Body = dict[str, Any] | Literal["cut"] | None
+_BodyReader = Callable[[str, bool], _Body]
 _ATTR_NAME = r"name\s*=\s*(?P<q>[\"']?)(?P<name>[^\"'<>\s]+)(?P=q)"
 _INVOKE = re.compile(rf"<(?P<ns>(?:[A-Za-z][\w-]*:|｜DSML｜)?)invoke\s+{_ATTR_NAME}\s*>")
 _FUNCTION_EQ = re.compile(r"<function=(?P<name>[^>\s]+)>")
@@ -32,58 +32,52 @@ _FUNCTION_NAME = re.compile(rf"<function\s+{_ATTR_NAME}\s*>")
 _GLM = re.compile(r"<tool_call>\s*(?P<name>[A-Za-z_][\w.:-]*)\s*(?:<tool_sep>\s*)?(?=<arg_key>|</tool_call>)")
 
 
-def xml_calls(text: str, tools: ToolSet) -> list[Hit]:
-    hits: list[Hit] = []
-    for opener, reader in _FAMILIES:
-        hits += _family_calls(mask(text, hits), opener, reader, tools)
-        if hits and hits[-1].calls is None:
-            return hits
-    return hits
+def readers() -> list[tuple[re.Pattern[str], Reader]]:
+    """One reader per family; they share a cache of close tags for this reply."""
+    closes: dict[str, NextMatch] = {}
+
+    def read(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
+        close, body_reader = _SHAPES[match.re](match)
+        found = closes.setdefault(close, NextMatch(re.compile(close))).search(text, match.end())
+        return _element_call(text, match, found, body_reader, tools)
+
+    return [(pattern, read) for pattern in _SHAPES]
 
 
-def _family_calls(
-    text: str, opener: re.Pattern[str], reader: Callable[[re.Match[str]], tuple[re.Pattern[str], Any]], tools: ToolSet
-) -> list[Hit]:
-    hits: list[Hit] = []
-    pos = 0
-    while match := opener.search(text, pos):
-        close_pattern, read_body = reader(match)
-        close = close_pattern.search(text, match.end())
-        body = text[match.end() : close.start() if close else len(text)]
-        arguments: _Body = read_body(body, close is not None)
-        if arguments == "cut":
-            return [*hits, Hit(match.start(), len(text), None, True, True)]
-        end = close.end() if close else len(text)
-        calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
-        hits.append(Hit(match.start(), end, calls, True, True))
-        pos = max(end, match.end())
-    return hits
+def _element_call(
+    text: str, match: re.Match[str], close: re.Match[str] | None, read_body: _BodyReader, tools: ToolSet
+) -> Hit | None:
+    body = text[match.end() : close.start() if close else len(text)]
+    arguments = read_body(body, close is not None)
+    if arguments == "cut":
+        return Hit(match.start(), len(text), None, True, True)
+    if close is None and arguments is None:
+        return None  # prose that mentions the tag, with no element around it: not this family's call
+    calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
+    return Hit(match.start(), close.end() if close else len(text), calls, True, True)
 
 
-def _invoke(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
-    return _element(f"</{match.group('ns')}invoke>"), _parameters_of(match.group("ns"))
+# Each family's close, as a pattern: its end tag, or the next call of the family (a missing end tag is
+# common, and the next call ends this one just as well); and how its body is read.
+def _invoke(match: re.Match[str]) -> tuple[str, _BodyReader]:
+    ns = re.escape(match.group("ns"))
+    return rf"</{ns}invoke>|(?=<{ns}invoke\s)", _parameters_of(match.group("ns"))
 
 
-def _function_eq(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
-    # a missing </function> is common; the next <function= ends the call just as well
-    return _FUNCTION_EQ_CLOSE, functools.partial(_read, _EQ_PARAMETER, "<parameter=")
+def _function_eq(match: re.Match[str]) -> tuple[str, _BodyReader]:
+    return r"</function>|(?=<function[=\s])", functools.partial(_read, _EQ_PARAMETER, "<parameter=")
 
 
-def _function_name(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
-    return _element("</function>"), functools.partial(_read, _NAMED_PARAMETER, _NAMED_PARAMETER_OPEN)
+def _function_name(match: re.Match[str]) -> tuple[str, _BodyReader]:
+    return r"</function>|(?=<function[=\s])", functools.partial(_read, _NAMED_PARAMETER, _NAMED_PARAMETER_OPEN)
 
 
-def _glm(match: re.Match[str]) -> tuple[re.Pattern[str], Any]:
-    return _element("</tool_call>"), functools.partial(_read, _ARG_PAIR, "<arg_key>")
-
-
-@functools.cache
-def _element(close: str) -> re.Pattern[str]:
-    return re.compile(re.escape(close))
+def _glm(match: re.Match[str]) -> tuple[str, _BodyReader]:
+    return r"</tool_call>|(?=<tool_call>)", functools.partial(_read, _ARG_PAIR, "<arg_key>")
 
 
 @functools.cache
-def _parameters_of(ns: str) -> Any:
+def _parameters_of(ns: str) -> _BodyReader:
     pattern = re.compile(
         rf"<{re.escape(ns)}parameter\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</{re.escape(ns)}parameter>",
         re.S,
@@ -91,14 +85,18 @@ def _parameters_of(ns: str) -> Any:
     return functools.partial(_read, pattern, f"<{ns}parameter")
 
 
-_FUNCTION_EQ_CLOSE = re.compile(r"</function>|(?=<function=)")
 _EQ_PARAMETER = re.compile(r"<parameter=(?P<name>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>", re.S)
 _NAMED_PARAMETER = re.compile(
     rf"<(?P<tag>param|parameter)\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</(?P=tag)>", re.S
 )
 _NAMED_PARAMETER_OPEN = re.compile(r"<(?:param|parameter)\s")
 _ARG_PAIR = re.compile(r"<arg_key>\s*(?P<name>.*?)\s*</arg_key>\s*<arg_value>\n?(?P<value>.*?)\n?</arg_value>", re.S)
-_FAMILIES = ((_INVOKE, _invoke), (_FUNCTION_EQ, _function_eq), (_FUNCTION_NAME, _function_name), (_GLM, _glm))
+_SHAPES: dict[re.Pattern[str], Callable[[re.Match[str]], tuple[str, _BodyReader]]] = {
+    _INVOKE: _invoke,
+    _FUNCTION_EQ: _function_eq,
+    _FUNCTION_NAME: _function_name,
+    _GLM: _glm,
+}
 
 
 def _read(element: re.Pattern[str], opening: str | re.Pattern[str], body: str, closed: bool) -> _Body:
