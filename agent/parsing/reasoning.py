@@ -6,8 +6,9 @@ Hunyuan, ERNIE...), `<seed:think>` (Seed-OSS), `[THINK]` (Magistral), `<|START_T
 (`<|channel|>analysis<|message|>...<|end|>`). A call written there is one the model considered,
 never one it made, so the whole channel goes. A close with no open means the chat template opened
 the channel, so everything before it is reasoning; an open that never closes swallows the rest.
-Only where a channel can begin does a tag open one: at a line's start or right after another tag,
-never inside a sentence or a JSON string (a file that documents `<think>` is written intact).
+Only where a channel can begin does a tag open one: at a line's start or where the previous
+channel closed, never inside a sentence or a string (a file that documents `<think>` is written
+intact).
 One pass, left to right, so the cost is linear in the reply.
 """
 
@@ -23,13 +24,7 @@ _CHANNELS = {
     "gemma": (r"<\|channel>", r"<channel\|>"),
     "harmony": (r"<\|channel\|>\s*analysis\s*<\|message\|>", r"<\|end\|>|(?=<\|start\|>)|(?=<\|channel\|>)"),
 }
-# A channel opens where a turn or a line starts (or right after another tag); "<think>" in a
-# sentence or inside a JSON string is a word about thinking. gpt-oss's header is distinctive enough.
-_WHERE = r"(?:^[ \t]*|(?<=[>\]]))"
-_OPEN = re.compile(
-    "|".join(f"(?P<{name}>{'' if name == 'harmony' else _WHERE}{pattern})" for name, (pattern, _) in _CHANNELS.items()),
-    re.I | re.M,
-)
+_OPEN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, (pattern, _) in _CHANNELS.items()), re.I)
 # Before a close with no open, reasoning is prose: a JSON object there means the close is inside a
 # call's string ("content": "...</think>..."), not the end of a channel the template opened.
 _OBJECT = re.compile(r"\{\s*[\"']")
@@ -47,15 +42,29 @@ def visible_text(content: str) -> str:
     stray = _CLOSE_ONLY.search(text, 0, first_open.start() if first_open else len(text))
     if stray and not _OBJECT.search(text, 0, stray.start()):  # the template opened the channel
         text = text[stray.end() :]
-    pieces, pos = [], 0
-    while opened := _OPEN.search(text, pos):
+    pieces, pos, search = [], 0, 0
+    while opened := _OPEN.search(text, search):
+        search = opened.end()
+        if not _may_open(text, opened, pos):
+            continue
         pieces.append(text[pos : opened.start()])
         close = _close_of(opened).search(text, opened.end())
         if close is None:  # never closed: the rest is reasoning too
             return "".join(pieces) + "\n"
         pieces.append("\n")
-        pos = close.end()
+        pos = search = close.end()
     return "".join(pieces) + text[pos:]
+
+
+def _may_open(text: str, opened: re.Match[str], channel_end: int) -> bool:
+    """A channel opens where the reply, a line, or the previous channel ends; "<think>" in a
+    sentence or inside a call's string is a word about thinking. gpt-oss's header is distinctive."""
+    at = opened.start()
+    if opened.lastgroup == "harmony" or at == channel_end:
+        return True
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    return at == 0 or text[at - 1] == "\n"
 
 
 _CLOSES = {name: re.compile(close, re.I) for name, (_, close) in _CHANNELS.items()}

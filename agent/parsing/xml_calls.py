@@ -24,6 +24,8 @@ from agent.parsing.calls import Candidate, Hit, NextMatch, Reader, ToolSet, argu
 from agent.parsing.json_repair import _CutOff, _Invalid, _value_at, loads_lenient
 
 _Body = dict[str, Any] | Literal["cut"] | None
+_JSON_START = re.compile(r"\s*\{")
+_SPACE = re.compile(r"\s*")
 _BodyReader = Callable[[str, bool], _Body]
 _ATTR_NAME = r"name\s*=\s*(?P<q>[\"']?)(?P<name>[^\"'<>\s]+)(?P=q)"
 _INVOKE = re.compile(rf"<(?P<ns>(?:[A-Za-z][\w-]*:|｜DSML｜)?)invoke\s+{_ATTR_NAME}\s*>")
@@ -38,6 +40,8 @@ def readers() -> list[tuple[re.Pattern[str], Reader]]:
 
     def read(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
         close, body_reader = _SHAPES[match.re](match)
+        if match.re is not _GLM and (json_body := _JSON_START.match(text, match.end())):
+            return _json_element(text, match, json_body.end() - 1, re.compile(close), tools)
         found = closes.setdefault(close, NextMatch(re.compile(close))).search(text, match.end())
         return _element_call(text, match, found, body_reader, tools)
 
@@ -55,6 +59,25 @@ def _element_call(
         return None  # prose that mentions the tag, with no element around it: not this family's call
     calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
     return Hit(match.start(), close.end() if close else len(text), calls, True, True)
+
+
+def _json_element(text: str, match: re.Match[str], start: int, close: re.Pattern[str], tools: ToolSet) -> Hit | None:
+    """A body that is one JSON object, read from the text itself (so a close tag inside one of its
+    strings is text), then the element's close, which the end of the text may stand in for."""
+    try:
+        value, end = _value_at(text, start, at_end="strict")
+    except _CutOff:
+        return Hit(match.start(), len(text), None, True, True)
+    except _Invalid:
+        return None
+    after = _SPACE.match(text, end)
+    end = after.end() if after else end
+    closed = close.match(text, end)
+    if closed is None and end < len(text):
+        return None  # something else follows the object: not this family's element
+    arguments = arguments_from(value) if isinstance(value, dict) else None
+    calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
+    return Hit(match.start(), closed.end() if closed else end, calls, True, True)
 
 
 # Each family's close, as a pattern: its end tag, or the next call of the family (a missing end tag is
