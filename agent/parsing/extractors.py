@@ -96,19 +96,29 @@ def _extract(text: str, tools: ToolSet) -> list[Hit]:
     scanners = [_Scanner(pattern, reader) for module in modules for pattern, reader in module.readers()]
     hits: list[Hit] = []
     pos = 0
-    while True:
-        ahead = [(match.start(), order, match) for order, s in enumerate(scanners) if (match := s.peek(text, pos))]
-        if not ahead:
-            return hits
-        _, order, match = min(ahead, key=lambda item: item[:2])
-        hit = scanners[order].reader(text, match, tools, pos)
-        if hit is None or hit.end <= pos:
-            scanners[order].decline(text, match)
-            continue
-        hits.append(hit)
-        pos = hit.end
-        if hit.calls is None:
-            return hits  # the reply was cut off inside a call: nothing after it is read
+    while ahead := sorted((m.start(), order) for order, s in enumerate(scanners) if (m := s.peek(text, pos))):
+        order = ahead[0][1]
+        rival = ahead[1] if len(ahead) > 1 else (len(text) + 1, 0)
+        hit = _first_hit(text, scanners[order], order, rival, tools, pos)
+        if hit is not None:
+            hits.append(hit)
+            pos = hit.end
+            if hit.calls is None:
+                break  # the reply was cut off inside a call: nothing after it is read
+    return hits
+
+
+def _first_hit(
+    text: str, scanner: _Scanner, order: int, rival: tuple[int, int], tools: ToolSet, pos: int
+) -> Hit | None:
+    """The leading family reads on until it finds a span or its next opener falls behind the rival's
+    (so a run of openers that are not calls, `{ { { ...`, costs one family's search, not all of them)."""
+    while (match := scanner.match) is not None and (match.start(), order) < rival:
+        hit = scanner.reader(text, match, tools, pos)
+        if hit is not None and hit.end > pos:
+            return hit
+        scanner.decline(text, match)
+    return None
 
 
 def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:

@@ -41,8 +41,8 @@ def readers() -> list[tuple[re.Pattern[str], Reader]]:
     def read(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
         close, body_reader = _SHAPES[match.re](match)
         if match.re is not _GLM and (json_body := _JSON_START.match(text, match.end())):
-            return _json_element(text, match, json_body.end() - 1, re.compile(close), tools)
-        found = closes.setdefault(close, NextMatch(re.compile(close))).search(text, match.end())
+            return _json_element(text, match, json_body.end() - 1, _compiled(close), tools)
+        found = closes.setdefault(close, NextMatch(_compiled(close))).search(text, match.end())
         return _element_call(text, match, found, body_reader, tools)
 
     return [(pattern, read) for pattern in _SHAPES]
@@ -57,6 +57,8 @@ def _element_call(
         return Hit(match.start(), len(text), None, True, True)
     if close is None and arguments is None:
         return None  # prose that mentions the tag, with no element around it: not this family's call
+    if arguments == {} and (close is None or close.start() == close.end()):
+        return None  # no arguments and no end tag of its own: a stray tag, not a call of no arguments
     calls = () if arguments is None else resolve([Candidate(match.group("name"), arguments, True)], tools, True)
     return Hit(match.start(), close.end() if close else len(text), calls, True, True)
 
@@ -97,6 +99,11 @@ def _function_name(match: re.Match[str]) -> tuple[str, _BodyReader]:
 
 def _glm(match: re.Match[str]) -> tuple[str, _BodyReader]:
     return r"</tool_call>|(?=<tool_call>)", functools.partial(_read, _ARG_PAIR, "<arg_key>")
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 @functools.cache
