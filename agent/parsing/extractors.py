@@ -122,6 +122,8 @@ def _first_hit(
 
 
 def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:
+    if not any(hit.calls for hit in hits):
+        return []
     layout = Layout(text, hits)
     calls: list[ToolCall] = []
     documenting = False

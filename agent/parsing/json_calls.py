@@ -14,10 +14,9 @@ from agent.parsing.calls import Candidate, Hit, Reader, ToolSet, arguments_from,
 from agent.parsing.json_repair import _CutOff, _Invalid, _value_at
 from agent.parsing.layout import opened_by_marker
 
-_OPENER = re.compile(r"[{\[]")
-# what may follow an opener in JSON (a key or "}", a value or "]", or the end); anything else fails
-# at its second token, so this one match spares the scanner most of the braces in prose
-_PLAUSIBLE = re.compile(r"\{\s*(?:[\"'}]|\Z)|\[\s*(?:[\[{\"'\-\d\]tfnTFN]|\Z)")
+# An opener followed by what JSON allows there (a key or "}", a value or "]", or the end): any
+# other brace fails at its second token, so the search itself skips most braces of prose.
+_OPENER = re.compile(r"\{(?=\s*(?:[\"'}]|\Z))|\[(?=\s*(?:[\[{\"'\-\d\]tfnTFN]|\Z))")
 _NAME_KEY_START = re.compile(r"[\[\s]*\{\s*[\"']?(?:name|function|tool\w*|action|recipient_name)[\"']?\s*:")
 # a name alone on its line, tags around it allowed (never a fence: "```json" names no tool)
 _NAME_LINE = re.compile(r"(?:[ \t]|<[^<>\n`]{1,80}>)*(?P<name>[A-Za-z_][\w.:-]*)(?:[ \t]|<[^<>\n`]{1,80}>)*\n[ \t]*\Z")
@@ -43,7 +42,7 @@ def readers() -> list[tuple[re.Pattern[str], Reader]]:
 
     def read(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
         start = match.start()
-        if start in doomed or not _PLAUSIBLE.match(text, start):
+        if start in doomed:
             return None
         try:
             value, end = _value_at(text, start, at_end="strict")

@@ -1,16 +1,15 @@
 """Where a span stands in the reply, and how the prose before it frames it (see extractors.py).
 
-`Layout` is built once per reply from the text and the spans that hold calls. Its questions cost
-O(log n) each (bisect over newlines and runs of prose, all found in one pass), so a reply with
-thousands of calls on one long line stays linear.
+`Layout` is built once per reply from the text and the spans that hold calls, and walks forward
+through it as it is asked about each span in turn, so every stretch of text is looked at once and a
+reply with thousands of calls on one long line stays linear.
 """
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
-from typing import NamedTuple
 
-from agent.parsing.calls import Hit
+from agent.parsing.calls import Hit, NextMatch
 
 # Markup that is neither prose nor call: tags, special tokens, fences, a family's bare keyword.
 TAG = re.compile(
@@ -28,7 +27,8 @@ OPENER = re.compile(
 )
 # a marker, then only space and tags up to the span's first character (which a lookahead may see)
 _OPENED = re.compile(rf"(?:{OPENER.pattern})(?:\s|{TAG.pattern})*(?=[\s\S]\Z)")
-_PROSE_RUN = re.compile(r"[^\s;]+")
+_PROSE = re.compile(r"[^\s;]")  # a character of prose: not space, not a `;` between calls
+_NEWLINE = re.compile(r"\n")
 _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*\n(.*?)(?:^[ \t]*```|\Z)", re.S | re.M)
 _LEAD_IN_REACH = 300  # a framing cue that far before the call no longer frames it
 
@@ -82,56 +82,60 @@ def framing(lead_in: str) -> str:
     return "past" if cues and cues[-1] == "past" else "call"
 
 
-class _Run(NamedTuple):
-    start: int
-    end: int
-
-
 class Layout:
-    """Lines, prose and fences of one reply with its call spans blanked."""
+    """Lines, prose and fences of one reply with its call spans blanked, walked forward: ask about
+    the spans in the order of the text, and every stretch of it is looked at once."""
 
     def __init__(self, text: str, hits: Sequence[Hit]) -> None:
         prose = mask(text, [hit for hit in hits if hit.calls != ()])
         self.prose = blank_tags(prose)
-        self.newlines = [m.start() for m in re.finditer("\n", text)]
-        runs = [_Run(m.start(), m.end()) for m in _PROSE_RUN.finditer(self.prose)]
-        self.run_starts = [run.start for run in runs]
-        self.run_ends = [run.end for run in runs]
         self.fences = [(m.start(1), m.end(1)) for m in _FENCE.finditer(prose)]
+        self._mixed: dict[int, bool] = {}
+        self._next_prose, self._next_newline = NextMatch(_PROSE), NextMatch(_NEWLINE)
+        self._cursor = 0
+        self._line_has_prose = False  # on the line at the cursor, before it
+        self._prose_end = 0  # just past the last prose character before the cursor
 
     def stands_alone(self, hit: Hit) -> bool:
         """Nothing but tags, space or `;` after the hit on its last line; before it on its first
         line, nothing either, or a marker that opened it, or prose that ends with a colon to
         introduce it. A call with prose after it on the line is quoted in a sentence, not made."""
-        before = bisect_left(self.run_ends, hit.start + 1) - 1  # the last run ending at or before start
-        after = bisect_left(self.run_starts, hit.end)  # the first run starting at or after end
-        if after < len(self.run_starts) and not self._newline_between(hit.end, self.run_starts[after]):
-            return False
-        if before < 0 or hit.marked or self._newline_between(self.run_ends[before], hit.start):
-            return True
-        return self.prose[self.run_ends[before] - 1] == ":"
+        self._walk_to(hit.start)
+        alone_before = not self._line_has_prose or hit.marked or self.prose[self._prose_end - 1] == ":"
+        after = self._next_prose.search(self.prose, hit.end)
+        newline = self._next_newline.search(self.prose, hit.end)
+        alone_after = after is None or (newline is not None and newline.start() < after.start())
+        return alone_before and alone_after
 
     def in_mixed_fence(self, hit: Hit) -> bool:
         """Whether the hit is in a fenced block that holds anything besides calls (code, data)."""
         index = bisect_right(self.fences, (hit.start, len(self.prose) + 1)) - 1
         if index < 0 or not self.fences[index][0] <= hit.start < self.fences[index][1]:
             return False
-        start, end = self.fences[index]
-        first = bisect_left(self.run_starts, start)
-        return first < len(self.run_starts) and self.run_starts[first] < end
+        if index not in self._mixed:
+            self._mixed[index] = _PROSE.search(self.prose, *self.fences[index]) is not None
+        return self._mixed[index]
 
     def lead_in(self, start: int) -> str:
         """The last line of prose before text[start] (its last few hundred characters)."""
-        index = bisect_left(self.run_ends, start + 1) - 1
-        if index < 0:
-            return ""
-        end = self.run_ends[index]
-        line = bisect_left(self.newlines, end)
-        line_start = self.newlines[line - 1] + 1 if line else 0
-        return self.prose[max(line_start, end - _LEAD_IN_REACH) : min(end, start)]
+        self._walk_to(start)
+        end = self._prose_end
+        line_start = self.prose.rfind("\n", max(0, end - _LEAD_IN_REACH), end) + 1
+        return self.prose[max(line_start, end - _LEAD_IN_REACH) : end]
 
-    def _newline_between(self, start: int, end: int) -> bool:
-        return bisect_left(self.newlines, end) > bisect_left(self.newlines, start)
+    def _walk_to(self, position: int) -> None:
+        if position <= self._cursor:
+            return
+        stretch = self.prose[self._cursor : position]
+        last = _PROSE.search(stretch[::-1])  # the last prose character of the stretch
+        if last is not None:
+            self._prose_end = position - last.start()
+        newline = stretch.rfind("\n")
+        if newline >= 0:
+            self._line_has_prose = _PROSE.search(stretch, newline + 1) is not None
+        else:
+            self._line_has_prose = self._line_has_prose or last is not None
+        self._cursor = position
 
 
 def _blank(span: str) -> str:
