@@ -90,7 +90,7 @@ def _invoke(match: re.Match[str]) -> tuple[str, _BodyReader]:
 
 
 def _function_eq(match: re.Match[str]) -> tuple[str, _BodyReader]:
-    return r"</function>|(?=<function[=\s])", functools.partial(_read, _EQ_PARAMETER, "<parameter=")
+    return r"</function>|(?=<function[=\s])", functools.partial(_read, _EQ_PARAMETER, _EQ_PARAMETER_OPEN)
 
 
 def _function_name(match: re.Match[str]) -> tuple[str, _BodyReader]:
@@ -98,7 +98,7 @@ def _function_name(match: re.Match[str]) -> tuple[str, _BodyReader]:
 
 
 def _glm(match: re.Match[str]) -> tuple[str, _BodyReader]:
-    return r"</tool_call>|(?=<tool_call>)", functools.partial(_read, _ARG_PAIR, "<arg_key>")
+    return r"</tool_call>|(?=<tool_call>)", functools.partial(_read, _ARG_PAIR, _ARG_KEY_OPEN)
 
 
 @functools.cache
@@ -112,7 +112,7 @@ def _parameters_of(ns: str) -> _BodyReader:
         rf"<{re.escape(ns)}parameter\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</{re.escape(ns)}parameter>",
         re.S,
     )
-    return functools.partial(_read, pattern, f"<{ns}parameter")
+    return functools.partial(_read, pattern, re.compile(re.escape(f"<{ns}parameter")))
 
 
 _EQ_PARAMETER = re.compile(r"<parameter=(?P<name>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>", re.S)
@@ -120,6 +120,8 @@ _NAMED_PARAMETER = re.compile(
     rf"<(?P<tag>param|parameter)\s+{_ATTR_NAME}(?P<attrs>[^>]*)>\n?(?P<value>.*?)\n?</(?P=tag)>", re.S
 )
 _NAMED_PARAMETER_OPEN = re.compile(r"<(?:param|parameter)\s")
+_EQ_PARAMETER_OPEN = re.compile(r"<parameter=")
+_ARG_KEY_OPEN = re.compile(r"<arg_key>")
 _ARG_PAIR = re.compile(r"<arg_key>\s*(?P<name>.*?)\s*</arg_key>\s*<arg_value>\n?(?P<value>.*?)\n?</arg_value>", re.S)
 _SHAPES: dict[re.Pattern[str], Callable[[re.Match[str]], tuple[str, _BodyReader]]] = {
     _INVOKE: _invoke,
@@ -129,11 +131,12 @@ _SHAPES: dict[re.Pattern[str], Callable[[re.Match[str]], tuple[str, _BodyReader]
 }
 
 
-def _read(element: re.Pattern[str], opening: str | re.Pattern[str], body: str, closed: bool) -> _Body:
-    """The arguments in a call's body: its parameter elements, else a JSON object, else none."""
-    opens = len(opening.findall(body)) if isinstance(opening, re.Pattern) else body.count(opening)
+def _read(element: re.Pattern[str], opening: re.Pattern[str], body: str, closed: bool) -> _Body:
+    """The arguments in a call's body (a JSON body was read before): its parameter elements, or
+    none at all; anything else is not this format."""
+    opens = len(opening.findall(body))
     if not opens:
-        return _json_body(body, closed)
+        return {} if not body.strip() else None
     found = list(element.finditer(body))
     if len(found) != opens:  # a parameter the text never closed
         return "cut" if not closed else None
@@ -149,18 +152,3 @@ def _value(match: re.Match[str]) -> Any:
         decoded = loads_lenient(value)
         return value if decoded is None and value.strip() != "null" else decoded
     return value
-
-
-def _json_body(body: str, closed: bool) -> _Body:
-    text = body.strip()
-    if not text:
-        return {}
-    if not text.startswith("{"):
-        return None
-    try:
-        value, end = _value_at(text, 0, at_end="repair" if closed else "strict")
-    except _CutOff:
-        return "cut" if not closed else None
-    except _Invalid:
-        return None
-    return arguments_from(value) if isinstance(value, dict) and not text[end:].strip() else None
