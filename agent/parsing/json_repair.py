@@ -74,7 +74,8 @@ def _scan(text: str, start: int, at_end: str = "repair") -> tuple[str, int]:
     the model wrote it, so it meant the value to end there.
     """
     out: list[str] = []
-    stack: list[tuple[str, int]] = []  # (closer expected, where its container began)
+    closers: list[str] = []  # the closer each open container expects (a str, no tuple per bracket)
+    starts: list[int] = []  # where each open container began
     last, i, comma_at, closed = "", start, 0, False
     # A tag or a fence ends the value even with braces missing: `{...}\n</tool_call>` is common.
     while i < len(text) and text[i] not in "<`":
@@ -83,26 +84,28 @@ def _scan(text: str, start: int, at_end: str = "repair") -> tuple[str, int]:
             i += 1
             continue
         token = _token(text, i)
-        state = _state_after(token[2], token[0], last, stack[-1][0] if stack else "") if token else None
+        state = _state_after(token[2], token[0], last, closers[-1] if closers else "") if token else None
         if token is None or state is None:
-            raise _Invalid([at for _, at in stack])
+            raise _Invalid(starts)
         if state == "open":
-            stack.append(("}" if token[0] == "{" else "]", i))
+            closers.append("}" if token[0] == "{" else "]")
+            starts.append(i)
         elif token[2] == "close":
-            stack.pop()
+            closers.pop()
+            starts.pop()
             if last == ",":
                 del out[comma_at]
         comma_at = len(out) if state == "," else comma_at
         out.append(token[0])
         i, last, closed = token[1], state, token[2] == "close"
-        if not stack:
+        if not closers:
             return "".join(out), i
-    if not stack or (last != "value" and i < len(text)):
-        raise _Invalid([at for _, at in stack])
-    cut_short = i == len(text) and at_end == "strict" and (not closed or any(c == "]" for c, _ in stack))
+    if not closers or (last != "value" and i < len(text)):
+        raise _Invalid(starts)
+    cut_short = i == len(text) and at_end == "strict" and (not closed or "]" in closers)
     if last != "value" or cut_short:
         raise _CutOff
-    return "".join(out) + "".join(closer for closer, _ in reversed(stack)), i
+    return "".join(out) + "".join(reversed(closers)), i
 
 
 def _token(text: str, i: int) -> tuple[str, int, str] | None:
