@@ -1,6 +1,7 @@
 """What reading calls out of reply text costs: calls parsed per second on a mixed corpus, and the
 worst growth on pathological replies (deep nesting, a 1 MB reply, thousands of unbalanced braces,
-quotes and tags), printed as time(2N) / time(N).
+quotes and tags), printed as time(2N) / time(N): the median over doublings from 64 KiB to 512 KiB,
+the sizes timed round-robin, so a machine busy with other work does not pass for a slow parser.
 
 All numbers are measured in this one run on this machine. The ratio says the parser is linear:
 about 2 when the reply doubles, where a quadratic parser shows 4. Nothing here may hang or raise
@@ -9,6 +10,7 @@ about 2 when the reply doubles, where a quadratic parser shows 4. Nothing here m
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -51,14 +53,29 @@ CORPUS = [
 BLOCK = "\n\n".join(CORPUS) + "\n\n"
 
 
-def seconds(fn: Callable[[], object], rounds: int = 3) -> float:
-    """The best of `rounds` timings: the least disturbed by the rest of the machine."""
+def seconds(fn: Callable[[], object], rounds: int = 5) -> float:
+    """The best of `rounds` timings with the garbage collector paused, as timeit does: the one
+    least disturbed by the rest of the machine."""
     best = float("inf")
-    for _ in range(rounds):
-        started = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - started)
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - started)
+    finally:
+        gc.enable()
     return best
+
+
+def doubling_ratios(texts: list[str], rounds: int = 5) -> list[float]:
+    """time(texts[i + 1]) / time(texts[i]) for sizes that double, all timed round-robin so a busy
+    machine slows every size alike; each time is the best of `rounds`."""
+    best = [float("inf")] * len(texts)
+    for _ in range(rounds):
+        for i, text in enumerate(texts):
+            best[i] = min(best[i], seconds(lambda text=text: parse_tool_calls(text, TOOLS), 1))
+    return [large / max(small, 1e-9) for small, large in zip(best, best[1:])]
 
 
 def throughput() -> None:
@@ -96,23 +113,20 @@ PATHOLOGICAL: dict[str, Callable[[int], str]] = {
 }
 
 
-def growth(size: int) -> None:
+def growth(sizes: list[int]) -> None:
     worst_name, worst = "", 0.0
     for name, make in PATHOLOGICAL.items():
-        small, large = make(size), make(2 * size)
         try:
-            ratio = seconds(lambda text=large: parse_tool_calls(text, TOOLS)) / max(
-                seconds(lambda text=small: parse_tool_calls(text, TOOLS)), 1e-9
-            )
+            ratios = doubling_ratios([make(size) for size in sizes])
         except RecursionError as exc:
             print(f"  {name}: RecursionError: {exc}")
             continue
-        print(f"  {name:28} time(2N)/time(N) = {ratio:4.2f}")
-        if ratio > worst:
-            worst_name, worst = name, ratio
-    print(
-        f"worst growth when the reply doubles ({size // 1024} KiB -> {2 * size // 1024} KiB): {worst:.2f} ({worst_name})"
-    )
+        median = sorted(ratios)[len(ratios) // 2]
+        print(f"  {name:28} time(2N)/time(N) = {median:4.2f}  ({' '.join(f'{r:.2f}' for r in ratios)})")
+        if median > worst:
+            worst_name, worst = name, median
+    span = f"{sizes[0] // 1024} KiB to {sizes[-1] // 1024} KiB"
+    print(f"worst growth when the reply doubles ({span}, median of the doublings): {worst:.2f} ({worst_name})")
 
 
 def megabyte() -> None:
@@ -126,7 +140,7 @@ def megabyte() -> None:
 
 def main() -> None:
     throughput()
-    growth(128 * 1024)
+    growth([64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024])
     megabyte()
 
 

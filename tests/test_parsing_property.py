@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from agent.parsing import ToolCall, parse_tool_calls
 
-# A few seconds in `make test`; HEARTH_PROPERTY_EXAMPLES=5000 for a long hunt. No example database:
-# nothing is written into the checkout, and every run draws fresh examples.
+# A few seconds in `make test`; HEARTH_PROPERTY_EXAMPLES=5000 for a long hunt. No example database,
+# so every run draws fresh examples (hypothesis still keeps its small, self-ignoring .hypothesis/).
 EXAMPLES = int(os.environ.get("HEARTH_PROPERTY_EXAMPLES", "100"))
 FAST = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 OTHER_TOOLS = ["read_file", "list_files", "run_command"]
