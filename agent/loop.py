@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
-from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
+from agent.parsing import ToolCall, looks_like_tool_call, parameter_order, parse_tool_calls, resolve_tool_name
 from agent.tools.registry import ToolResult
 
 MAX_UNPARSEABLE = 3
@@ -196,7 +196,8 @@ class Loop:
             return [
                 ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments) for c in reply.tool_calls
             ]
-        return parse_tool_calls(reply.content, self.tools.names)
+        # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
+        return parse_tool_calls(reply.content, parameter_order(self.tools.schemas))
 
     def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
         self._unparseable = 0
