@@ -14,10 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent import parsing
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
-from agent.parsing import ToolCall, looks_like_tool_call, parameter_order, parse_tool_calls, resolve_tool_name
+from agent.parsing.calls import ToolCall
+from agent.parsing.names import resolve_tool_name
 from agent.tools.registry import ToolResult
 
 MAX_UNPARSEABLE = 3
@@ -147,7 +149,9 @@ class Loop:
         if calls or reply.malformed:
             self._run_calls(reply, calls)
             return
-        if looks_like_tool_call(reply.content) or not reply.content.strip():
+        if not reply.content.strip() or (
+            parsing.may_hold_a_call(reply.content) and parsing.looks_like_tool_call(reply.content)
+        ):
             self._nudge(reply)
             return
         self.messages.append({"role": "assistant", "content": reply.content})
@@ -197,7 +201,9 @@ class Loop:
                 ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments) for c in reply.tool_calls
             ]
         # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
-        return parse_tool_calls(reply.content, parameter_order(self.tools.schemas))
+        if not parsing.may_hold_a_call(reply.content):  # plain prose: the readers need not even load
+            return []
+        return parsing.parse_tool_calls(reply.content, parsing.parameter_order(self.tools.schemas))
 
     def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
         self._unparseable = 0

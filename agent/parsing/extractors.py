@@ -43,7 +43,7 @@ span is a call only if all of these hold; check a case against them in order:
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from agent.parsing import json_calls, python_calls, tagged, xml_calls
+from agent.parsing import json_calls, may_hold_a_call, python_calls, tagged, xml_calls
 from agent.parsing.calls import Hit, Reader, ToolCall, ToolSet, dedupe
 from agent.parsing.layout import OPENER, Layout, framing
 from agent.parsing.reasoning import visible_text
@@ -56,6 +56,8 @@ def parse_tool_calls(content: str, tools: Tools) -> list[ToolCall]:
 
     `tools` is the run's tool names, or {name: parameter names in order} (see parameter_order),
     which also lets positional Python arguments be named and flattened arguments be checked."""
+    if not may_hold_a_call(content):
+        return []
     toolset = ToolSet.of(tools)
     text = visible_text(content)
     return dedupe(_calls(text, _extract(text, toolset)))
@@ -65,6 +67,8 @@ def looks_like_tool_call(content: str) -> bool:
     """True when a reply seems to attempt a call that parse_tool_calls could not read: a call
     marker, or a call begun and cut off by the end of the text. Complete JSON does not count, so
     an answer that only shows an example is not mistaken for a failed call."""
+    if not may_hold_a_call(content):
+        return False
     text = visible_text(content)
     if OPENER.search(text):
         return True
