@@ -32,7 +32,9 @@ RISK_ORDER = ("safe", "edit", "dangerous")
 
 def field_of(reason: str) -> str:
     """The request field a refusal names (`max_iterations: ...`, `egress[0] "x" is not allowed`)."""
-    text = reason.removeprefix("invalid request: ").removeprefix("missing required field ").strip('"')
+    text = reason.removeprefix("invalid request: ")
+    for lead in ("missing required field ", "unknown field "):
+        text = text.removeprefix(lead)
     found = re.match(r'"?([a-z_]+)', text)
     return found.group(1) if found else ""
 
