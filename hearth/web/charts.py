@@ -53,13 +53,13 @@ def stacked_bars(title: str, days: Sequence[str], series: Mapping[str, Sequence[
 
 
 def nice_ceiling(value: float) -> float:
-    """The axis top: the first of 1, 2, 5 times a power of ten at or above `value` (at least 2)."""
-    top = 2.0
-    while top < value:
-        for factor in (2.5, 2.0):  # 2 -> 5 -> 10 -> 20 -> 50 ...
-            if top < value:
-                top *= factor
-    return top
+    """The axis top: the first of 2, 5, 10, 20, 50 ... at or above `value`."""
+    power = 1.0
+    while True:
+        for factor in (2, 5, 10):
+            if factor * power >= value:
+                return factor * power
+        power *= 10
 
 
 def hbars(
