@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,8 @@ LIST_COLUMNS = (
 # Adding {"parent": "parent_id"} here is all the run page needs to show both directions.
 LINK_COLUMNS: dict[str, str] = {}
 FILTERS = ("status", "agent_name", "model", "source")
+CHOICE_SQL = "select distinct {name} as v from runs where {name} != '' order by v"
+CHOICES_TTL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        self._choices: tuple[float, dict[str, list[str]]] | None = None
 
     def _conn(self) -> sqlite3.Connection | None:
         conn = getattr(self._local, "conn", None)
@@ -116,11 +120,13 @@ class Reader:
         return found
 
     def choices(self) -> dict[str, list[str]]:
-        """The values each filter can take, for the runs page's selects."""
-        return {
-            name: [r["v"] for r in self.rows(f"select distinct {name} as v from runs where {name} != '' order by v")]
-            for name in FILTERS
-        }
+        """The values each filter can take, for the runs page's selects; looked up at most every
+        CHOICES_TTL_S (four scans of the runs table are most of a page's time on a big audit)."""
+        now = time.monotonic()
+        if self._choices is None or now - self._choices[0] > CHOICES_TTL_S:
+            found = {name: [r["v"] for r in self.rows(CHOICE_SQL.format(name=name))] for name in FILTERS}
+            self._choices = (now, found)
+        return self._choices[1]
 
     def today(self, now: datetime | None = None) -> dict[str, int]:
         """Runs started today (UTC) and their tokens."""
