@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.routing import APIRoute
 
@@ -165,3 +167,70 @@ def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> N
 def test_hearth_serve_refuses_a_public_address_without_a_token(state_dir: Path) -> None:
     done = run_cli("hearth", "serve", "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_over_tls_the_session_cookie_is_secure(state_dir: Path, tmp_path: Path) -> None:
+    from tests.test_tls import certificate
+
+    with Center(Settings.from_env(), tls=certificate(tmp_path, "localhost")) as served, served.client() as client:
+        answer = client.get("/api/session")
+    cookie = answer.headers["set-cookie"]
+    assert answer.status_code == 200 and "Secure" in cookie and "HttpOnly" in cookie
+
+
+def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_stream_open(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    from tests.conftest import ROOT
+    from tests.web_support import free_port
+
+    token, port = tmp_path / "operator-token", free_port()
+    token.write_text(OPERATOR + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [
+        sys.executable,
+        "-m",
+        "hearth.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--token-file",
+        str(token),
+    ]
+    serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert serve.stderr is not None and "hearth serve: http://127.0.0.1:" in serve.stderr.readline()
+        url, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {OPERATOR}"}
+        answer = wait_for_answer(url + "/api/state", auth)
+        assert answer.status_code == 200 and httpx.get(url + "/api/state").status_code == 401
+        with httpx.stream("GET", url + "/api/events", headers=auth, timeout=10) as stream:
+            next(stream.iter_lines())
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(15) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+
+
+def wait_for_answer(url: str, headers: dict[str, str]) -> httpx.Response:
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return httpx.get(url, headers=headers, timeout=5)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

@@ -35,13 +35,24 @@ def free_port() -> int:
 class Center:
     """The command center served for real; use as a context manager."""
 
-    def __init__(self, settings: Settings, *, tokens: dict[str, str] | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tokens: dict[str, str] | None = None,
+        tls: tuple[Path, Path] | None = None,
+        **options: Any,
+    ) -> None:
         self.port = free_port()
         self.config = WebConfig(settings, "127.0.0.1", self.port, tokens, throttle_base_s=0.01, **options)
         self.app = create_app(self.config)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error"))
+        certs = {"ssl_keyfile": str(tls[0]), "ssl_certfile": str(tls[1])} if tls else {}
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="error", timeout_graceful_shutdown=2, **certs
+        )
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.watch: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Center:
@@ -71,7 +82,11 @@ class Client(httpx.Client):
     """A browser's manners: the session cookie, its CSRF token and the page's Origin on each POST."""
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
-        super().__init__(base_url=url, headers={"Origin": url, **headers}, timeout=30, follow_redirects=False)
+        # a test's throwaway certificate is trusted by nobody: TLS is checked by the server side here
+        verify = not url.startswith("https")
+        super().__init__(
+            base_url=url, headers={"Origin": url, **headers}, timeout=30, follow_redirects=False, verify=verify
+        )
         self.csrf = ""
 
     def session(self) -> dict[str, Any]:

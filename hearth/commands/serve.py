@@ -73,6 +73,9 @@ def _server(config: Any, live: Any) -> Any:
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
             live.close()
+            # uvicorn re-raises a caught SIGTERM once it has shut down; a stop asked for is exit 0 here
+            # (as `hearth watch`), so forget it (the list is uvicorn's; absent, nothing is re-raised)
+            getattr(self, "_captured_signals", []).clear()
 
     return Server(config)
 
