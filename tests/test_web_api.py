@@ -206,3 +206,32 @@ def _next_state(lines: Iterator[str]) -> dict[str, Any]:
             found: dict[str, Any] = json.loads(line[6:])
             return found
     raise AssertionError("the stream ended")
+
+
+def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.test_web_security import wait_for_answer
+    from tests.web_support import Client, free_port
+
+    port = free_port()
+    with FakeOllama([final_answer("served and done")]) as fake:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OLLAMA_HOST": fake.url, "HEARTH_LAUNCHER": "local"}
+        argv = [sys.executable, "-m", "hearth.cli", "serve", "--port", str(port), "--watch"]
+        serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_for_answer(url + "/api/state", {})
+            with Client(url, {}) as client:
+                assert client.post_json("/api/enqueue", {"goal": "hi", "id": "served-1"}).status_code == 201
+            wait_for(lambda: _status(state_dir, "served-1") == "done", what="the served run to finish")
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(30) == 0
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+                serve.wait()
