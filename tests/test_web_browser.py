@@ -187,7 +187,8 @@ def test_an_auto_run_waits_for_approval_approve_runs_the_exact_call_deny_tells_t
         phone.click("[data-deny]")
         wait_for(lambda: _status(state_dir, "asks-2") == "done", what="the denied run to finish")
         assert "not on a Friday" in json.dumps(fake.requests[-1]["messages"])
-        phone.wait_for_selector("#decisions tr.just")
+        # the decided call stays listed (the "just decided" mark lasts only until the next live refresh)
+        phone.wait_for_selector("#decisions tr:has-text('not on a Friday')")
         browser.shot(phone, "approvals-decided-phone")
     [approved] = rows(state_dir, "select * from steps where run_id = 'asks-1' and kind = 'tool'")
     assert approved["verdict"] == "approved" and "approved-marker" in approved["output"]
