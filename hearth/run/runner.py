@@ -148,6 +148,8 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             mode=request.mode or "",
             source=request.source,
             requested_by=request.requested_by,
+            parent_run=request.parent_run,
+            link=request.link,
         )
     )
     try:

@@ -24,7 +24,7 @@ LIST_COLUMNS = (
 )
 # Columns linking runs to each other, once the audit has them (follow-ups, swarms): name -> column.
 # Adding {"parent": "parent_id"} here is all the run page needs to show both directions.
-LINK_COLUMNS: dict[str, str] = {}
+LINK_COLUMNS: dict[str, str] = {"parent": "parent_run"}
 FILTERS = ("status", "agent_name", "model", "source")
 CHOICE_SQL = "select distinct {name} as v from runs where {name} != '' order by v"
 CHOICES_TTL_S = 10.0
