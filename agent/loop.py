@@ -14,10 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent import parsing
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
-from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
+from agent.parsing.calls import ToolCall
+from agent.parsing.names import resolve_tool_name
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
 MAX_UNPARSEABLE = 3
@@ -148,7 +150,9 @@ class Loop:
         if calls or reply.malformed:
             self._run_calls(reply, calls)
             return
-        if looks_like_tool_call(reply.content) or not reply.content.strip():
+        if not reply.content.strip() or (
+            parsing.may_hold_a_call(reply.content) and parsing.looks_like_tool_call(reply.content)
+        ):
             self._nudge(reply)
             return
         self.messages.append({"role": "assistant", "content": reply.content})
@@ -194,15 +198,18 @@ class Loop:
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
         self._called_as = {}
-        if not reply.tool_calls:
-            return parse_tool_calls(reply.content, self.tools.names)
-        calls = []
-        for written in reply.tool_calls:
-            call = ToolCall(resolve_tool_name(written.name, self.tools.names) or written.name, written.arguments)
-            if call.name != written.name:  # the audit keeps what the model wrote beside what ran
-                self._called_as[id(call)] = written.name
-            calls.append(call)
-        return calls
+        if reply.tool_calls:
+            calls = []
+            for written in reply.tool_calls:
+                call = ToolCall(resolve_tool_name(written.name, self.tools.names) or written.name, written.arguments)
+                if call.name != written.name:  # the audit keeps what the model wrote beside what ran
+                    self._called_as[id(call)] = written.name
+                calls.append(call)
+            return calls
+        # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
+        if not parsing.may_hold_a_call(reply.content):  # plain prose: the readers need not even load
+            return []
+        return parsing.parse_tool_calls(reply.content, parsing.parameter_order(self.tools.schemas))
 
     def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
         self._unparseable = 0

@@ -182,6 +182,14 @@ def m051_step_data(db: sqlite_utils.Database) -> None:
     db.table("steps").add_column("data", str)
 
 
+def m052_run_links(db: sqlite_utils.Database) -> None:
+    """Runs made from other runs: `parent_run` names the run this one continues or belongs to, and
+    `link` says how (follow-up, leg, child, synthesis, escalation, fallback; see RUN_LINKS)."""
+    db.table("runs").add_column("parent_run", str)
+    db.table("runs").add_column("link", str)
+    db.table("runs").create_index(["parent_run"])
+
+
 def m070_step_called_as(db: sqlite_utils.Database) -> None:
     """The tool name as the model wrote it, when the loop repaired it (case, separators, a prefix)."""
     db.table("steps").add_column("called_as", str)
@@ -212,6 +220,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m040_proposals,
     m050_checkpoints,
     m051_step_data,
+    m052_run_links,
     m070_step_called_as,
     m071_run_allowances,
 ]

@@ -48,6 +48,14 @@ class RunRecord:
     sandbox: str = ""
     status: str = "running"
     started_at: str = ""
+    parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
+    link: str | None = None
+
+
+# How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,
+# a child one of a swarm's sub-goals and the synthesis merges them, an escalation retries it on a
+# larger model and a fallback on the next model when the first was not available.
+RUN_LINKS = ("follow-up", "leg", "child", "synthesis", "escalation", "fallback")
 
 
 class AuditStore(SqliteFile):
@@ -127,6 +135,10 @@ class AuditStore(SqliteFile):
     # -- workspace checkpoints -------------------------------------------------------------
     def record_checkpoint(self, run_id: str, **fields: Any) -> None:
         self.insert("checkpoints", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def linked(self, run_id: str) -> list[dict[str, Any]]:
+        """The runs made from this one, oldest first."""
+        return self.rows("select * from runs where parent_run = ? order by started_at, rowid", [run_id])
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])

@@ -50,18 +50,19 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
         if run is None:
             raise NotFound(f"no run with id {args.run_id!r} (or the prefix matches several); see: hearth runs")
         steps = audit.steps(run["id"])
+        linked = audit.linked(run["id"])
         checkpoints = audit.checkpoints(run["id"])
     if args.json:
-        print_json({"run": run, "steps": steps, "checkpoints": checkpoints})
+        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked})
         return 0
-    _print_run(run)
+    _print_run(run, linked)
     print_checkpoints(checkpoints, run["workspace"])
     for step in steps:
         print(_step_line(step))
     return 0
 
 
-def _print_run(run: dict[str, Any]) -> None:
+def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
     """The run's header; every value is shown escaped (the audit keeps it as it was)."""
     run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
     print(
@@ -77,6 +78,10 @@ def _print_run(run: dict[str, Any]) -> None:
     allowed = _allowed_line(run)
     if allowed:
         print(allowed)
+    if run.get("parent_run"):
+        print(f"{run.get('link') or 'made'} of run {run['parent_run']}")
+    for child in linked:
+        print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
     if run.get("error"):
         print(f"error: {run['error']}")
     if run.get("summary"):

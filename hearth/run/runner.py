@@ -178,6 +178,8 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             mode=request.mode or "",
             source=request.source,
             requested_by=request.requested_by,
+            parent_run=request.parent_run,
+            link=request.link,
         )
     )
     audit.update_run(run_id, **_allowances(request, settings))
