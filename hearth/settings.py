@@ -16,6 +16,7 @@ DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
 SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
+LOG_LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Settings:
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
     launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
+    log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +62,8 @@ class Settings:
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
+            log_level=_log_level(env),
         )
 
     @property
@@ -141,6 +146,13 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw.strip().isdigit():
         raise ConfigError(f"{name} must be a whole number of characters (0 turns it off), got {raw!r}")
     return int(raw)
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    level = (env.get("HEARTH_LOG_LEVEL") or "").strip().upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"HEARTH_LOG_LEVEL must be one of {', '.join(LOG_LEVELS[1:])}, got {level!r}")
+    return level
 
 
 def _sandbox(env: Mapping[str, str]) -> str:

@@ -40,7 +40,7 @@ py.buildPythonApplication {
   };
 
   build-system = [ py.setuptools ];
-  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean ddgs ]
+  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean py.regex ddgs ]
     # the command center (hearth serve)
     ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ];
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite

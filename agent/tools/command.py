@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from agent.safety.sandbox import SandboxUnavailable, run_sandboxed
@@ -15,7 +16,7 @@ COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the com
 
 def run_command(args: dict[str, Any], ws: Workspace) -> str:
     services = ws.services
-    timeout = args.get("timeout_s", services.command_timeout_s)
+    timeout = _within_run(args.get("timeout_s", services.command_timeout_s), services.deadline)
     if not args["command"].strip():
         raise ToolFailed("command is empty")
     try:
@@ -24,12 +25,22 @@ def run_command(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed(f"run_command refused: no command sandbox can be set up here ({exc})") from None
     if result.timed_out:
         raise ToolFailed(
-            f"command timed out after {timeout}s and was killed with its children\n{result.output}".rstrip()
+            f"command timed out after {round(timeout, 1):g}s and was killed with its children\n{result.output}".rstrip()
         )
     status = f"[exit code {result.exit_code}]"
     if result.exit_code != 0:
         raise ToolFailed(f"command failed {status}\n{result.output}".rstrip())
     return f"{result.output}\n{status}" if result.output else status
+
+
+def _within_run(timeout: float, deadline: float | None) -> float:
+    """The command's timeout cut to what is left of the run's time limit."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolFailed("the run's time limit has been reached; the command was not started")
+    return min(timeout, left)
 
 
 TOOLS = [

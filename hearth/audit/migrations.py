@@ -190,6 +190,28 @@ def m052_run_links(db: sqlite_utils.Database) -> None:
     db.table("runs").create_index(["parent_run"])
 
 
+def m070_step_called_as(db: sqlite_utils.Database) -> None:
+    """The tool name as the model wrote it, when the loop repaired it (case, separators, a prefix)."""
+    db.table("steps").add_column("called_as", str)
+
+
+def m071_run_allowances(db: sqlite_utils.Database) -> None:
+    """What a run was allowed, as it started: network, egress, credentials and their hosts, tools,
+    limits, and the hearth that ran it (the sandbox kind is the m001 column `sandbox`)."""
+    runs = db.table("runs")
+    for column, kind in (
+        ("network", int),
+        ("egress", str),  # JSON list of host patterns; [] means any public host
+        ("credentials", str),  # JSON object: name -> the host patterns it is bound to
+        ("allowed_tools", str),  # JSON list, or null for every tool
+        ("max_iterations", int),
+        ("timeout_s", float),
+        ("num_ctx", int),
+        ("hearth_version", str),
+    ):
+        runs.add_column(column, kind)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -199,4 +221,6 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m050_checkpoints,
     m051_step_data,
     m052_run_links,
+    m070_step_called_as,
+    m071_run_allowances,
 ]

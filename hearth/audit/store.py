@@ -116,6 +116,19 @@ class AuditStore(SqliteFile):
             self.insert("steps", {"run_id": run_id, "seq": seq[0], "at": self.clock(), "kind": kind, **fields})
         return int(seq[0])
 
+    def open_step(self, run_id: str, kind: str, **fields: Any) -> int:
+        """A step that has started (a tool about to run); its row id, for `close_step`."""
+        fields["arguments"] = cap(_json_text(fields.get("arguments")), ARGUMENTS_CAP)
+        with immediate(self.conn):
+            seq = self.conn.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()
+            return self.insert("steps", {"run_id": run_id, "seq": seq[0], "at": self.clock(), "kind": kind, **fields})
+
+    def close_step(self, step_id: int, **fields: Any) -> None:
+        """The step's outcome, written onto the row `open_step` made."""
+        if "output" in fields:
+            fields["output"] = cap(fields["output"], OUTPUT_CAP)
+        self.update("steps", step_id, fields)
+
     def steps(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from steps where run_id = ? order by seq", [run_id])
 
@@ -129,6 +142,10 @@ class AuditStore(SqliteFile):
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
+
+
+def _json_text(value: Any) -> str | None:
+    return value if isinstance(value, str | None) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _like_prefix(prefix: str) -> str:
