@@ -112,7 +112,6 @@ class Loop:
         self._last_failure: tuple[str, str] | None = None
         self.compactor = compactor
         self._usage: Usage | None = None
-        self._called_as: dict[int, str] = {}  # id(call) -> the name the model wrote, when repaired
 
     def run(self, goal: str, context: str = "") -> Outcome:
         first = f"{context}\n\n## Goal\n{goal}" if context else goal
@@ -197,15 +196,8 @@ class Loop:
         self.emit(Event("compaction", self.iteration, record.as_event()))
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
-        self._called_as = {}
         if reply.tool_calls:
-            calls = []
-            for written in reply.tool_calls:
-                call = ToolCall(resolve_tool_name(written.name, self.tools.names) or written.name, written.arguments)
-                if call.name != written.name:  # the audit keeps what the model wrote beside what ran
-                    self._called_as[id(call)] = written.name
-                calls.append(call)
-            return calls
+            return [_repaired(call, self.tools.names) for call in reply.tool_calls]
         # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
         if not parsing.may_hold_a_call(reply.content):  # plain prose: the readers need not even load
             return []
@@ -227,7 +219,7 @@ class Loop:
             self._append_result("invalid_call", f"{text}\n{hint_for(text) or ''}".rstrip())
 
     def _run_one(self, call: ToolCall) -> str:
-        written = {"called_as": self._called_as[id(call)]} if id(call) in self._called_as else {}
+        written = {"called_as": call.written} if call.written else {}
         self.emit(Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments, **written}))
         result = self.tools.run(call)
         output = result.output
@@ -298,3 +290,9 @@ def _short_args(arguments: dict[str, Any], limit: int = 60) -> str:
     # each value cut before repr: a flood of an argument is never copied whole
     text = ", ".join(f"{k}={v[: limit + 1] if isinstance(v, str) else v!r}" for k, v in arguments.items())
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _repaired(call: ToolCall, names: list[str]) -> ToolCall:
+    """A structured call under its real tool's name, keeping the name the model wrote."""
+    name = resolve_tool_name(call.name, names) or call.name
+    return ToolCall(name, call.arguments, written="" if name == call.name else call.name)

@@ -209,3 +209,13 @@ def test_write_self_config_refuses_a_file_the_operator_changed_since_the_run_rea
     )
     assert fresh.ok and again.ok  # its own write is what it last saw
     assert (repo / "box.nix").read_text() == "{ a = 4; b = 2; }\n"
+
+
+def test_a_name_repaired_in_a_call_written_as_text_is_recorded_as_written(state_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    text = '<tool_call>\n{"name": "ListFiles", "arguments": {"path": "."}}\n</tool_call>'
+    with FakeOllama([{"content": text}, final_answer("listed")]) as fake:
+        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(tmp_path / "ws"), "list")
+    assert proc.returncode == 0, proc.stderr
+    [step] = rows(state_dir, "select tool, called_as from steps where kind = 'tool'")
+    assert step == {"tool": "list_files", "called_as": "ListFiles"}

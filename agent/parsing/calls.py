@@ -26,6 +26,9 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     known: bool = field(default=True, compare=False)
+    # the name as the model wrote it, when the name was repaired (`functions.Read_File`); the
+    # audit keeps it beside the tool that ran
+    written: str = field(default="", compare=False)
 
 
 class Candidate(NamedTuple):
@@ -138,7 +141,7 @@ def resolve(candidates: Sequence[Candidate], tools: ToolSet, marked: bool) -> tu
     calls = []
     for candidate, name in zip(candidates, real):
         if name is not None:
-            calls.append(ToolCall(name, candidate.arguments))
+            calls.append(ToolCall(name, candidate.arguments, written="" if name == candidate.name else candidate.name))
         elif (marked or (candidate.certain and vouched)) and _is_tool_name(candidate.name):
             calls.append(ToolCall(candidate.name, candidate.arguments, known=False))
         else:
