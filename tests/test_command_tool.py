@@ -7,7 +7,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +18,8 @@ from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from tests.test_sandbox import accepted, wait_until_gone
+from tests.test_sandbox import PY, accepted, wait_until_gone
 
-PY = sys.executable
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -29,6 +29,7 @@ from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
 from tests.sandboxed_tools import RACE_CALLS, flip
+from tests.test_sandbox import PY
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = Path(__file__).resolve().parent / "sandboxed_tools.py"
@@ -208,13 +209,23 @@ def test_tool_layer_alone_contains(case: Case, resolver: str, base: Path) -> Non
 # --- the OS layer alone --------------------------------------------------------------------------
 
 
+def harness_copy(where: Path) -> Path:
+    """The harness and the engine it calls, copied beside the workspace: the sandbox shows them
+    wherever this checkout lies (a clone under /tmp sits behind the sandbox's private /tmp)."""
+    if not where.exists():
+        shutil.copytree(REPO / "agent", where / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(HARNESS, where / HARNESS.name)
+    return where
+
+
 def in_sandbox(
     kind: str, base: Path, cases: list[dict[str, Any]], race: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     plan = base / "state" / "agents" / "plan.json"
-    plan.write_text(json.dumps({"repo": str(REPO), "cases": cases, "race": race}))
+    code = harness_copy(base / "state" / "agents" / ".harness")
+    plan.write_text(json.dumps({"repo": str(code), "cases": cases, "race": race}))
     policy = SandboxPolicy(kind=kind, hide=(str(base / "state"),))
-    result = run_sandboxed(f"{sys.executable} {HARNESS} {plan}", base / "state" / "agents", policy=policy, timeout_s=60)
+    result = run_sandboxed(f"{PY} {code / HARNESS.name} {plan}", base / "state" / "agents", policy=policy, timeout_s=60)
     assert result.output.strip() == "DONE", result.output
     return json.loads(Path(f"{plan}.result").read_text())
 

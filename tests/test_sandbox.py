@@ -17,8 +17,20 @@ import pytest
 
 from agent.safety.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
 
-# The real interpreter, not the venv link: a checkout under /tmp is hidden by the private /tmp.
-PY = os.path.realpath(sys.executable)
+
+def sandbox_python() -> str:
+    """An interpreter every command sandbox shows, wherever this checkout and its virtualenv sit (a
+    clone under /tmp is hidden by the sandbox's private /tmp): the system's python3 when it is new
+    enough for hearth's code, else this interpreter's real file (on NixOS a store path)."""
+    system = "/usr/bin/python3"
+    if os.access(system, os.X_OK):
+        done = subprocess.run([system, "-c", "import sys; sys.exit(sys.version_info < (3, 11))"], check=False)
+        if done.returncode == 0:
+            return system
+    return os.path.realpath(sys.executable)
+
+
+PY = sandbox_python()
 
 
 def require(kind: str) -> str:
