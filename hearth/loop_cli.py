@@ -10,12 +10,13 @@ from pathlib import Path
 
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
+from hearth.cli import add_common, parse, use_state_dir
 from hearth.errors import HearthError, UsageError
 from hearth.logs import configure as configure_logging
-from hearth.render import visible_line
+from hearth.render import JSON_EVENTS_HELP, visible_line
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import EXIT_CODES, exit_code, run_goal
-from hearth.settings import Settings
+from hearth.settings import Settings, tool_names
 
 EPILOG = f"""\
 exit codes:
@@ -23,7 +24,7 @@ exit codes:
   {EXIT_CODES["failed"]}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
   {EXIT_CODES["usage"]}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
        prompt file, unusable workspace or state directory
-  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
+  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iterations (a summary of what was done is recorded)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
@@ -33,7 +34,7 @@ environment:
   HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
   HEARTH_CONFIG_DIR  agent profiles (agents/NAME/AGENTS.md, agent.toml), prompts/*.md, SOUL.md (default /etc/hearth)
   HEARTH_MODEL       the model when neither --model nor the profile names one (default qwen2.5-coder)
-  HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iters (default 12)
+  HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iterations (default 12)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
                      warned about and recorded on every run)
@@ -60,24 +61,40 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_common(parser)
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
     parser.add_argument("--model", help=f"Ollama model (default: the profile's, else {settings.model})")
     parser.add_argument(
-        "--agent-name", default="default", help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)"
+        "--agent-name",
+        "--agent",
+        dest="agent_name",
+        metavar="NAME",
+        default="default",
+        help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)",
     )
-    parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
+    parser.add_argument(
+        "--workspace", type=Path, help="work here (made if missing; its parent must exist) instead of a fresh one"
+    )
     parser.add_argument(
         "--mode",
         help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
         "dangerous ones, bypass runs all but the hard floor (default: the profile's, else auto)",
     )
-    parser.add_argument("--max-iters", type=int, help="iteration cap (default: the profile's, else 12)")
+    parser.add_argument(
+        "--max-iterations",
+        "--max-iters",
+        dest="max_iters",
+        type=int,
+        metavar="N",
+        help="iteration cap (default: the profile's, else 12)",
+    )
     parser.add_argument(
         "--allowed-tools",
-        type=_names,
+        "--tools",
+        dest="allowed_tools",
         metavar="NAME,NAME",
-        help="the only tools this run may use (default: the profile's list, else all)",
+        help="the only tools this run may use, checked before it starts (default: the profile's list, else all)",
     )
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
     parser.add_argument(
@@ -100,23 +117,22 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="HOST",
         help="only these hosts (or *.domain) for network tools (repeatable; default any public host)",
     )
-    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument("--json", action="store_true", help=JSON_EVENTS_HELP)
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
 
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
         settings = Settings.from_env()
     except HearthError as exc:
         print(f"hearth-loop: {exc}", file=sys.stderr)
         return exc.exit_code
-    args = build_parser(settings).parse_args(argv)
+    args = parse(build_parser(settings), argv)
+    use_state_dir(args.state_dir)
+    if args.state_dir:  # read again: --state-dir is now the environment's
+        settings = Settings.from_env()
     settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
     configure_logging(settings.log_level)
     try:
@@ -136,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             num_ctx=args.num_ctx,
             credentials=args.credential,
             egress=args.egress,
-            allowed_tools=args.allowed_tools,
+            allowed_tools=tool_names(args.allowed_tools) if args.allowed_tools is not None else None,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":

@@ -212,6 +212,26 @@ def m071_run_allowances(db: sqlite_utils.Database) -> None:
         runs.add_column(column, kind)
 
 
+def m110_runs_search(db: sqlite_utils.Database) -> None:
+    """`hearth runs --search`: a full-text index over each run's goal and summary, kept by triggers
+    (a run's row is written by several processes, and the triggers keep every writer honest)."""
+    db.execute("create virtual table runs_fts using fts5(goal, summary, content='runs', content_rowid='rowid')")
+    db.execute(
+        "create trigger runs_fts_insert after insert on runs begin "
+        "insert into runs_fts(rowid, goal, summary) values (new.rowid, new.goal, new.summary); end"
+    )
+    db.execute(
+        "create trigger runs_fts_update after update of goal, summary on runs begin "
+        "insert into runs_fts(runs_fts, rowid, goal, summary) values ('delete', old.rowid, old.goal, old.summary); "
+        "insert into runs_fts(rowid, goal, summary) values (new.rowid, new.goal, new.summary); end"
+    )
+    db.execute(
+        "create trigger runs_fts_delete after delete on runs begin "
+        "insert into runs_fts(runs_fts, rowid, goal, summary) values ('delete', old.rowid, old.goal, old.summary); end"
+    )
+    db.execute("insert into runs_fts(runs_fts) values ('rebuild')")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -223,4 +243,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m052_run_links,
     m070_step_called_as,
     m071_run_allowances,
+    m110_runs_search,
 ]

@@ -25,6 +25,7 @@ MODULES = (
     "evolve",
     "doctor",
     "serve",
+    "docs",
 )
 COMMANDS = {
     "demo": "demo",
@@ -46,6 +47,8 @@ COMMANDS = {
     "proposals": "evolve",
     "doctor": "doctor",
     "serve": "serve",
+    "completion": "docs",
+    "man": "docs",
 }
 
 

@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
     launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
-    with Spawner(settings, launcher, report=printer(args.json)) as spawner:
+    with Spawner(settings, launcher) as spawner:
+        spawner.report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
         watch = Watch(spawner)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
@@ -34,3 +35,10 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         watch.run()
         summary(spawner, args.json)
     return 0
+
+
+def _reason(spawner: Spawner, run_id: str) -> str | None:
+    """The first line of the error a run recorded."""
+    run = spawner.audit.run(run_id)
+    text = (run or {}).get("error") or ""
+    return text.strip().splitlines()[0][:300] if text.strip() else None

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent.context.compaction import Compactor
+from agent.context.compaction import Compactor, estimate_tokens
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Loop, Outcome
-from agent.model.ollama_client import ChatModel, OllamaClient
+from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient
 from agent.safety.policy import MODES, Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
@@ -29,6 +29,7 @@ from agent.tools.spill import OutputSpill, spill_threshold
 from hearth import __version__
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
+from hearth.dispatch.settle import hold_run
 from hearth.errors import HearthError, UsageError
 from hearth.logs import install as install_log_redaction
 from hearth.run import approvers
@@ -46,7 +47,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
-from hearth.settings import Settings, probe_writable
+from hearth.settings import Settings, check_tool_names, probe_writable
 
 EXIT_CODES = {
     "done": 0,
@@ -75,15 +76,26 @@ def validate(request: GoalRequest) -> str | None:
         return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {request.max_iters}"
     if not (request.model or "").strip():
         return "no model given; pass --model NAME"
+    if request.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
+        try:
+            check_tool_names(request.allowed_tools)
+        except UsageError as exc:
+            return str(exc)
     return None
 
 
 def prepare_workspace(path: Path) -> Path:
-    """The workspace directory, created if missing; UsageError if it is a file or unwritable."""
+    """The workspace directory, created if missing (its parent must exist: a mistyped path never
+    makes a tree of directories); UsageError if it is a file or unwritable."""
     if path.exists() and not path.is_dir():
         raise UsageError(f"workspace {path} is not a directory")
+    parent = path.absolute().parent
+    if not path.exists() and not parent.is_dir():
+        raise UsageError(
+            f"workspace {path} cannot be made: its parent {parent} does not exist; create it first, or check the path"
+        )
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         probe_writable(path)
     except OSError as exc:
         raise UsageError(f"workspace {path} is not writable: {exc.strerror or exc}") from None
@@ -148,14 +160,21 @@ def run_goal(
     resolver and connector into the network guard there).
     """
     settings.writable_state_dir()
-    with AuditStore(settings.audit_path) as audit:
+    request = replace(request, run_id=request.run_id or new_run_id())
+    # held from before the run's row exists until after its final status: a `running` row whose
+    # lock is free is a dead run, and the next command that looks settles it (dispatch/settle.py)
+    with hold_run(settings, request.run_id or ""), AuditStore(settings.audit_path) as audit:
         run = _admit(request, settings, audit, json_lines=json_lines, out=out)
         approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
         own: OllamaClient | None = None  # a client we open is ours to close
         if model is None:
-            model = own = _client(run.request, settings)
+            model = own = _client(run.request, settings, run.recorder)
         try:
             outcome = _execute(run, settings, model, approve, configure_services)
+        except UsageError as exc:  # found once the prompt is built (a window too small for it)
+            audit.finish_run(run.id, status="rejected", error=str(exc), iterations=0)
+            run.state.remove()
+            raise
         finally:
             if own is not None:
                 own.close()
@@ -292,14 +311,26 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
+def _client(request: GoalRequest, settings: Settings, recorder: Recorder) -> OllamaClient:
     return OllamaClient(
         request.model or "",
         settings.ollama_host,
         num_ctx=request.num_ctx,
         timeout_s=settings.ollama_timeout_s,
         backoff_s=settings.ollama_backoff_s,
+        on_retry=recorder.retrying,
+        on_tokens=recorder.progress,
     )
+
+
+def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> None:
+    """UsageError when the context window cannot hold the system prompt and the tools, naming both."""
+    need = estimate_tokens([{"role": "system", "content": prompt}], schemas)
+    if num_ctx <= need:
+        raise UsageError(
+            f"--num-ctx {num_ctx} is too small: the system prompt and tools alone take ~{need:,} tokens; "
+            f"give more than that (the default is {DEFAULT_NUM_CTX:,})"
+        )
 
 
 def _build_loop(
@@ -322,6 +353,7 @@ def _build_loop(
     prompt = run_system_prompt(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
     )
+    check_window(request.num_ctx, prompt, tools.schemas)
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
     ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(
