@@ -33,10 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def printer(json_lines: bool, *, stamped: bool = False, why: Callable[[str], str | None] | None = None) -> Report:
     """One line per thing that happens; `stamped` puts the time in front (local; UTC ISO in JSON),
-    `why(run_id)` gives the recorded reason of a run that settled other than done."""
+    `why(run_id)` gives what a run that did not end well recorded (its status and error)."""
 
     def report(what: str, name: str, detail: str) -> None:
-        if why and what == "settled" and detail in ("rejected", "failed", "interrupted", "denied"):
+        unwell = (what == "settled" and detail != "done") or (what == "ended" and detail != "exit 0")
+        if why and unwell:
             reason = why(name.removesuffix(".json"))
             detail = f"{detail}: {reason}" if reason else detail
         if json_lines:

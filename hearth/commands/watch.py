@@ -38,7 +38,9 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _reason(spawner: Spawner, run_id: str) -> str | None:
-    """The first line of the error a run recorded."""
+    """`rejected: unknown agent profile ...`: the status a run recorded and its error's first line."""
     run = spawner.audit.run(run_id)
-    text = (run or {}).get("error") or ""
-    return text.strip().splitlines()[0][:300] if text.strip() else None
+    if run is None or run["status"] in ("running", "done"):
+        return None
+    text = (run.get("error") or "").strip()
+    return f"{run['status']}: {text.splitlines()[0][:300]}" if text else run["status"]
