@@ -123,3 +123,23 @@ def test_creds_rm_removes_one_and_says_so_in_json_too(state_dir: Path) -> None:
     removed = run_cli("hearth", "creds", "rm", "TOKEN", "--json")
     assert removed.returncode == 0 and json.loads(removed.stdout) == {"removed": "TOKEN"}
     assert run_cli("hearth", "creds", "rm", "TOKEN").returncode == 2
+
+
+def test_a_reader_who_may_not_write_the_audit_still_reads_runs_and_shows_one(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True)
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.start_run(RunRecord(id="r-1", agent_name="a", model="m", goal="read me", mode="auto", status="done"))
+    assert sorted(p.name for p in state_dir.iterdir()) == ["audit.db"]  # no writer: no -wal, no -shm
+    # as root, only an immutable file and directory stand for what a submitter may read but not
+    # write (NixOS: audit.db 0640 to hearth-submit, the state directory 2711)
+    locked = subprocess.run(["chattr", "+i", str(state_dir / "audit.db"), str(state_dir)], capture_output=True)
+    if locked.returncode != 0:
+        pytest.skip(f"chattr +i is not possible here: {locked.stderr.strip()!r}")
+    try:
+        listed = run_cli("hearth", "runs", "--json")
+        shown = run_cli("hearth", "show", "r-1")
+    finally:
+        subprocess.run(["chattr", "-i", str(state_dir), str(state_dir / "audit.db")], check=True)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["id"] for r in json.loads(listed.stdout)] == ["r-1"]
+    assert shown.returncode == 0 and "goal: read me" in shown.stdout

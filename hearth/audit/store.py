@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -64,6 +65,21 @@ class AuditStore(SqliteFile):
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
         super().__init__(path, MIGRATIONS)
         self.clock = clock
+
+    @classmethod
+    def read_only(cls, path: str | Path) -> AuditStore:
+        """The audit opened for reading only, never migrated: for a reader who may not write it
+        (a submitter on NixOS, whose group may read audit.db and the -wal/-shm beside it)."""
+        store = cls.__new__(cls)
+        store.path, store.clock = Path(path), utc_now
+        try:
+            store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
+            store.conn.execute("select 1 from runs limit 1").fetchall()
+        except sqlite3.OperationalError:
+            # no writer is connected, so SQLite has checkpointed and removed the -wal and -shm, and
+            # this reader may not make a -shm: the file alone is the whole audit, read as it is
+            store.conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None)
+        return store
 
     def __enter__(self) -> AuditStore:
         return self

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import time
 from typing import Any
 
@@ -54,7 +55,10 @@ def open_audit(settings: Settings) -> AuditStore:
             f"no audit database at {settings.audit_path}; nothing has run yet "
             "(give --state-dir DIR or set HEARTH_STATE_DIR to where runs were recorded)"
         )
-    audit = AuditStore(settings.audit_path)
+    try:
+        audit = AuditStore(settings.audit_path)
+    except sqlite3.OperationalError:  # a reader who may not write it (a submitter): read, settle nothing
+        return AuditStore.read_only(settings.audit_path)
     settle_dead(audit, settings)
     return audit
 
