@@ -6,6 +6,8 @@ run from any source is recorded the same way. Bad input is recorded too (status 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import signal
 import sys
 import time
@@ -53,6 +55,8 @@ EXIT_CODES = {
     "denied": 5,
     "rejected": 2,
     "interrupted": 130,
+    "leg_limit": 3,  # a marathon that was not done after its last leg
+    "no_progress": 3,  # a marathon whose legs stopped changing the workspace
     "internal": 70,
 }
 
@@ -124,7 +128,7 @@ def run_goal(
         approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
         own: OllamaClient | None = None  # a client we open is ours to close
         if model is None:
-            model = own = _client(run.request, settings)
+            model = own = model_client(run.request, settings)
         try:
             outcome = _execute(run, settings, model, approve, configure_services)
         finally:
@@ -137,7 +141,9 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
+    request, unfollowed = _continued(request, settings, audit)
     request, parts, problem = _with_profile(request, settings)
+    problem = unfollowed or problem
     kept_goal = redactor(request.goal)
     audit.start_run(
         RunRecord(
@@ -150,6 +156,7 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             requested_by=request.requested_by,
             parent_run=request.parent_run,
             link=request.link,
+            kind=request.kind,
         )
     )
     try:
@@ -181,15 +188,43 @@ def _execute(
     ):
         if configure_services:
             configure_services(services)
-        values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
+        values = request.prompt_values or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
-        context = recall_preface(services, request.goal, settings, run.recorder)
-        outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
+        prompt = _prompt_record(run, loop.messages[0]["content"], values)
+        recalled = recall_preface(services, request.goal, settings, run.recorder)
+        context = "\n\n".join(part for part in (request.preface, recalled) if part)
+        outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor, prompt)
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
     record_checkpoint(run.audit, run.recorder, run.root, after)
     return outcome
+
+
+def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:
+    """A follow-up made whole from the run it continues (only a follow-up loads that code)."""
+    if not request.continues:
+        return request, None
+    from hearth.run.followup import continued
+
+    try:
+        return continued(request, settings, audit), None
+    except HearthError as exc:
+        return replace(request, parent_run=request.continues, link="follow-up"), exc
+
+
+def _prompt_record(run: _Run, text: str, values: dict[str, str]) -> str:
+    """What the audit keeps of the system prompt (its values and digest); a follow-up says if its is the same."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if run.request.prompt_sha256:
+        same = digest == run.request.prompt_sha256
+        detail = (
+            f"system prompt: the same bytes as run {run.request.parent_run}'s (Ollama can reuse its cache)"
+            if same
+            else f"system prompt: differs from run {run.request.parent_run}'s (the profile, tools or workspace notes changed)"
+        )
+        run.recorder.note("prompt", detail=detail)
+    return json.dumps({"values": values, "sha256": digest}, ensure_ascii=False)
 
 
 def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
@@ -208,6 +243,17 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
         defaults=settings,
     )
     return replace(request, **resolved), parts, None
+
+
+def resolved(request: GoalRequest, settings: Settings) -> GoalRequest:
+    """The request with its profile applied and checked as a run's would be; the error if it cannot run."""
+    request, _, problem = _with_profile(request, settings)
+    if problem:
+        raise problem
+    reason = validate(request)
+    if reason:
+        raise UsageError(reason)
+    return request
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
@@ -238,7 +284,7 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
+def model_client(request: GoalRequest, settings: Settings) -> OllamaClient:
     return OllamaClient(
         request.model or "",
         settings.ollama_host,
@@ -289,6 +335,7 @@ def _drive(
     state: StateFile,
     context: str = "",
     redactor: Redactor | None = None,
+    prompt: str | None = None,
 ) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
@@ -312,6 +359,7 @@ def _drive(
         duration_ms=int((time.monotonic() - started) * 1000),
         error=outcome.error or None,
         summary=outcome.summary,
+        prompt=prompt,
     )
     return outcome
 
