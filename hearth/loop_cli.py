@@ -8,6 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from agent.loop import Outcome
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
 from hearth.errors import HearthError, UsageError
@@ -23,7 +24,8 @@ exit codes:
   {EXIT_CODES["failed"]}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
   {EXIT_CODES["usage"]}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
        prompt file, unusable workspace or state directory
-  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
+  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded);
+       a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
@@ -100,10 +102,51 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="HOST",
         help="only these hosts (or *.domain) for network tools (repeatable; default any public host)",
     )
+    parser.add_argument(
+        "--continue",
+        dest="continue_run",
+        metavar="RUN",
+        help="a follow-up of an ended run: its workspace, with its goal, summary and last messages first",
+    )
+    parser.add_argument(
+        "--marathon", type=int, metavar="N", help="run in legs (at most N, 1-20) until a judge says the goal is done"
+    )
+    parser.add_argument(
+        "--check-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --marathon: done needs this workspace file too (repeatable)",
+    )
+    parser.add_argument(
+        "--check-command", metavar="CMD", help="with --marathon: done needs this command to exit 0 (in the sandbox)"
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+def _marathon(args: argparse.Namespace, request: GoalRequest, settings: Settings) -> Outcome:
+    """`--marathon N`: legs until done (hearth/run/marathon.py, loaded only for a marathon)."""
+    from pydantic import ValidationError
+
+    from hearth.longwork import Deliverable, Marathon
+    from hearth.run.marathon import run_marathon
+
+    if args.marathon is None:
+        raise UsageError("--check-file and --check-command need --marathon N")
+    if args.continue_run:
+        raise UsageError("--continue and --marathon cannot be combined; continue a run, or run a marathon")
+    try:
+        given = args.check_file or args.check_command
+        check = Deliverable(files=args.check_file, command=args.check_command) if given else None
+        plan = Marathon(max_legs=args.marathon, check=check)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where, message = ".".join(map(str, problem["loc"])), problem["msg"].removeprefix("Value error, ")
+        raise UsageError(f"--marathon: {where} {message[:1].lower()}{message[1:]}") from None
+    return run_marathon(request, plan, settings, json_lines=args.json)[1]
 
 
 def _names(text: str) -> list[str]:
@@ -137,8 +180,12 @@ def main(argv: list[str] | None = None) -> int:
             credentials=args.credential,
             egress=args.egress,
             allowed_tools=args.allowed_tools,
+            continues=args.continue_run,
         )
-        _, outcome = run_goal(request, settings, json_lines=args.json)
+        if args.marathon is not None or args.check_file or args.check_command:
+            outcome = _marathon(args, request, settings)
+        else:
+            _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":
             print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
         return exit_code(outcome.status)

@@ -1,6 +1,7 @@
 """What is running now (`hearth state`, for the map) and what the audit says over a period
 (`hearth report`): runs by status, model and source; tool use and denials; failure reasons;
-p50/p95 duration and iterations; tokens; rejections.
+p50/p95 duration and iterations; tokens; rejections; long work (marathons, swarms and the runs
+linked to them: legs, children, syntheses, follow-ups).
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
 TOP = 10
+# (label, column, value): the runs of long work the report counts (hearth/run/longrun.py)
+LONG_WORK = (
+    ("marathons", "kind", "marathon"),
+    ("marathon legs", "link", "leg"),
+    ("swarms", "kind", "swarm"),
+    ("swarm children", "link", "child"),
+    ("swarm syntheses", "link", "synthesis"),
+    ("follow-ups", "link", "follow-up"),
+)
 
 
 class Rows(Protocol):
@@ -113,7 +123,18 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "denials": _denials(audit, since),
         "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
         "rejections": _top((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since)),
+        "long_work": _long_work(runs),
     }
+
+
+def _long_work(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How many marathons, swarms and linked runs, and how many of them ended done."""
+    counted = []
+    for label, column, value in LONG_WORK:
+        mine = [r for r in runs if r.get(column) == value]
+        if mine:
+            counted.append({"what": label, "runs": len(mine), "done": sum(r["status"] == "done" for r in mine)})
+    return counted
 
 
 def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
@@ -189,6 +210,7 @@ def sections(report: dict[str, Any]) -> list[Section]:
         ("Denials", ["what", "count"], report["denials"]),
         ("Failure reasons", ["what", "count"], report["failures"]),
         ("Rejections", ["what", "count"], report["rejections"]),
+        ("Long work", ["what", "runs", "done"], report.get("long_work", [])),
     ]
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from hearth.longwork import Marathon, Swarm
 from hearth.run.goal import MAX_ITERATIONS
 
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
@@ -38,7 +39,8 @@ HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 SOURCES = ("command-center", "cli", "timer", "self-test")
-UNSUPPORTED_FLAGS = ("swarm", "marathon", "checkin", "grow")
+UNSUPPORTED_FLAGS = ("checkin", "grow")
+EXCLUSIVE = ("continues", "marathon", "swarm", "evolve")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.
 RULES = {
@@ -49,6 +51,9 @@ RULES = {
     "credentials": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter",
     "egress": "use a host name or *.domain (its subdomains), such as api.github.com; no scheme, port or path",
     "requested_by": "control characters are not allowed",
+    "continues": "name a run id (1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit)",
+    "child_of": "name a run id (1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit)",
+    "marathon": "control characters are not allowed",
 }
 
 Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
@@ -102,6 +107,25 @@ class Request(BaseModel):
     )
     created_at: AwareDatetime | None = Field(None, description="When it was asked, with a time zone.")
     evolve: bool = Field(False, description="Run the self-evolution flow instead of a plain goal.")
+    continues: Name | None = Field(
+        None,
+        description="A follow-up of this earlier run: in its workspace, with its goal, summary and last "
+        "messages before the goal.",
+    )
+    marathon: Marathon | None = Field(None, description="Run the goal in legs until it is really done.")
+    swarm: Swarm | None = Field(None, description="Split the goal into sub-goals run side by side, then merge.")
+    child_of: Name | None = Field(
+        None, description="The swarm this request is a sub-goal of (hearth sets it when a swarm queues its children)."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_run(self) -> Request:
+        given = [name for name in EXCLUSIVE if getattr(self, name) not in (None, False)]
+        if len(given) > 1:
+            raise ValueError(
+                f"{' and '.join(given)} cannot be combined: a request is at most one of {', '.join(EXCLUSIVE)}"
+            )
+        return self
 
     @field_validator("created_at", mode="before")
     @classmethod
@@ -139,8 +163,8 @@ class LegacyRequest(BaseModel):
     creds: str = Field("", description="Comma-separated credential names; empty means none.")
     tools: str = Field("", description="Comma-separated tool names; empty means every tool.")
     allowed_hosts: str = Field("", description="Comma-separated hosts; empty means any public host.")
-    swarm: bool = Field(False, description="Not supported in this version: true is refused.")
-    marathon: bool = Field(False, description="Not supported in this version: true is refused.")
+    swarm: bool = Field(False, description="true: a swarm with the defaults (max_workers 4).")
+    marathon: bool = Field(False, description="true: a marathon with the defaults (max_legs 5, no check).")
     checkin: bool = Field(False, description="Not supported in this version: true is refused.")
     evolve: bool = Field(False, description="Run the self-evolution flow.")
     grow: bool = Field(False, description="Not supported in this version: true is refused.")
@@ -271,6 +295,8 @@ def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
         "goal": legacy.prompt,
         "source": "command-center",
         "evolve": legacy.evolve,
+        **({"marathon": {}} if legacy.marathon else {}),
+        **({"swarm": {}} if legacy.swarm else {}),
     }
     for field, value in (("agent_name", legacy.name), ("model", legacy.model), ("mode", legacy.mode)):
         if value != "":  # matched exactly: " bypass" and "bypass\n" are not bypass
@@ -308,10 +334,12 @@ def describe(error: ValidationError, names: dict[str, str] | None = None) -> str
 
 def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
     loc = [str(part) for part in problem["loc"]]
-    field = _field(loc, names)
     kind, value = problem["type"], problem.get("input")
+    if not loc:  # the request as a whole (fields that exclude each other)
+        return problem["msg"].removeprefix("Value error, ")
+    field = _field(loc, names)
     if kind == "extra_forbidden":
-        return f"unknown field {_show(loc[0])}"
+        return f"unknown field {_show(field if len(loc) > 1 else loc[0])}"
     if kind == "missing":
         return f"missing required field {_show(field)}"
     if kind == "string_pattern_mismatch":

@@ -212,6 +212,15 @@ def m071_run_allowances(db: sqlite_utils.Database) -> None:
         runs.add_column(column, kind)
 
 
+def m100_long_work(db: sqlite_utils.Database) -> None:
+    """Long work (hearth/run/followup.py, marathon.py, swarm.py): `kind` says a run is a marathon or
+    a swarm (empty for a plain run, a leg, a child); `prompt` keeps, as JSON, the placeholder values
+    a run's system prompt was frozen with and its sha256, so a follow-up renders the same bytes."""
+    db.table("runs").add_column("kind", str)
+    db.table("runs").add_column("prompt", str)
+    db.table("runs").create_index(["kind"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -223,4 +232,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m052_run_links,
     m070_step_called_as,
     m071_run_allowances,
+    m100_long_work,
 ]

@@ -50,6 +50,7 @@ class RunRecord:
     started_at: str = ""
     parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
     link: str | None = None
+    kind: str | None = None  # marathon | swarm; None for a plain run (and for a leg or a child)
 
 
 # How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,

@@ -1,4 +1,5 @@
-"""`hearth runs` (the last runs) and `hearth show ID` (one run, step by step)."""
+"""`hearth runs` (the last runs) and `hearth show ID` (one run, step by step; a marathon with its legs
+and the judge's reasons, a swarm as a tree; `--chain`: a chain of follow-ups as one conversation)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs.set_defaults(handler=list_runs)
     show = sub.add_parser("show", help="replay one run step by step")
     show.add_argument("run_id", help="a run id or a unique prefix of one")
+    show.add_argument("--chain", action="store_true", help="the run's chain of follow-ups as one conversation")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=show_run)
 
@@ -39,7 +41,9 @@ def list_runs(args: argparse.Namespace, settings: Settings) -> int:
     elif not rows:
         print("no runs recorded yet")
     else:
-        columns = ["id", "status", "agent_name", "model", "source", "iterations", "started_at", "goal"]
+        for row in rows:
+            row["link"] = row.get("kind") or (f"{row['link']} of {row['parent_run']}" if row.get("parent_run") else "")
+        columns = ["id", "status", "agent_name", "model", "source", "iterations", "started_at", "link", "goal"]
         table(rows, columns, widths={"goal": 50})
     return 0
 
@@ -49,24 +53,27 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
         run = audit.find_run(args.run_id)
         if run is None:
             raise NotFound(f"no run with id {args.run_id!r} (or the prefix matches several); see: hearth runs")
+        if args.chain:
+            return _show_chain(follow_up_chain(audit, run), args.json)
         steps = audit.steps(run["id"])
         linked = audit.linked(run["id"])
         checkpoints = audit.checkpoints(run["id"])
     if args.json:
         print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked})
         return 0
-    _print_run(run, linked)
+    _print_run(run, linked, steps)
     print_checkpoints(checkpoints, run["workspace"])
     for step in steps:
         print(_step_line(step))
     return 0
 
 
-def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+def _print_run(run: dict[str, Any], linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:
     """The run's header; every value is shown escaped (the audit keeps it as it was)."""
     run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
+    kind = f"{run['kind']} " if run.get("kind") else ""
     print(
-        f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
+        f"{kind}run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
         f"mode={run['mode']} source={run['source']}"
     )
     print(f"goal: {run['goal']}")
@@ -80,8 +87,13 @@ def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
         print(allowed)
     if run.get("parent_run"):
         print(f"{run.get('link') or 'made'} of run {run['parent_run']}")
-    for child in linked:
-        print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
+    if run.get("kind") == "marathon":
+        _print_legs(linked, steps)
+    elif run.get("kind") == "swarm":
+        _print_tree(run, linked)
+    else:
+        for child in linked:
+            print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
     if run.get("error"):
         print(f"error: {run['error']}")
     if run.get("summary"):
@@ -106,6 +118,61 @@ def _allowed_line(run: dict[str, Any]) -> str:
         f"limits {run.get('max_iterations') or '-'} iterations, {timeout}, {run.get('num_ctx') or '-'} tokens of context; "
         f"hearth {run['hearth_version']}"
     )
+
+
+def _print_legs(linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:
+    """Each leg with its outcome and what the judge (and the deliverable check) said after it."""
+    said = {}
+    for step in steps:
+        if step["kind"] == "judge":
+            data = json.loads(step.get("data") or "{}")
+            said[data.get("run")] = data
+    print(f"legs ({len(linked)}):")
+    for leg in linked:
+        data = said.get(leg["id"], {})
+        verdict = data.get("judge") or {}
+        reason = verdict.get("reason") or data.get("unusable") or "(no judgement: the marathon ended here)"
+        decided = "" if not data else ("done: " if data.get("done") else "not done: ")
+        changed = "" if not data else ("" if data.get("changed") else " (changed nothing)")
+        check = f"\n      check: {data['check']['detail']}" if data.get("check") else ""
+        print(f"  {leg['id']}  {leg['status']}{changed}\n      judge: {decided}{reason}{check}")
+
+
+def _print_tree(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+    """The swarm as a tree: its children (each a sub-goal) and the synthesis that merged them."""
+    print(f"swarm {run['id']}  {run['status']}")
+    for i, child in enumerate(linked):
+        branch = "└─" if i == len(linked) - 1 else "├─"
+        goal = " ".join((child["goal"] or "").split())[:70]
+        print(f"{branch} {child.get('link') or 'linked'} {child['id']}  {child['status']}  {goal}")
+
+
+def follow_up_chain(audit: AuditStore, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The follow-ups this run belongs to, oldest first: up through its parents, down through its follow-ups."""
+    chain = [run]
+    while chain[0].get("link") == "follow-up" and chain[0].get("parent_run") and len(chain) < 1000:
+        parent = audit.run(chain[0]["parent_run"])
+        if parent is None:
+            break
+        chain.insert(0, parent)
+    while len(chain) < 1000:
+        after = [r for r in audit.linked(chain[-1]["id"]) if r.get("link") == "follow-up"]
+        if not after:
+            break
+        chain.append(after[0])
+    return chain
+
+
+def _show_chain(chain: list[dict[str, Any]], as_json: bool) -> int:
+    if as_json:
+        print_json({"chain": chain})
+        return 0
+    print(f"conversation of {len(chain)} run{'s' if len(chain) > 1 else ''}, oldest first\n")
+    for number, run in enumerate(chain, 1):
+        print(f"[{number}] run {run['id']}  {run['status']}  {run['started_at']}")
+        print(_indent(f"person: {run['goal']}"))
+        print(_indent(f"agent:  {run.get('summary') or run.get('error') or '(no answer recorded)'}") + "\n")
+    return 0
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:

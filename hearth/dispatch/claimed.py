@@ -46,6 +46,9 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         timeout_s=float(request.timeout_s),
         credentials=request.credentials or [],
         egress=request.egress or [],
+        continues=request.continues,
+        parent_run=request.child_of,
+        link="child" if request.child_of else None,
     )
 
 
@@ -127,6 +130,8 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
         if request.evolve:
             run_evolve_request(goal_request(request, settings), settings)
             status, error = _recorded(settings, request.id)
+        elif request.marathon or request.swarm:
+            status, error = _run_long(request, settings, out)
         else:
             _, outcome = run_goal(goal_request(request, settings), settings, out=out.out, json_lines=out.json_lines)
             status, error = outcome.status, outcome.error
@@ -143,6 +148,21 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
     with AuditStore(settings.audit_path) as audit:
         place(queue, audit, path, status, error)
     return exit_code(status)
+
+
+def _run_long(request: Request, settings: Settings, out: _Output) -> tuple[str, str]:
+    """A marathon or a swarm: its code loads only for such a request."""
+    if request.marathon:
+        from hearth.run.marathon import run_marathon
+
+        _, outcome = run_marathon(
+            goal_request(request, settings), request.marathon, settings, out=out.out, json_lines=out.json_lines
+        )
+    else:
+        from hearth.run.swarm import run_swarm
+
+        outcome = run_swarm(request, goal_request(request, settings), settings, out=out.out)
+    return outcome.status, outcome.error
 
 
 def _recorded(settings: Settings, run_id: str) -> tuple[str, str]:

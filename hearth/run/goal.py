@@ -2,6 +2,8 @@
 
 `hearth-loop`, the queue (`hearth agent ID`), the demo, the self-test and self-evolution all
 build one of these; hearth/run/runner.py runs it and hearth/run/services.py builds its services.
+Follow-ups, marathon legs, swarm children and syntheses are GoalRequests too, linked by
+`parent_run` and `link` (hearth/run/followup.py, marathon.py, swarm.py).
 """
 
 from __future__ import annotations
@@ -37,3 +39,8 @@ class GoalRequest:
     egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
     parent_run: str | None = None  # the run this one is made from, and how (hearth.audit.store.RUN_LINKS)
     link: str | None = None
+    kind: str | None = None  # marathon | swarm: the run that holds legs or children
+    continues: str | None = None  # a follow-up of this run (hearth/run/followup.py fills the rest)
+    preface: str = ""  # put before the goal in the first message (a follow-up's or a leg's context)
+    prompt_values: dict[str, str] | None = None  # placeholder values to reuse (same prompt bytes)
+    prompt_sha256: str = ""  # the system prompt this run's should equal, when nothing changed

@@ -6,6 +6,7 @@ run from any source is recorded the same way. Bad input is recorded too (status 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -57,6 +58,8 @@ EXIT_CODES = {
     "denied": 5,
     "rejected": 2,
     "interrupted": 130,
+    "leg_limit": 3,  # a marathon that was not done after its last leg
+    "no_progress": 3,  # a marathon whose legs stopped changing the workspace
     "internal": 70,
 }
 
@@ -153,7 +156,7 @@ def run_goal(
         approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
         own: OllamaClient | None = None  # a client we open is ours to close
         if model is None:
-            model = own = _client(run.request, settings)
+            model = own = model_client(run.request, settings)
         try:
             outcome = _execute(run, settings, model, approve, configure_services)
         finally:
@@ -167,7 +170,9 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
     install_log_redaction(redactor)  # from here on, no log record of this process holds a value
+    request, unfollowed = _continued(request, settings, audit)
     request, parts, problem = _with_profile(request, settings)
+    problem = unfollowed or problem
     kept_goal = redactor(request.goal)
     audit.start_run(
         RunRecord(
@@ -180,6 +185,7 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             requested_by=request.requested_by,
             parent_run=request.parent_run,
             link=request.link,
+            kind=request.kind,
         )
     )
     audit.update_run(run_id, **_allowances(request, settings))
@@ -190,6 +196,8 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     except HearthError as exc:
         audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
         raise
+    if request.link == "child":
+        _seed_child(audit, request, root, run_id)
     audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
     state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
@@ -212,17 +220,58 @@ def _execute(
     ):
         if configure_services:
             configure_services(services)
-        values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
+        values = request.prompt_values or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
-        context = recall_preface(services, request.goal, settings, run.recorder)
-        outcome = _drive(
-            loop, replace(request, goal=run.kept_goal), run.audit, run.id, run.state, context, run.redactor
-        )
+        prompt = _prompt_record(run, loop.messages[0]["content"], values)
+        recalled = recall_preface(services, request.goal, settings, run.recorder)
+        context = "\n\n".join(part for part in (request.preface, recalled) if part)
+        kept = replace(request, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
+        outcome = _drive(loop, kept, run.audit, run.id, run.state, context, run.redactor, prompt)
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
     record_checkpoint(run.audit, run.recorder, run.root, after)
     return outcome
+
+
+def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str) -> None:
+    """A swarm's child starts in its own new directory holding a copy of the swarm's files."""
+    from hearth.run.swarm_results import seed
+
+    swarm = audit.run(request.parent_run or "")
+    if swarm is None or swarm.get("kind") != "swarm" or not swarm.get("workspace"):
+        return  # not a swarm's child after all: an empty workspace, as any fresh run
+    try:
+        seed(Path(swarm["workspace"]), root)
+    except OSError as exc:
+        audit.finish_run(run_id, status="rejected", error=f"cannot copy the swarm's files: {exc}", iterations=0)
+        raise UsageError(f"cannot copy the swarm's files into {root}: {exc.strerror or exc}") from None
+
+
+def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:
+    """A follow-up made whole from the run it continues (only a follow-up loads that code)."""
+    if not request.continues:
+        return request, None
+    from hearth.run.followup import continued
+
+    try:
+        return continued(request, settings, audit), None
+    except HearthError as exc:
+        return replace(request, parent_run=request.continues, link="follow-up"), exc
+
+
+def _prompt_record(run: _Run, text: str, values: dict[str, str]) -> str:
+    """What the audit keeps of the system prompt (its values and digest); a follow-up says if its is the same."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if run.request.prompt_sha256:
+        same = digest == run.request.prompt_sha256
+        detail = (
+            f"system prompt: the same bytes as run {run.request.parent_run}'s (Ollama can reuse its cache)"
+            if same
+            else f"system prompt: differs from run {run.request.parent_run}'s (the profile, tools or workspace notes changed)"
+        )
+        run.recorder.note("prompt", detail=detail)
+    return json.dumps({"values": values, "sha256": digest}, ensure_ascii=False)
 
 
 def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
@@ -241,6 +290,17 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
     except HearthError as exc:
         return request, [], exc
     return replace(request, **resolved), parts, None
+
+
+def resolved(request: GoalRequest, settings: Settings) -> GoalRequest:
+    """The request with its profile applied and checked as a run's would be; the error if it cannot run."""
+    request, _, problem = _with_profile(request, settings)
+    if problem:
+        raise problem
+    reason = validate(request)
+    if reason:
+        raise UsageError(reason)
+    return request
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
@@ -292,7 +352,7 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def _client(request: GoalRequest, settings: Settings) -> OllamaClient:
+def model_client(request: GoalRequest, settings: Settings) -> OllamaClient:
     return OllamaClient(
         request.model or "",
         settings.ollama_host,
@@ -344,6 +404,7 @@ def _drive(
     state: StateFile,
     context: str = "",
     redactor: Redactor | None = None,
+    prompt: str | None = None,
 ) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
@@ -367,6 +428,7 @@ def _drive(
         duration_ms=int((time.monotonic() - started) * 1000),
         error=outcome.error or None,
         summary=outcome.summary,
+        prompt=prompt,
     )
     return outcome
 
