@@ -23,6 +23,7 @@ exit codes:
        prompt file, unusable workspace or state directory
   {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+  {EXIT_CODES["tripped"]}    tripped: something touched a decoy secret (a tripwire); the run was stopped
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
   --self-test exits 0 when every check passes, 1 otherwise.
@@ -40,6 +41,11 @@ environment:
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
+  HEARTH_SANDBOX_EXPOSE     more read-only paths commands see, colon-separated (a tool under /opt)
+  HEARTH_COMMAND_MAX_PROCS, HEARTH_COMMAND_MEMORY_MB, HEARTH_COMMAND_CPU_S   the run's caps for its
+                     commands (default 256 processes, 1024 MiB, 1800 CPU seconds in all)
+  HEARTH_TRIPWIRES          decoy secrets: home (default: in the sandbox home), workspace (there too), off
+  HEARTH_TRIPWIRE_ACTION    stop (default: the run ends `tripped`) or record
   CREDENTIALS_DIRECTORY     systemd's credentials; values there win over hearth's store
 
 approvals:
@@ -97,6 +103,12 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="HOST",
         help="only these hosts (or *.domain) for network tools (repeatable; default any public host)",
     )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        default=None,
+        help="give commands network, only through hearth's guarded proxy (default: the profile's, else none)",
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -133,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             credentials=args.credential,
             egress=args.egress,
             allowed_tools=args.allowed_tools,
+            network=args.network,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":

@@ -1,6 +1,7 @@
 """What is running now (`hearth state`, for the map) and what the audit says over a period
 (`hearth report`): runs by status, model and source; tool use and denials; failure reasons;
-p50/p95 duration and iterations; tokens; rejections.
+p50/p95 duration and iterations; tokens; rejections; commands' connections through the run's
+proxy (allowed and refused, per host) and tripwires.
 """
 
 from __future__ import annotations
@@ -105,7 +106,18 @@ def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
         "denials": _denials(audit, since),
         "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
         "rejections": _top((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since)),
+        "connections": _connections(audit, since),
+        "tripwires": _top(
+            (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
+        ),
     }
+
+
+def _connections(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+    sql = """select host, count(*) as connections, sum(allowed = 1) as allowed, sum(allowed = 0) as refused,
+                    sum(bytes_up) as bytes_up, sum(bytes_down) as bytes_down
+             from connections where at >= ? group by host order by connections desc, host"""
+    return _rows(audit, sql, since)
 
 
 def _rows(audit: AuditStore, sql: str, since: str | None) -> list[dict[str, Any]]:
@@ -181,6 +193,12 @@ def sections(report: dict[str, Any]) -> list[Section]:
         ("Denials", ["what", "count"], report["denials"]),
         ("Failure reasons", ["what", "count"], report["failures"]),
         ("Rejections", ["what", "count"], report["rejections"]),
+        (
+            "Connections of commands",
+            ["host", "connections", "allowed", "refused", "bytes_up", "bytes_down"],
+            report["connections"],
+        ),
+        ("Tripwires", ["what", "count"], report["tripwires"]),
     ]
 
 

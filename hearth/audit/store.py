@@ -118,6 +118,19 @@ class AuditStore(SqliteFile):
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
 
+    # -- the walls around commands (hearth/run/walls.py) -------------------------------------
+    def record_connection(self, run_id: str, **fields: Any) -> None:
+        self.insert("connections", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def connections(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from connections where run_id = ? order by id", [run_id])
+
+    def record_tripwire(self, run_id: str, **fields: Any) -> None:
+        self.insert("tripwires", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def tripwires(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from tripwires where run_id = ? order by id", [run_id])
+
 
 def _like_prefix(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

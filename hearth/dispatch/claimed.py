@@ -43,6 +43,7 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         timeout_s=float(request.timeout_s),
         credentials=request.credentials or [],
         egress=request.egress or [],
+        network=request.network,
     )
 
 

@@ -7,6 +7,8 @@
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
         max_iterations = 12                     1 to 100
+        network = false                         commands get network, only through the run's guarded proxy
+        egress = ["pypi.org", "*.github.com"]   the hosts network tools and commands may reach (absent: any public)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -36,7 +38,7 @@ from hearth.settings import Settings
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations")
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "network", "egress")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -50,6 +52,8 @@ class Profile:
     mode: str | None = None
     allowed_tools: tuple[str, ...] | None = None
     max_iterations: int | None = None
+    network: bool | None = None
+    egress: tuple[str, ...] | None = None
 
     @property
     def builtin(self) -> bool:
@@ -118,7 +122,7 @@ def _checked(path: Path, key: str, value: Any) -> Any:
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
-    return tuple(value) if key == "allowed_tools" else value
+    return tuple(value) if key in ("allowed_tools", "egress") else value
 
 
 def _problem(key: str, value: Any) -> str | None:
@@ -130,6 +134,10 @@ def _problem(key: str, value: Any) -> str | None:
         return f"must be one of {', '.join(MODES)}"
     if key == "allowed_tools" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         return "must be a list of tool names"
+    if key == "network" and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "egress" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of host names (or *.domain)"
     if key == "max_iterations" and not (type(value) is int and 1 <= value <= MAX_ITERATIONS):
         return f"must be a whole number from 1 to {MAX_ITERATIONS}"
     return None
@@ -151,4 +159,12 @@ def apply_profile(
         "mode": mode or profile.mode or defaults.mode,
         "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         "allowed_tools": list(tools) if tools is not None else None,
+    }
+
+
+def apply_network(profile: Profile, *, network: bool | None, egress: list[str]) -> dict[str, Any]:
+    """Whether commands get network, and the egress list: the request's when given, else the profile's."""
+    return {
+        "network": network if network is not None else bool(profile.network),
+        "egress": list(egress) if egress else list(profile.egress or ()),
     }

@@ -30,7 +30,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
-from hearth.run.profiles import apply_profile, load_profile
+from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
 from hearth.run.services import (
@@ -42,6 +42,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
+from hearth.run.walls import WalledTools, Walls, raised
 from hearth.settings import Settings, probe_writable
 
 EXIT_CODES = {
@@ -51,6 +52,7 @@ EXIT_CODES = {
     "iteration_limit": 3,
     "model_unavailable": 4,
     "denied": 5,
+    "tripped": 6,
     "rejected": 2,
     "interrupted": 130,
     "internal": 70,
@@ -161,9 +163,11 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     _warn_unsandboxed(settings, recorder)
-    sandbox = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(settings.state_dir),))
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=bool(request.network), hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
-    checkpoints = Checkpoints(root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None)
+    checkpoints = Checkpoints(
+        root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None, history=settings.checkpoints_dir
+    )
     return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints)
 
 
@@ -172,21 +176,26 @@ def _execute(
 ) -> Outcome:
     """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
     request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
-    record_checkpoint(run.audit, run.recorder, run.root, run.checkpoints.before(goal=run.kept_goal, **trailers))
+    points = run.checkpoints
+    record_checkpoint(
+        run.audit, run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir
+    )
     with (
-        run_services(request, run.id, settings, run.sandbox, run.redactor) as services,
+        raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
+        run_services(request, run.id, settings, walls.policy, run.redactor) as services,
         Workspace(run.root, services=services) as ws,
     ):
         if configure_services:
             configure_services(services)
+        walls.connect(services)
         values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
-        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
+        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values, walls)
         context = recall_preface(services, request.goal, settings, run.recorder)
         outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
-    record_checkpoint(run.audit, run.recorder, run.root, after)
+    record_checkpoint(run.audit, run.recorder, run.root, after, points.history_dir)
     return outcome
 
 
@@ -205,6 +214,7 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
         allowed_tools=request.allowed_tools,
         defaults=settings,
     )
+    resolved |= apply_network(profile, network=request.network, egress=request.egress)
     return replace(request, **resolved), parts, None
 
 
@@ -254,9 +264,11 @@ def _build_loop(
     recorder: Recorder,
     parts: list[PromptPart],
     values: dict[str, str],
+    walls: Walls,
 ) -> tuple[Loop, ToolRunner]:
-    tools = ToolRunner(
+    tools = WalledTools(
         ws,
+        walls=walls,
         mode=request.mode or "auto",
         allowed=request.allowed_tools,
         approve=approve,
