@@ -135,13 +135,15 @@ def _system() -> tuple[str, ...]:
 
 
 class _EtcView:
-    """/etc for commands as one prepared directory: copies of the allowed files (and the generated
-    passwd and group), with the allowed directories bound over its empty stand-ins. One bind for
-    twenty files instead of twenty binds (each costs a command ~0.3 ms); remade when a file changes
-    (resolv.conf does, with DHCP)."""
+    """/etc for commands as one prepared directory bound at /etc: copies of the allowed files and
+    directories (symlinks kept as symlinks: their targets are in the system paths) and the
+    generated passwd and group. One mount instead of twenty (each costs a command ~0.3 ms, more in
+    a cgroup); remade when an entry changes (resolv.conf does, with DHCP). A directory of many
+    entries (ssl/certs, alternatives: hundreds of links, slow to recreate) is bound as it is."""
 
     def __init__(self) -> None:
         self.directory: str | None = None
+        self.bound: list[str] = []
         self.stamp: tuple[tuple[str, int, int], ...] = ()
 
     def args(self) -> list[str]:
@@ -151,20 +153,21 @@ class _EtcView:
             self._make(entries)
             self.stamp = stamp
         assert self.directory is not None
-        args = ["--ro-bind", self.directory, "/etc"]
-        for path in entries:
-            if os.path.isdir(path):
-                args += ["--ro-bind", path, path]
-        return args
+        return ["--ro-bind", self.directory, "/etc", *(a for p in self.bound for a in ("--ro-bind", p, p))]
 
     def _make(self, entries: tuple[str, ...]) -> None:
-        made = tempfile.mkdtemp(prefix="hearth-etc-")
+        made, bound = tempfile.mkdtemp(prefix="hearth-etc-"), []
         os.chmod(made, 0o755)
         for path in entries:
             target = os.path.join(made, path.removeprefix("/etc/"))
             os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-            if os.path.isdir(path):
+            if os.path.islink(path) and _system_target(path):
+                os.symlink(os.readlink(path), target)  # /etc/static -> the store, /etc/localtime -> zoneinfo
+            elif os.path.isdir(path) and _entries(path) <= _COPY_ENTRIES:
+                _copy_tree(path, target)
+            elif os.path.isdir(path):
                 os.makedirs(target, mode=0o755, exist_ok=True)  # the mount point of its bind
+                bound.append(path)
             else:
                 shutil.copyfile(path, target)
                 os.chmod(target, 0o644)
@@ -172,13 +175,44 @@ class _EtcView:
             with open(os.path.join(made, name), "wb") as handle:
                 handle.write(data)
             os.chmod(os.path.join(made, name), 0o644)
-        old, self.directory = self.directory, made
+        old, self.directory, self.bound = self.directory, made, bound
         if old:
             shutil.rmtree(old, ignore_errors=True)
 
     def remove(self) -> None:
         if self.directory:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+_COPY_ENTRIES = 64
+
+
+def _system_target(link: str) -> bool:
+    target = os.path.realpath(link)
+    return any(target == p or target.startswith(p + "/") for p, _ in allowlist.system_paths())
+
+
+def _copy_tree(source: str, target: str) -> None:
+    """Files copied, symlinks kept as they are, nothing else (no sockets, devices, metadata)."""
+    os.makedirs(target, mode=0o755, exist_ok=True)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            into = os.path.join(target, entry.name)
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), into)
+            elif entry.is_dir():
+                _copy_tree(entry.path, into)
+            elif entry.is_file():
+                shutil.copyfile(entry.path, into)
+
+
+def _entries(directory: str, limit: int = 10_000) -> int:
+    count = 0
+    for _, dirs, files in os.walk(directory):
+        count += len(dirs) + len(files)
+        if count > limit:
+            break
+    return count
 
 
 def _stat(path: str) -> tuple[int, int]:
