@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent import parsing
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
 from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
-from agent.parsing import ToolCall, looks_like_tool_call, parse_tool_calls, resolve_tool_name
-from agent.tools.registry import ToolResult
+from agent.parsing.calls import ToolCall
+from agent.parsing.names import resolve_tool_name
+from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
 MAX_UNPARSEABLE = 3
 
@@ -110,6 +112,7 @@ class Loop:
         self._last_failure: tuple[str, str] | None = None
         self.compactor = compactor
         self._usage: Usage | None = None
+        self._called_as: dict[int, str] = {}  # id(call) -> the name the model wrote, when repaired
 
     def run(self, goal: str, context: str = "") -> Outcome:
         first = f"{context}\n\n## Goal\n{goal}" if context else goal
@@ -147,7 +150,9 @@ class Loop:
         if calls or reply.malformed:
             self._run_calls(reply, calls)
             return
-        if looks_like_tool_call(reply.content) or not reply.content.strip():
+        if not reply.content.strip() or (
+            parsing.may_hold_a_call(reply.content) and parsing.looks_like_tool_call(reply.content)
+        ):
             self._nudge(reply)
             return
         self.messages.append({"role": "assistant", "content": reply.content})
@@ -192,27 +197,38 @@ class Loop:
         self.emit(Event("compaction", self.iteration, record.as_event()))
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
+        self._called_as = {}
         if reply.tool_calls:
-            return [
-                ToolCall(resolve_tool_name(c.name, self.tools.names) or c.name, c.arguments) for c in reply.tool_calls
-            ]
-        return parse_tool_calls(reply.content, self.tools.names)
+            calls = []
+            for written in reply.tool_calls:
+                call = ToolCall(resolve_tool_name(written.name, self.tools.names) or written.name, written.arguments)
+                if call.name != written.name:  # the audit keeps what the model wrote beside what ran
+                    self._called_as[id(call)] = written.name
+                calls.append(call)
+            return calls
+        # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
+        if not parsing.may_hold_a_call(reply.content):  # plain prose: the readers need not even load
+            return []
+        return parsing.parse_tool_calls(reply.content, parsing.parameter_order(self.tools.schemas))
 
     def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
         self._unparseable = 0
         # Calls found in the text are written back as structured calls, so the history shows
         # the model the format we want and tool results follow a message that carries calls.
-        wire = [{"function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+        wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
         wire += [{"function": {"name": "invalid_call", "arguments": {}}} for _ in reply.malformed]
         self.messages.append({"role": "assistant", "content": reply.content, "tool_calls": wire})
-        for call in calls:
+        for n, call in enumerate(calls):
+            if n and self.deadline is not None and self.clock() >= self.deadline:
+                raise TimeLimit("stopped at the run's time limit")  # the limit holds inside a step too
             self._append_result(call.name, self._run_one(call))
         for problem in reply.malformed:
             text = f"Error: your tool call could not be parsed: {problem}"
             self._append_result("invalid_call", f"{text}\n{hint_for(text) or ''}".rstrip())
 
     def _run_one(self, call: ToolCall) -> str:
-        self.emit(Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments}))
+        written = {"called_as": self._called_as[id(call)]} if id(call) in self._called_as else {}
+        self.emit(Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments, **written}))
         result = self.tools.run(call)
         output = result.output
         if not result.ok:
@@ -232,13 +248,15 @@ class Loop:
                     "verdict": result.verdict,
                     "duration_s": result.duration_s,
                     "detail": result.detail,
+                    **written,
                 },
             )
         )
         return output
 
     def _helped(self, call: ToolCall, output: str) -> str:
-        signature = (call.name, json.dumps(call.arguments, sort_keys=True, default=str))
+        bounded = {k: f"{len(v)}:{v[:4096]}" if isinstance(v, str) else v for k, v in call.arguments.items()}
+        signature = (call.name, json.dumps(bounded, sort_keys=True, default=str))  # never a flood serialised
         repeated = signature == self._last_failure
         self._last_failure = signature
         hint = hint_for(output)
@@ -267,6 +285,16 @@ class Loop:
         return f"{stop.detail}. Steps taken: {steps}."
 
 
+def _kept(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the history keeps them: a flood (which the gate refuses) is not
+    carried into every later request."""
+    size = arguments_size(arguments, ARGUMENTS_LIMIT)
+    if size is not None and size <= ARGUMENTS_LIMIT:
+        return arguments
+    return {"omitted": f"arguments over the limit of {ARGUMENTS_LIMIT} characters (or nested too deeply)"}
+
+
 def _short_args(arguments: dict[str, Any], limit: int = 60) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    # each value cut before repr: a flood of an argument is never copied whole
+    text = ", ".join(f"{k}={v[: limit + 1] if isinstance(v, str) else v!r}" for k, v in arguments.items())
     return text if len(text) <= limit else text[:limit] + "..."

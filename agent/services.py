@@ -29,6 +29,7 @@ class RunServices:
     command_cpu_s: float | None = None
     command_cpu_used_s: float = 0.0
     protected: tuple[str, ...] = ()  # paths file tools never write (hearth's checkpoint histories)
+    deadline: float | None = None  # time.monotonic() at which the run's time limit ends (None: none)
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking (git, ls, pytest)
     # the config-repository and system tools (agent/tools/config_repo.py, system.py): the repository they may read and
     # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
@@ -46,6 +47,10 @@ class RunServices:
     credentials: Callable[[str, str], str] | None = None  # (name, host) -> value, or CredentialRefused
     redact: Callable[[str], str] = no_redaction  # applied to every tool result by call_tool
     search_backend: Any = None  # an object with ddgs' `text(query, max_results=)`; None: ddgs itself
+    # what the run's tools keep between calls: how many times a capped tool ran (kb_add, remember),
+    # and the sha256 of each config file as the run last read or wrote it (write_self_config)
+    counts: dict[str, int] = field(default_factory=dict)
+    config_seen: dict[str, str] = field(default_factory=dict)
 
     def knowledge_store(self) -> KnowledgeStore | None:
         """The run's knowledge store: `knowledge`, else the one at `knowledge_path`, opened on first use

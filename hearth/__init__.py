@@ -6,3 +6,5 @@ dispatch/   who starts a waiting request: spawner, launchers, watch, claimed run
 run/        one run end to end: goal, runner, services, recorder, prompt, profiles, checkpoints
 audit/      AuditStore, the only writer of audit.db, and its migrations
 """
+
+__version__ = "0.1.0"  # pyproject.toml's version; tests/test_run_record.py checks they agree

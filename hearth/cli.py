@@ -13,6 +13,8 @@ import traceback
 
 from hearth.commands import modules_for
 from hearth.errors import HearthError
+from hearth.logs import configure as configure_logging
+from hearth.render import visible_line
 from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
@@ -36,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_command_word(argv)).parse_args(argv)
     try:
-        return args.handler(args, Settings.from_env())
+        settings = Settings.from_env()
+        configure_logging(settings.log_level)
+        return args.handler(args, settings)
     except HearthError as exc:
-        print(f"hearth {args.command}: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth {args.command}: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -48,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug or os.environ.get("HEARTH_DEBUG"):
             traceback.print_exc()
         print(
-            f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr
+            visible_line(f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
+            file=sys.stderr,
         )
         return INTERNAL_ERROR
 

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,12 @@ class CredentialStore:
         names = set(data) | set(self._systemd_names())
         return {n: v for n in names if (v := self.value(n, data))}
 
+    def bindings(self) -> list[tuple[str, str, list[str]]]:
+        """(name, value, host patterns) of every value hearth could hand out, for the network guard."""
+        data = self.load()
+        names = set(data) | set(self._systemd_names())
+        return [(n, v, list(data.get(n, {}).get("hosts", []))) for n in sorted(names) if (v := self.value(n, data))]
+
     def _systemd_names(self) -> list[str]:
         if not self.credentials_dir or not self.credentials_dir.is_dir():
             return []
@@ -179,14 +185,37 @@ def check_run_credentials(names: Iterable[str], store: CredentialStore) -> None:
 
 
 class RunCredentials:
-    """The engine's only way to a value: `(name, host) -> value`, or CredentialRefused."""
+    """The engine's only way to a value: `(name, host) -> value`, or CredentialRefused.
 
-    def __init__(self, store: CredentialStore, allowed: Iterable[str], redactor: Redactor) -> None:
+    Every answer, a value handed out or a refusal, is passed to `record` (the run's audit) with
+    the name and the host, never the value."""
+
+    def __init__(
+        self,
+        store: CredentialStore,
+        allowed: Iterable[str],
+        redactor: Redactor,
+        record: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
         self.store = store
         self.allowed = tuple(allowed)
         self.redactor = redactor
+        self.record = record
 
     def __call__(self, name: str, host: str) -> str:
+        try:
+            value = self._value(name, host)
+        except CredentialRefused as refused:
+            self._note(name, host, "refused", str(refused))
+            raise
+        self._note(name, host, "used", "")
+        return value
+
+    def _note(self, name: str, host: str, verdict: str, reason: str) -> None:
+        if self.record is not None:
+            self.record("credential", {"name": str(name)[:64], "host": host, "verdict": verdict, "reason": reason})
+
+    def _value(self, name: str, host: str) -> str:
         check_name(name)
         if name not in self.allowed:
             listed = ", ".join(self.allowed) or "none"

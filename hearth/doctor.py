@@ -222,7 +222,7 @@ def check_prompt_files(settings: Settings) -> list[Finding]:
 
 
 def check_queue(settings: Settings) -> list[Finding]:
-    path = settings.state_dir / "queue"
+    path = settings.queue_dir
     if not path.exists():
         return [Finding("queue", "info", f"no queue directory yet at {path}", str(path))]
     if not path.is_dir():

@@ -29,7 +29,7 @@ from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_f
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import run_goal
+from hearth.run.runner import fresh_run_dir, run_goal
 from hearth.settings import Settings
 
 SELF_TOOLS = [
@@ -45,22 +45,44 @@ SELF_TOOLS = [
 DIFF_CAP = 200_000
 AUTHOR = ["-c", "user.name=hearth", "-c", "user.email=hearth@localhost"]
 
-# Changed lines that touch hearth's own security settings; each pattern carries its reason.
+# Changed lines that widen (or may widen) hearth's security; each pattern carries its reason,
+# which starts with the kind of widening: sandbox, credentials, mode, tools, egress, writable
+# paths, hardening, users, module.
 SECURITY_PATTERNS = [
     (
         r"services\.hearth\.(sandbox|submitters|credentials|configRepo|limits|package)\b|\b(sandbox|submitters|credentials|configRepo)\s*=",
-        "changes services.hearth's sandbox, submitters, credentials, config repo or limits",
+        "sandbox, credentials or submitters: changes services.hearth's sandbox, submitters, credentials, config repo or limits",
     ),
-    (r"\b(defaultMode|mode)\s*=\s*\"bypass\"|allowedTools", "changes what tools or modes agents get"),
+    (
+        r"\b(HEARTH_SANDBOX|bwrap|landlock|seccomp|SystemCallFilter|NoNewPrivileges|CapabilityBoundingSet|AmbientCapabilities)\b",
+        "sandbox: changes the command sandbox or a unit's system-call and capability limits",
+    ),
+    (
+        r"\b(LoadCredential|SetCredential|LoadCredentialEncrypted|CREDENTIALS_DIRECTORY)\b",
+        "credentials: changes which credentials a unit is handed",
+    ),
+    (
+        r"\b(defaultMode|mode|max_mode|maxMode|HEARTH_MODE)\s*=\s*\"?(auto|bypass)|\b(autoCommands|HEARTH_AUTO_COMMANDS)\b",
+        "mode: lets agents run more without asking (auto or bypass mode, auto-approved commands)",
+    ),
+    (r"allowedTools|allowed_tools|maxTools|max_tools", "tools: changes what tools agents get"),
+    (
+        r"\b(egress|allowedHosts|allowed_hosts|netPrivateHosts|HEARTH_NET_PRIVATE_HOSTS|PrivateNetwork|IPAddressAllow|IPAddressDeny|RestrictAddressFamilies)\b",
+        "egress: changes where agents' network tools or units may connect",
+    ),
+    (
+        r"\b(ReadWritePaths|BindPaths|BindReadOnlyPaths|writablePaths|ReadOnlyPaths|InaccessiblePaths|ProtectSystem|ProtectHome|StateDirectory|workspaceRoot)\b",
+        "writable paths: changes what a unit or an agent may write",
+    ),
     (
         r"systemd\.(services|paths|timers)\.\"?hearth|serviceConfig|\bhardening\b",
-        "overrides a hearth unit or its hardening",
+        "hardening: overrides a hearth unit or its hardening",
     ),
     (
         r"users\.(users|groups)\.(hearth|\"hearth)|security\.(polkit|sudo|wrappers)",
-        "changes the hearth user, polkit, sudo or setuid wrappers",
+        "users: changes the hearth user, polkit, sudo or setuid wrappers",
     ),
-    (r"^\+\+\+ b/.*(hearth|module\.nix|units\.nix)", "edits a file of hearth's own module"),
+    (r"^\+\+\+ b/.*(hearth|module\.nix|units\.nix)", "module: edits a file of hearth's own module"),
 ]
 
 
@@ -157,9 +179,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _add_worktree(live: Path, scratch: Path, proposal: Proposal) -> None:
-    if scratch.exists() and any(scratch.iterdir()):
-        raise UsageError(f"scratch directory {scratch} is not empty")
-    scratch.parent.mkdir(parents=True, exist_ok=True)
+    fresh_run_dir(scratch.parent, scratch.name)  # new, never reused, never through a symlink
     _git(live, "worktree", "add", "--quiet", "-b", proposal.branch, str(scratch), proposal.base_commit)
 
 

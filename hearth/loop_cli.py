@@ -11,6 +11,8 @@ from pathlib import Path
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
 from hearth.errors import HearthError, UsageError
+from hearth.logs import configure as configure_logging
+from hearth.render import visible_line
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import EXIT_CODES, exit_code, run_goal
 from hearth.settings import Settings
@@ -46,6 +48,7 @@ environment:
                      commands (default 256 processes, 1024 MiB, 1800 CPU seconds in all)
   HEARTH_TRIPWIRES          decoy secrets: home (default: in the sandbox home), workspace (there too), off
   HEARTH_TRIPWIRE_ACTION    stop (default: the run ends `tripped`) or record
+  HEARTH_LOG_LEVEL          libraries' logs on stderr at DEBUG, INFO, ... (credential values always redacted)
   CREDENTIALS_DIRECTORY     systemd's credentials; values there win over hearth's store
 
 approvals:
@@ -127,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     args = build_parser(settings).parse_args(argv)
     settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
+    configure_logging(settings.log_level)
     try:
         if args.self_test:
             from hearth.selftest import run_self_test
@@ -149,10 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":
-            print(f"hearth-loop: {outcome.status}: {outcome.error}", file=sys.stderr)
+            print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
         return exit_code(outcome.status)
     except HearthError as exc:
-        print(f"hearth-loop: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth-loop: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("hearth-loop: interrupted", file=sys.stderr)

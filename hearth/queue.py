@@ -20,8 +20,10 @@ import argparse
 import ctypes
 import errno
 import fcntl
+import grp
 import json
 import os
+import pwd
 import secrets
 import stat
 import sys
@@ -64,6 +66,19 @@ class Queue:
             directory.mkdir(parents=True, exist_ok=True)
         return self
 
+    def open_to_all(self) -> str | None:
+        """Why the queue cannot be trusted: a directory of it every user may write (anyone could
+        drop, swap or remove requests), or None. Its group writing is the design (submitters)."""
+        for directory in (self.root, self.claimed, self.rejected, self.failed, self.locks):
+            try:
+                info = os.stat(directory)
+            except FileNotFoundError:
+                continue
+            if info.st_mode & stat.S_IWOTH:
+                mode = stat.S_IMODE(info.st_mode)
+                return f"the queue directory {directory} is writable by every user (mode {mode:04o}); run: chmod o-w {directory}"
+        return None
+
     # -- arriving -------------------------------------------------------------------------------
     def enqueue(self, request: Request) -> Path:
         """Write the request durably under its id; FileExistsError if that name is taken."""
@@ -75,7 +90,7 @@ class Queue:
                 handle.write(body.encode() + b"\n")
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.link(tmp, target)  # unlike rename, link never replaces an existing request
+            rename_noreplace(tmp, target)  # never replaces a request, and the file never has two links
         finally:
             tmp.unlink(missing_ok=True)
         _fsync_dir(self.root)
@@ -149,8 +164,10 @@ class Queue:
         return self.locks / f"{request_id}.lock"
 
 
-def read_request_bytes(path: Path) -> bytes:
-    """The bytes of a request file, refusing links, directories, devices and floods unread."""
+def read_request_bytes(path: Path, owners: Owners | None = None) -> bytes:
+    """The bytes of a request file, refusing unread: links, directories, devices, floods, a file
+    with a second hard link or writable by every user (both could change it after its check),
+    and, when `owners` is given, a file whose owner is not one of them."""
     try:
         info = os.lstat(path)
         _refuse_kind(info.st_mode)
@@ -158,10 +175,56 @@ def read_request_bytes(path: Path) -> bytes:
             raise RequestRefused(f"larger than 1 MiB ({info.st_size} bytes)")
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
-            _refuse_kind(os.fstat(fd).st_mode)  # it may have been swapped between lstat and open
+            _refuse_file(os.fstat(fd), owners)  # judged on what was opened: it may have been swapped
             return handle.read(MAX_BYTES + 1)
     except OSError as exc:  # e.g. written 0600 by another user: refused, never a crash
         raise RequestRefused(f"cannot be read: {exc.strerror or exc}") from None
+
+
+@dataclass(frozen=True)
+class Owners:
+    """Who may own a request file where submitters are configured: hearth, root, the group's users."""
+
+    group: str
+    uids: frozenset[int]
+
+    @classmethod
+    def of_group(cls, group: str) -> Owners:
+        """The users of `group` (members and those whose primary group it is); ConfigError-free:
+        an unknown group lets only hearth's own user and root through."""
+        uids = {os.getuid(), 0}
+        try:
+            entry = grp.getgrnam(group)
+        except KeyError:
+            return cls(group, frozenset(uids))
+        for user in pwd.getpwall():
+            if user.pw_gid == entry.gr_gid or user.pw_name in entry.gr_mem:
+                uids.add(user.pw_uid)
+        return cls(group, frozenset(uids))
+
+    def refusal(self, uid: int) -> str | None:
+        if uid in self.uids:
+            return None
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            name = f"uid {uid}"
+        return f"owned by {name}, who is not one of the submitters (group {self.group})"
+
+
+def _refuse_file(info: os.stat_result, owners: Owners | None) -> None:
+    _refuse_kind(info.st_mode)
+    if info.st_nlink > 1:
+        raise RequestRefused(
+            f"has {info.st_nlink} hard links; a request file must have one (another name could change it after its check)"
+        )
+    if info.st_mode & stat.S_IWOTH:
+        raise RequestRefused(
+            f"writable by every user (mode {stat.S_IMODE(info.st_mode):04o}); anyone could change it after its check"
+        )
+    problem = owners.refusal(info.st_uid) if owners else None
+    if problem:
+        raise RequestRefused(problem)
 
 
 def _refuse_kind(mode: int) -> None:

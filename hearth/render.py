@@ -1,4 +1,5 @@
-"""Rendering for the CLI: plain tables for people, JSON for programs."""
+"""Rendering for the CLI: plain tables for people, JSON for programs; untrusted text escaped in both
+(agent/safety/display.py: control characters shown visibly, never sent to the terminal raw)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from agent.safety.display import json_safe, visible, visible_line
+
+__all__ = ["json_line", "print_json", "table", "visible", "visible_line"]
+
 
 def print_json(data: Any, out: TextIO = sys.stdout) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out)
+    print(json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)), file=out)
+
+
+def json_line(data: Any) -> str:
+    """One JSON object on one line, safe for a terminal."""
+    return json_safe(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def table(
@@ -28,5 +38,5 @@ def table(
 
 
 def _cell(value: Any, width: int) -> str:
-    text = "" if value is None else " ".join(str(value).split())
+    text = "" if value is None else visible_line(" ".join(str(value).split()))
     return text if len(text) <= width else text[: width - 1] + "…"

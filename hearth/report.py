@@ -9,17 +9,25 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from agent.clock import stamp
-from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
 TOP = 10
+
+
+class Rows(Protocol):
+    """What the report reads through: the AuditStore, or the command center's read-only connection."""
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
+
+
 _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
 
 
@@ -90,7 +98,7 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
     return stamp(moment)
 
 
-def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
+def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     runs = _rows(audit, "select * from runs where started_at >= ?", since)
     finished = [r for r in runs if r["status"] not in ("running", "rejected")]
     return {
@@ -113,14 +121,14 @@ def build_report(audit: AuditStore, since: str | None) -> dict[str, Any]:
     }
 
 
-def _connections(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+def _connections(audit: Rows, since: str | None) -> list[dict[str, Any]]:
     sql = """select host, count(*) as connections, sum(allowed = 1) as allowed, sum(allowed = 0) as refused,
                     sum(bytes_up) as bytes_up, sum(bytes_down) as bytes_down
              from connections where at >= ? group by host order by connections desc, host"""
     return _rows(audit, sql, since)
 
 
-def _rows(audit: AuditStore, sql: str, since: str | None) -> list[dict[str, Any]]:
+def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
     return audit.rows(sql, [since or ""])
 
 
@@ -141,7 +149,7 @@ def _percentiles(values: list[int]) -> dict[str, int | None]:
     return {"p50": rank(0.50), "p95": rank(0.95), "n": len(ordered)}
 
 
-def _tools(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+def _tools(audit: Rows, since: str | None) -> list[dict[str, Any]]:
     sql = """select s.tool as tool, count(*) as calls, sum(s.ok = 1) as ok,
                     sum(s.ok = 0 and s.verdict not in ('denied')) as failed,
                     sum(s.verdict = 'denied') as denied, sum(s.verdict = 'approved') as approved
@@ -150,7 +158,7 @@ def _tools(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
     return _rows(audit, sql, since)
 
 
-def _denials(audit: AuditStore, since: str | None) -> list[dict[str, Any]]:
+def _denials(audit: Rows, since: str | None) -> list[dict[str, Any]]:
     sql = """select s.tool as tool, s.output as output from steps s join runs r on r.id = s.run_id
              where s.kind = 'tool' and s.verdict = 'denied' and r.started_at >= ?"""
     return _top((row["tool"], _denial_reason(row["output"])) for row in _rows(audit, sql, since))

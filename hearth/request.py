@@ -28,6 +28,7 @@ from hearth.run.goal import MAX_ITERATIONS
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
 MAX_DEPTH = 8  # a request nests two levels (object -> list -> string)
 MAX_GOAL_CHARS = 100_000
+MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 of them is an attack on int()
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -126,6 +127,8 @@ class Request(BaseModel):
     def _goal_says_something(cls, goal: str) -> str:
         if not goal.strip():
             raise ValueError("is blank; say what the agent should do")
+        if "\x00" in goal:  # refused here, not discovered by a tool or the audit at run time
+            raise ValueError(f"contains a NUL character (at position {goal.index(chr(0))})")
         return goal
 
 
@@ -192,16 +195,53 @@ def load_json(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise RequestRefused(f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_integer, parse_constant=_no_constant)
     except RecursionError:
         raise RequestRefused(f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
         raise RequestRefused(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except ValueError as exc:  # whatever else the decoder trips on is the file's fault, never a crash
+        raise RequestRefused(f"not valid JSON: {str(exc)[:120]}") from None
     if _depth(value) > MAX_DEPTH:
         raise RequestRefused(f"nested deeper than {MAX_DEPTH} levels")
     if not isinstance(value, dict):
         raise RequestRefused(f"not a JSON object but {_json_kind(value)}")
+    _check_text(value)
     return value
+
+
+def _integer(digits: str) -> int:
+    count = len(digits.lstrip("-"))
+    if count > MAX_NUMBER_DIGITS:
+        raise RequestRefused(f"a number with {count} digits; no field takes more than {MAX_NUMBER_DIGITS}")
+    return int(digits)
+
+
+def _no_constant(name: str) -> Any:
+    raise RequestRefused(f"not valid JSON: {name} is not a JSON number")
+
+
+def _check_text(value: Any) -> None:
+    """Every string (keys too) is text SQLite, a terminal and a tool can take: no NUL, no lone surrogate."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _check_string(key, f"the key {_show(key)}")
+                stack.append((child, key if not where else f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{n}]") for n, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_string(item, where or "a string")
+
+
+def _check_string(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise RequestRefused(f"{where} contains a NUL character (at position {text.index(chr(0))})")
+    bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise RequestRefused(f"{where} contains a lone surrogate (\\u{ord(bad):04x}), which is not text")
 
 
 def build_request(obj: dict[str, Any], *, file_id: str | None) -> Parsed:
@@ -238,8 +278,8 @@ def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
         "evolve": legacy.evolve,
     }
     for field, value in (("agent_name", legacy.name), ("model", legacy.model), ("mode", legacy.mode)):
-        if value.strip():
-            mapped[field] = value.strip()
+        if value != "":  # matched exactly: " bypass" and "bypass\n" are not bypass
+            mapped[field] = value
     for field, value in (
         ("credentials", legacy.creds),
         ("allowed_tools", legacy.tools),
@@ -296,11 +336,19 @@ def _field(loc: list[str], names: dict[str, str]) -> str:
 
 
 def _show(value: Any, limit: int = 60) -> str:
-    """A value as the sender wrote it (JSON), cut to `limit` characters, quotes kept."""
+    """A value as the sender wrote it (JSON), cut to `limit` characters, quotes kept; a cut one
+    says how long it was."""
+    original = value
     if isinstance(value, str) and len(value) > limit:
         value = value[: limit - 1] + "…"
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit + 2 else text[: limit - 1] + "…"
+    if len(text) > limit + 2:
+        text = text[: limit - 1] + "…"
+    elif value is original:
+        return text
+    if isinstance(original, str | list | dict):
+        text += f" ({len(original)} {'characters' if isinstance(original, str) else 'items'})"
+    return text
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ DEFAULT_MODEL = "qwen2.5-coder"
 SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
 TRIPWIRES = ("home", "workspace", "off")  # where decoys go: the sandbox home, also the workspace, nowhere
 TRIPWIRE_ACTIONS = ("stop", "record")
+LOG_LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Settings:
     command_cpu_s: int = 1800  # HEARTH_COMMAND_CPU_S
     tripwires: str = "home"  # HEARTH_TRIPWIRES: home | workspace | off
     tripwire_action: str = "stop"  # HEARTH_TRIPWIRE_ACTION: stop (status tripped) | record
+    submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
+    log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -75,6 +78,8 @@ class Settings:
             command_cpu_s=_whole(env, "HEARTH_COMMAND_CPU_S", 1800, 1, 1 << 24),
             tripwires=_choice(env, "HEARTH_TRIPWIRES", TRIPWIRES, "home"),
             tripwire_action=_choice(env, "HEARTH_TRIPWIRE_ACTION", TRIPWIRE_ACTIONS, "stop"),
+            submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
+            log_level=_log_level(env),
         )
 
     @property
@@ -162,6 +167,13 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw.strip().isdigit():
         raise ConfigError(f"{name} must be a whole number of characters (0 turns it off), got {raw!r}")
     return int(raw)
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    level = (env.get("HEARTH_LOG_LEVEL") or "").strip().upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"HEARTH_LOG_LEVEL must be one of {', '.join(LOG_LEVELS[1:])}, got {level!r}")
+    return level
 
 
 def _sandbox(env: Mapping[str, str]) -> str:

@@ -106,6 +106,7 @@ let
   # what every agent's system prompt gets besides its role (hearth/run/prompting.py)
   promptFiles = lib.concatMapAttrs (name: text: { "hearth/prompts/${name}.md".text = text; }) cfg.prompts
     // (if cfg.soul != "" then { "hearth/SOUL.md".text = cfg.soul; } else { });
+  stopVerb = if cfg.web.enable then ''action.lookup("verb") == "stop" || '' else "";
   safeName = name: builtins.match "[A-Za-z0-9][A-Za-z0-9_.-]*" name != null;
 
   # Unit definitions from units.nix, plus what only NixOS knows.
@@ -285,6 +286,46 @@ in
       description = "IPAddressAllow= entries of the agent unit beyond the Ollama endpoint: where the web tools and the commands' proxy may connect at the IP level (the network guard still refuses private and local addresses). Empty: Ollama only, so no web access.";
     };
 
+    web = {
+      enable = mkEnableOption "the command center, `hearth serve`: a web page to launch, watch, approve, replay and review runs";
+      listenAddress = mkOption {
+        type = types.str;
+        default = "127.0.0.1";
+        example = "0.0.0.0";
+        description = "Address the command center listens on. Anything but loopback needs `operatorTokenFile` or `viewerTokenFile` (it refuses to start without one).";
+      };
+      port = mkOption {
+        type = types.ints.between 1 65535;
+        default = 8770;
+        example = 8080;
+        description = "Port the command center listens on.";
+      };
+      allowedHosts = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "hearth.lan" "192.168.1.20" ];
+        description = "Host names (or addresses) browsers reach the page by, besides the listen address; any other Host header is refused (DNS rebinding).";
+      };
+      operatorTokenFile = mkOption {
+        type = types.nullOr types.path;
+        default = null;
+        example = "/run/secrets/hearth-operator-token";
+        description = "File holding the operator token (launch, approve, stop); passed to the unit with LoadCredential=, never in the Nix store.";
+      };
+      viewerTokenFile = mkOption {
+        type = types.nullOr types.path;
+        default = null;
+        example = "/run/secrets/hearth-viewer-token";
+        description = "File holding the viewer token (read only); passed with LoadCredential=.";
+      };
+      openFirewall = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Open `port` in the firewall (only useful with a non-loopback `listenAddress`).";
+      };
+    };
+
     limits = {
       commandTasksMax = mkOption {
         type = types.ints.positive;
@@ -380,17 +421,26 @@ in
       systemd.paths = units.paths;
       systemd.timers = units.timers;
 
-      # hearth-spawn runs as hearth and may start (only) the per-run units
+      # hearth-spawn runs as hearth and may start (only) the per-run units; with the command center
+      # on, hearth may also stop them (its Stop buttons, as `systemctl stop`)
       security.polkit.enable = true;
       security.polkit.extraConfig = ''
         polkit.addRule(function (action, subject) {
           if (action.id == "org.freedesktop.systemd1.manage-units" && subject.user == "hearth" &&
-              action.lookup("verb") == "start" && /^hearth-agent@[A-Za-z0-9_.:-]+\.service$/.test(action.lookup("unit"))) {
+              ${stopVerb}(action.lookup("verb") == "start") && /^hearth-agent@[A-Za-z0-9_.:-]+\.service$/.test(action.lookup("unit"))) {
             return polkit.Result.YES;
           }
         });
       '';
     }
+    (mkIf cfg.web.enable {
+      assertions = [
+        { assertion = builtins.elem cfg.web.listenAddress [ "127.0.0.1" "::1" "localhost" ]
+            || cfg.web.operatorTokenFile != null || cfg.web.viewerTokenFile != null;
+          message = "services.hearth.web.listenAddress is ${cfg.web.listenAddress}: beyond loopback the command center needs operatorTokenFile or viewerTokenFile"; }
+      ];
+      networking.firewall.allowedTCPPorts = lib.optional cfg.web.openFirewall cfg.web.port;
+    })
     (mkIf cfg.ollama.enable {
       services.ollama.enable = true;
       services.ollama.loadModels = cfg.ollama.models;

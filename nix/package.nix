@@ -40,7 +40,9 @@ py.buildPythonApplication {
   };
 
   build-system = [ py.setuptools ];
-  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean ddgs ];
+  dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean py.regex ddgs ]
+    # the command center (hearth serve)
+    ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ];
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" ];
 
@@ -55,6 +57,7 @@ py.buildPythonApplication {
     # build cannot run (no Nix store or daemon inside the build sandbox); `make test` runs them
     "tests/test_nix_module.py"
     "tests/test_nix_units.py"
+    "tests/test_web_nix.py"
     # keeps its files in /var/tmp (bwrap hides /tmp), which a Nix build sandbox does not have;
     # `make test` runs it (tests/test_audit_trail.py runs here when the build can nest a sandbox)
     "tests/test_sandbox.py"

@@ -228,6 +228,40 @@ let
     };
   };
 
+  # The command center (`hearth serve`, services.hearth.web). It runs as hearth, which is in the
+  # submitters' group, so it enqueues as any submitter does; it writes the audit only to record
+  # approval decisions and stops, reads the live state and the workspaces (for checkpoint diffs).
+  web = cfg.web or { enable = false; };
+  webTokens = builtins.filter (t: t.file != null) [
+    { name = "operator-token"; file = web.operatorTokenFile or null; }
+    { name = "viewer-token"; file = web.viewerTokenFile or null; }
+  ];
+  webService = {
+    description = "hearth command center (hearth serve)";
+    after = [ "network.target" ];
+    wantedBy = [ "multi-user.target" ];
+    inherit environment;
+    serviceConfig = hardening // {
+      Type = "exec";
+      ExecStart = concatStringsSep " " ([ bin.hearth "serve" "--host" web.listenAddress "--port" (toString web.port) ]
+        ++ builtins.concatMap (h: [ "--allowed-host" h ]) (web.allowedHosts or [ ]));
+      # writable: the queue (requests), the audit (decisions, stops) and the knowledge base (removals)
+      ReadWritePaths = [ stateDir ];
+      # the live state is the runs' to write; the workspaces are read for checkpoint diffs only
+      ReadOnlyPaths = [ "-${stateDir}/state" "-${stateDir}/agents" ];
+      InaccessiblePaths = [ "-${stateDir}/credentials" ];
+      # it listens on TCP and asks Ollama which models it has
+      RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+      # checkpoint diffs run git inside the command sandbox, as the runs do
+      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
+      # the tokens, read from $CREDENTIALS_DIRECTORY (operator-token, viewer-token), never the store
+      LoadCredential = map (t: "${t.name}:${toString t.file}") webTokens;
+      MemoryMax = "512M";
+      TasksMax = 64;
+      Restart = "on-failure";
+    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
+  };
+
   scheduleNames = attrNames cfg.schedules;
   named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
 in
@@ -240,6 +274,7 @@ in
     "hearth-agent@" = agentService;
     hearth-spawn = spawnService;
   } // optionalAttrs (cfg.selfTest.onCalendar != null) { hearth-self-test = selfTestService; }
+    // optionalAttrs web.enable { hearth-web = webService; }
     // mapAttrs (_: n: scheduleService n cfg.schedules.${n}) (named (n: "hearth-schedule-${n}") scheduleNames);
 
   paths.hearth-spawn = {

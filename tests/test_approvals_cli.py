@@ -99,8 +99,8 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(
     assert tool["verdict"] == "approved" and json.loads(tool["detail"])["approval"] == waiting["id"]
     assert [s["kind"] for s in db_rows(state_dir, "select kind from steps order by seq")] == [
         "model",
+        "tool",  # recorded when it started (issue 17), so before the approval it waited for
         "approval",
-        "tool",
         "model",
     ]
     again = run_cli("hearth", "approve", waiting["id"])
@@ -180,9 +180,12 @@ def test_a_person_at_a_terminal_is_asked_in_place(state_dir: Path, tmp_path: Pat
     assert row["via"] == "terminal" and row["status"] == "approved" and row["decided_by"].startswith("terminal:")
 
 
-def test_operator_heads_run_in_auto_without_an_approval(state_dir: Path, tmp_path: Path, scripted: FakeOllama) -> None:
-    loop = start_loop(scripted, tmp_path / "ws", env={"HEARTH_AUTO_COMMANDS": "git, echo"})
-    loop.communicate(timeout=30)
+def test_operator_heads_run_in_auto_without_an_approval(state_dir: Path, tmp_path: Path) -> None:
+    # a simple command (COMMAND's redirection would ask since issue 17: only simple commands are auto-approved)
+    script = [tool_call("run_command", {"command": "touch proof.txt"}), final_answer("done")]
+    with FakeOllama(script) as fake:
+        loop = start_loop(fake, tmp_path / "ws", env={"HEARTH_AUTO_COMMANDS": "git, touch"})
+        loop.communicate(timeout=30)
     assert loop.returncode == 0 and (tmp_path / "ws" / "proof.txt").exists()
     assert db_rows(state_dir, "select * from approvals") == []
     [tool] = db_rows(state_dir, "select * from steps where kind = 'tool'")

@@ -99,3 +99,21 @@ def test_processes_creating_the_database_at_the_same_moment_all_open_it(tmp_path
         for p in procs:
             p.join(60)
         assert results == ["ok"] * 8
+
+
+def test_a_run_made_from_another_names_it_and_is_listed_from_it(tmp_path: Path) -> None:
+    with AuditStore(tmp_path / "audit.db") as audit:
+        audit.start_run(RunRecord(id="first", agent_name="a", model="m", goal="g", mode="auto"))
+        audit.start_run(
+            RunRecord(
+                id="again",
+                agent_name="a",
+                model="m",
+                goal="and the docs",
+                mode="auto",
+                parent_run="first",
+                link="follow-up",
+            )
+        )
+        assert audit.run("again")["parent_run"] == "first" and audit.run("again")["link"] == "follow-up"
+        assert [r["id"] for r in audit.linked("first")] == ["again"] and audit.linked("again") == []

@@ -202,3 +202,37 @@ def test_a_queued_evolve_request_without_a_config_repo_is_rejected_with_the_reas
     error = json.loads((state_dir / "queue" / "rejected" / "ev-2.json.error.json").read_text())
     assert "no config repository" in error["reason"] and "HEARTH_CONFIG_REPO" in error["reason"]
     assert fake.requests == []
+
+
+def test_a_proposal_that_widens_security_is_held_apart_unless_asked_to_show_it_as_ordinary(
+    state_dir: Path, live: Path, rebuild_trap: Path
+) -> None:
+    widening = '{ services.hearth.maxIterations = 12; services.hearth.agents.x.egress = [ "*.example.org" ]; }\n'
+    with FakeOllama([write("hosts/box.nix", widening), final_answer("opened the web")]) as fake:
+        assert evolve(fake, live, rebuild_trap, "let agents reach example.org").returncode == 0
+    [proposal] = proposals()
+    assert proposal["security_flag"] and proposal["security_reasons"][0].startswith("egress:")
+    listed = run_cli("hearth", "proposals").stdout
+    assert "proposed: widens security" in listed and "SECURITY: egress" in listed
+    held = run_cli("hearth", "proposals", proposal["id"]).stdout
+    assert "widens security (egress)" in held and "review: git" not in held and "--as-ordinary" in held
+    ordinary = run_cli("hearth", "proposals", proposal["id"], "--as-ordinary").stdout
+    assert "review: git" in ordinary and "widens security" not in ordinary
+    assert "widens security" not in run_cli("hearth", "proposals", "--as-ordinary").stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ('+  services.hearth.agents.x.egress = [ "*" ];', "egress"),
+        ('+  services.hearth.defaultMode = "auto";', "mode"),
+        ('+  services.hearth.autoCommands = [ "rm" ];', "mode"),
+        ('+  systemd.services.foo.serviceConfig.LoadCredential = "k:/etc/k";', "credentials"),
+        ('+  services.hearth.writablePaths = [ "/etc" ];', "writable paths"),
+        ('+  environment.variables.HEARTH_SANDBOX = "none";', "sandbox"),
+        ('+  services.hearth.agents.x.max_tools = [ "run_command" ];', "tools"),
+    ],
+)
+def test_each_kind_of_widening_is_named(line: str, kind: str) -> None:
+    reasons = security_findings(f"--- a/x.nix\n+++ b/x.nix\n@@ -1 +1 @@\n{line}\n")
+    assert kind in [reason.split(":", 1)[0] for reason in reasons]

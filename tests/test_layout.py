@@ -82,3 +82,16 @@ def test_builtin_gathers_every_kind_in_its_folder() -> None:
         "spill",
     }
     assert {k.__name__.rsplit(".", 1)[1] for k in builtin.KINDS} == kinds
+
+
+def test_the_command_table_names_the_module_of_every_subcommand() -> None:
+    import argparse
+
+    from hearth.commands import COMMANDS, MODULES, modules_for
+
+    registered: dict[str, str] = {}
+    for module in modules_for(None):
+        sub = argparse.ArgumentParser().add_subparsers()
+        module.register(sub)
+        registered.update(dict.fromkeys(sub.choices, module.__name__.rsplit(".", 1)[1]))
+    assert registered == COMMANDS and set(COMMANDS.values()) == set(MODULES)

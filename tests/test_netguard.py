@@ -239,3 +239,56 @@ def test_the_tripwire_counts_a_connection_that_gets_past_a_guard(tripwire: Tripw
     net = TestNet()
     net.connect("127.0.0.1", tripwire.port, 2).close()
     assert tripwire.connections() == 1 and net.stray == [("127.0.0.1", tripwire.port)]
+
+
+@pytest.mark.parametrize(
+    ("address", "phrase"),
+    [
+        ("192.0.0.8", "the IPv4 dummy address (192.0.0.8/32, RFC 7600)"),
+        ("192.0.0.9", "the Port Control Protocol anycast address (192.0.0.9/32, RFC 7723)"),
+        ("192.0.0.170", "a NAT64/DNS64 discovery address (192.0.0.170/31, RFC 8880)"),
+        ("192.0.2.7", "a documentation address (TEST-NET-1) (192.0.2.0/24, RFC 5737)"),
+        ("198.51.100.1", "a documentation address (TEST-NET-2) (198.51.100.0/24, RFC 5737)"),
+        ("192.31.196.1", "an AS112-v4 address (192.31.196.0/24, RFC 7535)"),
+        ("192.88.99.1", "a deprecated 6to4 relay anycast address (192.88.99.0/24, RFC 7526)"),
+        ("0.1.2.3", 'a "this network" address (0.0.0.0/8, RFC 791)'),
+        ("fec0::1", "a site-local address (deprecated) (fec0::/10, RFC 3879)"),
+        ("100::1", "a discard-only address (100::/64, RFC 6666)"),
+        ("100:0:0:1::1", "a dummy IPv6 prefix address (100:0:0:1::/64, RFC 9780)"),
+        ("2001:db8::1", "a documentation address (2001:db8::/32, RFC 3849)"),
+        ("3fff::1", "a documentation address (3fff::/20, RFC 9637)"),
+        ("5f00::1", "a segment routing (SRv6) SID (5f00::/16, RFC 9602)"),
+        ("2001:2::1", "a benchmarking address (2001:2::/48, RFC 5180)"),
+        ("2001:1::1", "the Port Control Protocol anycast address (2001:1::1/128, RFC 7723)"),
+        ("4000::1", "an address outside IPv6 global unicast (2000::/3) (::/0, RFC 4291)"),
+    ],
+)
+def test_special_purpose_addresses_are_refused_by_the_registry_tables_naming_the_entry(
+    address: str, phrase: str, tripwire: Tripwire
+) -> None:
+    net = TestNet()
+    net.alias("special.test", address)
+    with pytest.raises(NetRefused) as refused:
+        request(net.guard(), "GET", "http://special.test/")
+    assert str(refused.value) == (
+        f"refused http://special.test/: special.test resolves to {address}, {address} is {phrase}; "
+        "hearth connects only to public addresses"
+    )
+    assert net.stray == [] and tripwire.connections() == 0
+
+
+def test_named_lan_hosts_open_only_the_lan_blocks_of_the_tables() -> None:
+    net = TestNet()
+    for name, address in (("nas.lan", "10.1.1.1"), ("cg.lan", "100.64.1.1"), ("ula.lan", "fd12::1")):
+        net.alias(name, address)
+    net.alias("dummy.lan", "192.0.0.8")
+    net.alias("site.lan", "fec0::1")
+    guard = net.guard(private_hosts=frozenset({"nas.lan", "cg.lan", "ula.lan", "dummy.lan", "site.lan"}))
+    for name in ("nas.lan", "cg.lan", "ula.lan"):
+        assert guard.check(f"http://{name}/").host == name
+    for name in ("dummy.lan", "site.lan"):
+        with pytest.raises(NetRefused, match="RFC"):
+            guard.check(f"http://{name}/")
+    public = net.guard()
+    net.alias("v6.test", "2606:2800:220:1:248:1893:25c8:1946")
+    assert public.check("http://v6.test/").addresses == ("2606:2800:220:1:248:1893:25c8:1946",)

@@ -249,16 +249,31 @@ def test_listed_heads_run_in_auto_without_asking_and_chains_are_judged_on_their_
         return Decision(False, by="test", detail="no")
 
     with auto_ws(tmp_path, ("echo", "ls")) as ws:
-        ran = call_tool("run_command", {"command": "echo hi > made.txt && ls"}, ws, mode="auto", approve=refuse)
+        ran = call_tool("run_command", {"command": "echo hi && ls"}, ws, mode="auto", approve=refuse)
         chained = call_tool("run_command", {"command": "echo hi; touch pwned"}, ws, mode="auto", approve=refuse)
     assert (
         ran.ok
         and ran.verdict == "run"
         and ran.detail == {"policy": "every program in it is an auto-approved command head"}
     )
-    assert (tmp_path / "made.txt").read_text() == "hi\n"
     assert chained.verdict == "denied" and asked == ["echo hi; touch pwned"]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_listed_head_approves_only_a_simple_command_anything_else_asks(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def refuse(name: str, args: dict[str, Any], reason: str) -> Decision:
+        asked.append(args["command"])
+        return Decision(False, by="test", detail="no")
+
+    lines = ["ls > out", "ls >> out", "(ls; touch sub)", "ls $(touch subst)", "env ls", "sh -c 'ls > out'", "xargs ls"]
+    with auto_ws(tmp_path, ("ls", "env", "xargs", "sh")) as ws:
+        results = [call_tool("run_command", {"command": line}, ws, mode="auto", approve=refuse) for line in lines]
+        plain = call_tool("run_command", {"command": "ls"}, ws, mode="auto", approve=refuse)
+    assert [r.verdict for r in results] == ["denied"] * len(lines) and asked == lines
+    assert not any((tmp_path / name).exists() for name in ("out", "sub", "subst"))
+    assert plain.verdict == "run"
 
 
 def test_listed_heads_do_not_widen_plan_mode(tmp_path: Path) -> None:

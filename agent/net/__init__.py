@@ -1,1 +1,2 @@
-"""Everything that leaves the box: the network guard, the guarded HTTP client, its proxy, readable text."""
+"""Everything that leaves the box: the network guard and its special-purpose address tables, the guarded
+HTTP client, its proxy, readable text."""

@@ -8,9 +8,13 @@ there is no second DNS lookup to rebind.
 
 Bodies are read raw and decoded here (gzip and deflate only, the only encodings we ask for) with
 a cap on the bytes on the wire and another on the decoded bytes, so neither a big body nor a
-compression bomb gets into memory. A whole request has a deadline besides httpx's per-operation
-timeouts. Header values may carry `cred:NAME`; they are resolved per hop for that hop's host and
-dropped, with Authorization and Cookie, when a redirect leaves the origin.
+compression bomb gets into memory. A whole request has one deadline (`timeout_s`) that every
+connect, TLS handshake, read and write of every hop honours, headers included. Outgoing headers are
+bounded in count and size. Header values may carry `cred:NAME`; they are resolved per hop for that
+hop's host and dropped, with Authorization, Proxy-Authorization and Cookie, when a redirect leaves
+the origin (each drop recorded through the guard); a 307/308 to another origin that would resend a
+body or an unsafe method is refused. No hop sends a credential's value, in any spelling, in its
+URL, headers or body toward a host the credential is not bound to (`NetGuard.refuse_secrets`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ USER_AGENT = "hearth/0.1 (local agent appliance)"
 REDIRECTS = {301, 302, 303, 307, 308}
 CRED_TOKEN = re.compile(r"(?<![\w.-])cred:([^\s,;]+)")
 SENSITIVE = {"authorization", "proxy-authorization", "cookie"}
+MAX_HEADERS = 64  # a request sends a handful; ten thousand is a flood
+MAX_HEADER_BYTES = 8_192  # name and value of one header (servers refuse more anyway)
+MAX_HEADERS_TOTAL = 32_768
 CredentialLookup = Callable[[str, str], str]  # (name, host) -> value; raises with a clear message
 
 
@@ -78,13 +85,17 @@ def request(
     raw_cap: int = RAW_CAP,
     body_cap: int = BODY_CAP,
 ) -> Reply:
-    """One request with guarded redirects; raises NetError subclasses, one line each."""
+    """One request with guarded redirects; raises NetError subclasses, one line each.
+
+    `timeout_s` is one deadline for all of it (every hop's connect, TLS, headers and body)."""
     deadline = time.monotonic() + timeout_s
     target = guard.check(url)
     wanted = dict(headers or {})
+    check_header_bounds(wanted)
     seen: list[str] = []
     while True:
         sent = _resolve_credentials(wanted, target.host, credentials)
+        _refuse_secrets(guard, target, sent, body)
         reply = _send(guard, target, method, sent, body, deadline, timeout_s, (raw_cap, body_cap))
         location = reply.headers.get("location")
         if reply.status not in REDIRECTS or not location:
@@ -94,10 +105,59 @@ def request(
             raise NetRefused(f"refused {url}: more than {MAX_REDIRECTS} redirects")
         seen.append(target.url)
         following = guard.check(urljoin(target.url, location))
-        if following.origin != target.origin:
-            wanted = {k: v for k, v in wanted.items() if not _sensitive(k, v)}
         method, body, wanted = _redirected(reply.status, method, body, wanted)
+        if following.origin != target.origin:
+            wanted = _leave_origin(guard, reply.status, method, body, wanted, target, following)
         target = following
+
+
+def check_header_bounds(headers: dict[str, str]) -> None:
+    """Outgoing headers are few and small: a flood is refused before anything is sent."""
+    if len(headers) > MAX_HEADERS:
+        raise NetRefused(f"refused: {len(headers)} request headers, over the limit of {MAX_HEADERS}; nothing was sent")
+    total = 0
+    for name, value in headers.items():
+        size = len(str(name)) + len(str(value))
+        if size > MAX_HEADER_BYTES:
+            raise NetRefused(
+                f"refused: header {str(name)[:40]!r} is {size} characters, over the limit of {MAX_HEADER_BYTES}; "
+                "nothing was sent"
+            )
+        total += size
+    if total > MAX_HEADERS_TOTAL:
+        raise NetRefused(
+            f"refused: the request headers are {total} characters, over the limit of {MAX_HEADERS_TOTAL}; "
+            "nothing was sent"
+        )
+
+
+def _refuse_secrets(guard: NetGuard, target: Target, headers: dict[str, str], body: bytes | None) -> None:
+    """No credential value leaves, in any spelling, toward a host it is not bound to."""
+    for name, value in headers.items():
+        guard.refuse_secrets(target.host, f"header {name!r}", f"{name}: {value}")
+    guard.refuse_secrets(target.host, "body", body)
+
+
+def _leave_origin(
+    guard: NetGuard,
+    status: int,
+    method: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    here: Target,
+    there: Target,
+) -> dict[str, str]:
+    """A redirect to another origin: no body or unsafe method goes along (307/308 would resend
+    them), and credentials, cookies and proxy credentials are dropped, each drop recorded."""
+    if body is not None or method not in ("GET", "HEAD"):
+        raise NetRefused(
+            f"refused the {status} redirect from {here.url} to {there.url}: it would resend the {method} "
+            "and its body to another origin"
+        )
+    dropped = [k for k, v in headers.items() if _sensitive(k, v)]
+    for name in dropped:
+        guard.note("redirect", header=name, source=here.url, target=there.url, verdict="dropped")
+    return {k: v for k, v in headers.items() if k not in dropped}
 
 
 def _sensitive(name: str, value: str) -> bool:
@@ -134,7 +194,9 @@ def _send(
     caps: tuple[int, int],
 ) -> Reply:
     sent = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", **headers}
-    transport = PinnedTransport(target, guard.connector or plain_connector, guard.ssl_context or _ssl_context())
+    transport = PinnedTransport(
+        target, guard.connector or plain_connector, guard.ssl_context or _ssl_context(), deadline=deadline
+    )
     timeout = httpx.Timeout(max(0.05, min(timeout_s, deadline - time.monotonic())))
     try:
         with (
@@ -203,12 +265,48 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Opens connections for one checked target only, to its checked addresses only."""
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection that honours the request's one deadline on every read, write and TLS
+    handshake: a server that trickles headers (or anything else) forever is cut off at it."""
 
-    def __init__(self, target: Target, connector: Callable[[str, int, float | None], Any]) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self.stream = stream
+        self.deadline = deadline
+
+    def _left(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise error("the request's deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.stream.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.stream.write(buffer, self._left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        secured = self.stream.start_tls(ssl_context, server_hostname, self._left(timeout, httpcore.ConnectTimeout))
+        return _DeadlineStream(secured, self.deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.stream.get_extra_info(info)
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Opens connections for one checked target only, to its checked addresses only, under the deadline."""
+
+    def __init__(
+        self, target: Target, connector: Callable[[str, int, float | None], Any], deadline: float | None = None
+    ) -> None:
         self.target = target
         self.connector = connector
+        self.deadline = deadline
 
     def connect_tcp(
         self,
@@ -222,8 +320,14 @@ class _PinnedBackend(httpcore.NetworkBackend):
             raise httpcore.ConnectError(f"refusing to connect to {host}:{port}: it was not checked")
         failure: Exception = httpcore.ConnectError("no address to connect to")
         for address in self.target.addresses:
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise httpcore.ConnectTimeout("the request's deadline passed")
+                timeout = left if timeout is None else min(timeout, left)
             try:
-                return self.connector(address, port, timeout)
+                stream = self.connector(address, port, timeout)
+                return stream if self.deadline is None else _DeadlineStream(stream, self.deadline)
             except (OSError, httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
         raise failure
@@ -241,10 +345,15 @@ class PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool whose backend is pinned to one checked target."""
 
     def __init__(
-        self, target: Target, connector: Callable[[str, int, float | None], Any], ssl_context: ssl.SSLContext
+        self,
+        target: Target,
+        connector: Callable[[str, int, float | None], Any],
+        ssl_context: ssl.SSLContext,
+        *,
+        deadline: float | None = None,
     ) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context, max_connections=1, network_backend=_PinnedBackend(target, connector)
+            ssl_context=ssl_context, max_connections=1, network_backend=_PinnedBackend(target, connector, deadline)
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

@@ -6,10 +6,11 @@ the injected resolver, and refuses the whole request if any one of them is not a
 addresses; `agent/net/client.py` connects to those and to nothing else, so a DNS answer that
 changes between the check and the connection (rebinding) is never asked for.
 
-Refused, in every spelling: schemes other than http/https; user info in the URL; loopback,
-private, link-local, CGNAT (100.64/10), multicast, reserved, unspecified and other non-global
-addresses; IPv4-mapped, IPv4-compatible, NAT64, 6to4-of-private and Teredo IPv6 addresses; cloud
-metadata addresses and names. Hosts are normalised before any decision: NFKC (full-width
+Refused, in every spelling: schemes other than http/https; user info in the URL; every address
+in the IANA special-purpose registries (agent/net/special.py: loopback, private, link-local,
+CGNAT, documentation, benchmarking, reserved, the dummy and protocol-assignment blocks, site-local
+and all IPv6 outside 2000::/3, multicast); IPv4-mapped, IPv4-compatible, NAT64, 6to4-of-private
+and Teredo IPv6 addresses; cloud metadata addresses and names. Hosts are normalised before any decision: NFKC (full-width
 letters, digits and dots), IDNA, a trailing dot, and the WHATWG IPv4 forms (decimal `2130706433`,
 octal `0177.0.0.1`, hex `0x7f.1`, short `127.1`), so a spelling cannot slip past the checks.
 
@@ -21,9 +22,10 @@ guard checks exactly what it checks in production; only the last hop of the sock
 Errors (one line each)::
 
     NetError              a network tool could not do what was asked
-    ├── NetRefused        the guard refused: scheme, address, egress list, redirects
+    ├── NetRefused        the guard refused: scheme, address, egress list, redirects, headers
     │   └── CredentialRefused   a cred:NAME that may not be used: odd, unlisted or unknown name,
-    │                           another host (raised by the appliance's resolver)
+    │                           another host (raised by the appliance's resolver); or a request
+    │                           carrying a credential's value toward a host it is not bound to
     └── FetchFailed       the request was allowed but failed: DNS, connect, timeout, size, type
 """
 
@@ -39,10 +41,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent.net.special import special_purpose
+from agent.safety.display import shorten
+from agent.safety.redaction import SecretFinder
+
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
 # (ip, port, timeout_s) -> an httpcore NetworkStream; typed loosely so this module needs no httpcore
 Connector = Callable[[str, int, float | None], Any]
+Record = Callable[[str, dict[str, Any]], None]  # (kind, detail) -> kept in the run's audit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
@@ -69,18 +76,6 @@ METADATA_ADDRESSES = frozenset(
         "fd00:ec2::23",
     )
 )
-# What an operator may open up for a named LAN host; everything else non-global stays closed.
-_LAN_NETWORKS = tuple(
-    ipaddress.ip_network(n)
-    for n in (
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "100.64.0.0/10",
-        "fc00::/7",
-    )
-)
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _IPV4_COMPAT = ipaddress.ip_network("::/96")
 
@@ -144,13 +139,38 @@ class NetGuard:
     egress: tuple[str, ...] = ()  # host patterns this run may reach; empty: any public host
     private_hosts: frozenset[str] = field(default_factory=frozenset)  # operator-named LAN hosts
     ssl_context: ssl.SSLContext | None = None  # None: the default CA bundle (an operator may add a LAN CA)
+    secrets: SecretFinder = field(default_factory=SecretFinder)  # every credential value and its hosts
+    record: Record | None = None  # the audit's ear for the guard's decisions (None: not recorded)
 
     def __post_init__(self) -> None:
         self.egress = tuple(normalize_pattern(p) for p in self.egress)
         self.private_hosts = frozenset(normalize_host(h) for h in self.private_hosts)
 
+    def note(self, kind: str, **detail: Any) -> None:
+        """A decision worth keeping (a credential used or refused, a header dropped at a redirect)."""
+        if self.record is not None:
+            self.record(kind, detail)
+
+    def refuse_secrets(self, host: str, where: str, text: str | bytes | None) -> None:
+        """CredentialRefused when `text` carries, in any spelling, a credential not bound to `host`;
+        the message names the credential and the host, never the value."""
+        found = self.secrets.find(text, lambda hosts: matching(host, hosts))
+        if found is None:
+            return
+        reason = (
+            f"refused a request to {self.secrets.mask(host)}: its {where} carries the value of credential {found.name!r} "
+            f"({found.encoding}), which may be sent only to {', '.join(found.hosts) or 'no host'}"
+        )
+        self.note("credential", name=found.name, host=self.secrets.mask(host), verdict="refused", reason=reason)
+        raise CredentialRefused(reason)
+
     def check(self, url: str) -> Target:
-        parsed = parse_url(url)
+        try:
+            parsed = parse_url(url)
+        except NetRefused:
+            self.refuse_secrets(_rough_host(url), "URL", url)  # a refused URL still names what it carried
+            raise
+        self.refuse_secrets(parsed.host, "URL", url)
         self.check_host(parsed.host)
         addresses = [parsed.host] if _is_ip(parsed.host) else self._resolve(parsed.host, parsed.port)
         lan_ok = parsed.host in self.private_hosts
@@ -188,22 +208,29 @@ class NetGuard:
         return list(dict.fromkeys(addresses))
 
 
+def _rough_host(url: str) -> str:
+    try:
+        return urlsplit(str(url).strip()).hostname or "an unparsable host"
+    except ValueError:
+        return "an unparsable host"
+
+
 def parse_url(url: str) -> ParsedURL:
     """Split and normalise an http(s) URL; NetRefused names what is wrong with it."""
     if not isinstance(url, str) or not url.strip():
         raise NetRefused("no URL given")
     text = url.strip()
     if _BAD_URL_CHARS.search(text):
-        raise NetRefused(f"refused URL {text[:200]!r}: it contains spaces, control characters or backslashes")
+        raise NetRefused(f"refused URL {shorten(text)!r}: it contains spaces, control characters or backslashes")
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise NetRefused(f"refused URL {text[:200]!r}: {exc}") from None
+        raise NetRefused(f"refused URL {shorten(text)!r}: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise NetRefused(f"refused URL {text[:200]!r}: only http and https URLs can be fetched")
+        raise NetRefused(f"refused URL {shorten(text)!r}: only http and https URLs can be fetched")
     if "@" in parts.netloc:
-        raise NetRefused(f"refused URL {text[:200]!r}: user info (user@host) is not accepted in URLs")
+        raise NetRefused(f"refused URL {shorten(text)!r}: user info (user@host) is not accepted in URLs")
     host, port = _split_netloc(parts.netloc, scheme, text)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return ParsedURL(scheme, host, port, target)
@@ -213,14 +240,14 @@ def _split_netloc(netloc: str, scheme: str, url: str) -> tuple[str, int]:
     if netloc.startswith("["):
         inside, close, rest = netloc[1:].partition("]")
         if not close or (rest and not rest.startswith(":")):
-            raise NetRefused(f"refused URL {url[:200]!r}: malformed IPv6 host")
+            raise NetRefused(f"refused URL {shorten(url)!r}: malformed IPv6 host")
         host, port_text = f"[{inside}]", rest[1:] if rest else ""
     else:
         host, _, port_text = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
     port = DEFAULT_PORTS[scheme]
     if port_text:
         if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise NetRefused(f"refused URL {url[:200]!r}: bad port {port_text!r}")
+            raise NetRefused(f"refused URL {shorten(url)!r}: bad port {port_text!r}")
         port = int(port_text)
     return normalize_host(host), port
 
@@ -295,39 +322,23 @@ def _is_ip(host: str) -> bool:
 
 
 def address_problem(ip: IP, *, lan_ok: bool = False) -> str | None:
-    """Why hearth will not connect to ip (a phrase), or None when it may."""
-    fixed = _never_ok(ip)
-    if fixed:
-        return fixed
-    if any(ip in net for net in _LAN_NETWORKS if net.version == ip.version):
-        if lan_ok:
-            return None
-        return "a CGNAT (100.64.0.0/10) address" if ip in _CGNAT else "a private address"
-    if ip.is_reserved:
-        return "a reserved address"
-    if not ip.is_global:
-        return "not a globally routable address"
-    return None
+    """Why hearth will not connect to ip (a phrase), or None when it may.
 
-
-def _never_ok(ip: IP) -> str | None:
+    The rule is the tables of agent/net/special.py (the IANA special-purpose registries): an
+    address in any entry is refused, a LAN block only unless `lan_ok`. Metadata addresses and
+    IPv6 forms that carry an IPv4 address come first; `is_global` is a last check behind them.
+    """
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if isinstance(ip, ipaddress.IPv6Address):
         problem = _ipv6_embedding(ip)
         if problem:
             return problem
-    checks = (
-        ("is_unspecified", "the unspecified address"),
-        ("is_loopback", "a loopback address"),
-        ("is_multicast", "a multicast address"),
-        ("is_link_local", "a link-local address"),
-    )
-    for attribute, phrase in checks:
-        if getattr(ip, attribute):
-            return phrase
-    if isinstance(ip, ipaddress.IPv4Address) and ip == ipaddress.IPv4Address("255.255.255.255"):
-        return "the broadcast address"
+    entry = special_purpose(ip)
+    if entry is not None and not entry.embedded:
+        return None if entry.lan and lan_ok else entry.phrase()
+    if not ip.is_global and entry is None:
+        return "not a globally routable address"
     return None
 
 

@@ -3,301 +3,141 @@
 Weak local models often write tool calls into the text instead of the structured field, in
 whatever format they were trained on. A reply is read in four steps:
 
-1. `_strip_thinking` drops `<think>` blocks, also one the chat template opened (the reply only
-   closes it) and one the model never closed.
-2. Extractors run in order; each blanks out what it consumed, so a later one never reads inside
-   an earlier find (a shell command that mentions `read_file(...)` stays a string).
-   `_function_tags`: `<function=NAME>{json}</function>` (Llama), `<parameter=K>v</parameter>`
-   bodies (Qwen3-Coder). `_json_values`: every JSON value left, bare, fenced, or after
-   `<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`; the wrappers add nothing the value lacks, so
-   one extractor serves them all and a missing closing tag costs nothing. `_python_calls`: a line,
-   or a whole fenced block, holding only `tool(key=literal)` calls or a list of them, to known
-   tools only (Python is too common in ordinary code to trust unknown names), read with
-   `ast.literal_eval`, never eval.
-3. `_to_call` normalises the shapes (name/tool/function keys; arguments/parameters/args/input;
-   OpenAI's `{"function": {...}}`; arguments as a JSON string) and resolves the name. A name that
-   does not resolve is kept as written, so the loop can answer "no tool named X; did you mean Y?".
+1. reasoning.py drops every reasoning channel (`<think>`, `[THINK]`, gpt-oss analysis, ...): a
+   call written there was considered, not made.
+2. One pass, left to right: the family whose opener comes first reads its span, and nothing
+   inside a span is read again (a JSON string that mentions `<function=f>` or `read_file(...)`
+   stays a string). The families: xml_calls.py (arguments as elements), tagged.py (a name in
+   the family's syntax, JSON after it), json_calls.py (any JSON value), python_calls.py.
+3. Each span's candidates pass the name rule (calls.resolve), then the rule below.
 4. Identical calls collapse into one.
 
-Not calls. A missed call costs a nudge; an invented `write_file` changes the workspace. So:
-- no name key, or a name that is not a tool and no arguments key: data (`{"name": "Alice"}`);
-- a placeholder name (`tool_name`, `<name>`, `your_tool`) or a tool definition (a description
-  and no arguments, or arguments shaped like a JSON schema);
-- a value cut off mid-string or mid-value; it also swallows the rest of the text;
-- an example. A call's lead-in is the last line of prose before it, fences and tags ignored. If
-  it holds an example cue ("for example", "e.g.", "Example:", "looks like this", "in this
-  format", "you can write", "to call a tool"; see _EXAMPLE_CUE), the message is documenting the
-  format: that call and every later one are dropped. Known tools get no exemption (documentation
-  shows real tools), but the cue must introduce the block: "Let me read it.\\n{...}" after a long
-  answer is a call, and so is "I'll fix the example in README.md:\\n{...}".
+What is a call. A missed call costs a nudge; an invented `write_file` changes the workspace. A
+span is a call only if all of these hold; check a case against them in order:
+- It is complete. Text that ends inside a value, a string, a list or an element is cut off: no
+  call from it and none after it, never a guess at the missing part.
+- It stands where calls stand: alone on its lines (only tags, space or `;` beside it), or right
+  after a call marker (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, a family's own syntax)
+  or after prose that ends with a colon ("I'll read it: {...}"), and never with prose after it
+  on its line. A value in a sentence ("Earlier I ran {...} and it failed"), in a table row or in
+  inline code is quoted, not made.
+- A fenced block counts only whole: if it holds anything besides calls (`call = {...}`, an
+  import, a comment), it is code or data, and nothing in it is a call.
+- It has a call's shape: a name and arguments and nothing else but bookkeeping (id, type, a
+  thought). A record that also says what happened (a result, a status, a time) is a log line;
+  a list is a batch only if every item is a call; a JSON schema is a tool definition.
+- Its name is a tool name. Where the format says "this is the name" (a name key beside an
+  arguments key, a family's call syntax, a marker) any one word counts, and a name the run lacks
+  comes back with known=False. Where only the shape suggests a call (an object keyed by a name,
+  a name line above JSON, a bare Python call) it must be one of the run's tools. A batch of two
+  or more naming none of the run's tools is a table of records. Placeholders (`tool_name`,
+  `<name>`) are never names.
+- The prose does not frame it as an example or as past. The lead-in is the last line of prose
+  before the span. An example cue there ("for example", "e.g.", "in this format", "you can
+  write"; layout._EXAMPLE) means the message documents a format: that span and every later one
+  are dropped. A past cue as its last cue ("I ran", "was called", "earlier", "it failed") means a
+  report of a call already made: that span is dropped. A later "let me"/"I'll"/"now" makes it an
+  action again ("It failed, so let me retry:").
 """
 
-import ast
-import json
 import re
-import textwrap
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
 
-from agent.parsing.json_repair import _CutOff, _Invalid, _value_at, loads_lenient
-from agent.parsing.names import resolve_tool_name
+from agent.parsing import json_calls, may_hold_a_call, python_calls, tagged, xml_calls
+from agent.parsing.calls import Hit, Reader, ToolCall, ToolSet, dedupe
+from agent.parsing.layout import OPENER, Layout, framing
+from agent.parsing.reasoning import visible_text
 
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One request from the model to run a tool."""
-
-    name: str
-    arguments: dict[str, Any]
+Tools = Iterable[str] | Mapping[str, Sequence[str]]
 
 
-class _Hit(NamedTuple):
-    """A span an extractor consumed; value is None when it holds nothing usable (a cut-off call)."""
+def parse_tool_calls(content: str, tools: Tools) -> list[ToolCall]:
+    """The tool calls written in a reply's text, in order; [] when it holds none (see module doc).
 
-    start: int
-    end: int
-    value: Any
-
-
-# --- structured call arguments --------------------------------------------------------------------
-
-
-def coerce_arguments(raw: Any) -> dict[str, Any] | None:
-    """Arguments of a structured tool call as a dict: a dict as is, a (possibly broken) JSON string
-    repaired, None or "" as {}; None for anything else or a string that cannot be repaired."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str):
-        return None
-    value = loads_lenient(raw)
-    if isinstance(value, str):  # double-encoded: a JSON string holding the JSON object
-        value = loads_lenient(value)
-    return value if isinstance(value, dict) else None
-
-
-# --- reading a reply ----------------------------------------------------------------------------
-
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
-_OPENER = re.compile(r"[{\[]")
-_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|(?=<function=)|\Z)", re.S)
-_PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", re.S)
-_FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)```", re.S)
-_LINE = re.compile(r"[^\n]+")
-_TAG = re.compile(r"<\|?/?[\w=.-]+\|?>|\[TOOL_CALLS\]|```[\w-]*")
-_CALL_MARKER = re.compile(r"<tool_call>|<function_call>|<function=|\[TOOL_CALLS\]|<\|python_tag\|>")
-_NAME_KEY_START = re.compile(r"[\[\s]*\{\s*[\"']?(?:name|function|tool)[\"']?\s*:")
-_NAME_KEYS = ("name", "tool", "tool_name", "function")
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "params")
-_PLACEHOLDER = re.compile(
-    r"<.*>|\{.*\}|\.\.\.|…|name|example\w*|\w*placeholder\w*"
-    r"|(?:your|my|the|some|any)?_?(?:tool|function)(?:_?name)?(?:_here)?",
-    re.I,
-)
-_EXAMPLE_CUE = re.compile(
-    r"(?<![\w/.-])(?:for example|for instance|e\.g\.|as an example|here(?: is|'s) an example"
-    r"|examples?\s*:|(?:an )?example (?:of|call|usage|request)\b|looks? like this|would look like"
-    r"|(?:this|following|call|request|output|response|tool[ -]call) format"
-    r"|you (?:can|could|should|would|must|need to|might) (?:write|use|call|send|output|emit|reply)"
-    r"|to (?:call|use|invoke) (?:a|any) tool)",
-    re.I,
-)
-
-
-def parse_tool_calls(content: str, tool_names: Iterable[str]) -> list[ToolCall]:
-    """The tool calls written in a reply's text, in order; [] when it holds none (see module doc)."""
-    names = list(tool_names)
-    text = _strip_thinking(content)
-    hits = _function_tags(text)
-    hits += _json_values(_mask(text, hits))
-    hits += _python_calls(_mask(text, hits), names)
-    prose = _mask(text, hits)  # lead-ins are read from prose, not from the calls themselves
-    calls: list[ToolCall] = []
-    documenting = False
-    for hit in sorted(hits, key=lambda h: h.start):
-        found = _to_calls(hit.value, names)
-        if found and _EXAMPLE_CUE.search(_lead_in(prose, hit.start)):
-            documenting = True
-        if not documenting:
-            calls += found
-    return _dedupe(calls)
+    `tools` is the run's tool names, or {name: parameter names in order} (see parameter_order),
+    which also lets positional Python arguments be named and flattened arguments be checked."""
+    if not may_hold_a_call(content):
+        return []
+    toolset = ToolSet.of(tools)
+    text = visible_text(content)
+    return dedupe(_calls(text, _extract(text, toolset)))
 
 
 def looks_like_tool_call(content: str) -> bool:
     """True when a reply seems to attempt a call that parse_tool_calls could not read: a call
-    marker, or a JSON object begun with a name key that the text cuts off. Complete JSON does not
-    count, so an answer that only shows an example is not mistaken for a failed call."""
-    text = _strip_thinking(content)
-    if _CALL_MARKER.search(text):
+    marker, or a call begun and cut off by the end of the text. Complete JSON does not count, so
+    an answer that only shows an example is not mistaken for a failed call."""
+    if not may_hold_a_call(content):
+        return False
+    text = visible_text(content)
+    if OPENER.search(text):
         return True
-    hits = _json_values(_mask(text, _function_tags(text)))
-    # _json_values gives value None only to a cut-off value: JSON null cannot start with { or [.
-    return any(hit.value is None and _NAME_KEY_START.match(text, hit.start) for hit in hits)
+    return any(hit.calls is None and hit.attempt for hit in _extract(text, ToolSet([], {})))
 
 
-def _strip_thinking(content: str) -> str:
-    text = _THINK_BLOCK.sub("\n", content)
-    if close := _THINK_CLOSE.search(text):  # the template opened <think>; the reply only closes it
-        text = text[close.end() :]
-    if opened := _THINK_OPEN.search(text):  # never closed: the rest is thinking too
-        text = text[: opened.start()]
-    return text
+class _Scanner:
+    """One family's opener, searched ahead of the reading position and kept until it is passed."""
+
+    def __init__(self, pattern: re.Pattern[str], reader: Reader) -> None:
+        self.pattern, self.reader = pattern, reader
+        self.match: re.Match[str] | None = None
+        self.done = False
+
+    def peek(self, text: str, pos: int) -> re.Match[str] | None:
+        if not self.done and (self.match is None or self.match.start() < pos):
+            self.match = self.pattern.search(text, pos)
+            self.done = self.match is None
+        return self.match
+
+    def decline(self, text: str, match: re.Match[str]) -> None:
+        self.match = self.pattern.search(text, match.start() + 1)
+        self.done = self.match is None
 
 
-def _mask(text: str, hits: list[_Hit]) -> str:
-    """text with every hit blanked to spaces, newlines kept so lines and offsets stay put."""
-    chars = list(text)
+def _extract(text: str, tools: ToolSet) -> list[Hit]:
+    """Every span the families read, left to right, until the text ends or a call is cut off."""
+    modules = (xml_calls, tagged, json_calls, python_calls)  # on a tie, the earlier family reads
+    scanners = [_Scanner(pattern, reader) for module in modules for pattern, reader in module.readers()]
+    hits: list[Hit] = []
+    pos = 0
+    while ahead := sorted((m.start(), order) for order, s in enumerate(scanners) if (m := s.peek(text, pos))):
+        order = ahead[0][1]
+        rival = ahead[1] if len(ahead) > 1 else (len(text) + 1, 0)
+        hit = _first_hit(text, scanners[order], order, rival, tools, pos)
+        if hit is not None:
+            hits.append(hit)
+            pos = hit.end
+            if hit.calls is None:
+                break  # the reply was cut off inside a call: nothing after it is read
+    return hits
+
+
+def _first_hit(
+    text: str, scanner: _Scanner, order: int, rival: tuple[int, int], tools: ToolSet, pos: int
+) -> Hit | None:
+    """The leading family reads on until it finds a span or its next opener falls behind the rival's
+    (so a run of openers that are not calls, `{ { { ...`, costs one family's search, not all of them)."""
+    while (match := scanner.match) is not None and (match.start(), order) < rival:
+        hit = scanner.reader(text, match, tools, pos)
+        if hit is not None and hit.end > pos:
+            return hit
+        scanner.decline(text, match)
+    return None
+
+
+def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:
+    if not any(hit.calls for hit in hits):
+        return []
+    layout = Layout(text, hits)
+    calls: list[ToolCall] = []
+    documenting = False
     for hit in hits:
-        chars[hit.start : hit.end] = re.sub(r"[^\n]", " ", text[hit.start : hit.end])
-    return "".join(chars)
-
-
-def _function_tags(text: str) -> list[_Hit]:
-    hits = []
-    for match in _FUNCTION_TAG.finditer(text):
-        arguments = _tag_arguments(match.group(2))
-        value = None if arguments is None else {"name": match.group(1), "arguments": arguments}
-        hits.append(_Hit(match.start(), match.end(), value))
-    return hits
-
-
-def _tag_arguments(body: str) -> dict[str, Any] | None:
-    """Arguments inside <function=...>: JSON or <parameter=...> elements; None if cut off."""
-    if "<parameter=" in body:
-        pairs = _PARAMETER.findall(body)
-        # Values stay strings: without the schema we cannot know that "10" was meant as a number.
-        return dict(pairs) if len(pairs) == body.count("<parameter=") else None
-    if not body.strip():
-        return {}
-    value = loads_lenient(body)
-    return value if isinstance(value, dict) else None
-
-
-def _json_values(text: str) -> list[_Hit]:
-    hits: list[_Hit] = []
-    doomed: set[int] = set()
-    i = 0
-    while match := _OPENER.search(text, i):
-        start, i = match.start(), match.start() + 1
-        if start in doomed:
+        if hit.calls is None:
+            break
+        if not hit.calls or not layout.stands_alone(hit) or layout.in_mixed_fence(hit):
             continue
-        try:
-            found = _value_at(text, start)
-        except _CutOff:  # whatever follows a cut-off value is part of it, never a new call
-            return hits + [_Hit(start, len(text), None)]
-        except _Invalid as invalid:
-            doomed.update(invalid.args[0])
-            continue
-        if found is not None:
-            hits.append(_Hit(start, found[1], found[0]))
-            i = found[1]
-    return hits
-
-
-def _python_calls(text: str, names: list[str]) -> list[_Hit]:
-    fenced = [_Hit(m.start(1), m.end(1), m.group(1)) for m in _FENCED.finditer(text)]
-    chunks = [(hit.start, hit.value) for hit in fenced]
-    # A fenced block counts only whole: one `read_file(...)` line inside a script is not a call.
-    chunks += [(m.start(), m.group()) for m in _LINE.finditer(_mask(text, fenced))]
-    hits = []
-    for start, chunk in chunks:
-        calls = _python_chunk(chunk, names)
-        if calls:
-            hits.append(_Hit(start, start + len(chunk), calls))
-    return hits
-
-
-def _python_chunk(chunk: str, names: list[str]) -> list[dict[str, Any]] | None:
-    """The calls in a chunk made only of `tool(k=v)` statements or lists of them, else None."""
-    source = textwrap.dedent(_TAG.sub("", chunk)).strip().strip("`")
-    if "(" not in source:
-        return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    calls: list[dict[str, Any]] = []
-    for statement in tree.body:
-        node = statement.value if isinstance(statement, ast.Expr) else None
-        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
-        for item in items:
-            call = _python_call(item, names)
-            if call is None:
-                return None
-            calls.append(call)
-    return calls or None
-
-
-def _python_call(node: ast.AST | None, names: list[str]) -> dict[str, Any] | None:
-    if not isinstance(node, ast.Call) or node.args or not isinstance(node.func, (ast.Name, ast.Attribute)):
-        return None
-    name = resolve_tool_name(ast.unparse(node.func), names)
-    if name is None or any(keyword.arg is None for keyword in node.keywords):
-        return None
-    try:
-        arguments = {keyword.arg: ast.literal_eval(keyword.value) for keyword in node.keywords}
-        # The round trip turns tuples into lists and refuses sets and bytes, which JSON cannot carry.
-        return {"name": name, "arguments": json.loads(json.dumps(arguments))}
-    except (ValueError, TypeError, SyntaxError, RecursionError):
-        return None
-
-
-def _lead_in(text: str, start: int) -> str:
-    """The last line of prose before text[start], fences and tags ignored."""
-    for line in reversed(text[:start].split("\n")):
-        prose = _TAG.sub("", line).strip()
-        if prose:
-            return prose
-    return ""
-
-
-def _to_calls(value: Any, names: list[str]) -> list[ToolCall]:
-    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
-        value = value["tool_calls"]
-    items = value if isinstance(value, list) else [value]
-    return [call for item in items if (call := _to_call(item, names)) is not None]
-
-
-def _to_call(obj: Any, names: list[str]) -> ToolCall | None:
-    """One parsed value as a ToolCall, or None when it is data, a placeholder or a definition."""
-    parts = _name_and_arguments(obj)
-    if parts is None:
-        return None
-    name, raw_arguments, explicit = parts
-    resolved = resolve_tool_name(name, names)
-    if resolved is None and (not explicit or _PLACEHOLDER.fullmatch(name)):
-        return None
-    arguments = coerce_arguments(raw_arguments)
-    if arguments is None or (arguments.get("type") == "object" and "properties" in arguments):
-        return None
-    return ToolCall(resolved or name, arguments)
-
-
-def _name_and_arguments(obj: Any) -> tuple[str, Any, bool] | None:
-    """(name, raw arguments, whether an arguments key was given) from any shape models use."""
-    if not isinstance(obj, dict):
-        return None
-    if isinstance(obj.get("function"), dict):
-        obj = obj["function"]
-    name_key = next((k for k in _NAME_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
-    if name_key is None:
-        return None
-    argument_key = next((k for k in _ARGUMENT_KEYS if k in obj), None)
-    if argument_key is not None:
-        return obj[name_key].strip(), obj[argument_key], True
-    if "description" in obj:  # a tool definition: it describes the tool, it does not call it
-        return None
-    # Some models flatten the arguments beside the name; that only counts for a known tool.
-    rest = {key: value for key, value in obj.items() if key not in (name_key, "id", "type")}
-    return obj[name_key].strip(), rest, False
-
-
-def _dedupe(calls: list[ToolCall]) -> list[ToolCall]:
-    unique: dict[tuple[str, str], ToolCall] = {}
-    for call in calls:
-        unique.setdefault((call.name, json.dumps(call.arguments, sort_keys=True, default=str)), call)
-    return list(unique.values())
+        frame = framing(layout.lead_in(hit.start))
+        documenting = documenting or frame == "example"
+        if not documenting and frame != "past":
+            calls += hit.calls
+    return calls

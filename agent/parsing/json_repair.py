@@ -23,6 +23,8 @@ _WORD = re.compile(r"[-+.\w]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false", "None": "null"}
 _PUNCTUATION = {"{": "open", "[": "open", "}": "close", "]": "close", ",": ",", ":": ":"}
+# what a string reader must look at: its own quote, a backslash, a control character, or a " to escape
+_SPECIAL = {"'": re.compile(r"['\\\x00-\x1f\"]"), '"': re.compile(r'["\\\x00-\x1f]')}
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f", '"': '\\"'}
 
 
@@ -48,25 +50,33 @@ def loads_lenient(text: str) -> Any | None:
     return None if found is None or body[found[1] :].strip(" \t\r\n}]") else found[0]
 
 
-def _value_at(text: str, start: int) -> tuple[Any, int] | None:
-    """The lenient JSON value at text[start] and the index after it; None for a bad \\u escape,
-    the one fault _scan lets through. Raises _CutOff or _Invalid as _scan does."""
-    strict, end = _scan(text, start)
+def _value_at(text: str, start: int, *, at_end: str = "repair") -> tuple[Any, int]:
+    """The lenient JSON value at text[start] and the index after it. The value is None when the
+    text is JSON-shaped but cannot be decoded (a bad \\u escape, nesting deeper than Python's
+    stack): the caller still learns where it ends, so it never rescans the inside. A value that
+    starts at { or [ is never JSON null, so None is unambiguous. Raises _CutOff or _Invalid as
+    _scan does; `at_end` is _scan's."""
+    strict, end = _scan(text, start, at_end)
     try:
         return json.loads(strict), end
     except (json.JSONDecodeError, RecursionError):
-        return None
+        return None, end
 
 
-def _scan(text: str, start: int) -> tuple[str, int]:
+def _scan(text: str, start: int, at_end: str = "repair") -> tuple[str, int]:
     """Rewrite the lenient JSON value at text[start] as strict JSON text.
 
     Returns the strict text and the index just past the value. Raises _Invalid when it is not
-    JSON, _CutOff when the text ends inside the value and its last token is not complete.
+    JSON, _CutOff when the text ends inside the value and its last token is not complete. With
+    at_end="strict" the end of the text is a cut-off whenever a list is still open or the last
+    token did not close something: a reply that stops there was cut short, and only a forgotten
+    final brace (after a closed value) is repaired. A tag or a fence still ends a value leniently:
+    the model wrote it, so it meant the value to end there.
     """
     out: list[str] = []
-    stack: list[tuple[str, int]] = []  # (closer expected, where its container began)
-    last, i, comma_at = "", start, 0
+    closers: list[str] = []  # the closer each open container expects (a str, no tuple per bracket)
+    starts: list[int] = []  # where each open container began
+    last, i, comma_at, closed = "", start, 0, False
     # A tag or a fence ends the value even with braces missing: `{...}\n</tool_call>` is common.
     while i < len(text) and text[i] not in "<`":
         if text[i].isspace():
@@ -74,25 +84,28 @@ def _scan(text: str, start: int) -> tuple[str, int]:
             i += 1
             continue
         token = _token(text, i)
-        state = _state_after(token[2], token[0], last, stack[-1][0] if stack else "") if token else None
+        state = _state_after(token[2], token[0], last, closers[-1] if closers else "") if token else None
         if token is None or state is None:
-            raise _Invalid([at for _, at in stack])
+            raise _Invalid(starts)
         if state == "open":
-            stack.append(("}" if token[0] == "{" else "]", i))
+            closers.append("}" if token[0] == "{" else "]")
+            starts.append(i)
         elif token[2] == "close":
-            stack.pop()
+            closers.pop()
+            starts.pop()
             if last == ",":
                 del out[comma_at]
         comma_at = len(out) if state == "," else comma_at
         out.append(token[0])
-        i, last = token[1], state
-        if not stack:
+        i, last, closed = token[1], state, token[2] == "close"
+        if not closers:
             return "".join(out), i
-    if not stack or (last != "value" and i < len(text)):
-        raise _Invalid([at for _, at in stack])
-    if last != "value":
+    if not closers or (last != "value" and i < len(text)):
+        raise _Invalid(starts)
+    cut_short = i == len(text) and at_end == "strict" and (not closed or "]" in closers)
+    if last != "value" or cut_short:
         raise _CutOff
-    return "".join(out) + "".join(closer for closer, _ in reversed(stack)), i
+    return "".join(out) + "".join(reversed(closers)), i
 
 
 def _token(text: str, i: int) -> tuple[str, int, str] | None:
@@ -134,15 +147,19 @@ def _state_after(kind: str, token: str, last: str, closer: str) -> str | None:
 def _read_string(text: str, i: int) -> tuple[str, int]:
     """The '...' or "..." string at text[i] as a strict JSON string; raises _CutOff if unterminated."""
     quote, out, i = text[i], ['"'], i + 1
-    while i < len(text):
-        ch = text[i]
+    special = _SPECIAL[quote]
+    while match := special.search(text, i):
+        out.append(text[i : match.start()])  # a run of plain characters, copied in one step
+        ch, i = match.group(), match.start()
         if ch == quote:
             return "".join(out) + '"', i + 1
         if ch == "\\" and i + 1 < len(text):
             out.append(_escape(text[i + 1]))
             i += 2
             continue
-        out.append(_CONTROL.get(ch) or (f"\\u{ord(ch):04x}" if ch < " " else ch))
+        if ch == "\\":
+            break
+        out.append(_CONTROL.get(ch) or f"\\u{ord(ch):04x}")
         i += 1
     raise _CutOff
 

@@ -1,1 +1,2 @@
-"""Every wall in one folder: policy, the command guard, workspace containment, the sandbox, seccomp, redaction."""
+"""Every wall in one folder: policy, the command guard, workspace containment, the sandbox, seccomp,
+redaction, and display (what a terminal is shown of untrusted text)."""

@@ -11,8 +11,10 @@ allowed command rides along.
   `/` or a home directory (`rm -r`, `find -delete`), mkfs and friends, writing onto a block device
   (`dd of=`, a redirection, tee/cp/shred), a fork bomb, shutdown/reboot/halt/poweroff, and
   `chmod`/`chown -R` on `/`.
-- `auto_approved(line, heads)`: True when every program of the line is one of the operator's heads
-  (`git`, `ls`, `pytest`), written literally, with no variable assignments in front.
+- `auto_approved(line, heads)`: True when the line is only simple commands (no redirection,
+  subshell, substitution, assignment or wrapper such as `sh -c`, `env`, `xargs`) joined by `;`,
+  `&&`, `||` or `|`, and every program of it is one of the operator's heads (`git`, `ls`,
+  `pytest`), written literally.
 
 This is a floor, not the wall: it cannot see what a script file or a program does on its own.
 The OS sandbox around run_command is what contains those.
@@ -465,11 +467,45 @@ def heads(line: str) -> list[str] | None:
     return found
 
 
+_CHAINS = frozenset({";", "&&", "||", "|", "\n"})  # what may join simple commands of an auto-approved line
+
+
+def simple_heads(line: str) -> list[str] | None:
+    """The program of every command of ``line`` when it is only simple commands joined by ``;``,
+    ``&&``, ``||``, ``|`` or newlines: no redirection, subshell, group or other compound, no
+    substitution, no assignment, no wrapper or shell (sudo, env, xargs, sh -c, eval, find -exec
+    ...); None otherwise."""
+    parsed = parse(line)
+    if not parsed.complete or parsed.substitutions or parsed.functions or not parsed.commands:
+        return None
+    if any(op not in _CHAINS for op in parsed.operators):
+        return None
+    found = []
+    for command in parsed.commands:
+        head = command.words[0] if command.words else ""
+        if command.redirects or command.assignments or command.compound or not _plain_head(head):
+            return None
+        if head in ("find", "xargs") and any(w.startswith(("-exec", "-ok")) for w in command.words):
+            return None
+        found.append(head)
+    return found
+
+
+def _plain_head(head: str) -> bool:
+    if not head or DYNAMIC in head or any(c in head for c in "$*?[\\"):
+        return False
+    base = _base(head)
+    return (
+        base not in _WRAPPERS and base not in _SHELLS and base not in _SCRIPT_OPTIONS and base not in ("eval", "watch")
+    )
+
+
 def auto_approved(line: str, allowed_heads: Iterable[str]) -> bool:
-    """True when every program of ``line`` is one of ``allowed_heads``, as written.
+    """True when ``line`` is simple (`simple_heads`) and every program of it is one of
+    ``allowed_heads``, as written: `ls > out` or `sh -c 'ls'` ask even when ls is listed.
 
     A head with a slash matches only the same path: `./git` is not `git`.
     """
     allowed = {h.strip() for h in allowed_heads if h.strip()}
-    found = heads(line)
+    found = simple_heads(line)
     return bool(allowed) and found is not None and all(head in allowed for head in found)

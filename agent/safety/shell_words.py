@@ -76,6 +76,7 @@ class Command:
     words: list[str]
     assignments: dict[str, str] = field(default_factory=dict)
     redirects: list[tuple[str, str]] = field(default_factory=list)  # (operator, target)
+    compound: bool = False  # a keyword (if, while, {, !, ...) came off its front
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Line:
     substitutions: list[str]  # the text inside $(...), backticks, <(...), to be read the same way
     complete: bool  # False when a quote or a substitution was left open
     functions: dict[str, list[str]] = field(default_factory=dict)  # name -> the words of its body
+    operators: list[str] = field(default_factory=list)  # the control operators, in order (; && | ( ...)
 
 
 @dataclass
@@ -320,7 +322,8 @@ def parse(line: str) -> Line:
     lexer = _Lexer(line)
     tokens = lexer.run()
     commands, functions = _commands(tokens)
-    return Line(commands, lexer.subs, lexer.complete, functions)
+    operators = [token.text for token in tokens if token.kind == "op"]
+    return Line(commands, lexer.subs, lexer.complete, functions, operators)
 
 
 def _commands(tokens: list[_Token]) -> tuple[list[Command], dict[str, list[str]]]:
@@ -347,6 +350,7 @@ def _close(command: Command, commands: list[Command], variables: dict[str, str])
     """Finish one simple command: keywords and assignments off the front, words expanded."""
     words = list(command.words)
     while words and (words[0] in _KEYWORDS or _ASSIGNMENT.match(words[0])):
+        command.compound |= words[0] in _KEYWORDS
         assignment = _ASSIGNMENT.match(words.pop(0))
         if assignment:
             command.assignments[assignment.group(1)] = assignment.group(2)

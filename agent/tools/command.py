@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import signal
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +23,7 @@ COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the com
 
 def run_command(args: dict[str, Any], ws: Workspace) -> str:
     services = ws.services
-    timeout = args.get("timeout_s", services.command_timeout_s)
+    timeout = _within_run(args.get("timeout_s", services.command_timeout_s), services.deadline)
     if not args["command"].strip():
         raise ToolFailed("command is empty")
     policy = services.sandbox
@@ -40,7 +41,7 @@ def run_command(args: dict[str, Any], ws: Workspace) -> str:
     services.command_cpu_used_s += result.cpu_s
     if result.timed_out:
         raise ToolFailed(
-            f"command timed out after {timeout}s and was killed with its children\n{result.output}".rstrip()
+            f"command timed out after {round(timeout, 1):g}s and was killed with its children\n{result.output}".rstrip()
         )
     status = f"[exit code {result.exit_code}]" + _caps_hit(result, policy)
     if result.exit_code != 0:
@@ -62,6 +63,16 @@ def _caps_hit(result: CommandResult, policy: SandboxPolicy) -> str:
     ):
         notes.append(f"stopped at the run's CPU time budget ({policy.cpu_seconds}s left when it started)")
     return "".join(f"\n[{note}]" for note in notes)
+
+
+def _within_run(timeout: float, deadline: float | None) -> float:
+    """The command's timeout cut to what is left of the run's time limit."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolFailed("the run's time limit has been reached; the command was not started")
+    return min(timeout, left)
 
 
 TOOLS = [

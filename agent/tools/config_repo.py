@@ -10,6 +10,7 @@ sandbox, never on the host with the repository's config. Every tool here is safe
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agent.tools.args import integer
 from agent.tools.registry import Tool, ToolFailed
 
 READ_LIMIT = 64_000
+WRITE_CHECK_LIMIT = 16_000_000  # bytes of a config file compared with what the run read
 MAX_NIX_TIMEOUT_S = 1800
 
 
@@ -44,6 +46,8 @@ def read_self_config(args: dict[str, Any], ws: Workspace) -> str:
             names = [f"{e.name}/" if e.kind == "dir" else e.name for e in repo.iter_dir(rel) if e.name != ".git"]
             return "\n".join(names) or "(empty directory)"
         text, cut = repo.read_text(rel, limit=READ_LIMIT)
+        whole, _ = repo.read_bytes(rel, limit=WRITE_CHECK_LIMIT)
+    ws.services.config_seen[rel] = _digest(whole)
     return text + (f"\n[read_self_config: cut at {READ_LIMIT} bytes]" if cut else "")
 
 
@@ -52,12 +56,23 @@ def write_self_config(args: dict[str, Any], ws: Workspace) -> str:
     with Workspace(path) as repo:
         rel = guard(repo, args["path"], writing=True)
         new = repo.stat(rel) is None
+        seen = ws.services.config_seen.get(rel)
+        if not new and seen is not None and _digest(repo.read_bytes(rel, limit=WRITE_CHECK_LIMIT)[0]) != seen:
+            raise ToolFailed(
+                f"{rel} was changed by someone else since this run read it; nothing was written. "
+                "Read it again with read_self_config and make your change on top of what is there now"
+            )
         data = args["content"].encode("utf-8")
         repo.write_bytes(rel, data)
+    ws.services.config_seen[rel] = _digest(data)
     if new and is_git_repo(path):
         # intent-to-add: nix flake check reads a git flake's tracked files only
         _git_or_fail(path, "add", "--intent-to-add", "--", rel, ws=ws)
     return f"wrote {len(data)} bytes to {rel} in the config repository"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _git_or_fail(repo: Path, *args: str, ws: Workspace) -> str:

@@ -21,7 +21,6 @@ reads. The appliance only records what comes back.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -31,10 +30,11 @@ from typing import Any
 from agent.context.files import SubdirectoryNotes
 from agent.parsing import ToolCall, suggest_tool_name
 from agent.safety import policy
+from agent.safety.display import bounded, shorten
 from agent.safety.workspace import PathRefused, Workspace
 from agent.services import RunServices
 from agent.tools.builtin import TOOLS
-from agent.tools.registry import Tool, ToolFailed, ToolResult
+from agent.tools.registry import ARGUMENTS_LIMIT, Tool, ToolFailed, ToolResult, arguments_size
 from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "visible_tools",
 ]
 
-ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
 After = Callable[[str, Any, ToolResult], str]  # (name, raw arguments, result) -> the output to keep
 
@@ -147,7 +146,7 @@ def pass_through(
         if result.verdict == "run":
             result.verdict = clearance.verdict
     else:
-        result = ToolResult(False, clearance.refusal, verdict=clearance.verdict)
+        result = ToolResult(False, bounded(clearance.refusal), verdict=clearance.verdict)
     result.detail.update(clearance.detail)
     result.output = ws.services.redact(result.output)  # the choke point: no credential value leaves a tool
     if after is not None:
@@ -245,15 +244,16 @@ def _ask(approve: policy.Approver | None, name: str, args: dict[str, Any], reaso
 def _run(tool: Tool, args: dict[str, Any], ws: Workspace) -> ToolResult:
     try:
         return ToolResult(True, tool.fn(args, ws))
-    except (ToolFailed, PathRefused) as failure:
+    except PathRefused as failure:
+        return ToolResult(False, bounded(f"Error: {failure}"))
+    except ToolFailed as failure:  # its text may carry a command's whole output: only refusals are bounded
         return ToolResult(False, f"Error: {failure}")
     except Exception as exc:  # a tool bug must not end the run: the model reads it
-        return ToolResult(False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+        return ToolResult(False, bounded(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"))
 
 
 def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
-    shown = name if isinstance(name, str) else repr(name)
-    shown = shown if len(shown) <= 80 else shown[:80] + "..."
+    shown = shorten(name if isinstance(name, str) else repr(name))
     names = list(TOOLS) if allowed is None else [n for n in allowed if n in TOOLS]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
     hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"
@@ -272,12 +272,11 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
         args = {}
     if not isinstance(args, dict):
         return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
-    try:
-        size = len(json.dumps(args, default=str))
-    except (RecursionError, ValueError):  # nested past any sense, or circular
+    size = arguments_size(args, ARGUMENTS_LIMIT)
+    if size is None:  # nested past any sense, or circular
         return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
     if size > ARGUMENTS_LIMIT:
-        return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters"
+        return f"Error: arguments of {tool.name} are larger than {ARGUMENTS_LIMIT} characters; nothing was run"
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
         return f"Error: {tool.name} has no argument {unknown[0]!r}; it takes: {_signature(tool)}"

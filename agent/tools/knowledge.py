@@ -17,6 +17,17 @@ from agent.tools.registry import Tool, ToolFailed
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000
+# per run: a run may fill the shared stores only so much (every later run recalls from them)
+MAX_KB_ADDS_PER_RUN = 50
+MAX_LESSONS_PER_RUN = 20
+
+
+def _count(ws: Workspace, tool: str, cap: int) -> None:
+    """One more use of a capped tool in this run; ToolFailed past the cap, before anything is stored."""
+    used = ws.services.counts.get(tool, 0)
+    if used >= cap:
+        raise ToolFailed(f"{tool} already ran {cap} times in this run, its limit; nothing was stored")
+    ws.services.counts[tool] = used + 1
 
 
 def kb_add(args: dict[str, Any], ws: Workspace) -> str:
@@ -25,6 +36,7 @@ def kb_add(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed("text is empty; nothing was stored")
     if len(text) > MAX_TEXT:
         raise ToolFailed(f"text is {len(text)} characters, over the limit of {MAX_TEXT}; nothing was stored")
+    _count(ws, "kb_add", MAX_KB_ADDS_PER_RUN)
     title = " ".join((args.get("title") or text.splitlines()[0]).split())[:200]
     source = args.get("source") or f"run:{ws.services.run_id or 'unknown'}:{title[:60]}"
     stored = store_of(ws).add(text, title=title, source=source, scope=scope_arg(args, ws, "global"))
@@ -60,6 +72,7 @@ def remember(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed("lesson is empty; nothing was stored")
     if len(lesson) > MAX_LESSON:
         raise ToolFailed(f"lesson is {len(lesson)} characters, over the limit of {MAX_LESSON}; keep it short")
+    _count(ws, "remember", MAX_LESSONS_PER_RUN)
     tags = ", ".join(t.strip() for t in (args.get("tags") or "").split(",") if t.strip())
     scope = scope_arg(args, ws, "agent")
     lesson_id, new = store_of(ws).remember(lesson, tags=tags, scope=scope, run_id=ws.services.run_id)
@@ -80,7 +93,7 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
 TOOLS = [
     Tool(
         name="kb_add",
-        description="Store a text in the shared knowledge base so later runs can find it (same source replaces).",
+        description="Store a text in the shared knowledge base so later runs can find it (same source replaces; at most 50 per run).",
         params={
             "text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
             "title": {"type": "string", "description": "A short title (default: the first line)."},
@@ -115,7 +128,7 @@ TOOLS = [
     ),
     Tool(
         name="remember",
-        description="Save a short lesson to long-term memory; it is recalled in later runs when relevant.",
+        description="Save a short lesson to long-term memory; it is recalled in later runs when relevant (at most 20 per run).",
         params={
             "lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
             "tags": {"type": "string", "description": "Comma-separated tags."},

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agent.services import RunServices
 
 RISKS = ("safe", "edit", "dangerous")
+ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 # Keys of a parameter's spec that the gate enforces and the model is not sent: Ollama's client
 # drops them anyway, so the description states the bounds in words.
 GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "binary_ok"})
@@ -61,6 +62,29 @@ class Tool:
                 "parameters": {"type": "object", "properties": properties, "required": list(self.required)},
             },
         }
+
+
+def arguments_size(value: Any, limit: int = ARGUMENTS_LIMIT, max_depth: int = 32) -> int | None:
+    """About the characters `value` takes as JSON, counted without building it and stopping as soon
+    as it passes `limit` (a 500 MB string is measured, never copied); None when nested past `max_depth`."""
+    size, stack = 0, [(value, 0)]
+    while stack and size <= limit:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return None
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, dict):
+            size += 2 + 2 * len(item)
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple):
+            size += 2 + len(item)
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            size += item.bit_length() // 3 + 1  # never str() of it: a huge int is slow to print
+        else:
+            size += 24
+    return size
 
 
 @dataclass

@@ -1,4 +1,10 @@
-"""search_files: plain text or a regular expression across the workspace, bounded in time and output."""
+"""search_files: plain text or a regular expression across the workspace, bounded in time and output.
+
+A regular expression runs on the `regex` package, whose matching takes a timeout: the whole call
+may spend at most REGEX_SECONDS matching, so a pathological pattern such as `(a|aa)+$` is stopped
+there (the stdlib `re` would backtrack for hours and can only be interrupted by a signal, in the
+main thread). Plain text is escaped first and matches in linear time.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from agent.safety.workspace import PathRefused, Workspace
 from agent.tools.args import candidate_files, integer
 from agent.tools.registry import Tool, ToolFailed
 
-SEARCH_SECONDS = 10.0
+SEARCH_SECONDS = 10.0  # the whole walk
+REGEX_SECONDS = 2.0  # of matching a regular expression, summed over the call
 FILE_LIMIT = 2_000_000  # bytes searched per file
 TOTAL_LIMIT = 64_000_000  # bytes searched per call
 LINE_SHOWN = 200
@@ -26,9 +33,28 @@ class _OutOfTime(Exception):
     pass
 
 
+class _Matcher:
+    """One compiled pattern; a regular expression is matched within what is left of its budget."""
+
+    def __init__(self, compiled: Any, timed: bool) -> None:
+        self.compiled = compiled
+        self.deadline = time.monotonic() + REGEX_SECONDS if timed else None
+
+    def __call__(self, line: str) -> bool:
+        if self.deadline is None:
+            return self.compiled.search(line) is not None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise _OutOfTime(f"the regular expression used up its {REGEX_SECONDS:g}s; simplify the pattern")
+        try:
+            return self.compiled.search(line, timeout=left) is not None
+        except TimeoutError:
+            raise _OutOfTime(f"the regular expression used up its {REGEX_SECONDS:g}s; simplify the pattern") from None
+
+
 @dataclass
 class _Search:
-    matcher: re.Pattern[str]
+    matcher: _Matcher
     max_results: int
     deadline: float
     results: list[str] = field(default_factory=list)
@@ -46,19 +72,24 @@ def search_files(args: dict[str, Any], ws: Workspace) -> str:
             for rel in candidate_files(ws, start, args.get("glob") or ""):
                 if _search_one(ws, rel, search):
                     break
-    except _OutOfTime:
-        search.stopped = f"stopped after {SEARCH_SECONDS:g}s; narrow the path, glob or pattern"
+    except _OutOfTime as out:
+        search.stopped = (
+            f"stopped: {out}" if str(out) else f"stopped after {SEARCH_SECONDS:g}s; narrow the path, glob or pattern"
+        )
     return _report(search, args["pattern"], ws.relpath(start))
 
 
-def _matcher(args: dict[str, Any]) -> re.Pattern[str]:
+def _matcher(args: dict[str, Any]) -> _Matcher:
     pattern = args["pattern"]
     if not pattern:
         raise ToolFailed("pattern is empty; give the text or regular expression to look for")
-    flags = re.IGNORECASE if args.get("ignore_case") else 0
+    if not args.get("regex"):
+        return _Matcher(re.compile(re.escape(pattern), re.IGNORECASE if args.get("ignore_case") else 0), timed=False)
+    import regex  # only when a regular expression is asked for
+
     try:
-        return re.compile(pattern if args.get("regex") else re.escape(pattern), flags)
-    except re.error as exc:
+        return _Matcher(regex.compile(pattern, regex.IGNORECASE if args.get("ignore_case") else 0), timed=True)
+    except regex.error as exc:
         raise ToolFailed(
             f"pattern is not a valid regular expression ({exc}); pass regex=false for plain text"
         ) from None
@@ -79,7 +110,7 @@ def _search_one(ws: Workspace, rel: str, search: _Search) -> bool:
     search.files += 1
     search.scanned += len(data)
     for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if search.matcher.search(line):
+        if search.matcher(line):
             search.results.append(f"{rel}:{number}: {_shown(line)}")
             if len(search.results) >= search.max_results:
                 search.stopped = f"stopped at {search.max_results} matches; narrow the pattern, path or glob"

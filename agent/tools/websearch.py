@@ -25,6 +25,10 @@ def web_search(args: dict[str, Any], ws: Workspace) -> str:
     if not query:
         raise ToolFailed("query is empty")
     limit = args.get("max_results", 5)
+    try:  # the query goes to the providers: no credential's value rides along, in any spelling
+        guard_of(ws).refuse_secrets(PROVIDER_HOST, "search query", query)
+    except NetRefused as exc:
+        raise ToolFailed(f"web_search {exc}") from None
     backend_name = _backend_for(ws)
     results = search(ws, query, limit, backend_name)
     if not results:

@@ -182,6 +182,14 @@ def m051_step_data(db: sqlite_utils.Database) -> None:
     db.table("steps").add_column("data", str)
 
 
+def m052_run_links(db: sqlite_utils.Database) -> None:
+    """Runs made from other runs: `parent_run` names the run this one continues or belongs to, and
+    `link` says how (follow-up, leg, child, synthesis, escalation, fallback; see RUN_LINKS)."""
+    db.table("runs").add_column("parent_run", str)
+    db.table("runs").add_column("link", str)
+    db.table("runs").create_index(["parent_run"])
+
+
 def m060_connections(db: sqlite_utils.Database) -> None:
     """Every connection a command made through the run's proxy (agent/net/cmdproxy.py), allowed or not."""
     db.table("connections").create(
@@ -218,6 +226,28 @@ def m062_checkpoint_git_dir(db: sqlite_utils.Database) -> None:
     db.table("checkpoints").add_column("git_dir", str)
 
 
+def m070_step_called_as(db: sqlite_utils.Database) -> None:
+    """The tool name as the model wrote it, when the loop repaired it (case, separators, a prefix)."""
+    db.table("steps").add_column("called_as", str)
+
+
+def m071_run_allowances(db: sqlite_utils.Database) -> None:
+    """What a run was allowed, as it started: network, egress, credentials and their hosts, tools,
+    limits, and the hearth that ran it (the sandbox kind is the m001 column `sandbox`)."""
+    runs = db.table("runs")
+    for column, kind in (
+        ("network", int),
+        ("egress", str),  # JSON list of host patterns; [] means any public host
+        ("credentials", str),  # JSON object: name -> the host patterns it is bound to
+        ("allowed_tools", str),  # JSON list, or null for every tool
+        ("max_iterations", int),
+        ("timeout_s", float),
+        ("num_ctx", int),
+        ("hearth_version", str),
+    ):
+        runs.add_column(column, kind)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -226,7 +256,10 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m040_proposals,
     m050_checkpoints,
     m051_step_data,
+    m052_run_links,
     m060_connections,
     m061_tripwires,
     m062_checkpoint_git_dir,
+    m070_step_called_as,
+    m071_run_allowances,
 ]

@@ -52,6 +52,17 @@ def ensure_request_row(audit: AuditStore, parsed: Parsed, facts: FileFacts, clai
     audit.insert("requests", _request_row(parsed, facts, claimed_at), or_ignore=True)
 
 
+def recorded_request(audit: AuditStore, request_id: str) -> tuple[Parsed, str | None] | None:
+    """The request as the spawner checked and recorded it, with the sha256 of the bytes it read.
+
+    The run executes this, never a second reading of the file: what runs is what was recorded.
+    """
+    row = next(iter(audit.rows("select shape, sha256, body from requests where id = ?", [request_id])), None)
+    if row is None:
+        return None
+    return Parsed(Request.model_validate_json(row["body"]), row["shape"]), row["sha256"]
+
+
 def _request_row(parsed: Parsed, facts: FileFacts, claimed_at: str) -> dict[str, object]:
     request = parsed.request
     return {

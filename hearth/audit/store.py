@@ -48,6 +48,14 @@ class RunRecord:
     sandbox: str = ""
     status: str = "running"
     started_at: str = ""
+    parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
+    link: str | None = None
+
+
+# How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,
+# a child one of a swarm's sub-goals and the synthesis merges them, an escalation retries it on a
+# larger model and a fallback on the next model when the first was not available.
+RUN_LINKS = ("follow-up", "leg", "child", "synthesis", "escalation", "fallback")
 
 
 class AuditStore(SqliteFile):
@@ -108,12 +116,29 @@ class AuditStore(SqliteFile):
             self.insert("steps", {"run_id": run_id, "seq": seq[0], "at": self.clock(), "kind": kind, **fields})
         return int(seq[0])
 
+    def open_step(self, run_id: str, kind: str, **fields: Any) -> int:
+        """A step that has started (a tool about to run); its row id, for `close_step`."""
+        fields["arguments"] = cap(_json_text(fields.get("arguments")), ARGUMENTS_CAP)
+        with immediate(self.conn):
+            seq = self.conn.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()
+            return self.insert("steps", {"run_id": run_id, "seq": seq[0], "at": self.clock(), "kind": kind, **fields})
+
+    def close_step(self, step_id: int, **fields: Any) -> None:
+        """The step's outcome, written onto the row `open_step` made."""
+        if "output" in fields:
+            fields["output"] = cap(fields["output"], OUTPUT_CAP)
+        self.update("steps", step_id, fields)
+
     def steps(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from steps where run_id = ? order by seq", [run_id])
 
     # -- workspace checkpoints -------------------------------------------------------------
     def record_checkpoint(self, run_id: str, **fields: Any) -> None:
         self.insert("checkpoints", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def linked(self, run_id: str) -> list[dict[str, Any]]:
+        """The runs made from this one, oldest first."""
+        return self.rows("select * from runs where parent_run = ? order by started_at, rowid", [run_id])
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
@@ -130,6 +155,10 @@ class AuditStore(SqliteFile):
 
     def tripwires(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from tripwires where run_id = ? order by id", [run_id])
+
+
+def _json_text(value: Any) -> str | None:
+    return value if isinstance(value, str | None) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _like_prefix(prefix: str) -> str:

@@ -24,6 +24,7 @@ MODULES = (
     "creds",
     "evolve",
     "doctor",
+    "serve",
 )
 COMMANDS = {
     "demo": "demo",
@@ -44,6 +45,7 @@ COMMANDS = {
     "evolve": "evolve",
     "proposals": "evolve",
     "doctor": "doctor",
+    "serve": "serve",
 }
 
 

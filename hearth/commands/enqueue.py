@@ -6,15 +6,12 @@ import argparse
 import getpass
 import json
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
-from hearth.audit.requests import run_status_readonly
 from hearth.audit.store import new_run_id
-from hearth.dispatch.launchers import LaunchError, heal_spawn_units, systemd_booted
+from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
-from hearth.queue import Queue
-from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, check, is_legacy, load_json
+from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, is_legacy, load_json
 from hearth.settings import Settings
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
@@ -62,23 +59,13 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        request = _stamped(_request_from_args(args))
-        check(request)
+        request = _request_from_args(args)
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    queue = Queue(settings.queue_dir)
-    _refuse_duplicate(request.id, queue, settings)
-    try:
-        # Only the queue itself: its subdirectories are the spawner's (a submitter running this
-        # must not own claimed/ or rejected/, or hearth could not move files into them).
-        queue.root.mkdir(parents=True, exist_ok=True)
-        path = queue.enqueue(request)
-    except FileExistsError:
-        raise UsageError(f"duplicate id: a request {request.id} is already queued") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write to the queue {queue.root}: {exc.strerror or exc}") from None
-    print(json.dumps({"id": request.id, "path": str(path)}) if args.json else request.id, flush=True)
-    _heal(settings)
+    submitted = submit(request, settings, requested_by=getpass.getuser())
+    print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
+    for note in submitted.notes:
+        print(f"hearth enqueue: {note}", file=sys.stderr)
     return 0
 
 
@@ -131,38 +118,3 @@ def _read_file(name: str) -> bytes:
             return handle.read(MAX_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-
-
-def _stamped(request: Request) -> Request:
-    """Fill when and by whom, if the request does not say."""
-    update: dict[str, Any] = {}
-    if request.created_at is None:
-        update["created_at"] = datetime.now(UTC)
-    if not request.requested_by:
-        update["requested_by"] = getpass.getuser()
-    return request.model_copy(update=update)
-
-
-def _refuse_duplicate(request_id: str, queue: Queue, settings: Settings) -> None:
-    """Fail early on an id already used; the spawner checks again, so what cannot be read is skipped."""
-    where = queue.known(request_id) if queue.root.is_dir() else None
-    if where:
-        raise UsageError(f"duplicate id: a request {request_id} is already in queue/{where}/")
-    status = run_status_readonly(settings.audit_path, request_id)
-    if status:
-        raise UsageError(f"duplicate id: run {request_id} already exists (status {status})")
-
-
-def _heal(settings: Settings) -> None:
-    """On a systemd host, make sure the path unit will see the request (never swallow a launch)."""
-    if not (settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted())):
-        return
-    try:
-        healing = heal_spawn_units()
-    except LaunchError as exc:
-        print(f"hearth enqueue: queued, but the launcher could not be checked: {exc}", file=sys.stderr)
-        return
-    for action in healing.actions:
-        print(f"hearth enqueue: launcher healed: {action}", file=sys.stderr)
-    if healing.warning:
-        print(f"hearth enqueue: warning: {healing.warning}", file=sys.stderr)

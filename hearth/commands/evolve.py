@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hearth.errors import NotFound
 from hearth.evolve import Proposal, find_proposal, proposals, run_evolve_request
-from hearth.render import print_json, table
+from hearth.render import print_json, table, visible, visible_line
 from hearth.run.goal import GoalRequest
 from hearth.settings import Settings
 
@@ -36,6 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("id", nargs="?", help="a proposal id (or unique prefix) to show in full")
     listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--as-ordinary",
+        action="store_true",
+        help="show a proposal that widens security (mode, egress, credentials, hardening, writable "
+        "paths, sandbox) like any other, with its review command; without it, it is held apart",
+    )
     listing.set_defaults(handler=list_proposals)
 
 
@@ -51,7 +57,7 @@ def run_evolve(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(asdict(proposal))
     else:
-        _print_proposal(proposal, with_diff=False)
+        _print_proposal(proposal, with_diff=False, ordinary=False)
     return 0 if proposal.succeeded else 1
 
 
@@ -62,7 +68,10 @@ def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
         proposal = find_proposal(settings, args.id)
         if proposal is None:
             raise NotFound(f"no proposal with id {args.id!r} (or the prefix matches several); see: hearth proposals")
-        print_json(asdict(proposal)) if args.json else _print_proposal(proposal, with_diff=True)
+        if args.json:
+            print_json(asdict(proposal))
+        else:
+            _print_proposal(proposal, with_diff=True, ordinary=args.as_ordinary)
         return 0
     rows = proposals(settings, limit=args.limit)
     if args.json:
@@ -73,8 +82,9 @@ def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
         shown = [
             {
                 **asdict(p),
+                "status": p.status if args.as_ordinary or not p.security_flag else f"{p.status}: widens security",
                 "check": "pass" if p.check_passed else "fail",
-                "flagged": "SECURITY" if p.security_flag else "",
+                "flagged": f"SECURITY: {', '.join(security_kinds(p))}" if p.security_flag else "",
             }
             for p in rows
         ]
@@ -82,23 +92,35 @@ def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _print_proposal(proposal: Proposal, *, with_diff: bool) -> None:
-    print(f"proposal {proposal.id}  {proposal.status}  (run {proposal.run_status or '-'})")
-    print(f"goal: {proposal.goal}")
+def security_kinds(proposal: Proposal) -> list[str]:
+    """The kinds of widening (sandbox, egress, mode ...), the words before each reason's colon."""
+    return list(dict.fromkeys(reason.split(":", 1)[0] for reason in proposal.security_reasons))
+
+
+def _print_proposal(proposal: Proposal, *, with_diff: bool, ordinary: bool = True) -> None:
+    held = proposal.security_flag and not ordinary
+    status = f"{proposal.status}: widens security ({', '.join(security_kinds(proposal))})" if held else proposal.status
+    print(visible_line(f"proposal {proposal.id}  {status}  (run {proposal.run_status or '-'})"))
+    print(visible_line(f"goal: {proposal.goal}"))
     print(
         f"repo {proposal.repo}  branch {proposal.branch}  base {proposal.base_commit[:12]}"
         f"  head {proposal.head_commit[:12] or '-'}"
     )
-    if proposal.security_flag:
+    if held:
         print("FLAGGED: it touches hearth's own security settings; review before applying:")
         for reason in proposal.security_reasons:
             print(f"  - {reason}")
     if proposal.diffstat:
-        print(proposal.diffstat)
+        print(visible(proposal.diffstat))
     if proposal.check_log:
-        print(proposal.check_log)
+        print(visible(proposal.check_log))
     if with_diff and proposal.diff:
         print()
-        print(proposal.diff.rstrip())
-    if proposal.succeeded:
+        print(visible(proposal.diff.rstrip()))
+    if held:
+        print(
+            "held apart: it widens hearth's security. Read the diff; then "
+            f"`hearth proposals {proposal.id} --as-ordinary` shows it as an ordinary proposal with its review command"
+        )
+    elif proposal.succeeded:
         print(f"review: git -C {proposal.repo} diff {proposal.base_commit[:12]}..{proposal.branch}")

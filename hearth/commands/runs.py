@@ -8,7 +8,7 @@ from typing import Any
 
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
-from hearth.render import print_json, table
+from hearth.render import print_json, table, visible_line
 from hearth.settings import Settings
 
 
@@ -50,14 +50,14 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
         if run is None:
             raise NotFound(f"no run with id {args.run_id!r} (or the prefix matches several); see: hearth runs")
         steps = audit.steps(run["id"])
+        linked = audit.linked(run["id"])
         checkpoints = audit.checkpoints(run["id"])
         connections, tripwires = audit.connections(run["id"]), audit.tripwires(run["id"])
     if args.json:
-        print_json(
-            {"run": run, "steps": steps, "checkpoints": checkpoints, "connections": connections, "tripwires": tripwires}
-        )
+        walls = {"connections": connections, "tripwires": tripwires}
+        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked, **walls})
         return 0
-    _print_run(run)
+    _print_run(run, linked)
     print_checkpoints(checkpoints, run["workspace"])
     print_walls(connections, tripwires)
     for step in steps:
@@ -65,7 +65,9 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _print_run(run: dict[str, Any]) -> None:
+def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+    """The run's header; every value is shown escaped (the audit keeps it as it was)."""
+    run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
     print(
         f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
         f"mode={run['mode']} source={run['source']}"
@@ -76,11 +78,37 @@ def _print_run(run: dict[str, Any]) -> None:
         f"tokens {run['tokens_in'] or 0} in / {run['tokens_out'] or 0} out  model time {run['latency_ms'] or 0} ms"
     )
     print(f"workspace {run['workspace'] or '-'}  sandbox {run['sandbox'] or '-'}")
+    allowed = _allowed_line(run)
+    if allowed:
+        print(allowed)
+    if run.get("parent_run"):
+        print(f"{run.get('link') or 'made'} of run {run['parent_run']}")
+    for child in linked:
+        print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
     if run.get("error"):
         print(f"error: {run['error']}")
     if run.get("summary"):
         print(f"summary: {run['summary']}")
     print()
+
+
+def _allowed_line(run: dict[str, Any]) -> str:
+    """What the run was allowed (its row's allowances), in one line; empty for runs recorded before them."""
+    if not run.get("hearth_version"):
+        return ""
+    egress = json.loads(run.get("egress") or "[]")
+    creds = json.loads(run.get("credentials") or "{}")
+    tools = json.loads(run["allowed_tools"]) if run.get("allowed_tools") else None
+    timeout = f"{run['timeout_s']:g} s" if run.get("timeout_s") else "no time limit"
+    bound = "; ".join(f"{name} -> {', '.join(hosts) or 'no host'}" for name, hosts in creds.items())
+    return visible_line(
+        f"allowed: network {'yes' if run.get('network') else 'no'}; "
+        f"egress {', '.join(egress) or 'any public host'}; "
+        f"credentials {bound or 'none'}; "
+        f"tools {', '.join(tools) if tools is not None else 'all'}; "
+        f"limits {run.get('max_iterations') or '-'} iterations, {timeout}, {run.get('num_ctx') or '-'} tokens of context; "
+        f"hearth {run['hearth_version']}"
+    )
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
@@ -93,7 +121,7 @@ def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None
         extra = "  ".join(
             x for x in (row["tag"] or "", f"{row['files']} files" if row["files"] else "", row["detail"] or "") if x
         )
-        print(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip())
+        print(visible_line(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip()))
     shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
     git_dir = next((r["git_dir"] for r in rows if r.get("git_dir")), None)
     if len(set(shas)) > 1 and workspace:
@@ -120,13 +148,17 @@ def print_walls(connections: list[dict[str, Any]], tripwires: list[dict[str, Any
         print()
 
 
-def _step_line(step: dict[str, Any]) -> str:
+def _step_line(raw: dict[str, Any]) -> str:
+    step = {k: visible_line(v) if isinstance(v, str) and k != "output" else v for k, v in raw.items()}
     head = f"{step['seq']:>3}. [{step['iteration'] or '-'}] {step['kind']}"
     if step["kind"] == "tool":
-        status = "ok" if step["ok"] else "failed"
         args = step["arguments"] or "{}"
+        written = f" (written {step['called_as']})" if step.get("called_as") else ""
+        if step["verdict"] == "started":  # recorded before it ran, never completed
+            return f"{head} {step['tool']}{written} {args}  started, never completed (the run ended while it ran)"
+        status = "ok" if step["ok"] else "failed"
         return (
-            f"{head} {step['tool']} {args}  verdict={step['verdict']} {status} "
+            f"{head} {step['tool']}{written} {args}  verdict={step['verdict']} {status} "
             f"({step['duration_ms']} ms)\n{_indent(step['output'])}"
         )
     if step["kind"] == "model":
@@ -134,9 +166,26 @@ def _step_line(step: dict[str, Any]) -> str:
             f"\n{_indent(step['output'])}" if step["output"] else ""
         )
     if step["kind"] == "approval":
-        return f"{head} {_approval_line(step)}"
-    detail = step.get("detail") or step.get("output") or ""
+        return f"{head} {visible_line(_approval_line(raw))}"
+    if step["kind"] in ("credential", "redirect"):
+        return f"{head} {visible_line(_decision_line(raw))}"
+    detail = step.get("detail") or visible_line(raw.get("output") or "")
     return f"{head} {detail}"
+
+
+def _decision_line(step: dict[str, Any]) -> str:
+    """A decision made inside a tool: `http_request: credential TOKEN -> api.github.com used`."""
+    try:
+        d = json.loads(step.get("detail") or "{}")
+    except ValueError:
+        return step.get("detail") or ""
+    where = f"{step['tool']}: " if step.get("tool") else ""
+    if step["kind"] == "credential":
+        reason = f" ({d['reason']})" if d.get("reason") else ""
+        return f"{where}credential {d.get('name', '?')} -> {d.get('host', '?')} {d.get('verdict', '?')}{reason}"
+    return (
+        f"{where}header {d.get('header', '?')} dropped on the redirect {d.get('source', '?')} -> {d.get('target', '?')}"
+    )
 
 
 def _approval_line(step: dict[str, Any]) -> str:
@@ -155,6 +204,7 @@ def _approval_line(step: dict[str, Any]) -> str:
 
 
 def _indent(text: str | None, limit: int = 12) -> str:
-    lines = (text or "").splitlines()
+    """A block indented under its step, each line escaped: a line of output cannot pass for hearth's."""
+    lines = [visible_line(line) for line in (text or "").rstrip("\n").split("\n")] if text else []
     shown = lines[:limit] + ([f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else [])
     return "\n".join(f"      {line}" for line in shown)

@@ -8,6 +8,7 @@ import signal
 from typing import Any
 
 from hearth.dispatch.spawner import Report, Spawner, choose_launcher
+from hearth.render import json_line, visible_line
 from hearth.settings import Settings
 
 SPAWN_EPILOG = (
@@ -35,9 +36,9 @@ def positive(text: str) -> int:
 def printer(json_lines: bool) -> Report:
     def report(what: str, name: str, detail: str) -> None:
         if json_lines:
-            print(json.dumps({"event": what, "name": name, "detail": detail}, ensure_ascii=False), flush=True)
+            print(json_line({"event": what, "name": name, "detail": detail}), flush=True)
         else:
-            print(f"{what} {name}{': ' + detail if detail else ''}", flush=True)
+            print(visible_line(f"{what} {name}{': ' + detail if detail else ''}"), flush=True)
 
     return report
 

@@ -1,7 +1,9 @@
 """A claimed request's run: `hearth agent ID` (a systemd unit), or a local launcher's child process.
 
-It takes the request's lock, re-reads and re-checks the claimed file, runs it through the runner,
-and hands the file to hearth/dispatch/settle.py to be put where its final status says.
+It takes the request's lock, runs the request the spawner recorded in the audit (the file is read
+once, by the spawner: a file changed after that check never runs), and hands the file to
+hearth/dispatch/settle.py to be put where its final status says. A request moved into claimed/ by
+hand has no record yet: it is read, checked and recorded here, once.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.clock import utc_now
-from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished
+from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished, recorded_request
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
 from hearth.errors import NotFound, UsageError
 from hearth.evolve import run_evolve_request
 from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
+from hearth.render import visible_line
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import Interrupted, exit_code, run_goal
@@ -35,7 +38,7 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         agent_name=request.agent_name,
         mode=request.mode,
         max_iters=request.max_iterations,
-        workspace=settings.agents_dir / request.id,
+        workspace=None,  # a fresh run directory, <state>/agents/<id>, made by the runner
         run_id=request.id,
         source=request.source,
         requested_by=request.requested_by,
@@ -87,9 +90,14 @@ def _run_locked(queue: Queue, path: Path, request_id: str, settings: Settings, o
 
 
 def _admitted(queue: Queue, audit: AuditStore, path: Path) -> Parsed | None:
-    """The request re-read and re-checked here (the file is the spawner's word, not ours)."""
+    """The recorded request (checked again against this host), else the file read and recorded now."""
     data: bytes | None = None
     try:
+        recorded = recorded_request(audit, path.name.removesuffix(".json"))
+        if recorded is not None:
+            check(recorded[0].request)
+            _say_if_changed(path, recorded[1])
+            return recorded[0]
         data = read_request_bytes(path)
         parsed = parse_request(data, path.name)
         check(parsed.request)
@@ -98,6 +106,21 @@ def _admitted(queue: Queue, audit: AuditStore, path: Path) -> Parsed | None:
         return None
     ensure_request_row(audit, parsed, FileFacts.of(path.name, data), utc_now())
     return parsed
+
+
+def _say_if_changed(path: Path, sha256: str | None) -> None:
+    """A claimed file rewritten after its check is not what runs; the run's log says so."""
+    try:
+        now = FileFacts.of(path.name, read_request_bytes(path)).sha256
+    except (OSError, RequestRefused):
+        now = None
+    if sha256 and now != sha256:
+        print(
+            f"hearth agent: {path.name} changed after it was checked (sha256 {sha256[:12]}, now "
+            f"{(now or 'unreadable')[:12]}); the request as recorded runs",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _run_request(queue: Queue, path: Path, request: Request, settings: Settings, out: _Output) -> int:
@@ -146,7 +169,7 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     try:
         code = run_claimed(request_id, settings)
     except Exception as exc:
-        print(f"hearth agent {request_id}: {exc}", file=sys.stderr)
+        print(visible_line(f"hearth agent {request_id}: {exc}"), file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
     sys.stdout.flush()
     sys.exit(code)

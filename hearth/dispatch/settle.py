@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.queue import Queue, RunLock, read_request_bytes
@@ -41,7 +42,9 @@ def reject(
     request: Request | None = None,
     run_id: str | None = None,
 ) -> Path | None:
-    """Keep a refused file in rejected/ and record why; None if someone else moved it first."""
+    """Keep a refused file in rejected/ and record why (at most 500 characters); None if someone
+    else moved it first."""
+    reason = bounded(reason)
     run_id = run_id or new_run_id()
     facts = FileFacts.of(path.name, data)
     kept = queue.reject(path, reason, run_id=run_id, size=facts.size, sha256=facts.sha256)

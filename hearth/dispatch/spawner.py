@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.clock import utc_now
+from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle
 from hearth.errors import ConfigError
-from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
+from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
 from hearth.request import Parsed, RequestRefused, check, parse_request, printable
 from hearth.settings import Settings
 
@@ -73,6 +74,10 @@ class Spawner:
                 f"cannot use the queue directory {settings.queue_dir}: {exc.strerror or exc}; "
                 "set HEARTH_QUEUE_DIR to a directory hearth can write"
             ) from None
+        unsafe = self.queue.open_to_all()
+        if unsafe:
+            raise ConfigError(unsafe)
+        self.owners = Owners.of_group(settings.submitters_group) if settings.submitters_group else None
         self.settings = settings
         self.launcher = launcher
         self.report = report
@@ -167,16 +172,20 @@ class Spawner:
             if refused:
                 data = _peek(path)
                 raise RequestRefused(refused)
-            data = read_request_bytes(path)
+            data = read_request_bytes(path, self.owners)
             parsed = parse_request(data, entry.name)
             check(parsed.request)
             admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
         except RequestRefused as exc:
             self._reject(path, str(exc), data, parsed)
             return
+        except Exception as exc:  # a hostile file found a gap in the checks: refused, and the pass goes on
+            self._reject(path, f"could not be checked ({type(exc).__name__}: {str(exc)[:200]})", data, parsed)
+            return
         self._launch(parsed.request.id, path)
 
     def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
+        reason = bounded(reason)
         request = parsed.request if parsed else None
         if reject(self.queue, self.audit, path, reason, data, request=request) is None:
             return  # someone else moved it first, and recorded it

@@ -35,3 +35,5 @@ class GoalRequest:
     config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
     credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
     egress: list[str] = field(default_factory=list)  # hosts network tools may reach; empty: any public
+    parent_run: str | None = None  # the run this one is made from, and how (hearth.audit.store.RUN_LINKS)
+    link: str | None = None

@@ -9,12 +9,17 @@
         max_iterations = 12                     1 to 100
         network = false                         commands get network, only through the run's guarded proxy
         egress = ["pypi.org", "*.github.com"]   the hosts network tools and commands may reach (absent: any public)
+        max_mode = "plan"                       a ceiling: no request or flag may ask for more
+        max_tools = ["read_file", "list_files"] a ceiling: no request or flag may name another tool
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
 profile, then hearth's default (HEARTH_MODEL, else qwen2.5-coder; HEARTH_MODE, else auto; every
 tool; HEARTH_MAX_ITERATIONS, else 12). A request's allowed_tools replaces the profile's list (it
-does not narrow it).
+does not narrow it). The ceilings are different: a request or flag asking for a mode above
+`max_mode` (plan < auto < bypass), or for a tool outside `max_tools`, is refused naming the
+profile's limit; what is not asked for explicitly is capped to them (a default mode above the
+ceiling becomes the ceiling; "every tool" becomes `max_tools`).
 
 Built in: `default`, `demo`, `evolve` and `self-test` exist without a directory (no role text, no
 settings), so a bare install works and hearth's own runs need no config. A directory of the same
@@ -38,7 +43,7 @@ from hearth.settings import Settings
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "network", "egress")
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "max_mode", "max_tools", "network", "egress")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -54,6 +59,8 @@ class Profile:
     max_iterations: int | None = None
     network: bool | None = None
     egress: tuple[str, ...] | None = None
+    max_mode: str | None = None  # the most any run of this profile may get
+    max_tools: tuple[str, ...] | None = None  # the only tools any run of this profile may get
 
     @property
     def builtin(self) -> bool:
@@ -92,7 +99,22 @@ def load_profile(config_dir: Path, name: str) -> Profile:
     settings = _read_settings(directory / SETTINGS_FILE)
     if settings.pop("name", name) != name:
         raise ConfigError(f"{directory / SETTINGS_FILE}: name must be {name!r}, the directory's name")
-    return Profile(name, directory, role, role_path if role_path.exists() else None, **settings)
+    profile = Profile(name, directory, role, role_path if role_path.exists() else None, **settings)
+    _check_ceilings(profile, directory / SETTINGS_FILE)
+    return profile
+
+
+def _check_ceilings(profile: Profile, path: Path) -> None:
+    """A profile's own defaults stay under its ceilings."""
+    if profile.mode and profile.max_mode and _rank(profile.mode) > _rank(profile.max_mode):
+        raise ConfigError(f"{path}: mode {profile.mode!r} is above max_mode {profile.max_mode!r}")
+    outside = sorted(set(profile.allowed_tools or ()) - set(profile.max_tools or profile.allowed_tools or ()))
+    if outside:
+        raise ConfigError(f"{path}: allowed_tools names {outside[0]!r}, which max_tools does not allow")
+
+
+def _rank(mode: str) -> int:
+    return MODES.index(mode) if mode in MODES else len(MODES)
 
 
 def read_config_text(path: Path) -> str:
@@ -122,7 +144,7 @@ def _checked(path: Path, key: str, value: Any) -> Any:
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
-    return tuple(value) if key in ("allowed_tools", "egress") else value
+    return tuple(value) if key in ("allowed_tools", "max_tools", "egress") else value
 
 
 def _problem(key: str, value: Any) -> str | None:
@@ -130,9 +152,11 @@ def _problem(key: str, value: Any) -> str | None:
         return "must be the profile's name"
     if key == "model" and not (isinstance(value, str) and value.strip()):
         return "must be a model name"
-    if key == "mode" and value not in MODES:
+    if key in ("mode", "max_mode") and value not in MODES:
         return f"must be one of {', '.join(MODES)}"
-    if key == "allowed_tools" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+    if key in ("allowed_tools", "max_tools") and not (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
         return "must be a list of tool names"
     if key == "network" and not isinstance(value, bool):
         return "must be true or false"
@@ -152,11 +176,18 @@ def apply_profile(
     allowed_tools: list[str] | None,
     defaults: Settings,
 ) -> dict[str, Any]:
-    """The run's settings: what was given explicitly, else the profile's, else hearth's default."""
+    """The run's settings: what was given explicitly, else the profile's, else hearth's default,
+    within the profile's ceilings; UsageError when an explicit value is above one."""
+    _within_ceilings(profile, mode, allowed_tools)
     tools = allowed_tools if allowed_tools is not None else profile.allowed_tools
+    if tools is None:
+        tools = profile.max_tools
+    chosen = mode or profile.mode or defaults.mode
+    if profile.max_mode and _rank(chosen) > _rank(profile.max_mode):
+        chosen = profile.max_mode  # a default above the ceiling: the ceiling
     return {
         "model": model or profile.model or defaults.model,
-        "mode": mode or profile.mode or defaults.mode,
+        "mode": chosen,
         "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         "allowed_tools": list(tools) if tools is not None else None,
     }
@@ -168,3 +199,17 @@ def apply_network(profile: Profile, *, network: bool | None, egress: list[str]) 
         "network": network if network is not None else bool(profile.network),
         "egress": list(egress) if egress else list(profile.egress or ()),
     }
+
+
+def _within_ceilings(profile: Profile, mode: str | None, tools: list[str] | None) -> None:
+    if mode and profile.max_mode and _rank(mode) > _rank(profile.max_mode):
+        raise UsageError(
+            f"mode {mode!r} is above agent profile {profile.name!r}'s limit: max_mode = {profile.max_mode!r}"
+        )
+    if tools is not None and profile.max_tools is not None:
+        outside = [t for t in tools if t not in profile.max_tools]
+        if outside:
+            raise UsageError(
+                f"tool {outside[0]!r} is outside agent profile {profile.name!r}'s limit: "
+                f"max_tools = {list(profile.max_tools)}"
+            )

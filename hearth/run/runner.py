@@ -6,6 +6,8 @@ run from any source is recorded the same way. Bad input is recorded too (status 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
 import time
@@ -24,9 +26,11 @@ from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
+from hearth import __version__
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.logs import install as install_log_redaction
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
@@ -88,6 +92,31 @@ def prepare_workspace(path: Path) -> Path:
     return path.resolve()
 
 
+def fresh_run_dir(agents: Path, run_id: str) -> Path:
+    """A new directory for one run, made by this call: never one that was there before, never
+    through a symlink (neither `<state>/agents` nor the run's own name may be one)."""
+    if not run_id or "/" in run_id or run_id in (".", ".."):
+        raise UsageError(f"{run_id!r} cannot name a run directory")
+    try:
+        agents.mkdir(parents=True, exist_ok=True)
+        fd = os.open(agents, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if os.path.islink(agents):
+            raise UsageError(f"{agents} is a symlink; runs' directories are made only in a real directory") from None
+        raise UsageError(f"cannot use {agents} for run directories: {exc.strerror or exc}") from None
+    try:
+        os.mkdir(run_id, dir_fd=fd)
+    except FileExistsError:
+        raise UsageError(
+            f"run directory {agents / run_id} already exists; a fresh run never reuses a directory"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot make the run directory {agents / run_id}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return prepare_workspace(agents / run_id)
+
+
 @dataclass
 class _Run:
     """One admitted run: what `_admit` built and recorded, and what the rest of the run uses."""
@@ -139,6 +168,7 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
+    install_log_redaction(redactor)  # from here on, no log record of this process holds a value
     request, parts, problem = _with_profile(request, settings)
     kept_goal = redactor(request.goal)
     audit.start_run(
@@ -150,8 +180,11 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
             mode=request.mode or "",
             source=request.source,
             requested_by=request.requested_by,
+            parent_run=request.parent_run,
+            link=request.link,
         )
     )
+    audit.update_run(run_id, **_allowances(request, settings))
     try:
         if problem:
             raise problem
@@ -182,7 +215,7 @@ def _execute(
     )
     with (
         raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
-        run_services(request, run.id, settings, walls.policy, run.redactor) as services,
+        run_services(request, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
         Workspace(run.root, services=services) as ws,
     ):
         if configure_services:
@@ -191,7 +224,9 @@ def _execute(
         values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values, walls)
         context = recall_preface(services, request.goal, settings, run.recorder)
-        outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
+        outcome = _drive(
+            loop, replace(request, goal=run.kept_goal), run.audit, run.id, run.state, context, run.redactor
+        )
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
@@ -204,16 +239,16 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
     try:
         profile = load_profile(settings.config_dir, request.agent_name)
         parts = config_parts(settings.config_dir, profile)
+        resolved = apply_profile(
+            profile,
+            model=request.model,
+            mode=request.mode,
+            max_iters=request.max_iters,
+            allowed_tools=request.allowed_tools,
+            defaults=settings,
+        )
     except HearthError as exc:
         return request, [], exc
-    resolved = apply_profile(
-        profile,
-        model=request.model,
-        mode=request.mode,
-        max_iters=request.max_iters,
-        allowed_tools=request.allowed_tools,
-        defaults=settings,
-    )
     resolved |= apply_network(profile, network=request.network, egress=request.egress)
     return replace(request, **resolved), parts, None
 
@@ -224,7 +259,28 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
         raise UsageError(problem)
     check_egress(request.egress)
     check_run_credentials(request.credentials, credential_store(settings))
-    return prepare_workspace(request.workspace or settings.agents_dir / run_id)
+    if request.workspace is not None:
+        return prepare_workspace(request.workspace)
+    return fresh_run_dir(settings.agents_dir, run_id)
+
+
+def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
+    """What the run is allowed, for its row: network, egress, credentials with their hosts, tools,
+    limits (iterations, seconds, context tokens) and the hearth that runs it."""
+    try:
+        bound = credential_store(settings).load()
+    except HearthError:
+        bound = {}  # an unusable store rejects the run below; the names are still worth keeping
+    return {
+        "network": int(bool(request.network)),
+        "egress": json.dumps(list(request.egress)),
+        "credentials": json.dumps({name: bound.get(name, {}).get("hosts", []) for name in request.credentials}),
+        "allowed_tools": json.dumps(request.allowed_tools) if request.allowed_tools is not None else None,
+        "max_iterations": request.max_iters,
+        "timeout_s": request.timeout_s,
+        "num_ctx": request.num_ctx,
+        "hearth_version": __version__,
+    }
 
 
 def _warn_unsandboxed(settings: Settings, recorder: Recorder) -> None:
@@ -279,6 +335,7 @@ def _build_loop(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
     )
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
+    ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(
         model,
         tools,

@@ -11,8 +11,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from agent.knowledge.recall import recall_context
-from agent.net.guard import NetGuard, NetRefused
-from agent.safety.redaction import Redactor
+from agent.net.guard import NetGuard, NetRefused, Record
+from agent.safety.redaction import Redactor, SecretFinder
 from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
 from hearth.credentials import CredentialStore, RunCredentials
@@ -41,16 +41,29 @@ def check_egress(patterns: list[str]) -> None:
 
 @contextlib.contextmanager
 def run_services(
-    request: GoalRequest, run_id: str, settings: Settings, sandbox: SandboxPolicy, redactor: Redactor
+    request: GoalRequest,
+    run_id: str,
+    settings: Settings,
+    sandbox: SandboxPolicy,
+    redactor: Redactor,
+    record: Record | None = None,
 ) -> Iterator[RunServices]:
-    """The run's services; the knowledge store, if the run opened it, is closed when the block ends."""
+    """The run's services; the knowledge store, if the run opened it, is closed when the block ends.
+
+    `record` keeps the network guard's and the credentials' decisions in the run's audit."""
+    store = credential_store(settings)
     services = RunServices(
         sandbox=sandbox,
         agent_name=request.agent_name,
         run_id=run_id,
         knowledge_path=settings.knowledge_path,
-        net=NetGuard(egress=tuple(request.egress), private_hosts=frozenset(settings.net_private_hosts)),
-        credentials=RunCredentials(credential_store(settings), request.credentials, redactor),
+        net=NetGuard(
+            egress=tuple(request.egress),
+            private_hosts=frozenset(settings.net_private_hosts),
+            secrets=SecretFinder(store.bindings()),
+            record=record,
+        ),
+        credentials=RunCredentials(store, request.credentials, redactor, record),
         redact=redactor,
         config_repo=request.config_repo,
         ollama_host=settings.ollama_host,

@@ -1,0 +1,119 @@
+"""`hearth serve`: the command center, a web page to launch, watch, approve, replay and review runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from hearth.settings import Settings
+
+EPILOG = (
+    "Listens on 127.0.0.1:8770 by default, open to whoever can reach loopback. Any other address "
+    "needs --token-file (operator) and/or --viewer-token-file. exit codes: 0 stopped, 2 bad usage "
+    "(no token for a public address, an unreadable token file)"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="the web command center (default http://127.0.0.1:8770)", epilog=EPILOG)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8770, help="port (default 8770)")
+    p.add_argument("--token-file", type=Path, metavar="FILE", help="the operator token (launch, decide, stop)")
+    p.add_argument("--viewer-token-file", type=Path, metavar="FILE", help="the viewer token (read only)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help="another Host name to answer")
+    p.add_argument("--watch", action="store_true", help="also run queued requests here (hosts without systemd)")
+    p.add_argument("--certfile", type=Path, help="serve HTTPS with this certificate (cookies become Secure)")
+    p.add_argument("--keyfile", type=Path, help="the certificate's private key")
+    p.set_defaults(handler=serve)
+
+
+def serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from hearth.web.app import create_app
+    from hearth.web.config import WebConfig, check_bind, load_tokens
+
+    tokens = load_tokens(args.token_file, args.viewer_token_file, settings.credentials_dir)
+    check_bind(args.host, tokens)
+    config = WebConfig(settings, args.host, args.port, tokens, tuple(args.allowed_host))
+    app = create_app(config)
+    watcher = _start_watch(settings) if args.watch else None
+    scheme = "https" if args.certfile else "http"
+    access = "open to anyone who reaches it (no token)" if config.open else f"tokens: {', '.join(sorted(tokens))}"
+    print(f"hearth serve: {scheme}://{_shown(args.host)}:{args.port}/ ({access})", file=sys.stderr, flush=True)
+    server = _server(
+        uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", **_tls(args)), app.state.web.live
+    )
+    try:
+        server.run()
+    finally:
+        if watcher is not None:
+            watcher.stop()
+    return 0
+
+
+def _tls(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.certfile:
+        return {"timeout_graceful_shutdown": 3}
+    return {"ssl_certfile": str(args.certfile), "ssl_keyfile": str(args.keyfile), "timeout_graceful_shutdown": 3}
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _server(config: Any, live: Any) -> Any:
+    """uvicorn's server, ending the live event streams when told to stop (they never end alone)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            live.close()
+            # uvicorn re-raises a caught SIGTERM once it has shut down; a stop asked for is exit 0 here
+            # (as `hearth watch`), so forget it (the list is uvicorn's; absent, nothing is re-raised)
+            getattr(self, "_captured_signals", []).clear()
+
+    return Server(config)
+
+
+class _Watcher:
+    """`hearth watch` in a thread of this process, for a host without systemd.
+
+    Its spawner is built in that thread: the audit connection it opens belongs to one thread.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.ready = threading.Event()
+        self.watch: Any = None
+        self.thread = threading.Thread(target=self._run, name="hearth-watch", daemon=True)
+
+    def _run(self) -> None:
+        from hearth.dispatch.launchers import LocalLauncher
+        from hearth.dispatch.spawner import Spawner
+        from hearth.dispatch.watch import Watch
+
+        try:
+            with Spawner(self.settings, LocalLauncher(self.settings, self.settings.max_local_runs)) as spawner:
+                self.watch = Watch(spawner)
+                self.ready.set()
+                self.watch.run()
+        finally:
+            self.ready.set()
+
+    def stop(self) -> None:
+        self.ready.wait(10)
+        if self.watch is not None:
+            self.watch.stop()
+        self.thread.join(60)
+
+
+def _start_watch(settings: Settings) -> _Watcher:
+    watcher = _Watcher(settings)
+    watcher.thread.start()
+    print(f"hearth serve: running queued requests from {settings.queue_dir} here (--watch)", file=sys.stderr)
+    return watcher

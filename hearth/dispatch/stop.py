@@ -1,0 +1,250 @@
+"""Stopping runs: one run or every active one, recorded `interrupted` with who stopped it.
+
+    stop_run(settings, run_id, by=...)   one run, wherever it is:
+        waiting at the top of the queue -> claimed here and kept in failed/ (it never starts)
+        claimed, its agent not started  -> kept in failed/
+        running under systemd           -> `systemctl stop hearth-agent@<id>.service` (SIGTERM,
+                                           then systemd's SIGKILL after the unit's TimeoutStopSec)
+        running as a local process      -> SIGTERM, then SIGKILL to its process group after `grace_s`
+        already finished                -> NotRunning (nothing changed)
+    stop_all(settings, by=...)           every run that is claimed or running now
+
+A run that gets SIGTERM records itself `interrupted` and keeps its request in failed/; one that
+had to be killed, or never started, is recorded here the way a sweep would. Either way its
+error names who stopped it, a `stop` step is in its timeline, and its pending approvals are
+cancelled (nobody approves a call that can no longer run). The command center's Stop buttons
+and the CLI's stop command are both this module.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.clock import utc_now
+from hearth.audit.approvals import cancel_pending_of_run
+from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished
+from hearth.audit.store import AuditStore
+from hearth.dispatch.launchers import STOP_GRACE_S, LaunchError, agent_unit, systemctl, systemd_booted
+from hearth.errors import HearthError, NotFound
+from hearth.queue import Queue, RunLock, lock_holder, lock_is_held, read_request_bytes
+from hearth.request import RequestRefused, parse_request
+from hearth.run.state import FINAL_STATES, read_states, remove_state
+from hearth.settings import Settings
+
+POLL_S = 0.02
+
+
+class NotRunning(HearthError):
+    """The run has finished already; nothing was changed (exit 1)."""
+
+
+class StopFailed(HearthError):
+    """The run could not be stopped (systemctl refused, no right to signal it); str() says why."""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    run_id: str
+    how: str  # dequeued | cancelled | systemd | signal | killed
+    status: str  # the run's status now (interrupted, or what it ended with meanwhile)
+    approvals_cancelled: int = 0
+
+
+def stop_run(
+    settings: Settings,
+    run_id: str,
+    *,
+    by: str,
+    grace_s: float = STOP_GRACE_S,
+    use_systemd: bool | None = None,
+) -> Stopped:
+    """Stop one run and record who did; NotFound for an unknown id, NotRunning for a finished run."""
+    queue = Queue(settings.queue_dir)
+    reason = f"stopped by {by}"
+    if (queue.root / f"{run_id}.json").is_file():
+        return _dequeue(settings, queue, run_id, reason)
+    status = _status(settings, run_id)
+    claimed = (queue.claimed / f"{run_id}.json").exists()
+    if status is None and not claimed:
+        raise NotFound(f"no run or request with id {run_id!r}; see: hearth runs")
+    if status not in (None, "running"):
+        raise NotRunning(f"run {run_id} has already ended ({status}); nothing changed")
+    if status == "running":
+        _mark(settings, run_id, reason)
+    how = _end_process(settings, queue, run_id, grace_s, _systemd(settings, use_systemd))
+    return _settle(settings, queue, run_id, reason, how)
+
+
+def stop_all(settings: Settings, *, by: str, grace_s: float = STOP_GRACE_S) -> list[Stopped]:
+    """Stop every claimed or running run (each as stop_run); those that ended meanwhile are skipped."""
+    stopped = []
+    for run_id in active_ids(settings):
+        try:
+            stopped.append(stop_run(settings, run_id, by=by, grace_s=grace_s))
+        except (NotRunning, NotFound):
+            continue
+    return stopped
+
+
+def active_ids(settings: Settings) -> list[str]:
+    """Runs claimed from the queue or with a live state file that is not final."""
+    claimed = Queue(settings.queue_dir).claimed
+    names = {p.name.removesuffix(".json") for p in claimed.glob("*.json")} if claimed.is_dir() else set()
+    live = {str(s.get("run_id")) for s in read_states(settings.runs_state_dir) if s.get("state") not in FINAL_STATES}
+    return sorted(names | live)
+
+
+def _systemd(settings: Settings, explicit: bool | None) -> bool:
+    if explicit is not None:
+        return explicit
+    return settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted())
+
+
+def _status(settings: Settings, run_id: str) -> str | None:
+    if not settings.audit_path.exists():
+        return None
+    with AuditStore(settings.audit_path) as audit:
+        run = audit.run(run_id)
+    return run["status"] if run else None
+
+
+def _mark(settings: Settings, run_id: str, reason: str) -> None:
+    """The stop in the run's timeline, before any signal, so a replay shows where it came."""
+    with AuditStore(settings.audit_path) as audit:
+        audit.record_step(run_id, "stop", detail=reason)
+
+
+def _dequeue(settings: Settings, queue: Queue, run_id: str, reason: str) -> Stopped:
+    """A request still waiting: claim it first (the spawner cannot then start it), keep it in failed/."""
+    queue.ensure()
+    path = queue.claim(f"{run_id}.json")
+    if path is None:  # a spawner claimed it this very moment: stop it as a claimed one
+        return stop_run(settings, run_id, by=reason.removeprefix("stopped by "))
+    with AuditStore(settings.audit_path) as audit:
+        _admit_quietly(audit, path)
+        record_unfinished(audit, run_id, "interrupted", f"{reason} before it started")
+    queue.fail(path, f"{reason} before it started", run_id=run_id, status="interrupted")
+    return Stopped(run_id, "dequeued", "interrupted")
+
+
+def _admit_quietly(audit: AuditStore, path: Path) -> None:
+    """Keep the request's body in the audit, as the spawner would have, so its run row says what it was."""
+    try:
+        data = read_request_bytes(path)
+        ensure_request_row(audit, parse_request(data, path.name), FileFacts.of(path.name, data), utc_now())
+    except (OSError, RequestRefused):
+        pass  # a request the spawner would have rejected: its run row still says it was stopped
+
+
+def _end_process(settings: Settings, queue: Queue, run_id: str, grace_s: float, use_systemd: bool) -> str:
+    """Make the run's process go; how it went (`cancelled` when there was none)."""
+    if use_systemd:
+        done = _systemctl_stop(run_id)
+        return "systemd" if done else "cancelled"
+    pid = _pid(settings, queue, run_id)
+    if pid is None:
+        return "cancelled"
+    return _signal(pid, lambda: _alive(settings, queue, run_id, pid), grace_s)
+
+
+def _systemctl_stop(run_id: str) -> bool:
+    try:
+        done = systemctl("stop", agent_unit(run_id), timeout=STOP_GRACE_S + 30)
+    except LaunchError as exc:
+        raise StopFailed(f"cannot stop run {run_id}: {exc}") from None
+    if done.returncode != 0:
+        said = (done.stderr.strip() or f"exit {done.returncode}").splitlines()[0]
+        raise StopFailed(f"systemctl stop {agent_unit(run_id)} failed: {said}")
+    return True
+
+
+def _pid(settings: Settings, queue: Queue, run_id: str) -> int | None:
+    """The run's process: the holder of its lock, else the pid its live state file names."""
+    lock = queue.lock_path(run_id)
+    if lock_is_held(lock):
+        return lock_holder(lock)
+    state = next((s for s in read_states(settings.runs_state_dir) if s.get("run_id") == run_id), None)
+    pid = state.get("pid") if state else None
+    return pid if isinstance(pid, int) and pid > 0 and _pid_exists(pid) else None
+
+
+def _alive(settings: Settings, queue: Queue, run_id: str, pid: int) -> bool:
+    lock = queue.lock_path(run_id)
+    return lock_is_held(lock) if lock.exists() else _pid_exists(pid)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal(pid: int, alive: Callable[[], bool], grace_s: float) -> str:
+    """SIGTERM, wait up to `grace_s`, then SIGKILL the process group; `signal` or `killed`."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return "signal"
+    except PermissionError as exc:
+        raise StopFailed(f"cannot signal pid {pid}: {exc.strerror}; run this as the runs' user") from None
+    if _wait(alive, grace_s):
+        return "signal"
+    try:
+        os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return "signal"
+    _wait(alive, 5.0)
+    return "killed"
+
+
+def _wait(alive: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def _settle(settings: Settings, queue: Queue, run_id: str, reason: str, how: str) -> Stopped:
+    """After the process: record what it could not (killed, never started), name who stopped it."""
+    queue.ensure()
+    lock = RunLock.acquire(queue.lock_path(run_id), wait_s=2.0)
+    if lock is None:
+        raise StopFailed(f"run {run_id} still holds its lock after the stop; try again")
+    path = queue.claimed / f"{run_id}.json"
+    try:
+        with AuditStore(settings.audit_path) as audit:
+            status = _record(audit, run_id, reason)
+            cancelled = cancel_pending_of_run(audit, run_id, f"its run was {reason}")
+        if path.exists() and status == "interrupted":
+            queue.fail(path, reason, run_id=run_id, status=status)
+    finally:
+        lock.release(remove=not path.exists())
+    remove_state(settings.runs_state_dir, run_id)
+    return Stopped(run_id, how, status, cancelled)
+
+
+def _record(audit: AuditStore, run_id: str, reason: str) -> str:
+    run = audit.run(run_id)
+    if run is None or run["status"] == "running":
+        record_unfinished(audit, run_id, "interrupted", reason)
+        return "interrupted"
+    if run["status"] == "interrupted" and reason not in (run["error"] or ""):
+        audit.update_run(run_id, error=f"{reason} ({run['error'] or 'interrupted'})")
+    return str(run["status"])
+
+
+def stopped_line(stopped: Stopped) -> str:
+    """One line for a person: what became of the run."""
+    cancelled = f", {stopped.approvals_cancelled} approval(s) cancelled" if stopped.approvals_cancelled else ""
+    return f"{stopped.run_id}: {stopped.status} ({stopped.how}){cancelled}"

@@ -1,0 +1,108 @@
+"""The command center's app: `create_app(config)` wires the walls, the live map and the routes.
+
+Routes live by area in hearth/web/routes/; each area's data is one function used by its page
+and by its /api twin, so a script can do all the page can. The OpenAPI description is at
+/api/openapi.json (no docs page: it would load scripts from another origin).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib.resources import files
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from hearth.web.config import WebConfig
+from hearth.web.live import Live
+from hearth.web.pages import Pages
+from hearth.web.reader import Reader
+from hearth.web.security import Guard, Sessions, SignInNeeded, Throttle, WebError
+
+
+@dataclass
+class Web:
+    """Everything a route needs, on app.state.web."""
+
+    config: WebConfig
+    reader: Reader
+    live: Live
+    pages: Pages
+    sessions: Sessions
+    throttle: Throttle
+
+
+def web_of(request: Request) -> Web:
+    web: Web = request.app.state.web
+    return web
+
+
+def create_app(config: WebConfig) -> FastAPI:
+    reader = Reader(config.settings.audit_path)
+    web = Web(config, reader, Live(config, reader), Pages(), Sessions(), Throttle(config.throttle_base_s))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(web.live.run())
+        yield
+        web.live.close()
+        task.cancel()
+
+    app = FastAPI(
+        title="hearth command center",
+        description="Launch, watch, approve, replay and review hearth's runs. Every page's data is here as JSON.",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.web = web
+    app.middleware("http")(Guard(config, web.sessions, web.throttle))
+    _handlers(app)
+    app.mount("/static", StaticFiles(directory=str(files("hearth.web") / "static")), name="static")
+    from hearth.web.routes import ROUTERS
+
+    for router in ROUTERS:
+        app.include_router(router)
+    return app
+
+
+def _handlers(app: FastAPI) -> None:
+    app.add_exception_handler(WebError, _web_error)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/metrics"
+
+
+async def _web_error(request: Request, exc: WebError) -> Response:
+    if isinstance(exc, SignInNeeded) and not _wants_json(request):
+        return RedirectResponse(f"/signin?next={request.url.path}", status_code=303)
+    return error_response(request, exc.status, exc.reason)
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    reason = {404: "no such page", 405: "this address does not take that method"}.get(exc.status_code, str(exc.detail))
+    return error_response(request, exc.status_code, reason)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
+    return error_response(request, 400, f"{where}: {first.get('msg', 'is not valid')}")
+
+
+def error_response(request: Request, status: int, reason: str) -> Response:
+    """One line, as JSON for scripts or as a page for a person."""
+    if _wants_json(request):
+        return JSONResponse({"error": reason}, status_code=status)
+    return web_of(request).pages.render(request, "error.html", status, status=status, reason=reason)

@@ -1,0 +1,151 @@
+"""The live map: what runs now, pushed to every open page as server-sent events.
+
+One task per server looks every `poll_s` at what can change (the live state files, the queue,
+the audit's `data_version`); when any did, it builds the snapshot once (`hearth state` plus
+pending approvals and today's totals) and hands it to every subscriber. A page's script turns
+each `state` event into htmx refreshes of its parts; /api/events is the same stream for scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.clock import stamp
+from hearth.report import active_runs
+from hearth.run.profiles import load_profile
+from hearth.web.config import WebConfig
+from hearth.web.reader import Reader
+
+KEEPALIVE_S = 15.0
+
+
+def snapshot(config: WebConfig, reader: Reader) -> dict[str, Any]:
+    """What the overview shows, as /api/state returns it."""
+    state = active_runs(config.settings)
+    now = datetime.now(UTC)
+    state["active"] = [_enriched(run, config, reader, now) for run in state["active"]]
+    state["pending_approvals"] = len(reader.pending_approvals(stamp(now)))
+    state["today"] = reader.today(now)
+    return state
+
+
+def _enriched(run: dict[str, Any], config: WebConfig, reader: Reader, now: datetime) -> dict[str, Any]:
+    """A live run plus what the audit knows: when it started, its goal, its iteration cap."""
+    row = reader.one("select started_at, goal, mode, agent_name, model from runs where id = ?", [run["id"]]) or {}
+    started = row.get("started_at")
+    elapsed = (now - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds() if started else None
+    agent = run.get("agent_name") or row.get("agent_name") or "default"
+    return {
+        **run,
+        "agent_name": agent,
+        "model": run.get("model") or row.get("model"),
+        "goal": (row.get("goal") or "")[:240],
+        "mode": row.get("mode"),
+        "started_at": started,
+        "elapsed_s": round(elapsed, 1) if elapsed is not None else None,
+        "max_iterations": iteration_cap(config, reader.request_body(run["id"]), agent),
+    }
+
+
+def iteration_cap(config: WebConfig, body: str | None, agent: str) -> int:
+    """The request's cap, else its profile's, else the host's: the order the run resolves it in."""
+    asked = json.loads(body).get("max_iterations") if body else None
+    if asked:
+        return int(asked)
+    try:
+        profile = load_profile(config.settings.config_dir, agent).max_iterations
+    except Exception:  # a broken profile is the run's to report; the map shows the host default
+        profile = None
+    return profile or config.settings.max_iterations
+
+
+class Live:
+    def __init__(self, config: WebConfig, reader: Reader) -> None:
+        self.config, self.reader = config, reader
+        self.version = 0
+        self.current: dict[str, Any] = {}
+        self._subscribers: set[asyncio.Queue[str | None]] = set()
+        self._signature: tuple[Any, ...] | None = None
+        self._audit: sqlite3.Connection | None = None
+
+    def signature(self) -> tuple[Any, ...]:
+        """Cheap to take: directory listings with times, and the audit's commit counter."""
+        settings = self.config.settings
+        dirs = (settings.runs_state_dir, settings.queue_dir, settings.queue_dir / "claimed")
+        return (*(_listing(d) for d in dirs), self._data_version())
+
+    def _data_version(self) -> int | None:
+        path = self.config.settings.audit_path
+        if self._audit is None and path.exists():
+            self._audit = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            return self._audit.execute("pragma data_version").fetchone()[0] if self._audit else None
+        except sqlite3.Error:
+            return None
+
+    async def refresh(self) -> bool:
+        """Rebuild and publish the snapshot if anything changed; whether it did."""
+        signature = self.signature()
+        if signature == self._signature:
+            return False
+        self._signature = signature
+        self.current = await asyncio.to_thread(snapshot, self.config, self.reader)
+        self.version += 1
+        self.current["version"] = self.version
+        self._publish(_event("state", self.current))
+        return True
+
+    async def run(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a torn read now is whole on the next look
+                await self.refresh()
+            await asyncio.sleep(self.config.poll_s)
+
+    def _publish(self, event: str | None) -> None:
+        for queue in list(self._subscribers):
+            if queue.full():
+                queue.get_nowait()  # a slow page skips to the newest state
+            queue.put_nowait(event)
+
+    def close(self) -> None:
+        self._publish(None)
+        if self._audit is not None:
+            self._audit.close()
+
+    async def stream(self) -> AsyncIterator[str]:
+        """The event stream of one client: the current state at once, then every change."""
+        queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=8)
+        self._subscribers.add(queue)
+        try:
+            yield "retry: 2000\n\n" + (_event("state", self.current) if self.current else "")
+            while True:
+                try:
+                    event = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                if event is None:
+                    return
+                yield event
+        finally:
+            self._subscribers.discard(queue)
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def _listing(directory: Path) -> tuple[tuple[str, int], ...]:
+    try:
+        with os.scandir(directory) as entries:
+            return tuple(sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries))
+    except OSError:
+        return ()

@@ -1,0 +1,100 @@
+"""Rendering: Jinja2 with autoescaping on, and the small filters the templates share.
+
+Nothing from the audit, a model or a tool is ever marked safe: goals, replies, arguments, tool
+output, file names and diffs are text. The only Markup in a page is the server's own SVG
+(hearth/web/charts.py), whose labels are escaped there.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import Request
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.responses import HTMLResponse
+
+from hearth.web.charts import STATUS_COLOURS
+from hearth.web.security import Identity
+
+NAV = (
+    ("/", "Overview"),
+    ("/launch", "Launch"),
+    ("/runs", "Runs"),
+    ("/approvals", "Approvals"),
+    ("/report", "Report"),
+    ("/knowledge", "Knowledge"),
+    ("/proposals", "Proposals"),
+)
+
+
+def duration(ms: Any) -> str:
+    """1200 -> 1.2 s, 95000 -> 1 min 35 s; `-` when unknown."""
+    if ms is None:
+        return "-"
+    seconds = float(ms) / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def when(text: Any) -> str:
+    """An audit time as `2026-01-31 09:30:01` (UTC), shorter than ISO and still exact."""
+    return str(text).replace("T", " ")[:19] if text else "-"
+
+
+def pretty(text: Any) -> str:
+    """JSON text indented for reading; other text as it is."""
+    if not text:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(text)
+
+
+def left(expires_at: str | None, now: datetime | None = None) -> str:
+    """Time until an approval expires, for a person: `4 min 10 s left`."""
+    if not expires_at:
+        return "-"
+    end = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    seconds = int((end - (now or datetime.now(UTC))).total_seconds())
+    return "expired" if seconds <= 0 else f"{duration(seconds * 1000).replace('.0 s', ' s')} left"
+
+
+def status_class(status: Any) -> str:
+    """A CSS class for a status or live state; unknown words get the neutral one."""
+    name = str(status or "")
+    return f"st-{name}" if name in STATUS_COLOURS or name in LIVE_STATES else "st-other"
+
+
+LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "queued")
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("hearth.web", "templates"),
+        autoescape=select_autoescape(["html"], default_for_string=True, default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(duration=duration, when=when, pretty=pretty, left=left, status_class=status_class)
+    env.globals["nav"] = NAV
+    return env
+
+
+class Pages:
+    def __init__(self) -> None:
+        self.env = environment()
+
+    def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        identity: Identity = request.state.identity
+        page = self.env.get_template(template).render(
+            request_path=request.url.path,
+            me=identity,
+            csrf=identity.session.csrf if identity.session else "",
+            **context,
+        )
+        return HTMLResponse(page, status_code=code)

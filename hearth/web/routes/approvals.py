@@ -1,0 +1,104 @@
+"""Approvals: every pending call with its exact tool and arguments; Approve and Deny.
+
+A decision goes through hearth.audit.approvals.decide, the function `hearth approve` calls: it
+is bound to the approval's call hash, recorded with who decided (`web:NAME`) and when, and a
+decision on an approval already decided or expired is refused with the store's own words.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from agent.clock import utc_now
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval, ApprovalClosed
+from hearth.audit.store import AuditStore
+from hearth.errors import NotFound
+from hearth.web.app import error_response, web_of
+from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+
+router = APIRouter()
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: str = Field(pattern="^(approve|deny)$", description="approve or deny")
+    reason: str = Field("", max_length=2000, description="told to the model on a deny, and recorded")
+
+
+def approvals_data(request: Request) -> dict[str, Any]:
+    reader = web_of(request).reader
+    pending = [{**row, "arguments_pretty": _pretty(row["arguments"])} for row in reader.pending_approvals(utc_now())]
+    return {"pending": pending, "decided": reader.recent_decisions(30)}
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def decide(request: Request, approval_id: str, granted: bool, reason: str, me: Identity) -> Approval:
+    """The CLI's decision path, as this person; WebError 404 / 409 in the store's words."""
+    path = web_of(request).config.settings.audit_path
+    if not path.exists():
+        raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
+    try:
+        with AuditStore(path) as audit:
+            return approvals.decide(audit, approval_id, granted=granted, by=me.decider, note=reason.strip())
+    except NotFound as exc:
+        raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
+    except ApprovalClosed as exc:
+        raise WebError(409, str(exc)) from None
+
+
+@router.get("/approvals", response_class=HTMLResponse, include_in_schema=False)
+def approvals_page(request: Request, decided: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "approvals.html", **approvals_data(request), just=decided)
+
+
+@router.get("/fragments/approvals", response_class=HTMLResponse, include_in_schema=False)
+def approvals_fragment(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "_approvals.html", **approvals_data(request), just="")
+
+
+@router.post("/approvals/{approval_id}/decide", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def decide_page(request: Request, approval_id: str, me: Identity = Depends(operator)) -> Response:
+    form = await request.form()
+    granted = form.get("decision") == "approve"
+    reason = str(form.get("reason") or "")
+    try:
+        done = await run_in_threadpool(decide, request, approval_id, granted, reason, me)
+    except WebError as exc:
+        return error_response(request, exc.status, exc.reason)
+    return RedirectResponse(f"/approvals?decided={done.id}", status_code=303)
+
+
+@router.get("/api/approvals", tags=["approvals"])
+def api_approvals(request: Request, all: bool = False, me: Identity = Depends(viewer)) -> list[dict[str, Any]]:
+    """Pending approvals (as `hearth approvals --json`), or with all=true the latest of any status."""
+    data = approvals_data(request)
+    rows = data["pending"] + (data["decided"] if all else [])
+    return [{**_row(r), "arguments": json.loads(r["arguments"] or "{}")} for r in rows]
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in ("arguments_pretty", "goal")}
+
+
+@router.post("/api/approvals/{approval_id}", tags=["approvals"], dependencies=[Depends(check_csrf)])
+async def api_decide(
+    request: Request, approval_id: str, body: Decision, me: Identity = Depends(operator)
+) -> dict[str, Any]:
+    """Approve or deny one pending approval: 404 unknown, 409 already decided or expired."""
+    done = await run_in_threadpool(decide, request, approval_id, body.decision == "approve", body.reason, me)
+    return {**asdict(done), "arguments": json.loads(done.arguments)}

@@ -1,0 +1,68 @@
+"""Signing in: a token for a session cookie (HttpOnly, SameSite=Strict, Secure over TLS)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from hearth.web.app import web_of
+from hearth.web.security import COOKIE, Identity, check_csrf, role_of, set_cookie
+
+router = APIRouter()
+NAME = re.compile(r"^[\w .@-]{1,64}$")
+
+
+def _next(target: str) -> str:
+    """Only a path on this server (never //host or a scheme): an open redirect helps phishing."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+@router.get("/signin", response_class=HTMLResponse, include_in_schema=False)
+def signin_page(request: Request, next: str = "/") -> HTMLResponse:
+    return web_of(request).pages.render(request, "signin.html", next=_next(next), error=None, name="")
+
+
+@router.post("/signin", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def signin(request: Request) -> Response:
+    web, form = web_of(request), await request.form()
+    token, name, target = (str(form.get(k) or "") for k in ("token", "name", "next"))
+    role = role_of(token.strip(), web.config) if token.strip() else None
+    client = request.client.host if request.client else "?"
+    if role is None or not NAME.match(name.strip() or role):
+        await asyncio.sleep(web.throttle.fail(client))
+        error = "wrong token" if role is None else "a name is letters, digits, spaces and . @ - _ (at most 64)"
+        return web.pages.render(request, "signin.html", 401, next=_next(target), error=error, name=name)
+    web.throttle.ok(client)
+    me: Identity = request.state.identity
+    if me.session is not None:
+        web.sessions.drop(me.session.id)  # a new id on sign-in: a planted cookie is worth nothing
+    session = web.sessions.new(name.strip() or role, role)
+    response = RedirectResponse(_next(target), status_code=303)
+    set_cookie(response, session, request)
+    return response
+
+
+@router.post("/signout", include_in_schema=False, dependencies=[Depends(check_csrf)])
+def signout(request: Request) -> Response:
+    me: Identity = request.state.identity
+    if me.session is not None:
+        web_of(request).sessions.drop(me.session.id)
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+@router.get("/api/session", tags=["session"])
+def api_session(request: Request) -> dict[str, Any]:
+    """Who you are here, and the CSRF token a cookie-holding client sends with each POST (X-CSRF-Token)."""
+    me: Identity = request.state.identity
+    return {
+        "user": me.user,
+        "role": me.role or None,
+        "via": me.via,
+        "csrf_token": me.session.csrf if me.session else None,
+    }

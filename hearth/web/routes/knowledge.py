@@ -1,0 +1,74 @@
+"""Knowledge and memory: search, list and remove, through the store `hearth kb` / `hearth memory` use."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from agent.knowledge.store import KnowledgeStore
+from hearth.web.app import web_of
+from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+
+router = APIRouter()
+
+
+def _store(request: Request) -> KnowledgeStore | None:
+    """The knowledge base, or None before anything was stored (reading must not create it)."""
+    path = web_of(request).config.settings.knowledge_path
+    return KnowledgeStore(path) if path.exists() else None
+
+
+def knowledge_data(request: Request, q: str = "") -> dict[str, Any]:
+    store = _store(request)
+    if store is None:
+        return {"q": q, "hits": [], "documents": [], "lessons": []}
+    with store:
+        hits = [asdict(h) for h in store.search(q, k=20)] if q.strip() else []
+        lessons = [{k: v for k, v in asdict(x).items() if k != "score"} for x in store.lessons(limit=200)]
+        return {"q": q, "hits": hits, "documents": store.documents(limit=200), "lessons": lessons}
+
+
+def remove(request: Request, kind: str, ident: int) -> int:
+    store = _store(request)
+    if store is None:
+        raise WebError(404, f"no {kind} #{ident}: the knowledge base is empty")
+    with store:
+        count = store.remove(ident) if kind == "document" else int(store.forget(ident))
+    if not count:
+        raise WebError(404, f"no {kind} #{ident}")
+    return count
+
+
+@router.get("/knowledge", response_class=HTMLResponse, include_in_schema=False)
+def knowledge_page(request: Request, q: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "knowledge.html", **knowledge_data(request, q[:500]))
+
+
+@router.post("/knowledge/{kind}/{ident}/remove", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def remove_page(request: Request, kind: str, ident: int, me: Identity = Depends(operator)) -> Response:
+    if kind not in ("document", "lesson"):
+        raise WebError(404, "no such page")
+    await run_in_threadpool(remove, request, kind, ident)
+    return RedirectResponse("/knowledge", status_code=303)
+
+
+@router.get("/api/knowledge", tags=["knowledge"])
+def api_knowledge(request: Request, q: str = "", me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """Documents and lessons (as `hearth kb list --json`, `hearth memory list --json`); q searches."""
+    return knowledge_data(request, q[:500])
+
+
+@router.post("/api/knowledge/{ident}/remove", tags=["knowledge"], dependencies=[Depends(check_csrf)])
+async def api_remove_document(request: Request, ident: int, me: Identity = Depends(operator)) -> dict[str, int]:
+    """Remove one document (as `hearth kb rm ID --json`)."""
+    return {"removed": await run_in_threadpool(remove, request, "document", ident)}
+
+
+@router.post("/api/memory/{ident}/remove", tags=["knowledge"], dependencies=[Depends(check_csrf)])
+async def api_remove_lesson(request: Request, ident: int, me: Identity = Depends(operator)) -> dict[str, int]:
+    """Remove one lesson (as `hearth memory rm ID --json`)."""
+    return {"removed": await run_in_threadpool(remove, request, "lesson", ident)}

@@ -1,0 +1,143 @@
+"""Launch: the form and /api/enqueue, both writing a version 1 request as `hearth enqueue` does.
+
+The request is built by the queue's own model and queued by hearth.dispatch.submit, so a refusal
+is in the queue's words; the form shows it beside the field it names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from agent.model.ollama_client import probe
+from agent.tools.builtin import TOOLS
+from hearth.audit.store import new_run_id
+from hearth.credentials import CredentialStore
+from hearth.demo import GOAL as DEMO_GOAL
+from hearth.dispatch.submit import SubmitRefused, submit
+from hearth.request import RequestRefused, build_request, load_json
+from hearth.run.profiles import profile_names
+from hearth.web.app import web_of
+from hearth.web.security import Identity, WebError, check_csrf, operator
+
+router = APIRouter()
+STATUS_OF = {"invalid": 422, "duplicate": 409, "queue": 503}
+FORM_FIELD = {"allowed_tools": "tools", "timeout_s": "timeout", "credentials": "credentials"}
+RISK_ORDER = ("safe", "edit", "dangerous")
+
+
+def field_of(reason: str) -> str:
+    """The request field a refusal names (`max_iterations: ...`, `egress[0] "x" is not allowed`)."""
+    text = reason.removeprefix("invalid request: ")
+    for lead in ("missing required field ", "unknown field "):
+        text = text.removeprefix(lead)
+    found = re.match(r'"?([a-z_]+)', text)
+    return found.group(1) if found else ""
+
+
+def _form_field(reason: str) -> str:
+    name = field_of(reason)
+    return FORM_FIELD.get(name, name)
+
+
+def form_choices(request: Request) -> dict[str, Any]:
+    """What the form offers: profiles, the models Ollama has, tools by risk, credential names."""
+    settings = web_of(request).config.settings
+    tools = sorted(TOOLS.values(), key=lambda t: (RISK_ORDER.index(t.risk) if t.risk in RISK_ORDER else 9, t.name))
+    try:
+        credentials = [
+            e["name"] for e in CredentialStore(settings.credentials_path, settings.credentials_dir).entries()
+        ]
+    except Exception:  # an unreadable store offers no names; the run checks them again anyway
+        credentials = []
+    return {
+        "profiles": profile_names(settings.config_dir),
+        "models": probe(settings.ollama_host, timeout_s=1.0),
+        "ollama_host": settings.ollama_host,
+        "default_model": settings.model,
+        "tools": [{"name": t.name, "risk": t.risk, "description": t.description.split(". ")[0]} for t in tools],
+        "credential_names": credentials,
+    }
+
+
+def request_object(form: dict[str, Any], me: Identity) -> dict[str, Any]:
+    """The form's values as a version 1 request object; empty fields are left to the defaults."""
+    obj: dict[str, Any] = {"id": form.get("id") or new_run_id(), "goal": form.get("goal", "")}
+    for name in ("model", "agent_name", "mode"):
+        if form.get(name):
+            obj[name] = form[name]
+    for name, key in (("max_iterations", "max_iterations"), ("timeout", "timeout_s")):
+        if form.get(name):
+            value = str(form[name]).strip()
+            obj[key] = int(value) if value.isdigit() else value
+    if form.get("tools"):
+        obj["allowed_tools"] = form["tools"]
+    if form.get("credentials"):
+        obj["credentials"] = form["credentials"]
+    hosts = [h for h in re.split(r"[\s,]+", form.get("egress") or "") if h]
+    if hosts:
+        obj["egress"] = hosts
+    return {**obj, "source": "command-center", "requested_by": me.user}
+
+
+def _queue(request: Request, obj: dict[str, Any], me: Identity) -> dict[str, str]:
+    try:
+        built = build_request(obj, file_id=None).request
+    except RequestRefused as exc:
+        raise SubmitRefused(f"invalid request: {exc}", "invalid") from None
+    done = submit(built, web_of(request).config.settings, requested_by=me.user)
+    return {"id": done.id, "path": str(done.path), "notes": done.notes}  # type: ignore[dict-item]
+
+
+async def _form_values(request: Request) -> dict[str, Any]:
+    form = await request.form()
+    values: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k not in ("tools", "credentials")}
+    values["tools"] = [v for v in form.getlist("tools") if isinstance(v, str)]
+    values["credentials"] = [v for v in form.getlist("credentials") if isinstance(v, str)]
+    return values
+
+
+@router.get("/launch", response_class=HTMLResponse, include_in_schema=False)
+async def launch_page(request: Request, demo: bool = False, me: Identity = Depends(operator)) -> HTMLResponse:
+    form = {"goal": DEMO_GOAL, "mode": "auto"} if demo else {}
+    choices = await run_in_threadpool(form_choices, request)
+    return web_of(request).pages.render(request, "launch.html", form=form, error=None, field="", **choices)
+
+
+@router.post("/launch", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def launch_submit(request: Request, me: Identity = Depends(operator)) -> Response:
+    form = await _form_values(request)
+    try:
+        done = await run_in_threadpool(_queue, request, request_object(form, me), me)
+    except SubmitRefused as exc:
+        choices = await run_in_threadpool(form_choices, request)
+        reason = str(exc).removeprefix("invalid request: ")
+        page = web_of(request).pages.render(
+            request, "launch.html", STATUS_OF[exc.kind], form=form, error=reason, field=_form_field(str(exc)), **choices
+        )
+        return page
+    return RedirectResponse(f"/runs/{done['id']}?queued=1", status_code=303)
+
+
+@router.post("/api/enqueue", tags=["launch"], status_code=201, dependencies=[Depends(check_csrf)])
+async def api_enqueue(request: Request, me: Identity = Depends(operator)) -> Response:
+    """Queue a version 1 request (queue-spec/); `id` is optional, `source` and `requested_by` are yours.
+
+    201 {id, path} as `hearth enqueue --json`; 400 malformed JSON; 422 a request the queue would
+    refuse ({error, field}); 409 a duplicate id; 503 the queue cannot be written.
+    """
+    try:
+        obj = load_json(await request.body())
+    except RequestRefused as exc:
+        raise WebError(400, f"malformed request body: {exc}") from None
+    obj = {"id": new_run_id(), **obj, "source": "command-center", "requested_by": me.user}
+    try:
+        done = await run_in_threadpool(_queue, request, obj, me)
+    except SubmitRefused as exc:
+        body = {"error": str(exc), "field": field_of(str(exc)) if exc.kind == "invalid" else None}
+        return JSONResponse(body, status_code=STATUS_OF[exc.kind])
+    return JSONResponse(done, status_code=201)

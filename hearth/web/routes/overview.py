@@ -1,0 +1,50 @@
+"""The overview: the live map of active runs, the queue, pending approvals, today's totals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import HTMLResponse, StreamingResponse
+
+from hearth.web.app import web_of
+from hearth.web.live import snapshot
+from hearth.web.security import Identity, viewer
+
+router = APIRouter()
+
+
+def overview_data(request: Request) -> dict[str, Any]:
+    web = web_of(request)
+    return {**snapshot(web.config, web.reader), "recent": web.reader.recent(10)}
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def overview_page(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "overview.html", **overview_data(request))
+
+
+@router.get("/fragments/overview", response_class=HTMLResponse, include_in_schema=False)
+def overview_fragment(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "_overview.html", **overview_data(request))
+
+
+@router.get("/api/state", tags=["runs"])
+def api_state(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """What runs now (as `hearth state --json`), plus pending approvals and today's runs and tokens."""
+    web = web_of(request)
+    return snapshot(web.config, web.reader)
+
+
+@router.get("/api/queue", tags=["runs"])
+def api_queue(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """Requests waiting at the top of the queue, and the claimed ones (starting or running)."""
+    state = snapshot(web_of(request).config, web_of(request).reader)
+    return {"queued": state["queued"], "claimed": [run["id"] for run in state["active"] if run.get("queued")]}
+
+
+@router.get("/api/events", tags=["runs"], response_class=StreamingResponse)
+async def api_events(request: Request, me: Identity = Depends(viewer)) -> StreamingResponse:
+    """Server-sent events: `state` (the /api/state shape, with a version) now and at every change."""
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(web_of(request).live.stream(), media_type="text/event-stream", headers=headers)

@@ -1,0 +1,169 @@
+"""Runs: the list (filters, goal search, pages of 50), one run step by step, and Stop."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
+from hearth.errors import NotFound, UsageError
+from hearth.queue import Queue
+from hearth.report import parse_since
+from hearth.request import ID_PATTERN
+from hearth.web.app import web_of
+from hearth.web.diff import checkpoint_range, diff_lines, history_of, workspace_diff
+from hearth.web.reader import PAGE_SIZE, RunFilter
+from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+
+router = APIRouter()
+
+
+def checked_id(run_id: str) -> str:
+    """A run id as the queue allows them; anything else names no run (and never a path)."""
+    if not re.fullmatch(ID_PATTERN, run_id) and not re.fullmatch(r"[0-9T]{15}-[0-9a-f]{6}", run_id):
+        raise WebError(404, f"no run with id {run_id[:80]!r}; see /runs")
+    return run_id
+
+
+def run_filter(
+    status: str = "", agent: str = "", model: str = "", source: str = "", since: str = "", q: str = ""
+) -> RunFilter:
+    try:
+        moment = parse_since(since) if since else None
+    except UsageError as exc:
+        raise WebError(400, str(exc).replace("--since", "since")) from None
+    return RunFilter(status=status, agent_name=agent, model=model, source=source, since=moment, q=q[:200])
+
+
+def runs_data(request: Request, where: RunFilter, page: int) -> dict[str, Any]:
+    rows, total = web_of(request).reader.runs_page(where, page)
+    return {
+        "runs": rows,
+        "total": total,
+        "page": page,
+        "pages": max(1, math.ceil(total / PAGE_SIZE)),
+        "per_page": PAGE_SIZE,
+    }
+
+
+@router.get("/runs", response_class=HTMLResponse, include_in_schema=False)
+def runs_page(
+    request: Request, page: int = 1, where: RunFilter = Depends(run_filter), me: Identity = Depends(viewer)
+) -> HTMLResponse:
+    data = runs_data(request, where, max(1, page))
+    query = {k: v for k, v in request.query_params.items() if k != "page" and v}
+    choices = web_of(request).reader.choices()
+    return web_of(request).pages.render(request, "runs.html", **data, query=query, choices=choices)
+
+
+@router.get("/api/runs", tags=["runs"])
+def api_runs(
+    request: Request, page: int = 1, where: RunFilter = Depends(run_filter), me: Identity = Depends(viewer)
+) -> dict[str, Any]:
+    """Runs newest first, 50 a page: filter by status, agent, model, source, since (7d, a date); q searches goals."""
+    return runs_data(request, where, max(1, page))
+
+
+def run_data(request: Request, run_id: str) -> dict[str, Any]:
+    """One run as `hearth show --json` prints it, plus its approvals and links; or where its request waits."""
+    reader = web_of(request).reader
+    run = reader.run(checked_id(run_id))
+    if run is None:
+        return _waiting(request, run_id)
+    checkpoints = reader.checkpoints(run_id)
+    return {
+        "run": run,
+        "steps": reader.steps(run_id),
+        "checkpoints": checkpoints,
+        "approvals": reader.approvals_of(run_id),
+        "links": reader.links(run),
+        "compare": checkpoint_range(checkpoints),
+    }
+
+
+def _waiting(request: Request, run_id: str) -> dict[str, Any]:
+    queue = Queue(web_of(request).config.settings.queue_dir)
+    where = "queued" if (queue.root / f"{run_id}.json").exists() else queue.known(run_id)
+    if where not in ("queued", "claimed"):
+        raise WebError(404, f"no run with id {run_id!r}; see /runs")
+    run = {"id": run_id, "status": "queued" if where == "queued" else "starting"}
+    return {"run": run, "steps": [], "checkpoints": [], "approvals": [], "links": {}, "compare": None}
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+def run_page(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "run.html", **_with_diff(request, run_data(request, run_id)))
+
+
+@router.get("/fragments/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+def run_fragment(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
+    return web_of(request).pages.render(request, "_run.html", **_with_diff(request, run_data(request, run_id)))
+
+
+def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    run, compare = data["run"], data["compare"]
+    live = run["status"] in ("running", "queued", "starting")
+    if compare is None or live:
+        return {**data, "diff": None, "live": live}
+    before, after = compare
+    history = history_of(data["checkpoints"])
+    text = workspace_diff(web_of(request).config.settings, run.get("workspace") or "", before, after, history)
+    return {**data, "diff": diff_lines(text), "live": live}
+
+
+@router.get("/api/runs/{run_id}", tags=["runs"])
+def api_run(request: Request, run_id: str, diff: bool = False, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """One run with its steps and checkpoints (`hearth show --json`); `diff=true` adds the workspace diff."""
+    data = run_data(request, run_id)
+    if diff and data["compare"]:
+        before, after = data["compare"]
+        history = history_of(data["checkpoints"])
+        data["diff"] = workspace_diff(
+            web_of(request).config.settings, data["run"].get("workspace") or "", before, after, history
+        )
+    return data
+
+
+async def _stop(request: Request, run_id: str, me: Identity) -> Stopped:
+    try:
+        settings = web_of(request).config.settings
+        return await run_in_threadpool(stop_run, settings, checked_id(run_id), by=me.decider)
+    except NotFound as exc:
+        raise WebError(404, str(exc)) from None
+    except NotRunning as exc:
+        raise WebError(409, str(exc)) from None
+    except StopFailed as exc:
+        raise WebError(503, str(exc)) from None
+
+
+@router.post("/runs/{run_id}/stop", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def stop_page(request: Request, run_id: str, me: Identity = Depends(operator)) -> Response:
+    await _stop(request, run_id, me)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.post("/api/runs/{run_id}/stop", tags=["runs"], dependencies=[Depends(check_csrf)])
+async def api_stop(request: Request, run_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Stop one run (recorded `interrupted`, by you); its pending approvals are cancelled."""
+    return vars(await _stop(request, run_id, me))
+
+
+async def _stop_all(request: Request, me: Identity) -> list[Stopped]:
+    return await run_in_threadpool(stop_all, web_of(request).config.settings, by=me.decider)
+
+
+@router.post("/stop-all", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def stop_all_page(request: Request, me: Identity = Depends(operator)) -> Response:
+    await _stop_all(request, me)
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/api/stop-all", tags=["runs"], dependencies=[Depends(check_csrf)])
+async def api_stop_all(request: Request, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Stop every claimed or running run; what became of each."""
+    return {"stopped": [vars(s) for s in await _stop_all(request, me)]}

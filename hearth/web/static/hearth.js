@@ -1,0 +1,73 @@
+// hearth command center: the live stream, confirmations, replay, countdowns. No inline script
+// anywhere (the CSP forbids it); everything written into the page here is textContent.
+(function () {
+  "use strict";
+  var body = document.body;
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+    }
+  });
+
+  function onState(data) {
+    var badge = document.getElementById("pending-badge");
+    if (badge) {
+      badge.textContent = data.pending_approvals ? String(data.pending_approvals) : "";
+      badge.hidden = !data.pending_approvals;
+    }
+    body.dataset.version = String(data.version || 0);
+    body.dispatchEvent(new CustomEvent("hearth:state", { detail: data }));
+  }
+
+  if (body.dataset.live && window.EventSource) {
+    var stream = new EventSource("/api/events");
+    stream.addEventListener("state", function (event) {
+      try { onState(JSON.parse(event.data)); } catch (e) { /* a torn event: the next one is whole */ }
+    });
+  }
+
+  // Replay: show the steps one by one (buttons, or the left and right arrow keys).
+  var at = -1;
+  function steps() { return Array.prototype.slice.call(document.querySelectorAll("#steps > li.step")); }
+  function show(index) {
+    var all = steps();
+    if (!all.length) { return; }
+    at = index < 0 ? -1 : Math.min(index, all.length - 1);
+    all.forEach(function (li, i) {
+      li.hidden = at >= 0 && i > at;
+      li.classList.toggle("current", i === at);
+    });
+    var counter = document.getElementById("replay-counter");
+    if (counter) { counter.textContent = at < 0 ? "all " + all.length + " steps" : "step " + (at + 1) + " of " + all.length; }
+    if (at >= 0) { all[at].scrollIntoView({ block: "nearest" }); }
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-replay]") : null;
+    if (!button) { return; }
+    var how = button.dataset.replay;
+    if (how === "first") { show(0); }
+    else if (how === "prev") { show(at < 0 ? steps().length - 1 : Math.max(0, at - 1)); }
+    else if (how === "next") { show(at < 0 ? 0 : at + 1); }
+    else { show(-1); }
+  });
+  document.addEventListener("keydown", function (event) {
+    var tag = (event.target.tagName || "").toLowerCase();
+    if (!document.getElementById("replay") || tag === "input" || tag === "textarea" || tag === "select") { return; }
+    if (event.key === "ArrowRight") { show(at < 0 ? 0 : at + 1); event.preventDefault(); }
+    if (event.key === "ArrowLeft") { show(at < 0 ? steps().length - 1 : Math.max(0, at - 1)); event.preventDefault(); }
+  });
+
+  // Approvals: the time left, counted down between refreshes.
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("[data-expires]").forEach(function (el) {
+      var left = Math.round((Date.parse(el.dataset.expires) - now) / 1000);
+      if (isNaN(left)) { return; }
+      el.textContent = left <= 0 ? "expired" : (left >= 60 ? Math.floor(left / 60) + " min " : "") + (left % 60) + " s left";
+      el.classList.toggle("soon", left < 60);
+    });
+  }
+  window.setInterval(tick, 1000);
+})();

@@ -1,0 +1,354 @@
+"""The command center in a real Chromium (Debian's, driven by Playwright): what an operator does.
+
+Each test saves screenshots of the pages it visits under its tmp dir (and into
+$HEARTH_SCREENSHOTS when that is set, for a person to look at). Skipped only when chromium or
+Playwright is missing, and never as root in CI, where the project's own set-up installs both.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.knowledge.store import KnowledgeStore
+from hearth.evolve import Proposal, record_proposal
+from hearth.settings import Settings
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.queue_support import Gate, rows, wait_for
+from tests.web_support import Center, seed_runs
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OPERATOR = "operator-token-0123456789abcdef"
+PAYLOAD = '<script>window.__xss=1;alert(1)</script><img src=x onerror="window.__xss=2;alert(2)"> javascript:alert(3)'
+
+
+def _playwright() -> Any:
+    missing = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing = "Playwright for Python is not installed (pip install -e '.[test]')"
+    if missing is None and not CHROMIUM.exists():
+        missing = "Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)"
+    if missing is None:
+        return sync_playwright
+    if os.geteuid() == 0 and os.environ.get("CI"):
+        pytest.fail(f"the browser tests must run in CI: {missing}")
+    pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Any]:
+    with _playwright()() as p:
+        yield p
+
+
+class Browser:
+    """One fresh Chromium profile: pages, dialogs seen, screenshots saved."""
+
+    def __init__(self, playwright: Any, tmp: Path) -> None:
+        self.context = playwright.chromium.launch_persistent_context(
+            str(tmp / "profile"),
+            executable_path=str(CHROMIUM),
+            args=ARGS,
+            headless=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        self.shots = tmp / "screenshots"
+        self.shots.mkdir()
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+
+    def page(self, width: int = 1280, height: int = 900) -> Any:
+        page = self.context.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        page.on("dialog", self._dialog)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        return page
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.accept()
+
+    def shot(self, page: Any, name: str) -> None:
+        path = self.shots / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        keep = os.environ.get("HEARTH_SCREENSHOTS")
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(keep) / path.name)
+
+
+@pytest.fixture
+def browser(playwright: Any, tmp_path: Path) -> Iterator[Browser]:
+    opened = Browser(playwright, tmp_path)
+    yield opened
+    opened.context.close()
+    assert opened.errors == [], opened.errors
+
+
+@pytest.fixture
+def center(state_dir: Path) -> Iterator[Center]:
+    with Center(Settings.from_env()) as served:
+        yield served
+
+
+def _status(state_dir: Path, run_id: str) -> str | None:
+    try:
+        found = rows(state_dir, "select status from runs where id = ?", run_id)
+    except Exception:
+        return None
+    return found[0]["status"] if found else None
+
+
+def test_launch_from_the_form_shows_the_run_on_the_live_map_until_it_is_done(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    gate = Gate()
+    with FakeOllama([gate]) as fake:
+        center.start_watch(fake.url)
+        overview = browser.page()
+        overview.goto(center.url + "/")
+        form = browser.page()
+        form.goto(center.url + "/launch")
+        browser.shot(form, "launch")
+        form.fill("textarea[name=goal]", "Summarise NOTES.md in three lines")
+        form.check("input[name=mode][value=plan]")
+        form.check("input[name=tools][value=read_file]")
+        form.click("#launch")
+        form.wait_for_url(re.compile(r"/runs/[^/?]+\?queued=1$"))
+        run_id = form.url.split("/runs/")[1].split("?")[0]
+        assert gate.reached.wait(30)
+        overview.wait_for_selector(f'.run-card[data-run="{run_id}"] .st-thinking', timeout=10_000)
+        browser.shot(overview, "overview-live")
+        gate.opened.set()
+        overview.wait_for_selector(f'#runs-table tr:has(a:text-is("{run_id}")) .st-done', timeout=15_000)
+        assert overview.locator(f'.run-card[data-run="{run_id}"]').count() == 0
+        browser.shot(overview, "overview-done")
+    [request] = rows(state_dir, "select source, requested_by, body from requests where id = ?", run_id)
+    assert request["source"] == "command-center" and request["requested_by"] == "local"
+    assert json.loads(request["body"])["allowed_tools"] == ["read_file"]
+
+
+def test_a_refused_launch_says_why_beside_the_field(center: Center, browser: Browser) -> None:
+    page = browser.page()
+    page.goto(center.url + "/launch")
+    page.fill("textarea[name=goal]", "count to ten")
+    page.fill("input[name=max_iterations]", "500")
+    page.click("#launch")
+    error = page.wait_for_selector("#error-max_iterations")
+    assert "max_iterations: input should be less than or equal to 100, got 500" in error.inner_text()
+    assert page.input_value("textarea[name=goal]") == "count to ten"
+    browser.shot(page, "launch-refused")
+
+
+def test_an_auto_run_waits_for_approval_approve_runs_the_exact_call_deny_tells_the_model(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    script = [
+        tool_call("run_command", {"command": "echo approved-marker"}),
+        final_answer("it printed approved-marker"),
+        tool_call("run_command", {"command": "rm -rf notes"}),
+        final_answer("understood, I left the notes alone"),
+    ]
+    with FakeOllama(script) as fake:
+        center.start_watch(fake.url)
+        client = center.client()
+        phone = browser.page(390, 844)
+        phone.goto(center.url + "/approvals")
+        client.post_json("/api/enqueue", {"goal": "print a marker", "id": "asks-1", "mode": "auto"})
+        card = phone.wait_for_selector(".approval", timeout=15_000)
+        assert '"command": "echo approved-marker"' in card.inner_text()
+        browser.shot(phone, "approvals-phone")
+        phone.click("[data-approve]")
+        wait_for(lambda: _status(state_dir, "asks-1") == "done", what="the approved run to finish")
+        client.post_json("/api/enqueue", {"goal": "clean up", "id": "asks-2", "mode": "auto"})
+        phone.wait_for_selector(".approval", timeout=15_000)
+        phone.fill(".approval input[name=reason]", "not on a Friday")
+        phone.click("[data-deny]")
+        wait_for(lambda: _status(state_dir, "asks-2") == "done", what="the denied run to finish")
+        assert "not on a Friday" in json.dumps(fake.requests[-1]["messages"])
+        # the decided call stays listed (the "just decided" mark lasts only until the next live refresh)
+        phone.wait_for_selector("#decisions tr:has-text('not on a Friday')")
+        browser.shot(phone, "approvals-decided-phone")
+    [approved] = rows(state_dir, "select * from steps where run_id = 'asks-1' and kind = 'tool'")
+    assert approved["verdict"] == "approved" and "approved-marker" in approved["output"]
+    decided = rows(state_dir, "select run_id, status, decided_by from approvals order by run_id")
+    assert [(d["run_id"], d["status"], d["decided_by"]) for d in decided] == [
+        ("asks-1", "approved", "web:local"),
+        ("asks-2", "denied", "web:local"),
+    ]
+
+
+def test_a_finished_run_replays_step_by_step_with_the_arrow_keys(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    [run_id] = seed_runs(state_dir, 1, steps=5)
+    page = browser.page()
+    page.goto(f"{center.url}/runs/{run_id}")
+    browser.shot(page, "run")
+    visible = "document.querySelectorAll('#steps > li.step:not([hidden])').length"
+    assert page.evaluate(visible) == 5
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("#replay-counter") == "step 1 of 5" and page.evaluate(visible) == 1
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("#replay-counter") == "step 3 of 5" and page.evaluate(visible) == 3
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(visible) == 2 and page.locator("li.step.current").get_attribute("data-seq") == "2"
+    browser.shot(page, "run-replay")
+    page.click("[data-replay=all]")
+    assert page.evaluate(visible) == 5
+
+
+def test_the_report_page_draws_its_charts(center: Center, browser: Browser, state_dir: Path) -> None:
+    seed_runs(state_dir, 80, steps=1)
+    page = browser.page()
+    page.goto(center.url + "/report?since=")
+    charts = page.locator("#charts figure.chart > svg")
+    assert charts.count() == 5
+    assert page.locator("#charts svg rect").count() > 20
+    assert "Runs per day, by status" in page.inner_text("#charts")
+    browser.shot(page, "report")
+
+
+def test_payloads_in_a_goal_a_file_name_and_tool_output_render_as_text_and_nothing_runs(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    script = [
+        tool_call("write_file", {"path": "<img src=x onerror=alert(4)>.txt", "content": PAYLOAD}),
+        tool_call("read_file", {"path": "<img src=x onerror=alert(4)>.txt"}),
+        final_answer(f"done: {PAYLOAD}"),
+    ]
+    with FakeOllama(script) as fake:
+        center.start_watch(fake.url)
+        center.client().post_json("/api/enqueue", {"goal": PAYLOAD, "id": "xss", "mode": "bypass"})
+        wait_for(lambda: _status(state_dir, "xss") == "done", what="the run to finish")
+    page = browser.page()
+    for path in ("/", "/runs", "/runs/xss", "/runs?q=script", "/report?since="):
+        page.goto(center.url + path)
+        page.wait_for_load_state("networkidle")
+        injected = page.evaluate(
+            "[window.__xss, document.querySelectorAll('script:not([src]), img[src=x], a[href^=javascript]').length]"
+        )
+        assert injected == [None, 0], path
+    page.goto(center.url + "/runs/xss")
+    assert page.inner_text("#goal") == PAYLOAD
+    assert "<script>window.__xss=1" in page.inner_text("#steps")
+    assert "<img src=x onerror=alert(4)>.txt" in page.inner_text("#diff")
+    browser.shot(page, "run-with-payloads")
+    assert browser.dialogs == []
+
+
+def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(
+    center: Center, browser: Browser, state_dir: Path, tmp_path: Path
+) -> None:
+    page = browser.page()
+    page.goto(center.url + "/")
+    same_origin = page.evaluate(
+        "fetch('/api/enqueue', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        " body: JSON.stringify({goal: 'no token'})}).then(r => r.status)"
+    )
+    assert same_origin == 403
+    attacker = _attacker_site(tmp_path, center.url)
+    try:
+        page.goto(attacker)
+        page.wait_for_url(center.url + "/launch")
+        assert "must come from" in page.inner_text("body")
+    finally:
+        attacker_server.shutdown()
+    assert not list((state_dir / "queue").glob("*.json")) if (state_dir / "queue").exists() else True
+
+
+attacker_server: http.server.ThreadingHTTPServer
+
+
+def _attacker_site(tmp: Path, target: str) -> str:
+    """Another origin whose page posts the launch form to the command center on load."""
+    global attacker_server
+    site = tmp / "attacker"
+    site.mkdir()
+    (site / "index.html").write_text(
+        f'<form id="f" method="post" action="{target}/launch"><input name="goal" value="pwned">'
+        '<input name="csrf" value="guessed"></form><script>document.getElementById("f").submit()</script>'
+    )
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(site))  # noqa: E731
+    attacker_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=attacker_server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{attacker_server.server_address[1]}/index.html"
+
+
+def test_a_wrong_token_is_refused_and_the_right_one_signs_in(state_dir: Path, browser: Browser) -> None:
+    with Center(Settings.from_env(), tokens={"operator": OPERATOR}) as guarded:
+        page = browser.page()
+        page.goto(guarded.url + "/runs")
+        page.wait_for_url(re.compile(r"/signin\?next=/runs$"))
+        page.fill("input[name=name]", "ana")
+        page.fill("input[name=token]", "not-the-token-at-all")
+        page.click("button.primary")
+        assert page.inner_text("#signin-error") == "wrong token"
+        browser.shot(page, "signin-refused")
+        page.fill("input[name=token]", OPERATOR)
+        page.click("button.primary")
+        page.wait_for_url(guarded.url + "/runs")
+        assert "ana · operator" in page.inner_text("header.top")
+
+
+def test_knowledge_proposals_and_errors_render_and_a_document_can_be_removed(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with KnowledgeStore(state_dir / "knowledge.db") as store:
+        store.add(
+            "Releases are cut on Tuesdays after the tests pass.", title="Release process", source="docs/release.md"
+        )
+        store.remember("Run pytest before reporting success.", tags="tests")
+    diff = "diff --git a/flake.nix b/flake.nix\n--- a/flake.nix\n+++ b/flake.nix\n@@ -1 +1 @@\n-old\n+new\n"
+    record_proposal(
+        Settings.from_env(),
+        Proposal(
+            "evolve-1",
+            "tidy flake",
+            "/etc/nixos",
+            "hearth/evolve-1",
+            "abc123",
+            "proposed",
+            diff=diff,
+            check_passed=True,
+        ),
+    )
+    page = browser.page()
+    page.goto(center.url + "/knowledge?q=tuesdays")
+    assert "Release process" in page.inner_text(".hits")
+    browser.shot(page, "knowledge")
+    page.click("form[action='/knowledge/document/1/remove'] button")
+    page.wait_for_url(center.url + "/knowledge")
+    assert "The knowledge base is empty" in page.inner_text("body")
+    page.goto(center.url + "/proposals")
+    page.click("details summary")
+    assert "+new" in page.inner_text(".diff")
+    browser.shot(page, "proposals")
+    page.goto(center.url + "/runs/no-such-run")
+    assert "no run with id 'no-such-run'" in page.inner_text("#reason")
+    browser.shot(page, "error")
+    page.goto(center.url + "/runs")
+    browser.shot(page, "runs")
