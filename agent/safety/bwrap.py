@@ -12,10 +12,11 @@ file). The seccomp filter keeps the command from making namespaces of its own.
 
 from __future__ import annotations
 
-import atexit
 import functools
+import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -139,7 +140,11 @@ class _EtcView:
     directories (symlinks kept as symlinks: their targets are in the system paths) and the
     generated passwd and group. One mount instead of twenty (each costs a command ~0.3 ms, more in
     a cgroup); remade when an entry changes (resolv.conf does, with DHCP). A directory of many
-    entries (ssl/certs, alternatives: hundreds of links, slow to recreate) is bound as it is."""
+    entries (ssl/certs, alternatives: hundreds of links, slow to recreate) is bound as it is.
+
+    The directory is named after what it holds (hearth-etc-<uid>-<digest> in the temp directory),
+    so every hearth process of this user shares it and none leaves one behind; one that is not
+    this user's own, or is writable by others, is never used."""
 
     def __init__(self) -> None:
         self.directory: str | None = None
@@ -148,16 +153,39 @@ class _EtcView:
 
     def args(self) -> list[str]:
         entries = allowlist.etc_paths()
-        stamp = tuple((p, *_stat(p)) for p in entries)
+        stamp = self.stamp_of(entries)
         if self.directory is None or stamp != self.stamp or not os.path.isdir(self.directory):
-            self._make(entries)
             self.stamp = stamp
+            self._make(entries)
         assert self.directory is not None
         return ["--ro-bind", self.directory, "/etc", *(a for p in self.bound for a in ("--ro-bind", p, p))]
 
     def _make(self, entries: tuple[str, ...]) -> None:
-        made, bound = tempfile.mkdtemp(prefix="hearth-etc-"), []
+        digest = hashlib.sha256(repr((self.VERSION, self.stamp_of(entries), allowlist.SANDBOX_HOME)).encode())
+        final = os.path.join(tempfile.gettempdir(), f"hearth-etc-{os.geteuid()}-{digest.hexdigest()[:16]}")
+        if not _ours(final):
+            made = tempfile.mkdtemp(prefix="hearth-etc-new-")
+            bound = self._fill(made, entries)
+            with open(os.path.join(made, ".bound"), "w") as handle:
+                handle.write("\n".join(bound))
+            try:
+                os.rename(made, final)
+            except OSError:  # another process made it first (or a stranger's is in the way)
+                shutil.rmtree(made, ignore_errors=True)
+            if not _ours(final):
+                raise OSError(f"{final} is not this user's own directory; remove it")
+        with open(os.path.join(final, ".bound")) as handle:
+            self.directory, self.bound = final, [p for p in handle.read().split("\n") if p]
+
+    VERSION = 1  # of the layout below: a new one makes a new directory
+
+    @staticmethod
+    def stamp_of(entries: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+        return tuple((p, *_stat(p)) for p in entries)
+
+    def _fill(self, made: str, entries: tuple[str, ...]) -> list[str]:
         os.chmod(made, 0o755)
+        bound = []
         for path in entries:
             target = os.path.join(made, path.removeprefix("/etc/"))
             os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
@@ -175,13 +203,15 @@ class _EtcView:
             with open(os.path.join(made, name), "wb") as handle:
                 handle.write(data)
             os.chmod(os.path.join(made, name), 0o644)
-        old, self.directory, self.bound = self.directory, made, bound
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        return bound
 
-    def remove(self) -> None:
-        if self.directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
+
+def _ours(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 _COPY_ENTRIES = 64
@@ -224,7 +254,6 @@ def _stat(path: str) -> tuple[int, int]:
 
 
 _ETC = _EtcView()
-atexit.register(_ETC.remove)
 
 
 def _hidden(mounts: Mounts) -> list[str]:

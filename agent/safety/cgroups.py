@@ -32,6 +32,7 @@ from pathlib import Path
 __all__ = ["Counters", "RunCgroup", "counters", "create", "kill_all"]
 
 _REMOVE_TRIES = 50  # rmdir waits for the kernel to reap what kill_all killed: a bounded retry
+STALE_S = 7 * 24 * 3600  # an empty run cgroup made this long ago was left by a hearth that was killed
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ def _v2_as_root(name: str, max_procs: int, memory_bytes: int) -> RunCgroup | Non
         return None
     base = root / "hearth.runs"
     base.mkdir(exist_ok=True)
+    _sweep(base, "")
     if not _enable(base, ("pids", "memory")):
         return None
     return _made_v2(base / name, "root", max_procs, memory_bytes)
@@ -154,7 +156,9 @@ def _v1(name: str, max_procs: int, memory_bytes: int) -> RunCgroup | None:
     for controller in ("pids", "memory", "cpuacct"):
         if controller not in mounts:
             continue
-        directory = Path(mounts[controller] + own.get(controller, "/")) / f"hearth-{name}"
+        parent = Path(mounts[controller] + own.get(controller, "/"))
+        _sweep(parent, "hearth-")
+        directory = parent / f"hearth-{name}"
         directory.mkdir(exist_ok=True)
         dirs.append(str(directory))
     pids, memory = dirs[0], dirs[1]
@@ -204,6 +208,22 @@ def _own_paths() -> dict[str, str]:
 def _own_dir_v2() -> Path | None:
     mount, path = _mounts().get("cgroup2"), _own_paths().get("")
     return Path(mount + path) if mount and path else None
+
+
+def _sweep(parent: Path, prefix: str) -> None:
+    """Remove run cgroups a killed hearth left behind: empty, and made over STALE_S ago (a live
+    run's is empty between its commands too, so only age tells them apart)."""
+    now = time.time()
+    try:
+        children = [c for c in parent.iterdir() if c.is_dir() and c.name.startswith(prefix)]
+    except OSError:
+        return
+    for child in children:
+        try:
+            if not _read(f"{child}/cgroup.procs").strip() and now - child.stat().st_mtime > STALE_S:
+                os.rmdir(child)
+        except OSError:
+            pass
 
 
 def _enable(directory: Path, controllers: tuple[str, ...]) -> bool:

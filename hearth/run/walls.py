@@ -24,21 +24,25 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.loop import StopRun
-from agent.net.cmdproxy import CommandProxy
 from agent.net.guard import NetGuard
 from agent.parsing import ToolCall
-from agent.safety import cgroups, tripwires
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
 from agent.tools.gate import ToolRunner
 from agent.tools.registry import ToolResult
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
+
+if TYPE_CHECKING:  # imported where used: a run that runs no command loads none of them
+    from agent.net.cmdproxy import CommandProxy
+    from agent.safety import cgroups, tripwires
 
 __all__ = ["Tripped", "Walls", "WalledTools", "raised"]
 
@@ -73,6 +77,8 @@ class Walls:
         services.sandbox = self.policy
         services.command_cpu_s = self.settings.command_cpu_s
         if self.policy.network:
+            from agent.net.cmdproxy import CommandProxy  # with the HTTP client: only runs granted network pay for it
+
             self.proxy = CommandProxy(services.net or NetGuard(), scan=self._scan_sent)
             services.command_proxy = self.proxy
         if self.settings.tripwires == "workspace":
@@ -83,10 +89,13 @@ class Walls:
         that runs none pays nothing for them)."""
         if self.directory is not None:
             return
+        from agent.safety import cgroups, tripwires
+
         memory = self.settings.command_memory_mb << 20
         self.cgroup, why = cgroups.create(
             self.recorder.run_id, max_procs=self.settings.command_max_procs, memory_bytes=memory
         )
+        _sweep_run_dirs()
         self.directory = Path(tempfile.mkdtemp(prefix=f"hearth-run-{self.recorder.run_id[:40]}-"))
         home, tmp = self.directory / "home", self.directory / "tmp"
         home.mkdir()
@@ -195,6 +204,21 @@ def raised(
         yield walls
     finally:
         walls.take_down()
+
+
+STALE_S = 7 * 24 * 3600
+
+
+def _sweep_run_dirs() -> None:
+    """Run directories (decoys, scratch) a killed hearth of this user left in the temp directory."""
+    now, base = time.time(), Path(tempfile.gettempdir())
+    for path in base.glob("hearth-run-*"):
+        try:
+            info = path.lstat()
+            if info.st_uid == os.geteuid() and path.is_dir() and now - info.st_mtime > STALE_S:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _record_gaps(policy: SandboxPolicy, recorder: Recorder, cgroup_problem: str) -> None:
