@@ -27,6 +27,7 @@ exit codes:
   {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded);
        a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+  {EXIT_CODES["tripped"]}    tripped: something touched a decoy secret (a tripwire); the run was stopped
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
   --self-test exits 0 when every check passes, 1 otherwise.
@@ -44,6 +45,11 @@ environment:
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
+  HEARTH_SANDBOX_EXPOSE     more read-only paths commands see, colon-separated (a tool under /opt)
+  HEARTH_COMMAND_MAX_PROCS, HEARTH_COMMAND_MEMORY_MB, HEARTH_COMMAND_CPU_S   the run's caps for its
+                     commands (default 256 processes, 1024 MiB, 1800 CPU seconds in all)
+  HEARTH_TRIPWIRES          decoy secrets: home (default: in the sandbox home), workspace (there too), off
+  HEARTH_TRIPWIRE_ACTION    stop (default: the run ends `tripped`) or record
   HEARTH_LOG_LEVEL          libraries' logs on stderr at DEBUG, INFO, ... (credential values always redacted)
   CREDENTIALS_DIRECTORY     systemd's credentials; values there win over hearth's store
 
@@ -121,6 +127,12 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument(
         "--check-command", metavar="CMD", help="with --marathon: done needs this command to exit 0 (in the sandbox)"
     )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        default=None,
+        help="give commands network, only through hearth's guarded proxy (default: the profile's, else none)",
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -181,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             egress=args.egress,
             allowed_tools=args.allowed_tools,
             continues=args.continue_run,
+            network=args.network,
         )
         if args.marathon is not None or args.check_file or args.check_command:
             outcome = _marathon(args, request, settings)

@@ -1,7 +1,8 @@
 """What is running now (`hearth state`, for the map) and what the audit says over a period
 (`hearth report`): runs by status, model and source; tool use and denials; failure reasons;
 p50/p95 duration and iterations; tokens; rejections; long work (marathons, swarms and the runs
-linked to them: legs, children, syntheses, follow-ups).
+linked to them: legs, children, syntheses, follow-ups); commands' connections through the run's
+proxy (allowed and refused, per host) and tripwires.
 """
 
 from __future__ import annotations
@@ -124,6 +125,10 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
         "rejections": _top((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since)),
         "long_work": _long_work(runs),
+        "connections": _connections(audit, since),
+        "tripwires": _top(
+            (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
+        ),
     }
 
 
@@ -135,6 +140,13 @@ def _long_work(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if mine:
             counted.append({"what": label, "runs": len(mine), "done": sum(r["status"] == "done" for r in mine)})
     return counted
+
+
+def _connections(audit: Rows, since: str | None) -> list[dict[str, Any]]:
+    sql = """select host, count(*) as connections, sum(allowed = 1) as allowed, sum(allowed = 0) as refused,
+                    sum(bytes_up) as bytes_up, sum(bytes_down) as bytes_down
+             from connections where at >= ? group by host order by connections desc, host"""
+    return _rows(audit, sql, since)
 
 
 def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
@@ -211,6 +223,12 @@ def sections(report: dict[str, Any]) -> list[Section]:
         ("Failure reasons", ["what", "count"], report["failures"]),
         ("Rejections", ["what", "count"], report["rejections"]),
         ("Long work", ["what", "runs", "done"], report.get("long_work", [])),
+        (
+            "Connections of commands",
+            ["host", "connections", "allowed", "refused", "bytes_up", "bytes_down"],
+            report["connections"],
+        ),
+        ("Tripwires", ["what", "count"], report["tripwires"]),
     ]
 
 

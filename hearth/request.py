@@ -99,6 +99,11 @@ class Request(BaseModel):
     egress: list[Host] | None = Field(
         None, max_length=64, description="Hosts the run's network tools may reach; absent means any public host."
     )
+    network: bool | None = Field(
+        None,
+        description="Give the run's commands network, only through hearth's guarded proxy (public "
+        "addresses, the egress list); absent means the agent profile's setting, else none.",
+    )
     source: Literal["command-center", "cli", "timer", "self-test"] = Field(
         "cli", description="Who dropped the request."
     )

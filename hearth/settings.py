@@ -16,6 +16,8 @@ DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
 SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
+TRIPWIRES = ("home", "workspace", "off")  # where decoys go: the sandbox home, also the workspace, nowhere
+TRIPWIRE_ACTIONS = ("stop", "record")
 LOG_LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -38,6 +40,14 @@ class Settings:
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
     launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    # the walls around commands (agent/safety/): read-only paths beyond the system's, the run's
+    # caps (its cgroup: processes and memory; CPU seconds of all its commands), the tripwires
+    sandbox_expose: tuple[str, ...] = ()  # HEARTH_SANDBOX_EXPOSE, e.g. /opt/tool:/srv/sdk
+    command_max_procs: int = 256  # HEARTH_COMMAND_MAX_PROCS
+    command_memory_mb: int = 1024  # HEARTH_COMMAND_MEMORY_MB
+    command_cpu_s: int = 1800  # HEARTH_COMMAND_CPU_S
+    tripwires: str = "home"  # HEARTH_TRIPWIRES: home | workspace | off
+    tripwire_action: str = "stop"  # HEARTH_TRIPWIRE_ACTION: stop (status tripped) | record
     submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
     log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
 
@@ -62,6 +72,12 @@ class Settings:
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            sandbox_expose=_paths(env, "HEARTH_SANDBOX_EXPOSE"),
+            command_max_procs=_whole(env, "HEARTH_COMMAND_MAX_PROCS", 256, 8, 65_536),
+            command_memory_mb=_whole(env, "HEARTH_COMMAND_MEMORY_MB", 1024, 64, 1 << 20),
+            command_cpu_s=_whole(env, "HEARTH_COMMAND_CPU_S", 1800, 1, 1 << 24),
+            tripwires=_choice(env, "HEARTH_TRIPWIRES", TRIPWIRES, "home"),
+            tripwire_action=_choice(env, "HEARTH_TRIPWIRE_ACTION", TRIPWIRE_ACTIONS, "stop"),
             submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
             log_level=_log_level(env),
         )
@@ -81,6 +97,11 @@ class Settings:
     @property
     def runs_state_dir(self) -> Path:
         return self.state_dir / "state"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """hearth's own git directories of workspace histories (hearth/run/checkpoints.py)."""
+        return self.state_dir / "checkpoints"
 
     @property
     def agents_dir(self) -> Path:
@@ -160,6 +181,17 @@ def _sandbox(env: Mapping[str, str]) -> str:
     if kind not in SANDBOX_KINDS:
         raise ConfigError(f"HEARTH_SANDBOX must be one of {', '.join(SANDBOX_KINDS)}, got {kind!r}")
     return kind
+
+
+def _paths(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A colon list of absolute paths (like PATH)."""
+    paths = tuple(p.strip() for p in (env.get(name) or "").split(":") if p.strip())
+    relative = [p for p in paths if not p.startswith("/")]
+    if relative:
+        raise ConfigError(
+            f"{name} lists absolute paths separated by ':', like /opt/tool:/srv/sdk; {relative[0]!r} is not one"
+        )
+    return paths
 
 
 def _heads(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -245,10 +245,45 @@ in
       example = "bwrap";
       description = ''
         How tool commands are contained inside the (already hardened) agent unit.
-        landlock: writes only in the run's workspace, no TCP unless granted; needs no namespaces, so the unit keeps RestrictNamespaces.
-        bwrap: also hides paths from commands, at the price of letting the unit create namespaces and mounts (see nix/README.md).
+        landlock: reads and writes limited to the allow list (system paths, a few /etc files, the workspace), no network; needs no namespaces, so the unit keeps RestrictNamespaces.
+        bwrap: the allow list is all that exists for a command, it runs as nobody, and a run may grant commands network through its guarded proxy; at the price of letting the unit create namespaces and mounts (see nix/README.md).
         none: only rlimits and the timeout (unsafe).
       '';
+    };
+
+    extraPackages = mkOption {
+      type = types.listOf types.package;
+      default = [ ];
+      example = literalExpression "[ pkgs.ripgrep pkgs.nodejs ]";
+      description = "Programs the agent's run_command may use, on its PATH. They live in the Nix store, which every command sees read-only; nothing else of the host is visible to a command.";
+    };
+
+    exposePaths = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "/opt/sdk" ];
+      description = "More host paths commands see, read-only (HEARTH_SANDBOX_EXPOSE), for tools that are not in the Nix store. The unit's own view (ProtectSystem, ProtectHome) still applies.";
+    };
+
+    tripwires = mkOption {
+      type = types.enum [ "home" "workspace" "off" ];
+      default = "home";
+      example = "workspace";
+      description = "Decoy secrets with canary values: in each run's sandbox home (home), there and in its workspace (workspace), or none (off). Touching one trips the wire.";
+    };
+
+    tripwireAction = mkOption {
+      type = types.enum [ "stop" "record" ];
+      default = "stop";
+      example = "record";
+      description = "What a tripped wire does: stop the run with status `tripped`, or only record it (both write the audit and a critical journal line).";
+    };
+
+    agentAddressAllow = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "0.0.0.0/0" "::/0" ];
+      description = "IPAddressAllow= entries of the agent unit beyond the Ollama endpoint: where the web tools and the commands' proxy may connect at the IP level (the network guard still refuses private and local addresses). Empty: Ollama only, so no web access.";
     };
 
     web = {
@@ -292,6 +327,24 @@ in
     };
 
     limits = {
+      commandTasksMax = mkOption {
+        type = types.ints.positive;
+        default = 256;
+        example = 64;
+        description = "pids.max of a run's commands (their cgroup, below the unit's; keep it under tasksMax, which hearth itself counts against too).";
+      };
+      commandMemoryMB = mkOption {
+        type = types.ints.positive;
+        default = 1024;
+        example = 4096;
+        description = "memory.max of a run's commands in MiB (their cgroup, below the unit's; keep it under memoryMax).";
+      };
+      commandCpuSec = mkOption {
+        type = types.ints.positive;
+        default = 1800;
+        example = 600;
+        description = "CPU seconds all of a run's commands may use; each process is also capped by the kernel at what is left (RLIMIT_CPU).";
+      };
       memoryMax = mkOption {
         type = types.str;
         default = "2G";
@@ -320,6 +373,10 @@ in
           message = "services.hearth.stateDir must be below /var/lib (got ${cfg.stateDir}): each run's workspace is a StateDirectory"; }
         { assertion = cfg.configRepo == null || lib.hasPrefix "/" cfg.configRepo;
           message = "services.hearth.configRepo must be an absolute path"; }
+        { assertion = cfg.limits.commandTasksMax < cfg.limits.tasksMax;
+          message = "services.hearth.limits.commandTasksMax must be below limits.tasksMax: hearth itself runs in the same unit"; }
+        { assertion = builtins.all (p: lib.hasPrefix "/" p) cfg.exposePaths;
+          message = "services.hearth.exposePaths must be absolute paths"; }
       ] ++ lib.mapAttrsToList (name: s: {
         assertion = s.agent == "default" || cfg.agents ? ${s.agent};
         message = "services.hearth.schedules.${name}.agent is ${s.agent}, which is not in services.hearth.agents";

@@ -10,10 +10,11 @@
 #
 # How the command sandbox coexists with the unit hardening (nix/README.md has the long form):
 # the agent unit itself is a mount namespace that shows a run only its own workspace, the audit
-# and the queue; tool commands inside it are walled off again by Landlock (sandbox = "landlock",
-# the default), which needs no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers
-# and every Protect* setting. sandbox = "bwrap" relaxes exactly what bubblewrap needs (see
-# bwrapRelaxations) for hiding paths from commands rather than only making them unwritable.
+# and the queue; tool commands inside it are walled off again by the allow list of
+# agent/safety/allowlist.py: under Landlock (sandbox = "landlock", the default) as read and write
+# rules, which need no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers and
+# every Protect* setting; under bwrap (sandbox = "bwrap", needed for commands' network) as the
+# only things mounted, which relaxes exactly what bubblewrap needs (see bwrapRelaxations).
 { cfg, bin, script, ollamaLocal ? false }:
 let
   inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
@@ -75,7 +76,28 @@ let
     HEARTH_MODE = cfg.defaultMode;
     HEARTH_MAX_ITERATIONS = toString cfg.maxIterations;
     HEARTH_SANDBOX = cfg.sandbox;
-  } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; };
+    HEARTH_TRIPWIRES = cfg.tripwires;
+    HEARTH_TRIPWIRE_ACTION = cfg.tripwireAction;
+    HEARTH_COMMAND_MAX_PROCS = toString cfg.limits.commandTasksMax;
+    HEARTH_COMMAND_MEMORY_MB = toString cfg.limits.commandMemoryMB;
+    HEARTH_COMMAND_CPU_S = toString cfg.limits.commandCpuSec;
+  } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; }
+    // optionalAttrs (cfg.exposePaths != [ ]) { HEARTH_SANDBOX_EXPOSE = concatStringsSep ":" cfg.exposePaths; };
+
+  # The one endpoint every run needs: Ollama, when its URL names a literal address or localhost
+  # (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
+  ollamaHost =
+    let
+      v6 = builtins.match "[a-z]+://\\[([^]]+)].*" cfg.ollama.url;
+      plain = builtins.match "[a-z]+://([^/:]+).*" cfg.ollama.url;
+    in if v6 != null then builtins.head v6 else if plain != null then builtins.head plain else "";
+  ollamaAllow =
+    if ollamaHost == "localhost" || builtins.match "127\\.[0-9.]+|::1" ollamaHost != null then [ "localhost" ]
+    else if builtins.match "[0-9.]+|[0-9a-fA-F:]+" ollamaHost != null then [ ollamaHost ]
+    else [ ];
+
+  # where a run settles its claimed request: removed from claimed/, or moved to failed/, under its lock
+  queueSettled = map (d: "${stateDir}/queue/${d}") [ "claimed" "failed" "locks" ];
 
   # Landlock's three system calls are in no @group of systemd 252 to 256; the command sandbox
   # (agent/sandbox.py) needs them to wall in each tool command.
@@ -99,16 +121,32 @@ let
     description = "hearth run %i (one sandboxed agent run from the queue)";
     after = [ "network.target" ] ++ optional ollamaLocal "ollama.service";
     wants = optional ollamaLocal "ollama.service";
-    inherit environment;
+    # the unit's cgroup is hearth's to divide (Delegate= below)
+    environment = environment // { HEARTH_CGROUP_DELEGATED = "1"; };
     serviceConfig = hardening // {
       Type = "exec";
       ExecStart = "${bin.hearth} agent %i";
       # systemd creates the run's workspace, owned by hearth, before the namespace is set up
       StateDirectory = "${stateRel}/agents/%i";
       StateDirectoryMode = "0700";
-      # writable: the audit (audit.db and its -wal/-shm, created beside it), the live state and
-      # the queue (the run records its request's outcome); nothing else on the host
-      ReadWritePaths = [ stateDir ];
+      # writable, each for what the run writes: the audit and the knowledge base (SQLite creates
+      # their -wal and -shm beside them, hence the state directory's top level), its live state
+      # (state/), its workspace's checkpoint history (checkpoints/); the queue only where its
+      # claimed entry is settled (claimed/, failed/, under its lock in locks/), never where new
+      # requests arrive; nothing else on the host
+      ReadWritePaths = [ stateDir ] ++ queueSettled;
+      ReadOnlyPaths = [ "${stateDir}/queue" ];
+      # the network: Ollama, and only what the operator adds (the web tools' and the commands'
+      # proxy's destinations); the network guard still refuses private addresses inside that
+      IPAddressDeny = "any";
+      IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
+      # the run's commands get a cgroup of their own below the unit's (agent/safety/cgroups.py):
+      # their process and memory caps hold whoever the user; hearth moves itself into
+      # <unit>/supervisor and its commands into <unit>/commands
+      Delegate = "pids memory cpu";
+      # ...which needs the cgroup hierarchy writable below the unit (ProtectControlGroups makes all of
+      # it read-only; systemd 256 has no per-unit middle ground)
+      ProtectControlGroups = false;
       # other runs' workspaces are not even visible: an empty read-only directory over them,
       # with this run's own workspace bound back in
       TemporaryFileSystem = [ "${stateDir}/agents:ro" ];
@@ -129,8 +167,11 @@ let
       // optionalAttrs (cfg.configRepo != null) {
       # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
       # workspace) in the config repository's git data; hearth runs git there with hooks off
-      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
+      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ] ++ queueSettled;
     };
+  } // optionalAttrs (cfg.extraPackages != [ ]) {
+    # the operator's tools for run_command: in the Nix store, which every command sees read-only
+    path = cfg.extraPackages;
   };
 
   spawnService = {

@@ -163,7 +163,10 @@ def test_a_big_tool_output_is_spilled_to_the_workspace_with_a_preview(tmp_path: 
     assert result.startswith("row 00000") and result.rstrip().endswith(lines[-1])
     assert f"The whole output is saved in {saved}" in result and "48,800 characters, 801 lines" in result
     assert (ws / saved).read_text() == (ws / "big.txt").read_text()
-    tracked = subprocess.run(["git", "-C", str(ws), "ls-files"], capture_output=True, text=True).stdout
+    [history] = (state_dir / "checkpoints").iterdir()  # hearth's own git directory of the workspace
+    tracked = subprocess.run(
+        ["git", "--git-dir", str(history), "--work-tree", str(ws), "ls-files"], capture_output=True, text=True
+    ).stdout
     assert "big.txt" in tracked and SPILL_DIR not in tracked  # the run's scratch is never checkpointed
 
 

@@ -190,6 +190,42 @@ def m052_run_links(db: sqlite_utils.Database) -> None:
     db.table("runs").create_index(["parent_run"])
 
 
+def m060_connections(db: sqlite_utils.Database) -> None:
+    """Every connection a command made through the run's proxy (agent/net/cmdproxy.py), allowed or not."""
+    db.table("connections").create(
+        {
+            "id": int,
+            "run_id": str,
+            "at": str,
+            "host": str,
+            "port": int,
+            "method": str,
+            "allowed": int,
+            "reason": str,
+            "bytes_up": int,
+            "bytes_down": int,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db.table("connections").create_index(["run_id"])
+
+
+def m061_tripwires(db: sqlite_utils.Database) -> None:
+    """What touched which decoy secret and how (hearth/run/walls.py), and what the run did about it."""
+    db.table("tripwires").create(
+        {"id": int, "run_id": str, "at": str, "decoy": str, "how": str, "tool": str, "action": str},
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db.table("tripwires").create_index(["run_id"])
+
+
+def m062_checkpoint_git_dir(db: sqlite_utils.Database) -> None:
+    """Where a checkpoint's history lives when it is hearth's own git directory, not the workspace's."""
+    db.table("checkpoints").add_column("git_dir", str)
+
+
 def m070_step_called_as(db: sqlite_utils.Database) -> None:
     """The tool name as the model wrote it, when the loop repaired it (case, separators, a prefix)."""
     db.table("steps").add_column("called_as", str)
@@ -230,6 +266,9 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m050_checkpoints,
     m051_step_data,
     m052_run_links,
+    m060_connections,
+    m061_tripwires,
+    m062_checkpoint_git_dir,
     m070_step_called_as,
     m071_run_allowances,
     m100_long_work,

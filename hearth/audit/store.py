@@ -144,6 +144,19 @@ class AuditStore(SqliteFile):
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
 
+    # -- the walls around commands (hearth/run/walls.py) -------------------------------------
+    def record_connection(self, run_id: str, **fields: Any) -> None:
+        self.insert("connections", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def connections(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from connections where run_id = ? order by id", [run_id])
+
+    def record_tripwire(self, run_id: str, **fields: Any) -> None:
+        self.insert("tripwires", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def tripwires(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from tripwires where run_id = ? order by id", [run_id])
+
 
 def _json_text(value: Any) -> str | None:
     return value if isinstance(value, str | None) else json.dumps(value, ensure_ascii=False, default=str)

@@ -58,11 +58,14 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
         steps = audit.steps(run["id"])
         linked = audit.linked(run["id"])
         checkpoints = audit.checkpoints(run["id"])
+        connections, tripwires = audit.connections(run["id"]), audit.tripwires(run["id"])
     if args.json:
-        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked})
+        walls = {"connections": connections, "tripwires": tripwires}
+        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked, **walls})
         return 0
     _print_run(run, linked, steps)
     print_checkpoints(checkpoints, run["workspace"])
+    print_walls(connections, tripwires)
     for step in steps:
         print(_step_line(step))
     return 0
@@ -187,9 +190,29 @@ def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None
         )
         print(visible_line(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip()))
     shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
+    git_dir = next((r["git_dir"] for r in rows if r.get("git_dir")), None)
     if len(set(shas)) > 1 and workspace:
-        print(f"  compare: git -C {workspace} diff {shas[0][:12]} {shas[-1][:12]}")
+        where = f"--git-dir={git_dir} --work-tree={workspace}" if git_dir else f"-C {workspace}"
+        print(f"  compare: git {where} diff {shas[0][:12]} {shas[-1][:12]}")
     print()
+
+
+def print_walls(connections: list[dict[str, Any]], tripwires: list[dict[str, Any]]) -> None:
+    """What the run's commands reached through its proxy, and what touched its decoys (hearth/run/walls.py)."""
+    if connections:
+        print("connections through the proxy:")
+        for c in connections:
+            verdict = "allowed" if c["allowed"] else "refused"
+            reason = f"  {c['reason']}" if c["reason"] else ""
+            print(
+                f"  {c['method']:<7} {c['host']}:{c['port']}  {verdict}  {c['bytes_up']} up / {c['bytes_down']} down{reason}"
+            )
+        print()
+    if tripwires:
+        print("tripwires:")
+        for t in tripwires:
+            print(f"  {t['decoy']}: {t['how']} ({t['action']})")
+        print()
 
 
 def _step_line(raw: dict[str, Any]) -> str:

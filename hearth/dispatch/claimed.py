@@ -49,6 +49,7 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         continues=request.continues,
         parent_run=request.child_of,
         link="child" if request.child_of else None,
+        network=request.network,
     )
 
 

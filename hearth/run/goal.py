@@ -31,7 +31,7 @@ class GoalRequest:
     source: str = "cli"
     requested_by: str = ""
     allowed_tools: list[str] | None = None
-    network: bool = False
+    network: bool | None = None  # commands get network, only through the run's proxy; None: the profile's
     timeout_s: float | None = None
     num_ctx: int = 8192
     config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)

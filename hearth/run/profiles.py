@@ -7,6 +7,8 @@
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
         max_iterations = 12                     1 to 100
+        network = false                         commands get network, only through the run's guarded proxy
+        egress = ["pypi.org", "*.github.com"]   the hosts network tools and commands may reach (absent: any public)
         max_mode = "plan"                       a ceiling: no request or flag may ask for more
         max_tools = ["read_file", "list_files"] a ceiling: no request or flag may name another tool
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
@@ -41,7 +43,7 @@ from hearth.settings import Settings
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "max_mode", "max_tools")
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "max_mode", "max_tools", "network", "egress")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -55,6 +57,8 @@ class Profile:
     mode: str | None = None
     allowed_tools: tuple[str, ...] | None = None
     max_iterations: int | None = None
+    network: bool | None = None
+    egress: tuple[str, ...] | None = None
     max_mode: str | None = None  # the most any run of this profile may get
     max_tools: tuple[str, ...] | None = None  # the only tools any run of this profile may get
 
@@ -140,7 +144,7 @@ def _checked(path: Path, key: str, value: Any) -> Any:
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
-    return tuple(value) if key in ("allowed_tools", "max_tools") else value
+    return tuple(value) if key in ("allowed_tools", "max_tools", "egress") else value
 
 
 def _problem(key: str, value: Any) -> str | None:
@@ -154,6 +158,10 @@ def _problem(key: str, value: Any) -> str | None:
         isinstance(value, list) and all(isinstance(v, str) for v in value)
     ):
         return "must be a list of tool names"
+    if key == "network" and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "egress" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of host names (or *.domain)"
     if key == "max_iterations" and not (type(value) is int and 1 <= value <= MAX_ITERATIONS):
         return f"must be a whole number from 1 to {MAX_ITERATIONS}"
     return None
@@ -182,6 +190,14 @@ def apply_profile(
         "mode": chosen,
         "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         "allowed_tools": list(tools) if tools is not None else None,
+    }
+
+
+def apply_network(profile: Profile, *, network: bool | None, egress: list[str]) -> dict[str, Any]:
+    """Whether commands get network, and the egress list: the request's when given, else the profile's."""
+    return {
+        "network": network if network is not None else bool(profile.network),
+        "egress": list(egress) if egress else list(profile.egress or ()),
     }
 
 

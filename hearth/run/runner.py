@@ -35,7 +35,7 @@ from hearth.logs import install as install_log_redaction
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
-from hearth.run.profiles import apply_profile, load_profile
+from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
 from hearth.run.services import (
@@ -47,6 +47,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
+from hearth.run.walls import WalledTools, Walls, raised
 from hearth.settings import Settings, probe_writable
 
 EXIT_CODES = {
@@ -56,6 +57,7 @@ EXIT_CODES = {
     "iteration_limit": 3,
     "model_unavailable": 4,
     "denied": 5,
+    "tripped": 6,
     "rejected": 2,
     "interrupted": 130,
     "leg_limit": 3,  # a marathon that was not done after its last leg
@@ -202,9 +204,11 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
     state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     _warn_unsandboxed(settings, recorder)
-    sandbox = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(settings.state_dir),))
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=bool(request.network), hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
-    checkpoints = Checkpoints(root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None)
+    checkpoints = Checkpoints(
+        root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None, history=settings.checkpoints_dir
+    )
     return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints)
 
 
@@ -213,15 +217,20 @@ def _execute(
 ) -> Outcome:
     """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
     request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
-    record_checkpoint(run.audit, run.recorder, run.root, run.checkpoints.before(goal=run.kept_goal, **trailers))
+    points = run.checkpoints
+    record_checkpoint(
+        run.audit, run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir
+    )
     with (
-        run_services(request, run.id, settings, run.sandbox, run.redactor, run.recorder.decision) as services,
+        raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
+        run_services(request, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
         Workspace(run.root, services=services) as ws,
     ):
         if configure_services:
             configure_services(services)
+        walls.connect(services)
         values = request.prompt_values or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
-        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
+        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values, walls)
         prompt = _prompt_record(run, loop.messages[0]["content"], values)
         recalled = recall_preface(services, request.goal, settings, run.recorder)
         context = "\n\n".join(part for part in (request.preface, recalled) if part)
@@ -230,7 +239,7 @@ def _execute(
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
-    record_checkpoint(run.audit, run.recorder, run.root, after)
+    record_checkpoint(run.audit, run.recorder, run.root, after, points.history_dir)
     return outcome
 
 
@@ -289,6 +298,7 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
         )
     except HearthError as exc:
         return request, [], exc
+    resolved |= apply_network(profile, network=request.network, egress=request.egress)
     return replace(request, **resolved), parts, None
 
 
@@ -322,7 +332,7 @@ def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
     except HearthError:
         bound = {}  # an unusable store rejects the run below; the names are still worth keeping
     return {
-        "network": int(request.network),
+        "network": int(bool(request.network)),
         "egress": json.dumps(list(request.egress)),
         "credentials": json.dumps({name: bound.get(name, {}).get("hosts", []) for name in request.credentials}),
         "allowed_tools": json.dumps(request.allowed_tools) if request.allowed_tools is not None else None,
@@ -370,9 +380,11 @@ def _build_loop(
     recorder: Recorder,
     parts: list[PromptPart],
     values: dict[str, str],
+    walls: Walls,
 ) -> tuple[Loop, ToolRunner]:
-    tools = ToolRunner(
+    tools = WalledTools(
         ws,
+        walls=walls,
         mode=request.mode or "auto",
         allowed=request.allowed_tools,
         approve=approve,

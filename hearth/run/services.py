@@ -68,6 +68,7 @@ def run_services(
         config_repo=request.config_repo,
         ollama_host=settings.ollama_host,
         auto_commands=settings.auto_commands,
+        protected=(str(settings.checkpoints_dir),),
     )
     try:
         yield services

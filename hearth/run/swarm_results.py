@@ -24,8 +24,8 @@ from agent.safety.workspace import PathRefused, Workspace
 from agent.tools.spill import SPILL_DIR
 from hearth.audit.store import AuditStore
 from hearth.queue import Queue
+from hearth.run.diffs import checkpoint_range, history_of, workspace_diff
 from hearth.settings import Settings
-from hearth.web.diff import checkpoint_range, workspace_diff
 
 SWARM_DIR = ".hearth/swarm"
 LEFT_OUT = (".git", ".tmp", SPILL_DIR)  # at the top of the workspace; and .hearth/swarm
@@ -101,10 +101,11 @@ def collect(children: list[Child], settings: Settings, audit: AuditStore, root: 
     with Workspace(root) as ws:
         for child in children:
             run = audit.run(child.id)
-            span = checkpoint_range(audit.checkpoints(child.id)) if run else None
+            points = audit.checkpoints(child.id) if run else []
+            span = checkpoint_range(points)
             if run is None or span is None:
                 continue
-            diff = workspace_diff(settings, run["workspace"] or "", *span)
+            diff = workspace_diff(settings, run["workspace"] or "", *span, git_dir=history_of(points))
             child.changed = sorted({b for _, b in _CHANGED.findall(diff)})
             ws.write_bytes(f"{SWARM_DIR}/{child.id}/changes.diff", diff.encode())
             _copy_changed(Path(run["workspace"]), ws, child)
