@@ -23,6 +23,8 @@ exit codes:
        prompt file, unusable workspace or state directory
   {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+  {EXIT_CODES["budget_exceeded"]}    budget exceeded: the run's --max-tokens, or a daily token budget, was spent (a summary is
+       recorded; `hearth budget` shows what is left and when it resets)
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
   --self-test exits 0 when every check passes, 1 otherwise.
@@ -30,7 +32,9 @@ exit codes:
 environment:
   HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
   HEARTH_CONFIG_DIR  agent profiles (agents/NAME/AGENTS.md, agent.toml), prompts/*.md, SOUL.md (default /etc/hearth)
-  HEARTH_MODEL       the model when neither --model nor the profile names one (default qwen2.5-coder)
+  HEARTH_MODEL       the model when neither --model nor the profile nor a router rule names one
+                     (default qwen2.5-coder; $HEARTH_CONFIG_DIR/router.toml holds the rules)
+  HEARTH_DAILY_TOKENS   the box's daily token budget (also $HEARTH_CONFIG_DIR/budget.toml, per agent too)
   HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iters (default 12)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
@@ -59,7 +63,11 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     )
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
-    parser.add_argument("--model", help=f"Ollama model (default: the profile's, else {settings.model})")
+    parser.add_argument(
+        "--model", help=f"Ollama model, or auto (default: the profile's, else the router's, else {settings.model})"
+    )
+    parser.add_argument("--label", help="a name for the run, kept in the audit and shown with it")
+    parser.add_argument("--max-tokens", type=int, help="tokens this run may spend (default: the profile's, else none)")
     parser.add_argument(
         "--agent-name", default="default", help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)"
     )
@@ -133,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             credentials=args.credential,
             egress=args.egress,
             allowed_tools=args.allowed_tools,
+            label=args.label,
+            max_tokens=args.max_tokens,
         )
         _, outcome = run_goal(request, settings, json_lines=args.json)
         if outcome.status != "done":

@@ -53,7 +53,7 @@ def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict
 
 
 def _live(state: dict[str, Any]) -> dict[str, Any]:
-    keys = ("state", "detail", "iteration", "tool", "agent_name", "model", "updated_at")
+    keys = ("state", "detail", "iteration", "tool", "agent_name", "label", "model", "updated_at")
     return {key: state.get(key) for key in keys} | ({"pid": state["pid"]} if state.get("pid") else {})
 
 

@@ -50,6 +50,9 @@ class RunRecord:
     started_at: str = ""
     parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
     link: str | None = None
+    label: str | None = None  # the operator's free-text name for the run (a request's `label`)
+    model_requested: str | None = None  # what the request asked for (`auto`: the router chose)
+    model_reason: str | None = None  # why `model` was used: a router rule, default, fallback, escalation, tag
 
 
 # How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,

@@ -39,8 +39,8 @@ def list_runs(args: argparse.Namespace, settings: Settings) -> int:
     elif not rows:
         print("no runs recorded yet")
     else:
-        columns = ["id", "status", "agent_name", "model", "source", "iterations", "started_at", "goal"]
-        table(rows, columns, widths={"goal": 50})
+        columns = ["id", "status", "label", "agent_name", "model", "source", "iterations", "started_at", "goal"]
+        table(rows, columns, widths={"goal": 50, "label": 20})
     return 0
 
 
@@ -63,10 +63,13 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+    label = f"  label={run['label']!r}" if run.get("label") else ""
     print(
         f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
-        f"mode={run['mode']} source={run['source']}"
+        f"mode={run['mode']} source={run['source']}{label}"
     )
+    if run.get("model_reason"):
+        print(f"model: {model_line(run)}")
     print(f"goal: {run['goal']}")
     print(
         f"started {run['started_at']}  ended {run['ended_at'] or '-'}  iterations {run['iterations'] or 0}  "
@@ -82,6 +85,11 @@ def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
     if run.get("summary"):
         print(f"summary: {run['summary']}")
     print()
+
+
+def model_line(run: dict[str, Any]) -> str:
+    """`llama3.2:3b (asked auto; why: fallback)`: the chosen model, what was asked, and why."""
+    return f"{run['model']} (asked {run.get('model_requested') or 'auto'}; why: {run['model_reason']})"
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:

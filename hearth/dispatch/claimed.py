@@ -22,6 +22,7 @@ from hearth.evolve import run_evolve_request
 from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
 from hearth.run.goal import GoalRequest
+from hearth.run.profiles import agent_for_label
 from hearth.run.runner import Interrupted, exit_code, run_goal
 from hearth.settings import Settings
 
@@ -32,7 +33,9 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
     return GoalRequest(
         goal=request.goal,
         model=request.model,
-        agent_name=request.agent_name,
+        agent_name=agent_for_label(settings.config_dir, request.agent_name, request.label),
+        label=request.label,
+        max_tokens=request.max_tokens,
         mode=request.mode,
         max_iters=request.max_iterations,
         workspace=settings.agents_dir / request.id,

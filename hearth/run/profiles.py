@@ -7,6 +7,9 @@
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
         max_iterations = 12                     1 to 100
+        fallbacks = ["llama3.2"]                models to try, in order, when the model is not pulled
+        escalate = false                        retry a run ending iteration_limit/failed on the next one
+        max_tokens = 50000                      a run's own token cap (budget_exceeded past it)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -30,13 +33,13 @@ from typing import Any
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS
+from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations")
+KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "fallbacks", "escalate", "max_tokens")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -50,6 +53,9 @@ class Profile:
     mode: str | None = None
     allowed_tools: tuple[str, ...] | None = None
     max_iterations: int | None = None
+    fallbacks: tuple[str, ...] = ()
+    escalate: bool | None = None
+    max_tokens: int | None = None
 
     @property
     def builtin(self) -> bool:
@@ -118,7 +124,7 @@ def _checked(path: Path, key: str, value: Any) -> Any:
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
-    return tuple(value) if key == "allowed_tools" else value
+    return tuple(value) if key in ("allowed_tools", "fallbacks") else value
 
 
 def _problem(key: str, value: Any) -> str | None:
@@ -132,7 +138,21 @@ def _problem(key: str, value: Any) -> str | None:
         return "must be a list of tool names"
     if key == "max_iterations" and not (type(value) is int and 1 <= value <= MAX_ITERATIONS):
         return f"must be a whole number from 1 to {MAX_ITERATIONS}"
+    if key == "fallbacks" and not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
+        return "must be a list of model names"
+    if key == "escalate" and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
+        return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
     return None
+
+
+def agent_for_label(config_dir: Path, agent_name: str, label: str | None) -> str:
+    """The profile a request runs under: its agent_name, or (when that is `default`) the profile its
+    label names, if there is one; a label that names no profile is only a label."""
+    if agent_name != "default" or not label or not _NAME.fullmatch(label):
+        return agent_name
+    return label if label in profile_names(config_dir) else agent_name
 
 
 def apply_profile(

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 from agent.context.compaction import Compactor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
-from agent.loop import Loop, Outcome
-from agent.model.ollama_client import ChatModel, OllamaClient
+from agent.loop import Event, Loop, Outcome
+from agent.model.ollama_client import ChatModel, OllamaClient, probe
 from agent.safety.policy import MODES, Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
@@ -30,9 +30,10 @@ from hearth.errors import HearthError, UsageError
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
-from hearth.run.profiles import apply_profile, load_profile
+from hearth.run.profiles import Profile, apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
+from hearth.run.router import AUTO, Facts, Route, Router, against_pulled, linked_request, load_router, route
 from hearth.run.services import (
     ServicesHook,
     check_egress,
@@ -52,9 +53,13 @@ EXIT_CODES = {
     "model_unavailable": 4,
     "denied": 5,
     "rejected": 2,
+    "budget_exceeded": 6,
     "interrupted": 130,
     "internal": 70,
 }
+
+
+PROBE_S = 3.0  # how long to wait for Ollama's list of pulled models before routing without it
 
 
 class Interrupted(BaseException):
@@ -101,6 +106,7 @@ class _Run:
     parts: list[PromptPart]
     sandbox: SandboxPolicy
     checkpoints: Checkpoints
+    route: Route
 
 
 def run_goal(
@@ -115,43 +121,62 @@ def run_goal(
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
-    `configure_services` may adjust the run's services before the loop starts (tests inject a
-    resolver and connector into the network guard there).
+    A run whose model is not available, or (with `escalate`) that ends iteration_limit or failed,
+    is followed by a linked run on the next model of its route; the last run's id and outcome are
+    returned. `configure_services` may adjust the run's services before the loop starts (tests
+    inject a resolver and connector into the network guard there).
     """
     settings.writable_state_dir()
+    pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
-        run = _admit(request, settings, audit, json_lines=json_lines, out=out)
-        approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
-        own: OllamaClient | None = None  # a client we open is ours to close
-        if model is None:
-            model = own = _client(run.request, settings)
-        try:
-            outcome = _execute(run, settings, model, approve, configure_services)
-        finally:
-            if own is not None:
-                own.close()
-    return run.id, outcome
+        while True:
+            run = _admit(request, settings, audit, pulled, json_lines=json_lines, out=out)
+            outcome = _attempt(run, settings, model, approve, configure_services)
+            follow = linked_request(run.request, run.route, outcome.status, run.id, run.root, audit)
+            if follow is None:
+                return run.id, outcome
+            request = follow
 
 
-def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_lines: bool, out: TextIO) -> _Run:
+def _attempt(
+    run: _Run, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+) -> Outcome:
+    if run.route.problem:
+        return _unavailable(run)
+    approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
+    own: OllamaClient | None = None  # a client we open is ours to close
+    if model is None:
+        model = own = _client(run.request, settings)
+    try:
+        return _execute(run, settings, model, approve, hook)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _unavailable(run: _Run) -> Outcome:
+    """No model the run could use is pulled: recorded as the loop would, without a model call."""
+    outcome = Outcome("model_unavailable", "", 0, error=run.route.problem)
+    run.audit.finish_run(run.id, status=outcome.status, iterations=0, error=outcome.error, summary="")
+    run.recorder(Event("run_finished", 0, {"status": outcome.status, "summary": "", "error": outcome.error}))
+    return outcome
+
+
+def _admit(
+    request: GoalRequest,
+    settings: Settings,
+    audit: AuditStore,
+    pulled: list[str] | None,
+    *,
+    json_lines: bool,
+    out: TextIO,
+) -> _Run:
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
-    request, parts, problem = _with_profile(request, settings)
+    request, parts, problem, chosen, warning = _with_profile(request, settings, pulled)
     kept_goal = redactor(request.goal)
-    audit.start_run(
-        RunRecord(
-            id=run_id,
-            agent_name=request.agent_name,
-            model=request.model or "",
-            goal=kept_goal,
-            mode=request.mode or "",
-            source=request.source,
-            requested_by=request.requested_by,
-            parent_run=request.parent_run,
-            link=request.link,
-        )
-    )
+    audit.start_run(_record_of(request, run_id, kept_goal, chosen))
     try:
         if problem:
             raise problem
@@ -160,13 +185,34 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
         audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
         raise
     audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
-    state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
+    state = StateFile(
+        settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
+    )
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     _warn_unsandboxed(settings, recorder)
+    if warning:
+        recorder.notice("warning", f"{warning}; the router's rules were not used")
     sandbox = SandboxPolicy(kind=settings.sandbox, network=request.network, hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
     checkpoints = Checkpoints(root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None)
-    return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints)
+    return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen)
+
+
+def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route) -> RunRecord:
+    return RunRecord(
+        id=run_id,
+        agent_name=request.agent_name,
+        model=request.model or "",
+        goal=kept_goal,
+        mode=request.mode or "",
+        source=request.source,
+        requested_by=request.requested_by,
+        parent_run=request.parent_run,
+        link=request.link,
+        label=request.label,
+        model_requested=chosen.requested,
+        model_reason=chosen.reason,
+    )
 
 
 def _execute(
@@ -192,13 +238,17 @@ def _execute(
     return outcome
 
 
-def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
-    """The request with its profile applied and the operator's prompt parts, or the reason it cannot run."""
+def _with_profile(
+    request: GoalRequest, settings: Settings, pulled: list[str] | None
+) -> tuple[GoalRequest, list[PromptPart], HearthError | None, Route, str]:
+    """The request with its profile applied and its model routed, the operator's prompt parts, and
+    the reason it cannot run (or None); a broken router file is a warning, never a refusal."""
+    unrouted = Route(request.model or AUTO, request.model or "", "request")
     try:
         profile = load_profile(settings.config_dir, request.agent_name)
         parts = config_parts(settings.config_dir, profile)
     except HearthError as exc:
-        return request, [], exc
+        return request, [], exc, unrouted, ""
     resolved = apply_profile(
         profile,
         model=request.model,
@@ -207,7 +257,36 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
         allowed_tools=request.allowed_tools,
         defaults=settings,
     )
-    return replace(request, **resolved), parts, None
+    chosen, warning = _route(request, profile, resolved, settings, pulled)
+    resolved["model"] = chosen.model
+    max_tokens = request.max_tokens or profile.max_tokens
+    return replace(request, **resolved, max_tokens=max_tokens), parts, None, chosen, warning
+
+
+def _route(
+    request: GoalRequest, profile: Profile, resolved: dict[str, Any], settings: Settings, pulled: list[str] | None
+) -> tuple[Route, str]:
+    if request.model_reason:  # a linked run: its model was chosen by the run before it
+        given = Route(request.model_requested or AUTO, request.model or "", request.model_reason)
+        return replace(given, fallbacks=request.fallbacks, escalate=request.escalate), ""
+    try:
+        router, warning = load_router(settings.config_dir), ""
+    except HearthError as exc:
+        router, warning = Router(), str(exc)
+    tools = resolved["allowed_tools"]
+    facts = Facts(
+        request.agent_name, resolved["mode"], None if tools is None else tuple(tools), request.source, request.goal
+    )
+    chosen = route(
+        router,
+        facts,
+        requested=request.model,
+        profile_model=profile.model,
+        profile_fallbacks=profile.fallbacks,
+        profile_escalate=profile.escalate,
+        host_default=settings.model,
+    )
+    return against_pulled(chosen, pulled), warning
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:

@@ -1,0 +1,83 @@
+"""Labels: the command center's free-text `name` (and a version 1 `label`) kept with the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.fake_ollama import FakeOllama, final_answer
+from tests.queue_support import drop, listing, rows
+
+
+def _profile(config: Path, name: str, toml: str = "") -> None:
+    (config / "agents" / name).mkdir(parents=True)
+    (config / "agents" / name / "AGENTS.md").write_text(f"You are {name}.")
+    (config / "agents" / name / "agent.toml").write_text(toml)
+
+
+def _spawn(state_dir: Path, files: dict[str, dict[str, object]], replies: int) -> None:
+    with FakeOllama([final_answer("ok")] * replies) as fake:
+        for name, body in files.items():
+            drop(state_dir / "queue", name, body)
+        proc = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_legacy_name_that_is_a_profile_runs_that_profile_and_any_other_is_a_label(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    _profile(tmp_path / "config", "builder", 'mode = "plan"\n')
+    _spawn(
+        state_dir,
+        {"a.json": {"name": "builder", "prompt": "build"}, "b.json": {"name": "nightly notes", "prompt": "notes"}},
+        replies=2,
+    )
+    found = {r["id"]: r for r in rows(state_dir, "select id, status, agent_name, label, mode from runs")}
+    assert found["a"] == {"id": "a", "status": "done", "agent_name": "builder", "label": "builder", "mode": "plan"}
+    assert found["b"] == {
+        "id": "b",
+        "status": "done",
+        "agent_name": "default",
+        "label": "nightly notes",
+        "mode": "auto",
+    }
+    table = run_cli("hearth", "runs").stdout
+    assert "LABEL" in table and "nightly notes" in table
+
+
+def test_a_version_1_label_means_the_same_and_agent_name_stays_strict(state_dir: Path, tmp_path: Path) -> None:
+    _profile(tmp_path / "config", "notes")
+    _spawn(
+        state_dir,
+        {
+            "v1.json": {"id": "v1", "goal": "g", "label": "notes"},
+            "v2.json": {"id": "v2", "goal": "g", "label": "my weekly tidy-up"},
+            "v3.json": {"id": "v3", "goal": "g", "agent_name": "nobody", "label": "notes"},
+        },
+        replies=2,
+    )
+    found = {r["id"]: r for r in rows(state_dir, "select id, status, agent_name, label, error from runs")}
+    assert (found["v1"]["agent_name"], found["v1"]["label"], found["v1"]["status"]) == ("notes", "notes", "done")
+    assert (found["v2"]["agent_name"], found["v2"]["label"]) == ("default", "my weekly tidy-up")
+    assert found["v3"]["status"] == "rejected" and "unknown agent profile 'nobody'" in found["v3"]["error"]
+    assert found["v3"]["label"] == "notes"
+
+
+def test_a_refused_legacy_request_keeps_its_file_s_id_as_its_run_id(state_dir: Path) -> None:
+    drop(state_dir / "queue", "cc-42.json", {"name": "agent", "prompt": "go", "swarm": True})
+    drop(state_dir / "queue", "cc-43.json", {"prompt": "go", "tools": "Shell"})
+    assert run_cli("hearth", "spawn", "--local").returncode == 0
+    for run_id, reason in (("cc-42", "swarm is not supported"), ("cc-43", 'tools "Shell" is not allowed')):
+        shown = run_cli("hearth", "show", run_id, "--json")
+        assert shown.returncode == 0, shown.stderr
+        run = json.loads(shown.stdout)["run"]
+        assert run["status"] == "rejected" and reason in run["error"]
+    assert "cc-42.json" in listing(state_dir / "queue" / "rejected")
+
+
+def test_a_label_with_control_characters_is_refused_in_one_line(state_dir: Path) -> None:
+    drop(state_dir / "queue", "bad.json", {"id": "bad", "goal": "g", "label": "a\u0007b"})
+    assert run_cli("hearth", "spawn", "--local").returncode == 0
+    [error] = [json.loads((state_dir / "queue" / "rejected" / "bad.json.error.json").read_text())["reason"]]
+    assert error == 'label "a\\u0007b" is not allowed: control characters are not allowed'
