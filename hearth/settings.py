@@ -37,6 +37,8 @@ class Settings:
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
     launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/budget.py)
+    web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +61,8 @@ class Settings:
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
+            web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
         )
 
     @property
@@ -118,6 +122,15 @@ def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int)
         return default
     if not raw.strip().isdigit() or not low <= int(raw) <= high:
         raise ConfigError(f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+    return int(raw)
+
+
+def _tokens(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number of tokens, got {raw!r}")
     return int(raw)
 
 

@@ -25,6 +25,7 @@ MODULES = (
     "evolve",
     "doctor",
     "serve",
+    "budget",
 )
 COMMANDS = {
     "demo": "demo",
@@ -46,6 +47,7 @@ COMMANDS = {
     "proposals": "evolve",
     "doctor": "doctor",
     "serve": "serve",
+    "budget": "budget",
 }
 
 

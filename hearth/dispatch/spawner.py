@@ -24,11 +24,13 @@ from pathlib import Path
 from agent.clock import utc_now
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.audit.store import AuditStore
+from hearth.budget import load_budget, local_now, refusal
 from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, HearthError
 from hearth.queue import Entry, Queue, is_temp_name, read_request_bytes
-from hearth.request import Parsed, RequestRefused, check, parse_request, printable
+from hearth.request import Parsed, Request, RequestRefused, check, parse_request, printable
+from hearth.run.profiles import agent_for_label
 from hearth.settings import Settings
 
 SETTLE_S = 2.0  # how long a file that is not yet valid JSON may still be being written
@@ -170,11 +172,26 @@ class Spawner:
             data = read_request_bytes(path)
             parsed = parse_request(data, entry.name)
             check(parsed.request)
+            self._within_budget(parsed.request)
             admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
         except RequestRefused as exc:
             self._reject(path, str(exc), data, parsed)
             return
         self._launch(parsed.request.id, path)
+
+    def _within_budget(self, request: Request) -> None:
+        """RequestRefused when the budget this request would run under is spent (a broken file: a warning)."""
+        try:
+            budget = load_budget(self.settings.config_dir, self.settings.daily_tokens)
+        except HearthError as exc:
+            self.report("warning", "budget", f"{exc}; requests run without a budget")
+            return
+        if not budget.configured:
+            return
+        agent = agent_for_label(self.settings.config_dir, request.agent_name, request.label)
+        reason = refusal(budget, self.audit, agent, local_now())
+        if reason:
+            raise RequestRefused(f"not started: {reason}")
 
     def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
         request = parsed.request if parsed else None

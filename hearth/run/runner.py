@@ -25,6 +25,7 @@ from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
+from hearth.budget import Budget, RunGuard, load_budget
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.run import approvers
@@ -229,6 +230,7 @@ def _execute(
             configure_services(services)
         values = run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values)
+        loop.guard = _guard(request, settings, run.audit)
         context = recall_preface(services, request.goal, settings, run.recorder)
         outcome = _drive(loop, request, run.audit, run.id, run.state, context, run.redactor)
     after = run.checkpoints.after(
@@ -287,6 +289,16 @@ def _route(
         host_default=settings.model,
     )
     return against_pulled(chosen, pulled), warning
+
+
+def _guard(request: GoalRequest, settings: Settings, audit: AuditStore) -> RunGuard | None:
+    """The run's token budgets, checked before each model call; a broken budget file is doctor's to report."""
+    try:
+        budget = load_budget(settings.config_dir, settings.daily_tokens)
+    except HearthError:
+        budget = Budget()
+    guard = RunGuard(budget, audit, request.agent_name, request.max_tokens)
+    return guard if guard.active else None
 
 
 def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
