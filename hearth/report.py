@@ -9,10 +9,12 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
 from hearth.run.state import FINAL_STATES, read_states
@@ -41,7 +43,12 @@ def active_runs(settings: Settings) -> dict[str, Any]:
         if run_id not in seen and state.get("state") not in FINAL_STATES:
             active.append({"id": run_id, "queued": False, "alive": _pid_alive(state.get("pid")), **_live(state)})
     queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
-    return {"active": sorted(active, key=lambda r: r["id"]), "queued": queued}
+    held = paused(settings)
+    return {
+        "active": sorted(active, key=lambda r: r["id"]),
+        "queued": queued,
+        "paused": {**asdict(held), "line": held.line()} if held else None,
+    }
 
 
 def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:

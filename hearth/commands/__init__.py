@@ -26,6 +26,8 @@ MODULES = (
     "doctor",
     "serve",
     "budget",
+    "stop",
+    "pause",
 )
 COMMANDS = {
     "demo": "demo",
@@ -48,6 +50,9 @@ COMMANDS = {
     "doctor": "doctor",
     "serve": "serve",
     "budget": "budget",
+    "stop": "stop",
+    "pause": "pause",
+    "resume": "pause",
 }
 
 

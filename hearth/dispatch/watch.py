@@ -23,6 +23,7 @@ SWEEP_EVERY_S = 10.0
 # event behind it; each claim is such a move. For that long after a claim the loop looks itself.
 MOVE_BLIND_S = 0.5
 BLIND_POLL_S = 0.02
+PAUSED_POLL_S = 0.5  # while paused, how often to look whether hearth was resumed
 _ARRIVALS = ("created", "moved", "modified", "closed")
 
 
@@ -107,6 +108,8 @@ class Watch:
                 timeout = min(timeout, step.retry_in)
             if time.monotonic() < blind_until:
                 timeout = min(timeout, BLIND_POLL_S)
+            if step.paused:
+                timeout = min(timeout, PAUSED_POLL_S)
             self.spawner.launcher.wait([self.waker.fd], timeout)
             self.waker.clear()
             if time.monotonic() >= next_sweep and not self.stopping:
