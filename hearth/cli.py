@@ -36,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_command_word(argv)).parse_args(argv)
     try:
+        return _run(args)
+    finally:
+        flush_alerts()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         return args.handler(args, Settings.from_env())
     except HearthError as exc:
         print(f"hearth {args.command}: {exc}", file=sys.stderr)
@@ -51,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
             f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr
         )
         return INTERNAL_ERROR
+
+
+def flush_alerts() -> None:
+    """Let the alerts still going out finish (bounded) while the interpreter can still send them."""
+    alerts = sys.modules.get("hearth.alerts")
+    if alerts is not None:
+        alerts.flush()
 
 
 def _command_word(argv: list[str]) -> str | None:

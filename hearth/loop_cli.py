@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
+from hearth.cli import flush_alerts
 from hearth.errors import HearthError, UsageError
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import EXIT_CODES, exit_code, run_goal
@@ -116,6 +117,13 @@ def _names(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        flush_alerts()
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         settings = Settings.from_env()
     except HearthError as exc:

@@ -28,6 +28,7 @@ MODULES = (
     "budget",
     "stop",
     "pause",
+    "alerts",
 )
 COMMANDS = {
     "demo": "demo",
@@ -53,6 +54,7 @@ COMMANDS = {
     "stop": "stop",
     "pause": "pause",
     "resume": "pause",
+    "alerts": "alerts",
 }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.clock import utc_now
+from hearth import alerts
 from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
@@ -150,5 +151,6 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     except Exception as exc:
         print(f"hearth agent {request_id}: {exc}", file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
+    alerts.flush()  # while the interpreter can still send them
     sys.stdout.flush()
     sys.exit(code)

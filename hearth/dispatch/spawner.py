@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.clock import utc_now
+from hearth import alerts
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.budget import load_budget, local_now, refusal
@@ -222,6 +223,9 @@ class Spawner:
             return  # someone else moved it first, and recorded it
         self.counts["rejected"] += 1
         self.report("rejected", printable(path.name), reason)
+        goal = request.goal if request else ""
+        agent = request.agent_name if request else "-"
+        alerts.run_ended(self.settings, printable(path.name), "rejected", goal=goal, detail=reason, agent=agent)
 
     def _launch(self, request_id: str, path: Path) -> None:
         try:

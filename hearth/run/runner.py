@@ -24,6 +24,8 @@ from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
+from hearth import alerts
+from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.budget import Budget, RunGuard, load_budget
 from hearth.credentials import check_run_credentials
@@ -143,8 +145,21 @@ def _attempt(
     run: _Run, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
 ) -> Outcome:
     if run.route.problem:
-        return _unavailable(run)
-    approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
+        outcome = _unavailable(run)
+    else:
+        outcome = _with_model(run, settings, model, approve, hook)
+    detail = outcome.error or outcome.summary
+    alerts.run_ended(settings, run.id, outcome.status, goal=run.kept_goal, detail=detail, agent=run.request.agent_name)
+    return outcome
+
+
+def _with_model(
+    run: _Run, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+) -> Outcome:
+    if approve is None:
+        approve = approvers.choose(
+            run.recorder, settings, run_timeout_s=run.request.timeout_s, on_pending=_alert_pending(settings)
+        )
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
         model = own = _client(run.request, settings)
@@ -153,6 +168,14 @@ def _attempt(
     finally:
         if own is not None:
             own.close()
+
+
+def _alert_pending(settings: Settings) -> approvers.OnPending:
+    def pending(approval: Approval, call: str) -> None:
+        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
+        alerts.approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
+
+    return pending
 
 
 def _unavailable(run: _Run) -> Outcome:
@@ -184,6 +207,7 @@ def _admit(
         root = _checked(request, settings, run_id)
     except HearthError as exc:
         audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=request.agent_name)
         raise
     audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
     state = StateFile(
