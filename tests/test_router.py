@@ -196,3 +196,15 @@ def test_a_broken_router_file_never_stops_a_run(state_dir: Path, tmp_path: Path)
     assert "rule[0] names no model" in proc.stdout
     [run] = rows(state_dir, "select status, model_reason from runs")
     assert run == {"status": "done", "model_reason": "default"}
+
+
+def test_hearth_doctor_catches_a_bad_router_budget_or_alerts_file(state_dir: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    _write(config, '[[rule]]\nname = "x"\n')
+    (config / "budget.toml").write_text("daily = -3\n")
+    (config / "alerts.toml").write_text('[[destination]]\nname = "p"\nurl = "json://u:{cred:nope}@127.0.0.1:9/"\n')
+    proc = run_cli("hearth", "doctor", "--json")
+    found = {f["check"]: f["message"] for f in json.loads(proc.stdout)["findings"] if f["status"] == "error"}
+    assert "router.toml: rule[0] names no model" in found["router"]
+    assert "budget.toml: daily must be a whole number of tokens" in found["budget"]
+    assert found["alerts"] == "alert destination p names credential 'nope', which the store does not have"

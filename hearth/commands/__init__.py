@@ -29,6 +29,7 @@ MODULES = (
     "stop",
     "pause",
     "alerts",
+    "missions",
 )
 COMMANDS = {
     "demo": "demo",
@@ -55,6 +56,7 @@ COMMANDS = {
     "pause": "pause",
     "resume": "pause",
     "alerts": "alerts",
+    "missions": "missions",
 }
 
 
