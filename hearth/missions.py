@@ -174,7 +174,9 @@ def pause_mission(settings: Settings, mission: Mission, *, by: str) -> dict[str,
     if current:
         return current
     record = {"by": by, "since": utc_now()}
-    write_atomic(state_dir(settings) / f"{mission.name}.paused.json", json.dumps(record).encode() + b"\n")
+    path = state_dir(settings) / f"{mission.name}.paused.json"
+    write_atomic(path, json.dumps(record).encode() + b"\n")
+    path.chmod(0o644)  # no secret in it; the mission's timer (user hearth) must read it
     return record
 
 

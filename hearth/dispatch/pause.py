@@ -57,6 +57,7 @@ def pause(settings: Settings, *, by: str, reason: str = "") -> Paused:
     settings.writable_state_dir()
     done = Paused(by=by, since=utc_now(), reason=reason)
     write_atomic(pause_path(settings), json.dumps(asdict(done)).encode() + b"\n")
+    os.chmod(pause_path(settings), 0o644)  # no secret in it; the spawner (user hearth) must read it
     return done
 
 
