@@ -81,3 +81,41 @@ def test_a_label_with_control_characters_is_refused_in_one_line(state_dir: Path)
     assert run_cli("hearth", "spawn", "--local").returncode == 0
     [error] = [json.loads((state_dir / "queue" / "rejected" / "bad.json.error.json").read_text())["reason"]]
     assert error == 'label "a\\u0007b" is not allowed: control characters are not allowed'
+
+
+def test_the_command_center_shows_labels_the_chosen_model_and_why_and_that_hearth_is_paused(
+    state_dir: Path,
+) -> None:
+    from hearth.audit.store import AuditStore, RunRecord
+    from hearth.settings import Settings
+    from tests.web_support import Center
+
+    state_dir.mkdir()
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.start_run(
+            RunRecord(
+                id="lab-1",
+                agent_name="default",
+                model="qwen2.5-coder:7b",
+                goal="g",
+                mode="auto",
+                label="nightly notes",
+                model_requested="auto",
+                model_reason="tag",
+            )
+        )
+        audit.finish_run("lab-1", status="budget_exceeded", error="stopped: the daily token budget ...")
+    with Center(Settings.from_env()) as center:
+        client = center.client()
+        runs = client.get("/runs").text
+        assert "nightly notes" in runs and 'title="asked auto; why: tag"' in runs
+        page = client.get("/runs/lab-1").text
+        assert "nightly notes" in page and "(asked auto; why: tag)" in page and "st-budget_exceeded" in page
+        assert 'placeholder="auto (the router picks' in client.get("/launch").text  # no Ollama: typed
+        paused = client.post_json("/api/pause", {})
+        assert paused.status_code == 200 and paused.json()["paused"]["by"] == "web:local"
+        assert client.get("/api/state").json()["paused"]["line"].startswith("paused since ")
+        assert "hearth is paused since " in client.get("/").text
+        assert run_cli("hearth", "state").stdout.count("paused since") == 1
+        assert client.post_json("/api/resume", {}).json()["was"]["by"] == "web:local"
+        assert client.get("/api/state").json()["paused"] is None
