@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import utc_now
+from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.settings import Settings
@@ -263,3 +264,13 @@ def approval_waiting(
         f"decide: hearth approve {approval_id}  or  hearth deny {approval_id}{link}"
     )
     notify(settings, Alert("approval", f"hearth: approval {approval_id} waits", body, run_id))
+
+
+def pending_alert(settings: Settings) -> Callable[[Approval, str], None]:
+    """The headless approver's `on_pending`: alert each approval it starts waiting for."""
+
+    def pending(approval: Approval, call: str) -> None:
+        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
+        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
+
+    return pending

@@ -113,6 +113,7 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "by_status": _count(r["status"] for r in runs),
         "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
         "by_source": _count(r["source"] or "-" for r in runs),
+        "by_model_reason": _count(r.get("model_reason") or "-" for r in runs if r["status"] != "rejected"),
         "duration_ms": _percentiles([r["duration_ms"] for r in finished if r["duration_ms"] is not None]),
         "iterations": _percentiles([r["iterations"] for r in finished if r["iterations"] is not None]),
         "tokens": {"in": sum(r["tokens_in"] or 0 for r in runs), "out": sum(r["tokens_out"] or 0 for r in runs)},
@@ -183,7 +184,12 @@ def sections(report: dict[str, Any]) -> list[Section]:
     d, i = report["duration_ms"], report["iterations"]
     counted = [
         (title, [{"value": k, "runs": v} for k, v in report[key].items()])
-        for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))
+        for title, key in (
+            ("By status", "by_status"),
+            ("By model", "by_model"),
+            ("Why that model", "by_model_reason"),
+            ("By source", "by_source"),
+        )
     ]
     return [
         *[(title, ["value", "runs"], rows) for title, rows in counted],

@@ -137,6 +137,8 @@ def test_the_command_center_default_launch_runs_to_done_on_a_host_with_one_pulle
     assert [body["model"] for body in fake.requests] == ["llama3.2:3b"]
     shown = run_cli("hearth", "show", "cc-default").stdout
     assert "model: llama3.2:3b (asked auto; why: fallback)" in shown and "label='agent'" in shown
+    report = json.loads(run_cli("hearth", "report", "--json").stdout)
+    assert report["by_model_reason"] == {"fallback": 1}
 
 
 def test_the_default_model_runs_by_its_only_pulled_tag(state_dir: Path) -> None:

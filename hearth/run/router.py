@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.safety.policy import MODES
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, HearthError
 from hearth.run.goal import GoalRequest
+from hearth.run.profiles import Profile
+from hearth.settings import Settings
 
 AUTO = "auto"
 ROUTER_FILE = "router.toml"
@@ -288,6 +290,34 @@ def not_pulled(name: str, pulled: list[str]) -> str:
 
 def _full(near: str, pulled: list[str]) -> str:
     return near if near in pulled else next(p for p in pulled if p.split(":", 1)[0] == near)
+
+
+def route_request(
+    request: GoalRequest, profile: Profile, resolved: dict[str, Any], settings: Settings, pulled: list[str] | None
+) -> tuple[Route, str]:
+    """The route of a request with its profile applied (`resolved`), and a warning when router.toml
+    is broken (its rules are then not used; a run never fails for it)."""
+    if request.model_reason:  # a linked run: its model was chosen by the run before it
+        given = Route(request.model_requested or AUTO, request.model or "", request.model_reason)
+        return replace(given, fallbacks=request.fallbacks, escalate=request.escalate), ""
+    try:
+        router, warning = load_router(settings.config_dir), ""
+    except HearthError as exc:
+        router, warning = Router(), str(exc)
+    tools = resolved["allowed_tools"]
+    facts = Facts(
+        request.agent_name, resolved["mode"], None if tools is None else tuple(tools), request.source, request.goal
+    )
+    chosen = route(
+        router,
+        facts,
+        requested=request.model,
+        profile_model=profile.model,
+        profile_fallbacks=profile.fallbacks,
+        profile_escalate=profile.escalate,
+        host_default=settings.model,
+    )
+    return against_pulled(chosen, pulled), warning
 
 
 # -- the run after ---------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
 from hearth import alerts
-from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.budget import Budget, RunGuard, load_budget
 from hearth.credentials import check_run_credentials
@@ -33,10 +32,10 @@ from hearth.errors import HearthError, UsageError
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
-from hearth.run.profiles import Profile, apply_profile, load_profile
+from hearth.run.profiles import apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
-from hearth.run.router import AUTO, Facts, Route, Router, against_pulled, linked_request, load_router, route
+from hearth.run.router import AUTO, Route, linked_request, route_request
 from hearth.run.services import (
     ServicesHook,
     check_egress,
@@ -158,7 +157,7 @@ def _with_model(
 ) -> Outcome:
     if approve is None:
         approve = approvers.choose(
-            run.recorder, settings, run_timeout_s=run.request.timeout_s, on_pending=_alert_pending(settings)
+            run.recorder, settings, run_timeout_s=run.request.timeout_s, on_pending=alerts.pending_alert(settings)
         )
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
@@ -168,14 +167,6 @@ def _with_model(
     finally:
         if own is not None:
             own.close()
-
-
-def _alert_pending(settings: Settings) -> approvers.OnPending:
-    def pending(approval: Approval, call: str) -> None:
-        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
-        alerts.approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
-
-    return pending
 
 
 def _unavailable(run: _Run) -> Outcome:
@@ -283,36 +274,10 @@ def _with_profile(
         allowed_tools=request.allowed_tools,
         defaults=settings,
     )
-    chosen, warning = _route(request, profile, resolved, settings, pulled)
+    chosen, warning = route_request(request, profile, resolved, settings, pulled)
     resolved["model"] = chosen.model
     max_tokens = request.max_tokens or profile.max_tokens
     return replace(request, **resolved, max_tokens=max_tokens), parts, None, chosen, warning
-
-
-def _route(
-    request: GoalRequest, profile: Profile, resolved: dict[str, Any], settings: Settings, pulled: list[str] | None
-) -> tuple[Route, str]:
-    if request.model_reason:  # a linked run: its model was chosen by the run before it
-        given = Route(request.model_requested or AUTO, request.model or "", request.model_reason)
-        return replace(given, fallbacks=request.fallbacks, escalate=request.escalate), ""
-    try:
-        router, warning = load_router(settings.config_dir), ""
-    except HearthError as exc:
-        router, warning = Router(), str(exc)
-    tools = resolved["allowed_tools"]
-    facts = Facts(
-        request.agent_name, resolved["mode"], None if tools is None else tuple(tools), request.source, request.goal
-    )
-    chosen = route(
-        router,
-        facts,
-        requested=request.model,
-        profile_model=profile.model,
-        profile_fallbacks=profile.fallbacks,
-        profile_escalate=profile.escalate,
-        host_default=settings.model,
-    )
-    return against_pulled(chosen, pulled), warning
 
 
 def _guard(request: GoalRequest, settings: Settings, audit: AuditStore) -> RunGuard | None:
