@@ -38,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_command_word(argv)).parse_args(argv)
     try:
+        return _run(args)
+    finally:
+        flush_alerts()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         return args.handler(args, settings)
@@ -56,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return INTERNAL_ERROR
+
+
+def flush_alerts() -> None:
+    """Let the alerts still going out finish (bounded) while the interpreter can still send them."""
+    alerts = sys.modules.get("hearth.alerts")
+    if alerts is not None:
+        alerts.flush()
 
 
 def _command_word(argv: list[str]) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from agent.loop import Outcome
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
+from hearth.cli import flush_alerts
 from hearth.errors import HearthError, UsageError
 from hearth.logs import configure as configure_logging
 from hearth.render import visible_line
@@ -28,6 +29,8 @@ exit codes:
        a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
   {EXIT_CODES["tripped"]}    tripped: something touched a decoy secret (a tripwire); the run was stopped
+  {EXIT_CODES["budget_exceeded"]}    budget exceeded: the run's --max-tokens, or a daily token budget, was spent (a summary is
+       recorded; `hearth budget` shows what is left and when it resets)
   {EXIT_CODES["interrupted"]}  interrupted by SIGINT or SIGTERM (recorded as interrupted)
   {EXIT_CODES["internal"]}   internal error (a bug in hearth; --debug shows the traceback)
   --self-test exits 0 when every check passes, 1 otherwise.
@@ -35,7 +38,9 @@ exit codes:
 environment:
   HEARTH_STATE_DIR   audit database, live state and per-run workspaces (default /var/lib/hearth)
   HEARTH_CONFIG_DIR  agent profiles (agents/NAME/AGENTS.md, agent.toml), prompts/*.md, SOUL.md (default /etc/hearth)
-  HEARTH_MODEL       the model when neither --model nor the profile names one (default qwen2.5-coder)
+  HEARTH_MODEL       the model when neither --model nor the profile nor a router rule names one
+                     (default qwen2.5-coder; $HEARTH_CONFIG_DIR/router.toml holds the rules)
+  HEARTH_DAILY_TOKENS   the box's daily token budget (also $HEARTH_CONFIG_DIR/budget.toml, per agent too)
   HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iters (default 12)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
@@ -70,7 +75,11 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     )
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
-    parser.add_argument("--model", help=f"Ollama model (default: the profile's, else {settings.model})")
+    parser.add_argument(
+        "--model", help=f"Ollama model, or auto (default: the profile's, else the router's, else {settings.model})"
+    )
+    parser.add_argument("--label", help="a name for the run, kept in the audit and shown with it")
+    parser.add_argument("--max-tokens", type=int, help="tokens this run may spend (default: the profile's, else none)")
     parser.add_argument(
         "--agent-name", default="default", help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)"
     )
@@ -167,6 +176,13 @@ def _names(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        return _main(argv)
+    finally:
+        flush_alerts()
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
         settings = Settings.from_env()
     except HearthError as exc:
         print(f"hearth-loop: {exc}", file=sys.stderr)
@@ -194,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             allowed_tools=args.allowed_tools,
             continues=args.continue_run,
             network=args.network,
+            label=args.label,
+            max_tokens=args.max_tokens,
         )
         if args.marathon is not None or args.check_file or args.check_command:
             outcome = _marathon(args, request, settings)

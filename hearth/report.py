@@ -11,10 +11,12 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
 from hearth.run.state import FINAL_STATES, read_states
@@ -52,7 +54,12 @@ def active_runs(settings: Settings) -> dict[str, Any]:
         if run_id not in seen and state.get("state") not in FINAL_STATES:
             active.append({"id": run_id, "queued": False, "alive": _pid_alive(state.get("pid")), **_live(state)})
     queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
-    return {"active": sorted(active, key=lambda r: r["id"]), "queued": queued}
+    held = paused(settings)
+    return {
+        "active": sorted(active, key=lambda r: r["id"]),
+        "queued": queued,
+        "paused": {**asdict(held), "line": held.line()} if held else None,
+    }
 
 
 def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -64,7 +71,7 @@ def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict
 
 
 def _live(state: dict[str, Any]) -> dict[str, Any]:
-    keys = ("state", "detail", "iteration", "tool", "agent_name", "model", "updated_at")
+    keys = ("state", "detail", "iteration", "tool", "agent_name", "label", "model", "updated_at")
     return {key: state.get(key) for key in keys} | ({"pid": state["pid"]} if state.get("pid") else {})
 
 
@@ -117,6 +124,7 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "by_status": _count(r["status"] for r in runs),
         "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
         "by_source": _count(r["source"] or "-" for r in runs),
+        "by_model_reason": _count(r.get("model_reason") or "-" for r in runs if r["status"] != "rejected"),
         "duration_ms": _percentiles([r["duration_ms"] for r in finished if r["duration_ms"] is not None]),
         "iterations": _percentiles([r["iterations"] for r in finished if r["iterations"] is not None]),
         "tokens": {"in": sum(r["tokens_in"] or 0 for r in runs), "out": sum(r["tokens_out"] or 0 for r in runs)},
@@ -209,7 +217,12 @@ def sections(report: dict[str, Any]) -> list[Section]:
     d, i = report["duration_ms"], report["iterations"]
     counted = [
         (title, [{"value": k, "runs": v} for k, v in report[key].items()])
-        for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))
+        for title, key in (
+            ("By status", "by_status"),
+            ("By model", "by_model"),
+            ("Why that model", "by_model_reason"),
+            ("By source", "by_source"),
+        )
     ]
     return [
         *[(title, ["value", "runs"], rows) for title, rows in counted],

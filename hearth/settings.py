@@ -50,6 +50,8 @@ class Settings:
     tripwire_action: str = "stop"  # HEARTH_TRIPWIRE_ACTION: stop (status tripped) | record
     submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
     log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
+    daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/budget.py)
+    web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -80,6 +82,8 @@ class Settings:
             tripwire_action=_choice(env, "HEARTH_TRIPWIRE_ACTION", TRIPWIRE_ACTIONS, "stop"),
             submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
             log_level=_log_level(env),
+            daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
+            web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
         )
 
     @property
@@ -144,6 +148,15 @@ def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int)
         return default
     if not raw.strip().isdigit() or not low <= int(raw) <= high:
         raise ConfigError(f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+    return int(raw)
+
+
+def _tokens(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number of tokens, got {raw!r}")
     return int(raw)
 
 

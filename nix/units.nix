@@ -82,7 +82,9 @@ let
     HEARTH_COMMAND_MEMORY_MB = toString cfg.limits.commandMemoryMB;
     HEARTH_COMMAND_CPU_S = toString cfg.limits.commandCpuSec;
   } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; }
-    // optionalAttrs (cfg.exposePaths != [ ]) { HEARTH_SANDBOX_EXPOSE = concatStringsSep ":" cfg.exposePaths; };
+    // optionalAttrs (cfg.exposePaths != [ ]) { HEARTH_SANDBOX_EXPOSE = concatStringsSep ":" cfg.exposePaths; }
+    # links to the command center in alerts
+    // optionalAttrs web.enable { HEARTH_WEB_URL = if (web.publicUrl or null) != null then web.publicUrl else "http://${web.listenAddress}:${toString web.port}"; };
 
   # The one endpoint every run needs: Ollama, when its URL names a literal address or localhost
   # (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
@@ -98,6 +100,13 @@ let
 
   # where a run settles its claimed request: removed from claimed/, or moved to failed/, under its lock
   queueSettled = map (d: "${stateDir}/queue/${d}") [ "claimed" "failed" "locks" ];
+
+  # Alerts a refused request raises are sent by the spawner: only then does it get the network
+  # and the credentials those destinations' URLs name.
+  destinations = builtins.attrValues ((cfg.alerts or { }).destinations or { });
+  spawnAlerts = builtins.any (d: builtins.elem "rejected" d.events) destinations;
+  urlCredentials = url: map builtins.head (builtins.filter builtins.isList (builtins.split "\\{cred:([A-Za-z][A-Za-z0-9_.-]*)}" url));
+  alertCredentials = builtins.filter (n: cfg.credentials ? ${n}) (builtins.concatLists (map (d: urlCredentials d.url) destinations));
 
   # Landlock's three system calls are in no @group of systemd 252 to 256; the command sandbox
   # (agent/sandbox.py) needs them to wall in each tool command.
@@ -177,7 +186,7 @@ let
   spawnService = {
     description = "hearth queue: claim each request and start hearth-agent@ for it";
     inherit environment;
-    serviceConfig = hardening // offline // {
+    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // {
       Type = "oneshot";
       ExecStart = "${bin.hearth} spawn";
       # claims and rejects requests (renames inside the queue) and records rejections in the audit
@@ -187,6 +196,13 @@ let
       TasksMax = 16;
       TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
     };
+  };
+
+  spawnAlerting = {
+    # an alert destination wants refused requests: the spawner sends those (apprise, over TCP),
+    # with the credentials the destinations' URLs name and no others
+    RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+    LoadCredential = map (name: "${name}:${toString cfg.credentials.${name}.file}") alertCredentials;
   };
 
   selfTestService = {
@@ -204,15 +220,9 @@ let
     } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
   };
 
-  # What a schedule's service runs: the same `hearth enqueue` a person would type.
-  scheduleText = name: s: concatStringsSep " " ([
-    "exec" bin.hearth "enqueue"
-    "--goal" (shellArg s.goal)
-    "--agent-name" (shellArg s.agent)
-    "--mode" (shellArg (if s.mode == null then cfg.defaultMode else s.mode))
-    "--source" "timer"
-  ] ++ (if s.allowedTools == null then [ ] else [ "--allowed-tools" (shellArg (concatStringsSep "," s.allowedTools)) ])
-    ++ (if s.model == null then [ ] else [ "--model" (shellArg s.model) ])) + "\n";
+  # What a schedule's service runs: its mission (/etc/hearth/missions/NAME.toml, written by the
+  # module) is enqueued through the same queue as any request, or skipped while it is paused.
+  scheduleText = name: s: "exec ${bin.hearth} missions fire ${shellArg name}\n";
 
   scheduleService = name: s: {
     description = "hearth schedule ${name}: enqueue its goal";
@@ -220,8 +230,9 @@ let
     serviceConfig = hardening // offline // {
       Type = "oneshot";
       ExecStart = script "hearth-schedule-${name}" (scheduleText name s);
-      # a schedule only drops a request into the queue; the queue does the rest
-      ReadWritePaths = [ "${stateDir}/queue" ];
+      # a schedule only drops a request into the queue (the queue does the rest), or records
+      # that its paused mission skipped this time
+      ReadWritePaths = [ "${stateDir}/queue" "${stateDir}/missions" ];
       MemoryMax = "128M";
       TasksMax = 8;
       TimeoutStartSec = 60;  # a oneshot's time limit (RuntimeMaxSec does not apply)

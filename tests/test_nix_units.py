@@ -158,6 +158,10 @@ def test_a_schedules_timer_service_enqueues_a_valid_request(rendered: dict[str, 
     env = dict(line.split("=", 1)[1].strip('"').split("=", 1) for line in service if line.startswith("Environment="))
     state = tmp_path / "state"
     (state / "queue").mkdir(parents=True)
+    for name, entry in evaluate(FULL, tmp_path)["config"]["environment"]["etc"].items():  # /etc/hearth
+        if name.startswith("hearth/") and "text" in entry:
+            (tmp_path / "etc" / name.removeprefix("hearth/")).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "etc" / name.removeprefix("hearth/")).write_text(entry["text"])
     env = {
         **os.environ,
         **env,
@@ -173,6 +177,16 @@ def test_a_schedules_timer_service_enqueues_a_valid_request(rendered: dict[str, 
     assert "plan" in request.values() and "llama3.1" in request.values()
     if importlib.util.find_spec("hearth.queue") is not None:  # the queue's own model, once it is merged
         importlib.import_module("hearth.queue").Request.model_validate(request)
+    assert request["requested_by"] == "mission:hourly"
+    # paused, the same timer records a skip and enqueues nothing
+    paused = run_cli("hearth", "missions", "pause", "hourly", env=env)
+    assert paused.returncode == 0, paused.stderr
+    for path in (state / "queue").glob("*.json"):
+        path.unlink()
+    skipped = subprocess.run([exec_start], env=env, capture_output=True, text=True, timeout=60)
+    assert skipped.stdout.strip() == "mission hourly is paused: skipped"
+    assert list((state / "queue").glob("*.json")) == []
+    assert json.loads((state / "missions" / "hourly.json").read_text())["skipped"] == 1
 
 
 def test_the_agent_unit_reaches_only_ollama_unless_the_operator_adds_more(
@@ -210,3 +224,17 @@ def test_command_caps_must_leave_hearth_room_in_the_unit(tmp_path: Path) -> None
     assert failed == [
         "services.hearth.limits.commandTasksMax must be below limits.tasksMax: hearth itself runs in the same unit"
     ]
+
+
+@needs_systemd_analyze
+def test_the_spawner_gets_the_network_only_for_alerts_on_refused_requests(tmp_path: Path) -> None:
+    alerting = {
+        **FULL,
+        "credentials": {"ntfy": {"file": "/run/secrets/ntfy", "hosts": ["ntfy.example.org"]}},
+        "alerts": {"destinations": {"phone": {"url": "ntfy://{cred:ntfy}@ntfy.example.org/h", "events": ["rejected"]}}},
+    }
+    units = write_units(evaluate(alerting, tmp_path), tmp_path / "units")
+    spawn = units["hearth-spawn.service"].read_text()
+    assert "PrivateNetwork" not in spawn and "RestrictAddressFamilies=AF_INET" in spawn.replace("AF_UNIX ", "")
+    assert "LoadCredential=ntfy:/run/secrets/ntfy" in spawn
+    assert exposure(units["hearth-spawn.service"]) <= SPAWN_MAX_EXPOSURE

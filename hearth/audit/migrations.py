@@ -257,6 +257,37 @@ def m100_long_work(db: sqlite_utils.Database) -> None:
     db.table("runs").create_index(["kind"])
 
 
+def m090_run_routing_and_labels(db: sqlite_utils.Database) -> None:
+    """The operator's label of a run (the command center's `name`), the model it asked for
+    (`auto` when the router chose) and why the chosen one was used (a rule's name, `default`,
+    `fallback`, `escalation`, `tag`); and steps by time, for the day's token spend (hearth/budget.py)."""
+    db.table("runs").add_column("label", str)
+    db.table("runs").add_column("model_requested", str)
+    db.table("runs").add_column("model_reason", str)
+    db.table("steps").create_index(["at"])
+
+
+def m091_alerts(db: sqlite_utils.Database) -> None:
+    """Every alert hearth tried to send (hearth/alerts.py): to which destination, for what, and
+    whether it was sent or failed with the error."""
+    db.table("alerts").create(
+        {
+            "id": int,
+            "at": str,
+            "event": str,
+            "run_id": str,
+            "destination": str,
+            "status": str,
+            "attempts": int,
+            "error": str,
+            "title": str,
+            "body": str,
+        },
+        pk="id",
+    )
+    db.table("alerts").create_index(["at"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -271,5 +302,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m062_checkpoint_git_dir,
     m070_step_called_as,
     m071_run_allowances,
+    m090_run_routing_and_labels,
+    m091_alerts,
     m100_long_work,
 ]

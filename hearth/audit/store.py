@@ -51,6 +51,9 @@ class RunRecord:
     parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
     link: str | None = None
     kind: str | None = None  # marathon | swarm; None for a plain run (and for a leg or a child)
+    label: str | None = None  # the operator's free-text name for the run (a request's `label`)
+    model_requested: str | None = None  # what the request asked for (`auto`: the router chose)
+    model_reason: str | None = None  # why `model` was used: a router rule, default, fallback, escalation, tag
 
 
 # How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,

@@ -26,6 +26,11 @@ MODULES = (
     "evolve",
     "doctor",
     "serve",
+    "budget",
+    "stop",
+    "pause",
+    "alerts",
+    "missions",
 )
 COMMANDS = {
     "demo": "demo",
@@ -48,6 +53,12 @@ COMMANDS = {
     "proposals": "evolve",
     "doctor": "doctor",
     "serve": "serve",
+    "budget": "budget",
+    "stop": "stop",
+    "pause": "pause",
+    "resume": "pause",
+    "alerts": "alerts",
+    "missions": "missions",
 }
 
 

@@ -43,8 +43,8 @@ def list_runs(args: argparse.Namespace, settings: Settings) -> int:
     else:
         for row in rows:
             row["link"] = row.get("kind") or (f"{row['link']} of {row['parent_run']}" if row.get("parent_run") else "")
-        columns = ["id", "status", "agent_name", "model", "source", "iterations", "started_at", "link", "goal"]
-        table(rows, columns, widths={"goal": 50})
+        columns = ["id", "status", "label", "agent_name", "model", "source", "iterations", "started_at", "link", "goal"]
+        table(rows, columns, widths={"goal": 50, "label": 20})
     return 0
 
 
@@ -75,10 +75,13 @@ def _print_run(run: dict[str, Any], linked: list[dict[str, Any]], steps: list[di
     """The run's header; every value is shown escaped (the audit keeps it as it was)."""
     run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
     kind = f"{run['kind']} " if run.get("kind") else ""
+    label = f"  label={run['label']!r}" if run.get("label") else ""
     print(
         f"{kind}run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
-        f"mode={run['mode']} source={run['source']}"
+        f"mode={run['mode']} source={run['source']}{label}"
     )
+    if run.get("model_reason"):
+        print(f"model: {model_line(run)}")
     print(f"goal: {run['goal']}")
     print(
         f"started {run['started_at']}  ended {run['ended_at'] or '-'}  iterations {run['iterations'] or 0}  "
@@ -176,6 +179,11 @@ def _show_chain(chain: list[dict[str, Any]], as_json: bool) -> int:
         print(_indent(f"person: {run['goal']}"))
         print(_indent(f"agent:  {run.get('summary') or run.get('error') or '(no answer recorded)'}") + "\n")
     return 0
+
+
+def model_line(run: dict[str, Any]) -> str:
+    """`llama3.2:3b (asked auto; why: fallback)`: the chosen model, what was asked, and why."""
+    return f"{run['model']} (asked {run.get('model_requested') or 'auto'}; why: {run['model_reason']})"
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.clock import utc_now
+from hearth import alerts
 from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished, recorded_request
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
@@ -25,6 +26,7 @@ from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
 from hearth.render import visible_line
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
 from hearth.run.goal import GoalRequest
+from hearth.run.profiles import agent_for_label
 from hearth.run.runner import Interrupted, exit_code, run_goal
 from hearth.settings import Settings
 
@@ -35,7 +37,9 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
     return GoalRequest(
         goal=request.goal,
         model=request.model,
-        agent_name=request.agent_name,
+        agent_name=agent_for_label(settings.config_dir, request.agent_name, request.label),
+        label=request.label,
+        max_tokens=request.max_tokens,
         mode=request.mode,
         max_iters=request.max_iterations,
         workspace=None,  # a fresh run directory, <state>/agents/<id>, made by the runner
@@ -191,5 +195,6 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     except Exception as exc:
         print(visible_line(f"hearth agent {request_id}: {exc}"), file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
+    alerts.flush()  # while the interpreter can still send them
     sys.stdout.flush()
     sys.exit(code)

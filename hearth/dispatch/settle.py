@@ -43,10 +43,13 @@ def reject(
     run_id: str | None = None,
 ) -> Path | None:
     """Keep a refused file in rejected/ and record why (at most 500 characters); None if someone
-    else moved it first."""
+    else moved it first.
+
+    The rejected run is named by the file's id when that is a free, valid id (so `hearth show ID`
+    finds the refusal the sender was told about), else by a fresh one."""
     reason = bounded(reason)
-    run_id = run_id or new_run_id()
     facts = FileFacts.of(path.name, data)
+    run_id = run_id or _free_id(audit, facts.file.removesuffix(".json")) or new_run_id()
     kept = queue.reject(path, reason, run_id=run_id, size=facts.size, sha256=facts.sha256)
     if kept is not None:
         record_rejection(
@@ -59,6 +62,14 @@ def reject(
             request_id=facts.file.removesuffix(".json"),
         )
     return kept
+
+
+def _free_id(audit: AuditStore, stem: str) -> str | None:
+    if not (re.fullmatch(ID_PATTERN, stem) and audit.run(stem) is None):
+        return None
+    if audit.conn.execute("select 1 from requests where id = ?", [stem]).fetchone():
+        return None  # an accepted request owns that id
+    return stem
 
 
 def place(queue: Queue, audit: AuditStore, path: Path, status: str, error: str | None) -> None:

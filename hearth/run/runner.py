@@ -19,16 +19,17 @@ from typing import Any, TextIO
 from agent.context.compaction import Compactor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
-from agent.loop import Loop, Outcome
-from agent.model.ollama_client import ChatModel, OllamaClient
+from agent.loop import Event, Loop, Outcome
+from agent.model.ollama_client import ChatModel, OllamaClient, probe
 from agent.safety.policy import MODES, Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
-from hearth import __version__
+from hearth import __version__, alerts
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
+from hearth.budget import Budget, RunGuard, load_budget
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.logs import install as install_log_redaction
@@ -38,6 +39,7 @@ from hearth.run.goal import MAX_ITERATIONS, GoalRequest
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
+from hearth.run.router import AUTO, Route, linked_request, route_request
 from hearth.run.services import (
     ServicesHook,
     check_egress,
@@ -58,12 +60,16 @@ EXIT_CODES = {
     "model_unavailable": 4,
     "denied": 5,
     "tripped": 6,
+    "budget_exceeded": 7,
     "rejected": 2,
     "interrupted": 130,
     "leg_limit": 3,  # a marathon that was not done after its last leg
     "no_progress": 3,  # a marathon whose legs stopped changing the workspace
     "internal": 70,
 }
+
+
+PROBE_S = 3.0  # how long to wait for Ollama's list of pulled models before routing without it
 
 
 class Interrupted(BaseException):
@@ -135,6 +141,7 @@ class _Run:
     parts: list[PromptPart]
     sandbox: SandboxPolicy
     checkpoints: Checkpoints
+    route: Route
 
 
 def run_goal(
@@ -149,47 +156,78 @@ def run_goal(
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
-    `configure_services` may adjust the run's services before the loop starts (tests inject a
-    resolver and connector into the network guard there).
+    A run whose model is not available, or (with `escalate`) that ends iteration_limit or failed,
+    is followed by a linked run on the next model of its route; the last run's id and outcome are
+    returned. `configure_services` may adjust the run's services before the loop starts (tests
+    inject a resolver and connector into the network guard there).
     """
     settings.writable_state_dir()
+    pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
-        run = _admit(request, settings, audit, json_lines=json_lines, out=out)
-        approve = approve or approvers.choose(run.recorder, settings, run_timeout_s=run.request.timeout_s)
-        own: OllamaClient | None = None  # a client we open is ours to close
-        if model is None:
-            model = own = model_client(run.request, settings)
-        try:
-            outcome = _execute(run, settings, model, approve, configure_services)
-        finally:
-            if own is not None:
-                own.close()
-    return run.id, outcome
+        while True:
+            run = _admit(request, settings, audit, pulled, json_lines=json_lines, out=out)
+            outcome = _attempt(run, settings, model, approve, configure_services)
+            follow = linked_request(run.request, run.route, outcome.status, run.id, run.root, audit)
+            if follow is None:
+                return run.id, outcome
+            request = follow
 
 
-def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_lines: bool, out: TextIO) -> _Run:
+def _attempt(
+    run: _Run, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+) -> Outcome:
+    if run.route.problem:
+        outcome = _unavailable(run)
+    else:
+        outcome = _with_model(run, settings, model, approve, hook)
+    detail = outcome.error or outcome.summary
+    alerts.run_ended(settings, run.id, outcome.status, goal=run.kept_goal, detail=detail, agent=run.request.agent_name)
+    return outcome
+
+
+def _with_model(
+    run: _Run, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+) -> Outcome:
+    if approve is None:
+        approve = approvers.choose(
+            run.recorder, settings, run_timeout_s=run.request.timeout_s, on_pending=alerts.pending_alert(settings)
+        )
+    own: OllamaClient | None = None  # a client we open is ours to close
+    if model is None:
+        model = own = model_client(run.request, settings)
+    try:
+        return _execute(run, settings, model, approve, hook)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _unavailable(run: _Run) -> Outcome:
+    """No model the run could use is pulled: recorded as the loop would, without a model call."""
+    outcome = Outcome("model_unavailable", "", 0, error=run.route.problem)
+    run.audit.finish_run(run.id, status=outcome.status, iterations=0, error=outcome.error, summary="")
+    run.recorder(Event("run_finished", 0, {"status": outcome.status, "summary": "", "error": outcome.error}))
+    return outcome
+
+
+def _admit(
+    request: GoalRequest,
+    settings: Settings,
+    audit: AuditStore,
+    pulled: list[str] | None,
+    *,
+    json_lines: bool,
+    out: TextIO,
+) -> _Run:
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
     install_log_redaction(redactor)  # from here on, no log record of this process holds a value
     request, unfollowed = _continued(request, settings, audit)
-    request, parts, problem = _with_profile(request, settings)
+    request, parts, problem, chosen, warning = _with_profile(request, settings, pulled)
     problem = unfollowed or problem
     kept_goal = redactor(request.goal)
-    audit.start_run(
-        RunRecord(
-            id=run_id,
-            agent_name=request.agent_name,
-            model=request.model or "",
-            goal=kept_goal,
-            mode=request.mode or "",
-            source=request.source,
-            requested_by=request.requested_by,
-            parent_run=request.parent_run,
-            link=request.link,
-            kind=request.kind,
-        )
-    )
+    audit.start_run(_record_of(request, run_id, kept_goal, chosen))
     audit.update_run(run_id, **_allowances(request, settings))
     try:
         if problem:
@@ -197,19 +235,42 @@ def _admit(request: GoalRequest, settings: Settings, audit: AuditStore, *, json_
         root = _checked(request, settings, run_id)
     except HearthError as exc:
         audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=request.agent_name)
         raise
     if request.link == "child":
         _seed_child(audit, request, root, run_id)
     audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
-    state = StateFile(settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model)
+    state = StateFile(
+        settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
+    )
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     _warn_unsandboxed(settings, recorder)
+    if warning:
+        recorder.notice("warning", f"{warning}; the router's rules were not used")
     sandbox = SandboxPolicy(kind=settings.sandbox, network=bool(request.network), hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
     checkpoints = Checkpoints(
         root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None, history=settings.checkpoints_dir
     )
-    return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints)
+    return _Run(run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen)
+
+
+def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route) -> RunRecord:
+    return RunRecord(
+        id=run_id,
+        agent_name=request.agent_name,
+        model=request.model or "",
+        goal=kept_goal,
+        mode=request.mode or "",
+        source=request.source,
+        requested_by=request.requested_by,
+        parent_run=request.parent_run,
+        link=request.link,
+        kind=request.kind,
+        label=request.label,
+        model_requested=chosen.requested,
+        model_reason=chosen.reason,
+    )
 
 
 def _execute(
@@ -231,6 +292,7 @@ def _execute(
         walls.connect(services)
         values = request.prompt_values or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
         loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values, walls)
+        loop.guard = _guard(request, settings, run.audit)
         prompt = _prompt_record(run, loop.messages[0]["content"], values)
         recalled = recall_preface(services, request.goal, settings, run.recorder)
         context = "\n\n".join(part for part in (request.preface, recalled) if part)
@@ -283,8 +345,12 @@ def _prompt_record(run: _Run, text: str, values: dict[str, str]) -> str:
     return json.dumps({"values": values, "sha256": digest}, ensure_ascii=False)
 
 
-def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest, list[PromptPart], HearthError | None]:
-    """The request with its profile applied and the operator's prompt parts, or the reason it cannot run."""
+def _with_profile(
+    request: GoalRequest, settings: Settings, pulled: list[str] | None
+) -> tuple[GoalRequest, list[PromptPart], HearthError | None, Route, str]:
+    """The request with its profile applied and its model routed, the operator's prompt parts, and
+    the reason it cannot run (or None); a broken router file is a warning, never a refusal."""
+    unrouted = Route(request.model or AUTO, request.model or "", "request")
     try:
         profile = load_profile(settings.config_dir, request.agent_name)
         parts = config_parts(settings.config_dir, profile)
@@ -297,14 +363,27 @@ def _with_profile(request: GoalRequest, settings: Settings) -> tuple[GoalRequest
             defaults=settings,
         )
     except HearthError as exc:
-        return request, [], exc
+        return request, [], exc, unrouted, ""
     resolved |= apply_network(profile, network=request.network, egress=request.egress)
-    return replace(request, **resolved), parts, None
+    chosen, warning = route_request(request, profile, resolved, settings, pulled)
+    resolved["model"] = chosen.model
+    max_tokens = request.max_tokens or profile.max_tokens
+    return replace(request, **resolved, max_tokens=max_tokens), parts, None, chosen, warning
+
+
+def _guard(request: GoalRequest, settings: Settings, audit: AuditStore) -> RunGuard | None:
+    """The run's token budgets, checked before each model call; a broken budget file is doctor's to report."""
+    try:
+        budget = load_budget(settings.config_dir, settings.daily_tokens)
+    except HearthError:
+        budget = Budget()
+    guard = RunGuard(budget, audit, request.agent_name, request.max_tokens)
+    return guard if guard.active else None
 
 
 def resolved(request: GoalRequest, settings: Settings) -> GoalRequest:
     """The request with its profile applied and checked as a run's would be; the error if it cannot run."""
-    request, _, problem = _with_profile(request, settings)
+    request, _, problem, _, _ = _with_profile(request, settings, None)
     if problem:
         raise problem
     reason = validate(request)

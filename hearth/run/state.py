@@ -18,6 +18,7 @@ FINAL_STATES = (
     "done",
     "iteration_limit",
     "model_unavailable",
+    "budget_exceeded",
     "failed",
     "denied",
     "interrupted",
