@@ -41,12 +41,37 @@ class Mounts:
     tmp_bytes: int = 256 << 20
 
 
+_probe: subprocess.Popen[bytes] | None = None
+
+
+def start_probe() -> None:
+    """Start the probe problem() waits for, so it runs beside other work (a run's first model call)."""
+    global _probe
+    if _probe is None and not problem.cache_info().currsize:
+        try:
+            _probe = _popen_probe()
+        except OSError:
+            _probe = None  # problem() runs it again and reports why
+
+
 @functools.cache
 def problem() -> str | None:
     """Why bwrap cannot be used here, found by really running it once, or None when it works."""
-    path = shutil.which("bwrap")
-    if path is None:
+    if shutil.which("bwrap") is None:
         return "bwrap is not installed"
+    try:
+        proc = _probe or _popen_probe()
+        _, err = proc.communicate(timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not be started: {exc}"
+    if proc.returncode != 0:
+        detail = err.decode(errors="replace").strip().splitlines()
+        return f"bwrap cannot set up namespaces here: {detail[-1] if detail else f'exit {proc.returncode}'}"
+    return None
+
+
+def _popen_probe() -> subprocess.Popen[bytes]:
+    path = shutil.which("bwrap") or "bwrap"
     probe = [
         path,
         *_namespaces(network=False),
@@ -60,14 +85,7 @@ def problem() -> str | None:
         "-c",
         "true",
     ]
-    try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap could not be started: {exc}"
-    if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip().splitlines()
-        return f"bwrap cannot set up namespaces here: {detail[-1] if detail else f'exit {done.returncode}'}"
-    return None
+    return subprocess.Popen(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def argv(

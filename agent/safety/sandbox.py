@@ -99,6 +99,12 @@ class CommandResult:
 # --- detection -----------------------------------------------------------------------------------
 
 
+def start_detection(kind: str) -> None:
+    """Begin what detect(kind) will wait for (bwrap's probe is a process), so it runs beside other work."""
+    if kind in ("auto", "bwrap"):
+        bwrap.start_probe()
+
+
 def detect(kind: str = "auto") -> str:
     """The kind that would be used for ``kind``: 'bwrap', 'landlock' or 'none'."""
     if kind not in _KINDS:

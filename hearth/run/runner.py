@@ -23,7 +23,7 @@ from agent.loop import Event, Loop, Outcome
 from agent.model.ollama_client import ChatModel, OllamaClient, probe
 from agent.safety.policy import MODES, Approver
 from agent.safety.redaction import Redactor
-from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, start_detection
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
@@ -162,6 +162,7 @@ def run_goal(
     inject a resolver and connector into the network guard there).
     """
     settings.writable_state_dir()
+    start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
     pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
         while True:
@@ -239,7 +240,7 @@ def _admit(
         raise
     if request.link == "child":
         _seed_child(audit, request, root, run_id)
-    audit.update_run(run_id, workspace=str(root), sandbox=_sandbox_label(settings.sandbox))
+    audit.update_run(run_id, workspace=str(root))
     state = StateFile(
         settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
     )
@@ -298,6 +299,7 @@ def _execute(
         context = "\n\n".join(part for part in (request.preface, recalled) if part)
         kept = replace(request, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
         outcome = _drive(loop, kept, run.audit, run.id, run.state, context, run.redactor, prompt)
+    run.audit.update_run(run.id, sandbox=_sandbox_label(settings.sandbox))  # its probe has long finished
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
