@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import io
+import json
 import os
 import shutil
 import sqlite3
@@ -210,3 +211,22 @@ def test_decoys_are_fresh_per_run_and_look_like_secrets(tmp_path: Path) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_a_tripped_run_sends_its_alert(state_dir: Path) -> None:
+    from hearth.alerts import flush
+    from tests.test_alerts import Receiver, _alerts
+
+    ntfy = Receiver()
+    try:
+        _alerts(state_dir / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["tripped"]))
+        run_id, outcome = run([command("cat ~/.aws/credentials"), {"content": "done"}])
+        flush()
+        assert outcome.status == "tripped"
+        [got] = ntfy.got
+    finally:
+        ntfy.close()
+    assert got["body"]["title"].endswith("tripped") and run_id in json.dumps(got["body"])
+    with sqlite3.connect(state_dir / "audit.db") as db:
+        sent = db.execute("select event, status from alerts where run_id = ?", [run_id]).fetchall()
+    assert sent == [("tripped", "sent")]
