@@ -31,6 +31,8 @@ class Settings:
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
+    # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
+    unit_state_dirs: tuple[str, ...] = ()
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
     approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
@@ -65,6 +67,7 @@ class Settings:
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
+            unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
             approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -101,9 +102,13 @@ def prepare_workspace(path: Path) -> Path:
     return path.resolve()
 
 
-def fresh_run_dir(agents: Path, run_id: str) -> Path:
+def fresh_run_dir(agents: Path, run_id: str, made_for_it: tuple[str, ...] = ()) -> Path:
     """A new directory for one run, made by this call: never one that was there before, never
-    through a symlink (neither `<state>/agents` nor the run's own name may be one)."""
+    through a symlink (neither `<state>/agents` nor the run's own name may be one).
+
+    `made_for_it` names directories systemd made for this very unit before it started (its
+    $STATE_DIRECTORY): a hearth-agent@ID unit finds its workspace made, empty and its own, and
+    takes it as new; any other existing directory is refused."""
     if not run_id or "/" in run_id or run_id in (".", ".."):
         raise UsageError(f"{run_id!r} cannot name a run directory")
     try:
@@ -116,14 +121,33 @@ def fresh_run_dir(agents: Path, run_id: str) -> Path:
     try:
         os.mkdir(run_id, dir_fd=fd)
     except FileExistsError:
-        raise UsageError(
-            f"run directory {agents / run_id} already exists; a fresh run never reuses a directory"
-        ) from None
+        if not _made_by_systemd(fd, run_id, agents / run_id, made_for_it):
+            raise UsageError(
+                f"run directory {agents / run_id} already exists; a fresh run never reuses a directory"
+            ) from None
     except OSError as exc:
         raise UsageError(f"cannot make the run directory {agents / run_id}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     return prepare_workspace(agents / run_id)
+
+
+def _made_by_systemd(agents_fd: int, name: str, path: Path, made_for_it: tuple[str, ...]) -> bool:
+    """The unit's own StateDirectory: named by systemd, a real directory (no symlink), ours, empty."""
+    if str(path) not in made_for_it:
+        return False
+    try:
+        info = os.stat(name, dir_fd=agents_fd, follow_symlinks=False)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            return False
+        inside = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=agents_fd)
+    except OSError:
+        return False
+    try:
+        with os.scandir(inside) as entries:
+            return next(entries, None) is None
+    finally:
+        os.close(inside)
 
 
 @dataclass
@@ -402,7 +426,7 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
     check_run_credentials(request.credentials, credential_store(settings))
     if request.workspace is not None:
         return prepare_workspace(request.workspace)
-    return fresh_run_dir(settings.agents_dir, run_id)
+    return fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
 
 
 def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
