@@ -55,6 +55,12 @@ class TimeLimit(StopRun):
     status = "failed"
 
 
+class BudgetExceeded(StopRun):
+    """Raised by a guard (the appliance's token budgets) before a model call."""
+
+    status = "budget_exceeded"
+
+
 @dataclass
 class Event:
     """Something the appliance records: a model turn, a tool call, a nudge, the end."""
@@ -97,6 +103,7 @@ class Loop:
         deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         compactor: Compactor | None = None,
+        guard: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -111,6 +118,7 @@ class Loop:
         self._unparseable = 0
         self._last_failure: tuple[str, str] | None = None
         self.compactor = compactor
+        self.guard = guard  # may raise a StopRun (BudgetExceeded) before a model call
         self._usage: Usage | None = None
 
     def run(self, goal: str, context: str = "") -> Outcome:
@@ -140,6 +148,8 @@ class Loop:
             raise IterationLimit(f"stopped at the limit of {self.max_iters} iterations")
         if self.deadline is not None and self.clock() >= self.deadline:
             raise TimeLimit("stopped at the run's time limit")
+        if self.guard is not None:
+            self.guard(self.outcome)
 
     def _step(self) -> None:
         self.iteration += 1

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.safety.redaction import no_redaction
-from agent.safety.sandbox import SandboxPolicy
+from agent.safety.sandbox import ProxyPort, SandboxPolicy
 
 if TYPE_CHECKING:
     from agent.knowledge.store import KnowledgeStore
@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 class RunServices:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     command_timeout_s: int = 60
+    # the walls the appliance raised for the run's commands (hearth/run/walls.py): the proxy that is
+    # their only network (when granted), and the CPU seconds all of them may use (None: no budget)
+    command_proxy: ProxyPort | None = None
+    command_cpu_s: float | None = None
+    command_cpu_used_s: float = 0.0
+    protected: tuple[str, ...] = ()  # paths file tools never write (hearth's checkpoint histories)
     deadline: float | None = None  # time.monotonic() at which the run's time limit ends (None: none)
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking (git, ls, pytest)
     # the config-repository and system tools (agent/tools/config_repo.py, system.py): the repository they may read and

@@ -98,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(build_parser(_command_word(argv)), argv)
     use_state_dir(args.state_dir)
     try:
+        return _run(args)
+    finally:
+        flush_alerts()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         return args.handler(args, settings)
@@ -116,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return INTERNAL_ERROR
+
+
+def flush_alerts() -> None:
+    """Let the alerts still going out finish (bounded) while the interpreter can still send them."""
+    alerts = sys.modules.get("hearth.alerts")
+    if alerts is not None:
+        alerts.flush()
 
 
 def _command_word(argv: list[str]) -> str | None:

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from agent.context.prompt import FALLBACKS, unknown_placeholders
 from agent.safety.sandbox import SandboxUnavailable, detect
@@ -284,6 +285,58 @@ def _private(path: Path, expected: int, what: str) -> list[Finding]:
     return []
 
 
+# --- the operator's leash: router, budgets, alerts, missions ---------------------------------
+
+
+def check_leash(settings: Settings) -> list[Finding]:
+    """router.toml, budget.toml, alerts.toml (and the credentials its URLs name), missions/*.toml."""
+    from hearth.alerts import load_destinations
+    from hearth.budget import load_budget
+    from hearth.missions import load_missions
+    from hearth.run.router import load_router
+
+    found: list[Finding] = []
+    for check, load in (
+        ("router", lambda: load_router(settings.config_dir)),
+        ("budget", lambda: load_budget(settings.config_dir, settings.daily_tokens)),
+    ):
+        try:
+            load()
+        except HearthError as exc:
+            found.append(Finding(check, "error", str(exc)))
+    try:
+        destinations = load_destinations(settings.config_dir)
+    except HearthError as exc:
+        destinations = []
+        found.append(Finding("alerts", "error", f"{exc}; no alerts are sent"))
+    found += _alert_credentials(settings, destinations)
+    missions, problems = load_missions(settings)
+    found += [Finding("missions", "ok", f"mission {m.name}: {m.schedule}") for m in missions]
+    found += [Finding("missions", "error", f"{p.line()}; skipped", str(p.path)) for p in problems]
+    return found
+
+
+def _alert_credentials(settings: Settings, destinations: list[Any]) -> list[Finding]:
+    from hearth.credentials import CredentialStore
+
+    store = CredentialStore(settings.credentials_path, settings.credentials_dir)
+    found = []
+    for destination in destinations:
+        for name in destination.credentials:
+            try:
+                known = store.value(name) is not None
+            except HearthError:
+                known = False
+            if not known:
+                message = (
+                    f"alert destination {destination.name} names credential {name!r}, which the store does not have"
+                )
+                found.append(Finding("alerts", "error", message))
+    if destinations and not found:
+        found.append(Finding("alerts", "ok", f"{len(destinations)} alert destination(s)"))
+    return found
+
+
 # --- services --------------------------------------------------------------------------------
 
 
@@ -383,6 +436,7 @@ def diagnose(
         *check_prompt_files(settings),
         *check_queue(settings),
         *check_credentials(settings),
+        *check_leash(settings),
         *check_ollama(settings.ollama_host, models, probe),
         *check_sandbox(settings.sandbox),
         *check_git(which),

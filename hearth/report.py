@@ -1,6 +1,8 @@
 """What is running now (`hearth state`, for the map) and what the audit says over a period
 (`hearth report`): runs by status, model and source; tool use and denials; failure reasons;
-p50/p95 duration and iterations; tokens; rejections.
+p50/p95 duration and iterations; tokens; rejections; long work (marathons, swarms and the runs
+linked to them: legs, children, syntheses, follow-ups); commands' connections through the run's
+proxy (allowed and refused, per host) and tripwires.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import os
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
 from hearth.render import local_time
@@ -21,6 +25,15 @@ from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
 TOP = 10
+# (label, column, value): the runs of long work the report counts (hearth/run/longrun.py)
+LONG_WORK = (
+    ("marathons", "kind", "marathon"),
+    ("marathon legs", "link", "leg"),
+    ("swarms", "kind", "swarm"),
+    ("swarm children", "link", "child"),
+    ("swarm syntheses", "link", "synthesis"),
+    ("follow-ups", "link", "follow-up"),
+)
 
 
 class Rows(Protocol):
@@ -45,7 +58,12 @@ def active_runs(settings: Settings) -> dict[str, Any]:
         if run_id not in seen and state.get("state") not in FINAL_STATES:
             active.append({"id": run_id, "queued": False, "alive": _pid_alive(state.get("pid")), **_live(state)})
     queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
-    return {"active": sorted(active, key=lambda r: r["id"]), "queued": queued}
+    held = paused(settings)
+    return {
+        "active": sorted(active, key=lambda r: r["id"]),
+        "queued": queued,
+        "paused": {**asdict(held), "line": held.line()} if held else None,
+    }
 
 
 def _settle_dead(settings: Settings) -> None:
@@ -71,7 +89,7 @@ def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict
 
 
 def _live(state: dict[str, Any]) -> dict[str, Any]:
-    keys = ("state", "detail", "iteration", "tool", "agent_name", "model", "updated_at")
+    keys = ("state", "detail", "iteration", "tool", "agent_name", "label", "model", "updated_at")
     return {key: state.get(key) for key in keys} | ({"pid": state["pid"]} if state.get("pid") else {})
 
 
@@ -125,6 +143,7 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "by_status": _count(r["status"] for r in runs),
         "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
         "by_source": _count(r["source"] or "-" for r in runs),
+        "by_model_reason": _count(r.get("model_reason") or "-" for r in runs if r["status"] != "rejected"),
         "duration_ms": _percentiles([r["duration_ms"] for r in finished if r["duration_ms"] is not None]),
         "iterations": _percentiles([r["iterations"] for r in finished if r["iterations"] is not None]),
         "tokens": {"in": sum(r["tokens_in"] or 0 for r in runs), "out": sum(r["tokens_out"] or 0 for r in runs)},
@@ -134,7 +153,29 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         # every rejected run, however it was refused: by the queue (which also keeps the file's facts
         # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)
         "rejections": _top((_first_line(r["error"]),) for r in runs if r["status"] == "rejected"),
+        "long_work": _long_work(runs),
+        "connections": _connections(audit, since),
+        "tripwires": _top(
+            (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
+        ),
     }
+
+
+def _long_work(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How many marathons, swarms and linked runs, and how many of them ended done."""
+    counted = []
+    for label, column, value in LONG_WORK:
+        mine = [r for r in runs if r.get(column) == value]
+        if mine:
+            counted.append({"what": label, "runs": len(mine), "done": sum(r["status"] == "done" for r in mine)})
+    return counted
+
+
+def _connections(audit: Rows, since: str | None) -> list[dict[str, Any]]:
+    sql = """select host, count(*) as connections, sum(allowed = 1) as allowed, sum(allowed = 0) as refused,
+                    sum(bytes_up) as bytes_up, sum(bytes_down) as bytes_down
+             from connections where at >= ? group by host order by connections desc, host"""
+    return _rows(audit, sql, since)
 
 
 def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
@@ -197,7 +238,12 @@ def sections(report: dict[str, Any]) -> list[Section]:
     d, i = report["duration_ms"], report["iterations"]
     counted = [
         (title, [{"value": k, "runs": v} for k, v in report[key].items()])
-        for title, key in (("By status", "by_status"), ("By model", "by_model"), ("By source", "by_source"))
+        for title, key in (
+            ("By status", "by_status"),
+            ("By model", "by_model"),
+            ("Why that model", "by_model_reason"),
+            ("By source", "by_source"),
+        )
     ]
     return [
         *[(title, ["value", "runs"], rows) for title, rows in counted],
@@ -210,6 +256,13 @@ def sections(report: dict[str, Any]) -> list[Section]:
         ("Denials", ["what", "count"], report["denials"]),
         ("Failure reasons", ["what", "count"], report["failures"]),
         ("Rejections", ["what", "count"], report["rejections"]),
+        ("Long work", ["what", "runs", "done"], report.get("long_work", [])),
+        (
+            "Connections of commands",
+            ["host", "connections", "allowed", "refused", "bytes_up", "bytes_down"],
+            report["connections"],
+        ),
+        ("Tripwires", ["what", "count"], report["tripwires"]),
     ]
 
 

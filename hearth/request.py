@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from hearth.run.goal import MAX_ITERATIONS
+from hearth.longwork import Marathon, Swarm
+from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
 MAX_DEPTH = 8  # a request nests two levels (object -> list -> string)
@@ -32,23 +33,28 @@ MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 o
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$"
+MODEL_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._:/-]{0,199})?$"  # empty (like `auto`): the router picks
 TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 SOURCES = ("command-center", "cli", "timer", "self-test")
-UNSUPPORTED_FLAGS = ("swarm", "marathon", "checkin", "grow")
+UNSUPPORTED_FLAGS = ("checkin", "grow")
+EXCLUSIVE = ("continues", "marathon", "swarm", "evolve")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.
 RULES = {
     "id": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit",
     "agent_name": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit",
-    "model": "use a model name such as qwen2.5-coder:7b (letters, digits and . _ : / -)",
+    "model": "use a model name such as qwen2.5-coder:7b (letters, digits and . _ : / -), or auto",
     "allowed_tools": "tool names are lowercase letters, digits and _",
     "credentials": "use 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter",
     "egress": "use a host name or *.domain (its subdomains), such as api.github.com; no scheme, port or path",
     "requested_by": "control characters are not allowed",
+    "continues": "name a run id (1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit)",
+    "child_of": "name a run id (1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit)",
+    "marathon": "control characters are not allowed",
+    "label": "control characters are not allowed",
 }
 
 Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
@@ -70,9 +76,16 @@ class Request(BaseModel):
     id: Name = Field(description="Names the request and its run; equals the file name without .json.")
     goal: str = Field(min_length=1, max_length=MAX_GOAL_CHARS, description="What the agent should do.")
     model: Annotated[str, Field(pattern=MODEL_PATTERN, max_length=200)] | None = Field(
-        None, description="The Ollama model; absent means the agent profile's, else the host's default (HEARTH_MODEL)."
+        None,
+        description="The Ollama model, or `auto` (also: empty or absent) for the agent profile's, else the "
+        "router's choice ($HEARTH_CONFIG_DIR/router.toml), else the host's default (HEARTH_MODEL).",
     )
     agent_name: Name = Field("default", description="The agent profile that runs the goal.")
+    label: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] | None = Field(
+        None,
+        description="The operator's name for the run, kept in the audit and shown with it. When agent_name is "
+        "`default` and a profile of this name exists, that profile runs the goal.",
+    )
     mode: Literal["plan", "auto", "bypass"] | None = Field(
         None,
         description="plan: read-only tools; auto: edits run, dangerous tools need approval; "
@@ -88,11 +101,21 @@ class Request(BaseModel):
         "else the host's (HEARTH_MAX_ITERATIONS, else 12).",
     )
     timeout_s: int = Field(3600, ge=1, le=86_400, description="Seconds before the run stops.")
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_RUN_TOKENS)] | None = Field(
+        None,
+        description="Tokens (prompt and reply, as Ollama counts them) the run may spend before it stops as "
+        "budget_exceeded. Absent means the agent profile's cap, else none (the daily budgets still apply).",
+    )
     credentials: list[CredentialName] | None = Field(
         None, max_length=32, description="Credential names the run may use (cred:NAME); never values."
     )
     egress: list[Host] | None = Field(
         None, max_length=64, description="Hosts the run's network tools may reach; absent means any public host."
+    )
+    network: bool | None = Field(
+        None,
+        description="Give the run's commands network, only through hearth's guarded proxy (public "
+        "addresses, the egress list); absent means the agent profile's setting, else none.",
     )
     source: Literal["command-center", "cli", "timer", "self-test"] = Field(
         "cli", description="Who dropped the request."
@@ -102,6 +125,25 @@ class Request(BaseModel):
     )
     created_at: AwareDatetime | None = Field(None, description="When it was asked, with a time zone.")
     evolve: bool = Field(False, description="Run the self-evolution flow instead of a plain goal.")
+    continues: Name | None = Field(
+        None,
+        description="A follow-up of this earlier run: in its workspace, with its goal, summary and last "
+        "messages before the goal.",
+    )
+    marathon: Marathon | None = Field(None, description="Run the goal in legs until it is really done.")
+    swarm: Swarm | None = Field(None, description="Split the goal into sub-goals run side by side, then merge.")
+    child_of: Name | None = Field(
+        None, description="The swarm this request is a sub-goal of (hearth sets it when a swarm queues its children)."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_run(self) -> Request:
+        given = [name for name in EXCLUSIVE if getattr(self, name) not in (None, False)]
+        if len(given) > 1:
+            raise ValueError(
+                f"{' and '.join(given)} cannot be combined: a request is at most one of {', '.join(EXCLUSIVE)}"
+            )
+        return self
 
     @field_validator("created_at", mode="before")
     @classmethod
@@ -133,14 +175,14 @@ class LegacyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, title="hearth legacy command-center request")
 
     prompt: str = Field(description="The goal.")
-    name: str = Field("", description="The agent name; empty means default.")
+    name: str = Field("", description="A label; a profile of that name runs the goal, else the default profile.")
     model: str = Field("", description="The model; empty means the host's default.")
     mode: str = Field("", description="plan, auto or bypass; empty means auto.")
     creds: str = Field("", description="Comma-separated credential names; empty means none.")
     tools: str = Field("", description="Comma-separated tool names; empty means every tool.")
     allowed_hosts: str = Field("", description="Comma-separated hosts; empty means any public host.")
-    swarm: bool = Field(False, description="Not supported in this version: true is refused.")
-    marathon: bool = Field(False, description="Not supported in this version: true is refused.")
+    swarm: bool = Field(False, description="true: a swarm with the defaults (max_workers 4).")
+    marathon: bool = Field(False, description="true: a marathon with the defaults (max_legs 5, no check).")
     checkin: bool = Field(False, description="Not supported in this version: true is refused.")
     evolve: bool = Field(False, description="Run the self-evolution flow.")
     grow: bool = Field(False, description="Not supported in this version: true is refused.")
@@ -149,7 +191,7 @@ class LegacyRequest(BaseModel):
 # Request field -> legacy field, for mapping and for errors in the sender's own words.
 LEGACY_NAMES = {
     "goal": "prompt",
-    "agent_name": "name",
+    "label": "name",
     "model": "model",
     "mode": "mode",
     "credentials": "creds",
@@ -271,8 +313,12 @@ def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
         "goal": legacy.prompt,
         "source": "command-center",
         "evolve": legacy.evolve,
+        **({"marathon": {}} if legacy.marathon else {}),
+        **({"swarm": {}} if legacy.swarm else {}),
     }
-    for field, value in (("agent_name", legacy.name), ("model", legacy.model), ("mode", legacy.mode)):
+    if legacy.name.strip():  # a free-text label; it picks a profile only when one of that name exists
+        mapped["label"] = legacy.name.strip()
+    for field, value in (("model", legacy.model), ("mode", legacy.mode)):
         if value != "":  # matched exactly: " bypass" and "bypass\n" are not bypass
             mapped[field] = value
     for field, value in (
@@ -308,10 +354,12 @@ def describe(error: ValidationError, names: dict[str, str] | None = None) -> str
 
 def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
     loc = [str(part) for part in problem["loc"]]
-    field = _field(loc, names)
     kind, value = problem["type"], problem.get("input")
+    if not loc:  # the request as a whole (fields that exclude each other)
+        return problem["msg"].removeprefix("Value error, ")
+    field = _field(loc, names)
     if kind == "extra_forbidden":
-        return f"unknown field {_show(loc[0])}"
+        return f"unknown field {_show(field if len(loc) > 1 else loc[0])}"
     if kind == "missing":
         return f"missing required field {_show(field)}"
     if kind == "string_pattern_mismatch":

@@ -16,6 +16,8 @@ DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
 SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
+TRIPWIRES = ("home", "workspace", "off")  # where decoys go: the sandbox home, also the workspace, nowhere
+TRIPWIRE_ACTIONS = ("stop", "record")
 LOG_LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -29,6 +31,8 @@ class Settings:
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
+    # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
+    unit_state_dirs: tuple[str, ...] = ()
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
     approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
@@ -38,8 +42,18 @@ class Settings:
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
     launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    # the walls around commands (agent/safety/): read-only paths beyond the system's, the run's
+    # caps (its cgroup: processes and memory; CPU seconds of all its commands), the tripwires
+    sandbox_expose: tuple[str, ...] = ()  # HEARTH_SANDBOX_EXPOSE, e.g. /opt/tool:/srv/sdk
+    command_max_procs: int = 256  # HEARTH_COMMAND_MAX_PROCS
+    command_memory_mb: int = 1024  # HEARTH_COMMAND_MEMORY_MB
+    command_cpu_s: int = 1800  # HEARTH_COMMAND_CPU_S
+    tripwires: str = "home"  # HEARTH_TRIPWIRES: home | workspace | off
+    tripwire_action: str = "stop"  # HEARTH_TRIPWIRE_ACTION: stop (status tripped) | record
     submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
     log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
+    daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/budget.py)
+    web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -53,6 +67,7 @@ class Settings:
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
+            unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
             approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
@@ -62,8 +77,16 @@ class Settings:
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
             launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            sandbox_expose=_paths(env, "HEARTH_SANDBOX_EXPOSE"),
+            command_max_procs=_whole(env, "HEARTH_COMMAND_MAX_PROCS", 256, 8, 65_536),
+            command_memory_mb=_whole(env, "HEARTH_COMMAND_MEMORY_MB", 1024, 64, 1 << 20),
+            command_cpu_s=_whole(env, "HEARTH_COMMAND_CPU_S", 1800, 1, 1 << 24),
+            tripwires=_choice(env, "HEARTH_TRIPWIRES", TRIPWIRES, "home"),
+            tripwire_action=_choice(env, "HEARTH_TRIPWIRE_ACTION", TRIPWIRE_ACTIONS, "stop"),
             submitters_group=env.get("HEARTH_SUBMITTERS_GROUP", "").strip(),
             log_level=_log_level(env),
+            daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
+            web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
         )
 
     @property
@@ -81,6 +104,11 @@ class Settings:
     @property
     def runs_state_dir(self) -> Path:
         return self.state_dir / "state"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """hearth's own git directories of workspace histories (hearth/run/checkpoints.py)."""
+        return self.state_dir / "checkpoints"
 
     @property
     def agents_dir(self) -> Path:
@@ -126,6 +154,15 @@ def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int)
     return int(raw)
 
 
+def _tokens(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number of tokens, got {raw!r}")
+    return int(raw)
+
+
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if not raw:
@@ -160,6 +197,17 @@ def _sandbox(env: Mapping[str, str]) -> str:
     if kind not in SANDBOX_KINDS:
         raise ConfigError(f"HEARTH_SANDBOX must be one of {', '.join(SANDBOX_KINDS)}, got {kind!r}")
     return kind
+
+
+def _paths(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A colon list of absolute paths (like PATH)."""
+    paths = tuple(p.strip() for p in (env.get(name) or "").split(":") if p.strip())
+    relative = [p for p in paths if not p.startswith("/")]
+    if relative:
+        raise ConfigError(
+            f"{name} lists absolute paths separated by ':', like /opt/tool:/srv/sdk; {relative[0]!r} is not one"
+        )
+    return paths
 
 
 def _heads(env: Mapping[str, str]) -> tuple[str, ...]:

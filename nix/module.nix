@@ -49,6 +49,98 @@ let
         example = "You keep the notes in ./notes tidy and never delete a note.";
         description = "Instructions for this agent, written to /etc/hearth/agents/${name}/AGENTS.md.";
       };
+      fallbacks = fallbacksOption "this agent's model";
+      escalate = mkOption {
+        type = types.nullOr types.bool;
+        default = null;
+        example = true;
+        description = "Retry a run that ends iteration_limit or failed once on the next fallback (a linked run); null means `router.escalate`.";
+      };
+      maxTokens = maxTokensOption "a run of this agent";
+    };
+  };
+
+  fallbacksOption = what: mkOption {
+    type = types.listOf types.str;
+    default = [ ];
+    example = [ "qwen2.5-coder:3b" ];
+    description = "Models tried in order when ${what} is not pulled or the run ends model_unavailable (each must be in `ollama.models` when Ollama runs here).";
+  };
+  maxTokensOption = what: mkOption {
+    type = types.nullOr (types.ints.between 1 100000000);
+    default = null;
+    example = 50000;
+    description = "Tokens ${what} may spend (prompt and reply, as Ollama counts them) before it stops as budget_exceeded; null means no cap of its own.";
+  };
+  nullOrList = example: what: mkOption {
+    type = types.nullOr (types.listOf types.str);
+    default = null;
+    inherit example;
+    description = what;
+  };
+
+  ruleOptions = { name, ... }: {
+    options = {
+      name = mkOption {
+        type = types.str;
+        example = "coder";
+        description = "The rule's name, recorded as the reason its model was chosen.";
+      };
+      model = mkOption {
+        type = types.strMatching "[A-Za-z0-9][A-Za-z0-9._:/-]*";
+        example = "qwen2.5-coder:7b";
+        description = "The model a run matching this rule gets.";
+      };
+      agents = nullOrList [ "builder" ] "Match only runs of these agent profiles; null matches any.";
+      modes = mkOption {
+        type = types.nullOr (types.listOf (types.enum modes));
+        default = null;
+        example = [ "auto" ];
+        description = "Match only runs in these modes; null matches any.";
+      };
+      tools = nullOrList [ "run_command" ] "Match runs that may use one of these tools (a run with every tool may); null matches any.";
+      sources = mkOption {
+        type = types.nullOr (types.listOf (types.enum [ "command-center" "cli" "timer" "self-test" ]));
+        default = null;
+        example = [ "timer" ];
+        description = "Match only requests from these sources; null matches any.";
+      };
+      goalRegex = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "(?i)\\btests?\\b";
+        description = "Match goals in which this regular expression (Python syntax) is found.";
+      };
+      goalMaxChars = mkOption {
+        type = types.nullOr (types.ints.between 0 100000);
+        default = null;
+        example = 2000;
+        description = "Match goals at most this long.";
+      };
+      fallbacks = fallbacksOption "the rule's model";
+      escalate = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Retry a run of this rule that ends iteration_limit or failed once on the next fallback.";
+      };
+    };
+  };
+
+  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "model_unavailable" "denied" ];
+  destinationOptions = { name, ... }: {
+    options = {
+      url = mkOption {
+        type = types.str;
+        example = "ntfy://{cred:ntfy-token}@ntfy.example.org/hearth";
+        description = "An apprise URL (ntfy, tgram, slack, matrix, mailto, json, ...); `{cred:NAME}` is replaced at send time by the credential NAME of `services.hearth.credentials`, never written to the Nix store.";
+      };
+      events = mkOption {
+        type = types.listOf (types.enum alertEvents);
+        default = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" ];
+        example = [ "failed" "approval" ];
+        description = "What this destination is told of: run statuses, `approval` (a call waits for a decision) and `rejected` (a refused request).";
+      };
     };
   };
 
@@ -73,6 +165,32 @@ let
       mode = nullOrMode;
       allowedTools = nullOrTools;
       model = nullOrModel;
+      egress = nullOrList [ "api.github.com" ] "Hosts the mission's network tools may reach; null means any public host.";
+      credentials = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "github" ];
+        description = "Credential names (of `credentials`) the mission's run may use as cred:NAME.";
+      };
+      maxIterations = mkOption {
+        type = types.nullOr (types.ints.between 1 100);
+        default = null;
+        example = 20;
+        description = "Model turns the mission's run may take; null means the agent's, else `maxIterations`.";
+      };
+      maxTokens = maxTokensOption "the mission's run";
+      timeoutS = mkOption {
+        type = types.nullOr (types.ints.between 1 86400);
+        default = null;
+        example = 600;
+        description = "Seconds before the mission's run stops; null means 3600.";
+      };
+      label = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "daily notes";
+        description = "The label its runs carry in the audit and the command center.";
+      };
     };
   };
 
@@ -92,11 +210,41 @@ let
   };
 
   # TOML by hand: JSON strings and arrays of strings are valid TOML values.
-  agentToml = name: a: lib.concatStringsSep "\n" ([ "name = ${builtins.toJSON name}" ]
-    ++ lib.optional (a.model != null) "model = ${builtins.toJSON a.model}"
-    ++ lib.optional (a.mode != null) "mode = ${builtins.toJSON a.mode}"
-    ++ lib.optional (a.allowedTools != null) "allowed_tools = ${builtins.toJSON a.allowedTools}"
-    ++ lib.optional (a.maxIterations != null) "max_iterations = ${toString a.maxIterations}") + "\n";
+  agentToml = name: a: tomlKeys {
+    inherit name; inherit (a) model mode escalate;
+    allowed_tools = a.allowedTools; max_iterations = a.maxIterations; max_tokens = a.maxTokens;
+    fallbacks = if a.fallbacks == [ ] then null else a.fallbacks;
+  };
+  # `key = value` lines of the non-null values (in name order)
+  toml = v: if builtins.isBool v then (if v then "true" else "false") else if builtins.isInt v then toString v else builtins.toJSON v;
+  tomlKeys = attrs: lib.concatStringsSep "" (map (k: "${k} = ${toml attrs.${k}}\n")
+    (builtins.filter (k: attrs.${k} != null) (builtins.attrNames attrs)));
+
+  ruleToml = r: "\n[[rule]]\n" + tomlKeys {
+    inherit (r) name model agents modes tools sources escalate;
+    goal = r.goalRegex; goal_max_chars = r.goalMaxChars;
+    fallbacks = if r.fallbacks == [ ] then null else r.fallbacks;
+  };
+  routerToml = tomlKeys { default = cfg.router.default; fallbacks = if cfg.router.fallbacks == [ ] then null else cfg.router.fallbacks; escalate = cfg.router.escalate; }
+    + lib.concatStringsSep "" (map ruleToml cfg.router.rules);
+  budgetToml = tomlKeys { daily = cfg.budget.daily; }
+    + (if cfg.budget.perAgent == { } then "" else "\n[per_agent]\n" + tomlKeys cfg.budget.perAgent);
+  alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys { inherit name; inherit (d) url events; }) cfg.alerts.destinations);
+  missionToml = s: tomlKeys {
+    schedule = s.onCalendar; timer = "systemd"; inherit (s) goal agent model mode egress label;
+    allowed_tools = s.allowedTools; max_iterations = s.maxIterations; max_tokens = s.maxTokens; timeout_s = s.timeoutS;
+    credentials = if s.credentials == [ ] then null else s.credentials;
+  };
+  missionFiles = lib.concatMapAttrs (name: s: { "hearth/missions/${name}.toml".text = missionToml s; }) cfg.schedules;
+  leashFiles = { "hearth/router.toml".text = routerToml; "hearth/budget.toml".text = budgetToml; }
+    // (if cfg.alerts.destinations == { } then { } else { "hearth/alerts.toml".text = alertsToml; });
+
+  # the credential names an alert URL uses: {cred:NAME}
+  urlCredentials = url: map builtins.head (builtins.filter builtins.isList (builtins.split "\\{cred:([A-Za-z][A-Za-z0-9_.-]*)}" url));
+  pulled = m: builtins.elem m cfg.ollama.models || builtins.any (p: lib.hasPrefix "${m}:" p) cfg.ollama.models;
+  allFallbacks = cfg.router.fallbacks ++ builtins.concatLists (map (r: r.fallbacks) cfg.router.rules)
+    ++ builtins.concatLists (lib.mapAttrsToList (_: a: a.fallbacks) cfg.agents);
+  checkModels = cfg.ollama.enable && cfg.ollama.models != [ ];
 
   agentFiles = lib.concatMapAttrs (name: a: {
     "hearth/agents/${name}/AGENTS.md".text = a.prompt;
@@ -148,13 +296,6 @@ in
       example = "hearth.packages.x86_64-linux.default";
       extraDescription = "It provides `hearth` and `hearth-loop`, their completions and man pages.";
     } // { default = pkgs.hearth or (pkgs.callPackage ./package.nix { }); };
-
-    extraPackages = mkOption {
-      type = types.listOf types.package;
-      default = [ ];
-      example = literalExpression "[ pkgs.nodejs pkgs.ripgrep ]";
-      description = "More programs on the PATH of every hearth unit, so an agent's commands find them (bash, coreutils, git, nix and python3 are always there).";
-    };
 
     environment = mkOption {
       type = types.attrsOf types.str;
@@ -288,6 +429,50 @@ in
       description = "Goals enqueued on a calendar: each is a timer whose service runs `hearth enqueue`, so it goes through the same queue as any request.";
     };
 
+    router = {
+      default = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "qwen2.5-coder:7b";
+        description = "The model of an `auto` run that no rule matches; null means `defaultModel`.";
+      };
+      rules = mkOption {
+        type = types.listOf (types.submodule ruleOptions);
+        default = [ ];
+        example = literalExpression ''[ { name = "coder"; model = "qwen2.5-coder:7b"; tools = [ "run_command" ]; fallbacks = [ "qwen2.5-coder:3b" ]; } ]'';
+        description = "How `auto` runs (a request naming no model, or `auto`) get a model: the first rule whose every condition matches, written to /etc/hearth/router.toml.";
+      };
+      fallbacks = fallbacksOption "any run's model";
+      escalate = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Retry any run that ends iteration_limit or failed once on its next fallback.";
+      };
+    };
+
+    budget = {
+      daily = mkOption {
+        type = types.nullOr (types.ints.between 0 1000000000000);
+        default = null;
+        example = 2000000;
+        description = "Tokens the whole box may spend a day (midnight to midnight, local time); then running runs stop as budget_exceeded and new requests are refused until it resets. null: no budget.";
+      };
+      perAgent = mkOption {
+        type = types.attrsOf (types.ints.between 0 1000000000000);
+        default = { };
+        example = { notes = 100000; };
+        description = "Daily token budgets of single agent profiles (names in `agents`, or `default`).";
+      };
+    };
+
+    alerts.destinations = mkOption {
+      type = types.attrsOf (types.submodule destinationOptions);
+      default = { };
+      example = literalExpression ''{ phone = { url = "ntfy://{cred:ntfy-token}@ntfy.example.org/hearth"; events = [ "failed" "approval" ]; }; }'';
+      description = "Where alerts go (apprise URLs), written to /etc/hearth/alerts.toml; every alert is recorded in the audit as sent or failed. `hearth alerts test` tries each.";
+    };
+
     credentials = mkOption {
       type = types.attrsOf (types.submodule credentialOptions);
       default = { };
@@ -322,10 +507,45 @@ in
       example = "bwrap";
       description = ''
         How tool commands are contained inside the (already hardened) agent unit.
-        landlock: writes only in the run's workspace, no TCP unless granted; needs no namespaces, so the unit keeps RestrictNamespaces.
-        bwrap: also hides paths from commands, at the price of letting the unit create namespaces and mounts (see nix/README.md).
+        landlock: reads and writes limited to the allow list (system paths, a few /etc files, the workspace), no network; needs no namespaces, so the unit keeps RestrictNamespaces.
+        bwrap: the allow list is all that exists for a command, it runs as nobody, and a run may grant commands network through its guarded proxy; at the price of letting the unit create namespaces and mounts (see nix/README.md).
         none: only rlimits and the timeout (unsafe).
       '';
+    };
+
+    extraPackages = mkOption {
+      type = types.listOf types.package;
+      default = [ ];
+      example = literalExpression "[ pkgs.ripgrep pkgs.nodejs ]";
+      description = "More programs on the PATH of every hearth unit, so the agent's run_command finds them (bash, coreutils, git, nix and python3 are always there). They live in the Nix store, which every command sees read-only; nothing else of the host is visible to a command.";
+    };
+
+    exposePaths = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "/opt/sdk" ];
+      description = "More host paths commands see, read-only (HEARTH_SANDBOX_EXPOSE), for tools that are not in the Nix store. The unit's own view (ProtectSystem, ProtectHome) still applies.";
+    };
+
+    tripwires = mkOption {
+      type = types.enum [ "home" "workspace" "off" ];
+      default = "home";
+      example = "workspace";
+      description = "Decoy secrets with canary values: in each run's sandbox home (home), there and in its workspace (workspace), or none (off). Touching one trips the wire.";
+    };
+
+    tripwireAction = mkOption {
+      type = types.enum [ "stop" "record" ];
+      default = "stop";
+      example = "record";
+      description = "What a tripped wire does: stop the run with status `tripped`, or only record it (both write the audit and a critical journal line).";
+    };
+
+    agentAddressAllow = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "0.0.0.0/0" "::/0" ];
+      description = "IPAddressAllow= entries of the agent unit beyond the Ollama endpoint: where the web tools and the commands' proxy may connect at the IP level (the network guard still refuses private and local addresses). Empty: Ollama only, so no web access.";
     };
 
     web = {
@@ -360,6 +580,12 @@ in
         example = "/run/secrets/hearth-viewer-token";
         description = "File holding the viewer token (read only); passed with LoadCredential=.";
       };
+      publicUrl = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "https://hearth.lan";
+        description = "The address people open the command center at, for links in alerts; null means http://<listenAddress>:<port>.";
+      };
       openFirewall = mkOption {
         type = types.bool;
         default = false;
@@ -369,6 +595,24 @@ in
     };
 
     limits = {
+      commandTasksMax = mkOption {
+        type = types.ints.positive;
+        default = 256;
+        example = 64;
+        description = "pids.max of a run's commands (their cgroup, below the unit's; keep it under tasksMax, which hearth itself counts against too).";
+      };
+      commandMemoryMB = mkOption {
+        type = types.ints.positive;
+        default = 1024;
+        example = 4096;
+        description = "memory.max of a run's commands in MiB (their cgroup, below the unit's; keep it under memoryMax).";
+      };
+      commandCpuSec = mkOption {
+        type = types.ints.positive;
+        default = 1800;
+        example = 600;
+        description = "CPU seconds all of a run's commands may use; each process is also capped by the kernel at what is left (RLIMIT_CPU).";
+      };
       memoryMax = mkOption {
         type = types.str;
         default = "2G";
@@ -397,6 +641,10 @@ in
           message = "services.hearth.stateDir must be below /var/lib (got ${cfg.stateDir}): each run's workspace is a StateDirectory"; }
         { assertion = cfg.configRepo == null || lib.hasPrefix "/" cfg.configRepo;
           message = "services.hearth.configRepo must be an absolute path"; }
+        { assertion = cfg.limits.commandTasksMax < cfg.limits.tasksMax;
+          message = "services.hearth.limits.commandTasksMax must be below limits.tasksMax: hearth itself runs in the same unit"; }
+        { assertion = builtins.all (p: lib.hasPrefix "/" p) cfg.exposePaths;
+          message = "services.hearth.exposePaths must be absolute paths"; }
       ] ++ lib.mapAttrsToList (name: s: {
         assertion = s.agent == "default" || cfg.agents ? ${s.agent};
         message = "services.hearth.schedules.${name}.agent is ${s.agent}, which is not in services.hearth.agents";
@@ -409,7 +657,22 @@ in
       }) cfg.agents ++ lib.mapAttrsToList (name: _: {
         assertion = safeName name;
         message = "services.hearth.prompts.${name}: a prompt name is letters, digits, '.', '_' and '-', not starting with '.'";
-      }) cfg.prompts;
+      }) cfg.prompts ++ map (m: {
+        assertion = !checkModels || pulled m;
+        message = "services.hearth: the fallback model ${m} is not in services.hearth.ollama.models";
+      }) allFallbacks ++ builtins.concatLists (lib.mapAttrsToList (name: d: map (c: {
+        assertion = cfg.credentials ? ${c};
+        message = "services.hearth.alerts.destinations.${name}.url names credential ${c}, which is not in services.hearth.credentials";
+      }) (urlCredentials d.url)) cfg.alerts.destinations) ++ builtins.concatLists (lib.mapAttrsToList (name: s: map (c: {
+        assertion = cfg.credentials ? ${c};
+        message = "services.hearth.schedules.${name}.credentials names ${c}, which is not in services.hearth.credentials";
+      }) s.credentials) cfg.schedules) ++ lib.mapAttrsToList (name: _: {
+        assertion = name == "default" || cfg.agents ? ${name};
+        message = "services.hearth.budget.perAgent.${name}: ${name} is not in services.hearth.agents";
+      }) cfg.budget.perAgent ++ lib.mapAttrsToList (name: _: {
+        assertion = safeName name && builtins.stringLength name <= 40;
+        message = "services.hearth.schedules.${name}: a schedule (mission) name is letters, digits, '.', '_' and '-', at most 40";
+      }) cfg.schedules;
 
       users.users.hearth = {
         isSystemUser = true;
@@ -434,9 +697,11 @@ in
         "d ${cfg.stateDir}/agents 0700 hearth hearth - -"
         "d ${cfg.stateDir}/state 0750 hearth hearth - -"
         "d ${cfg.stateDir}/credentials 0700 hearth hearth - -"
+        # missions' pauses and skips (hearth missions pause NAME; the timers read and record them)
+        "d ${cfg.stateDir}/missions 0750 hearth hearth - -"
       ];
 
-      environment.etc = agentFiles // promptFiles // {
+      environment.etc = agentFiles // promptFiles // missionFiles // leashFiles // {
         # host bindings only; the secrets themselves never leave their files
         "hearth/credentials.json".text = builtins.toJSON (lib.mapAttrs (_: c: { inherit (c) hosts; }) cfg.credentials);
       };

@@ -10,10 +10,11 @@
 #
 # How the command sandbox coexists with the unit hardening (nix/README.md has the long form):
 # the agent unit itself is a mount namespace that shows a run only its own workspace, the audit
-# and the queue; tool commands inside it are walled off again by Landlock (sandbox = "landlock",
-# the default), which needs no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers
-# and every Protect* setting. sandbox = "bwrap" relaxes exactly what bubblewrap needs (see
-# bwrapRelaxations) for hiding paths from commands rather than only making them unwritable.
+# and the queue; tool commands inside it are walled off again by the allow list of
+# agent/safety/allowlist.py: under Landlock (sandbox = "landlock", the default) as read and write
+# rules, which need no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers and
+# every Protect* setting; under bwrap (sandbox = "bwrap", needed for commands' network) as the
+# only things mounted, which relaxes exactly what bubblewrap needs (see bwrapRelaxations).
 { cfg, bin, script, ollamaLocal ? false }:
 let
   inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
@@ -75,7 +76,37 @@ let
     HEARTH_MODE = cfg.defaultMode;
     HEARTH_MAX_ITERATIONS = toString cfg.maxIterations;
     HEARTH_SANDBOX = cfg.sandbox;
-  } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; };
+    HEARTH_TRIPWIRES = cfg.tripwires;
+    HEARTH_TRIPWIRE_ACTION = cfg.tripwireAction;
+    HEARTH_COMMAND_MAX_PROCS = toString cfg.limits.commandTasksMax;
+    HEARTH_COMMAND_MEMORY_MB = toString cfg.limits.commandMemoryMB;
+    HEARTH_COMMAND_CPU_S = toString cfg.limits.commandCpuSec;
+  } // optionalAttrs (cfg.configRepo != null) { HEARTH_CONFIG_REPO = toString cfg.configRepo; }
+    // optionalAttrs (cfg.exposePaths != [ ]) { HEARTH_SANDBOX_EXPOSE = concatStringsSep ":" cfg.exposePaths; }
+    # links to the command center in alerts
+    // optionalAttrs web.enable { HEARTH_WEB_URL = if (web.publicUrl or null) != null then web.publicUrl else "http://${web.listenAddress}:${toString web.port}"; };
+
+  # The one endpoint every run needs: Ollama, when its URL names a literal address or localhost
+  # (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
+  ollamaHost =
+    let
+      v6 = builtins.match "[a-z]+://\\[([^]]+)].*" cfg.ollama.url;
+      plain = builtins.match "[a-z]+://([^/:]+).*" cfg.ollama.url;
+    in if v6 != null then builtins.head v6 else if plain != null then builtins.head plain else "";
+  ollamaAllow =
+    if ollamaHost == "localhost" || builtins.match "127\\.[0-9.]+|::1" ollamaHost != null then [ "localhost" ]
+    else if builtins.match "[0-9.]+|[0-9a-fA-F:]+" ollamaHost != null then [ ollamaHost ]
+    else [ ];
+
+  # where a run settles its claimed request: removed from claimed/, or moved to failed/, under its lock
+  queueSettled = map (d: "${stateDir}/queue/${d}") [ "claimed" "failed" "locks" ];
+
+  # Alerts a refused request raises are sent by the spawner: only then does it get the network
+  # and the credentials those destinations' URLs name.
+  destinations = builtins.attrValues ((cfg.alerts or { }).destinations or { });
+  spawnAlerts = builtins.any (d: builtins.elem "rejected" d.events) destinations;
+  urlCredentials = url: map builtins.head (builtins.filter builtins.isList (builtins.split "\\{cred:([A-Za-z][A-Za-z0-9_.-]*)}" url));
+  alertCredentials = builtins.filter (n: cfg.credentials ? ${n}) (builtins.concatLists (map (d: urlCredentials d.url) destinations));
 
   # Landlock's three system calls are in no @group of systemd 252 to 256; the command sandbox
   # (agent/sandbox.py) needs them to wall in each tool command.
@@ -99,16 +130,32 @@ let
     description = "hearth run %i (one sandboxed agent run from the queue)";
     after = [ "network.target" ] ++ optional ollamaLocal "ollama.service";
     wants = optional ollamaLocal "ollama.service";
-    inherit environment;
+    # the unit's cgroup is hearth's to divide (Delegate= below)
+    environment = environment // { HEARTH_CGROUP_DELEGATED = "1"; };
     serviceConfig = hardening // {
       Type = "exec";
       ExecStart = "${bin.hearth} agent %i";
       # systemd creates the run's workspace, owned by hearth, before the namespace is set up
       StateDirectory = "${stateRel}/agents/%i";
       StateDirectoryMode = "0700";
-      # writable: the audit (audit.db and its -wal/-shm, created beside it), the live state and
-      # the queue (the run records its request's outcome); nothing else on the host
-      ReadWritePaths = [ stateDir ];
+      # writable, each for what the run writes: the audit and the knowledge base (SQLite creates
+      # their -wal and -shm beside them, hence the state directory's top level), its live state
+      # (state/), its workspace's checkpoint history (checkpoints/); the queue only where its
+      # claimed entry is settled (claimed/, failed/, under its lock in locks/), never where new
+      # requests arrive; nothing else on the host
+      ReadWritePaths = [ stateDir ] ++ queueSettled;
+      ReadOnlyPaths = [ "${stateDir}/queue" ];
+      # the network: Ollama, and only what the operator adds (the web tools' and the commands'
+      # proxy's destinations); the network guard still refuses private addresses inside that
+      IPAddressDeny = "any";
+      IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
+      # the run's commands get a cgroup of their own below the unit's (agent/safety/cgroups.py):
+      # their process and memory caps hold whoever the user; hearth moves itself into
+      # <unit>/supervisor and its commands into <unit>/commands
+      Delegate = "pids memory cpu";
+      # ...which needs the cgroup hierarchy writable below the unit (ProtectControlGroups makes all of
+      # it read-only; systemd 256 has no per-unit middle ground)
+      ProtectControlGroups = false;
       # other runs' workspaces are not even visible: an empty read-only directory over them,
       # with this run's own workspace bound back in
       TemporaryFileSystem = [ "${stateDir}/agents:ro" ];
@@ -129,14 +176,17 @@ let
       // optionalAttrs (cfg.configRepo != null) {
       # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
       # workspace) in the config repository's git data; hearth runs git there with hooks off
-      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
+      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ] ++ queueSettled;
     };
+  } // optionalAttrs (cfg.extraPackages != [ ]) {
+    # the operator's tools for run_command: in the Nix store, which every command sees read-only
+    path = cfg.extraPackages;
   };
 
   spawnService = {
     description = "hearth queue: claim each request and start hearth-agent@ for it";
     inherit environment;
-    serviceConfig = hardening // offline // {
+    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // {
       Type = "oneshot";
       ExecStart = "${bin.hearth} spawn";
       # claims and rejects requests (renames inside the queue) and records rejections in the audit
@@ -146,6 +196,13 @@ let
       TasksMax = 16;
       TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
     };
+  };
+
+  spawnAlerting = {
+    # an alert destination wants refused requests: the spawner sends those (apprise, over TCP),
+    # with the credentials the destinations' URLs name and no others
+    RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+    LoadCredential = map (name: "${name}:${toString cfg.credentials.${name}.file}") alertCredentials;
   };
 
   selfTestService = {
@@ -163,15 +220,9 @@ let
     } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
   };
 
-  # What a schedule's service runs: the same `hearth enqueue` a person would type.
-  scheduleText = name: s: concatStringsSep " " ([
-    "exec" bin.hearth "enqueue"
-    "--goal" (shellArg s.goal)
-    "--agent-name" (shellArg s.agent)
-    "--mode" (shellArg (if s.mode == null then cfg.defaultMode else s.mode))
-    "--source" "timer"
-  ] ++ (if s.allowedTools == null then [ ] else [ "--allowed-tools" (shellArg (concatStringsSep "," s.allowedTools)) ])
-    ++ (if s.model == null then [ ] else [ "--model" (shellArg s.model) ])) + "\n";
+  # What a schedule's service runs: its mission (/etc/hearth/missions/NAME.toml, written by the
+  # module) is enqueued through the same queue as any request, or skipped while it is paused.
+  scheduleText = name: s: "exec ${bin.hearth} missions fire ${shellArg name}\n";
 
   scheduleService = name: s: {
     description = "hearth schedule ${name}: enqueue its goal";
@@ -179,8 +230,9 @@ let
     serviceConfig = hardening // offline // {
       Type = "oneshot";
       ExecStart = script "hearth-schedule-${name}" (scheduleText name s);
-      # a schedule only drops a request into the queue; the queue does the rest
-      ReadWritePaths = [ "${stateDir}/queue" ];
+      # a schedule only drops a request into the queue (the queue does the rest), or records
+      # that its paused mission skipped this time
+      ReadWritePaths = [ "${stateDir}/queue" "${stateDir}/missions" ];
       MemoryMax = "128M";
       TasksMax = 8;
       TimeoutStartSec = 60;  # a oneshot's time limit (RuntimeMaxSec does not apply)

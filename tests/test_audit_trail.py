@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import shutil
 import sqlite3
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 ATTACKS = [
-    f"{sys.executable} -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('delete from steps'); c.commit()\" AUDIT",
+    "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('delete from steps'); c.commit()\" AUDIT",
     ": > AUDIT",
     "rm -f AUDIT AUDIT-wal && echo removed",
     "mv AUDIT AUDIT.bak",
@@ -67,5 +66,6 @@ def test_commands_cannot_rewrite_truncate_or_delete_the_audit(kind: str, state_d
         kinds = [k for (k,) in db.execute("select kind from steps where run_id = ? order by seq", [run_id])]
         assert db.execute("pragma integrity_check").fetchone() == ("ok",)
     # every step is still there: the model turn and the command of each attack, and the last turn
-    assert kinds == ["model", "tool"] * len(ATTACKS) + ["model"]
+    # (under Landlock the run first records what it cannot contain: a `containment` step)
+    assert [k for k in kinds if k != "containment"] == ["model", "tool"] * len(ATTACKS) + ["model"]
     assert Path(audit).stat().st_size > 0 and not Path(audit + ".bak").exists()

@@ -35,6 +35,17 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def history(state_dir: Path, name: str) -> Path:
+    """hearth's own git directory for a workspace's checkpoints (never inside the workspace)."""
+    [found] = [p for p in (state_dir / "checkpoints").iterdir() if p.name.startswith(name)]
+    return found
+
+
+def hgit(git_dir: Path, ws: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(ws)}
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, env=env, cwd=ws).stdout.strip()
+
+
 def user_repo(path: Path, branch: str = "feature") -> Path:
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", branch)
@@ -67,16 +78,19 @@ def last_run_id() -> str:
     return json.loads(run_cli("hearth", "runs", "--json", "--limit", "1").stdout)[0]["id"]
 
 
-def test_a_fresh_workspace_becomes_a_repository_with_a_tagged_commit_after_the_run(
-    state_dir: Path, tmp_path: Path
-) -> None:
+def test_a_plain_workspace_gets_its_history_in_hearths_own_git_directory(state_dir: Path, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     with FakeOllama([tool_call("write_file", {"path": "out.txt", "content": "made"}), final_answer("ok")]) as fake:
         assert hearth_loop(fake, ws).returncode == 0
     run_id = last_run_id()
-    assert git(ws, "log", "--format=%an <%ae> %cn|%s") == f"hearth <hearth@localhost> hearth|hearth: run {run_id} done"
-    assert git(ws, "tag") == f"hearth/{run_id}/done" and git(ws, "branch", "--show-current") == "main"
-    assert git(ws, "show", "--name-only", "--format=", "HEAD") == "out.txt"
+    assert not (ws / ".git").exists()  # the workspace is only the work tree
+    gd = history(state_dir, "ws-")
+    assert (
+        hgit(gd, ws, "log", "--format=%an <%ae> %cn|%s")
+        == f"hearth <hearth@localhost> hearth|hearth: run {run_id} done"
+    )
+    assert hgit(gd, ws, "tag") == f"hearth/{run_id}/done" and hgit(gd, ws, "branch", "--show-current") == "main"
+    assert hgit(gd, ws, "show", "--name-only", "--format=", "HEAD") == "out.txt"
     before, after = show(run_id)["checkpoints"]
     assert (before["phase"], before["status"], before["commit_sha"]) == ("before", "unchanged", None)
     assert (after["phase"], after["status"], after["tag"], after["files"]) == (
@@ -85,7 +99,35 @@ def test_a_fresh_workspace_becomes_a_repository_with_a_tagged_commit_after_the_r
         f"hearth/{run_id}/done",
         1,
     )
-    assert after["commit_sha"] == git(ws, "rev-parse", "HEAD")
+    assert after["commit_sha"] == hgit(gd, ws, "rev-parse", "HEAD") and after["git_dir"] == str(gd)
+
+
+def test_what_the_agent_plants_in_a_plain_workspace_is_never_run_by_hearths_git(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """During the run the agent makes a .git of its own with a filter, an fsmonitor and hooks, and a
+    .gitattributes naming the filter: hearth's history lives elsewhere with hearth's config, so
+    none of it is even read."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "work.txt").write_text("w")
+    marker = ws / "PLANTED-RAN"  # inside the workspace: anything that ran could write it
+    plant = (
+        "git init -q && "
+        f"git config filter.evil.clean 'touch {marker}; cat' && git config core.fsmonitor 'touch {marker}' && "
+        f"for h in pre-commit post-commit reference-transaction; do printf '#!/bin/sh\\ntouch {marker}\\n' "
+        "> .git/hooks/$h; chmod +x .git/hooks/$h; done && echo '* filter=evil' > .gitattributes && echo m > more.txt"
+    )
+    with FakeOllama([tool_call("run_command", {"command": plant}), final_answer("ok")]) as fake:
+        assert hearth_loop(fake, ws).returncode == 0
+    assert (ws / ".git" / "hooks" / "pre-commit").exists() and not marker.exists()
+    gd = history(state_dir, "ws-")
+    assert hgit(gd, ws, "show", "--name-only", "--format=", "HEAD").split() == [".gitattributes", "more.txt"]
+    assert hgit(gd, ws, "show", "HEAD:more.txt") == "m"  # stored as written: no filter touched it
+    assert (
+        f"compare: git --git-dir={gd} --work-tree={ws.resolve()} diff"
+        in run_cli("hearth", "show", last_run_id()).stdout
+    )
 
 
 def test_a_dirty_user_repo_gets_a_before_and_an_after_commit_on_its_current_branch(
@@ -121,7 +163,7 @@ def test_the_outcome_tags_a_failed_run_too(state_dir: Path, tmp_path: Path) -> N
     script = [tool_call("write_file", {"path": "half.txt", "content": "h"}), Raw(200, "garbage", "text/plain")]
     with FakeOllama(script) as fake:
         assert hearth_loop(fake, ws).returncode == 1
-    assert git(ws, "tag") == f"hearth/{last_run_id()}/failed"
+    assert hgit(history(state_dir, "ws-"), ws, "tag") == f"hearth/{last_run_id()}/failed"
 
 
 def test_a_workspace_inside_another_repository_is_never_committed_to(state_dir: Path, tmp_path: Path) -> None:
@@ -156,19 +198,52 @@ def test_the_machines_git_config_and_hooks_are_never_used(state_dir: Path, tmp_p
     assert not marker.exists()
 
 
-def test_a_planted_repo_config_cannot_act_outside_the_sandbox(state_dir: Path, tmp_path: Path) -> None:
-    """A previous run could write .git/config: its filter and hooks run only inside the sandbox."""
+def test_a_user_repository_whose_config_names_a_filter_is_never_committed_to(state_dir: Path, tmp_path: Path) -> None:
+    """A previous run could have written .git/config: hearth runs no filter, so it does not commit there."""
     ws = user_repo(tmp_path / "project")
-    outside = tmp_path / "escaped"
+    marker = ws / "PLANTED-RAN"  # inside the workspace: the sandbox would let a filter write it
     with open(ws / ".git" / "config", "a") as config:
-        config.write(f'[filter "evil"]\n  clean = "touch {outside}; cat"\n[core]\n  fsmonitor = "touch {outside}"\n')
+        config.write(f'[filter "evil"]\n  clean = "touch {marker}; cat"\n')
     (ws / ".gitattributes").write_text("* filter=evil\n")
-    (ws / ".git" / "hooks" / "post-commit").write_text(f"#!/bin/sh\ntouch {outside}\n")
-    (ws / ".git" / "hooks" / "post-commit").chmod(0o755)
+    with FakeOllama([tool_call("write_file", {"path": "more.txt", "content": "m"}), final_answer("ok")]) as fake:
+        proc = hearth_loop(fake, ws)
+    assert proc.returncode == 0 and not marker.exists()
+    assert git(ws, "log", "--format=%s") == "the user's commit"
+    before, after = show(last_run_id())["checkpoints"]
+    assert (before["status"], after["status"]) == ("skipped", "skipped")
+    assert "defines clean/smudge filters (evil)" in before["detail"]
+
+
+def test_hooks_fsmonitor_and_drivers_in_a_user_repository_never_run(state_dir: Path, tmp_path: Path) -> None:
+    ws = user_repo(tmp_path / "project")
+    marker = ws / "PLANTED-RAN"
+    with open(ws / ".git" / "config", "a") as config:
+        config.write(
+            f'[core]\n  fsmonitor = "touch {marker}"\n  pager = "touch {marker}"\n  editor = "touch {marker}"\n'
+            f'[diff "evil"]\n  textconv = "touch {marker}"\n[gpg]\n  program = "touch {marker}"\n'
+            "[commit]\n  gpgSign = true\n"
+        )
+    (ws / ".gitattributes").write_text("* diff=evil\n")
+    for hook in ("pre-commit", "commit-msg", "post-commit", "post-index-change", "reference-transaction"):
+        (ws / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (ws / ".git" / "hooks" / hook).chmod(0o755)
     with FakeOllama([tool_call("write_file", {"path": "more.txt", "content": "m"}), final_answer("ok")]) as fake:
         assert hearth_loop(fake, ws).returncode == 0
-    assert not outside.exists()
+    assert not marker.exists()
     assert git(ws, "log", "-1", "--format=%s").endswith(" done")
+
+
+def test_a_config_changed_during_the_run_refuses_the_after_commit(state_dir: Path, tmp_path: Path) -> None:
+    ws = user_repo(tmp_path / "project")
+    marker = ws / "PLANTED-RAN"
+    plant = f"printf '[core]\\n  fsmonitor = \"touch {marker}\"\\n' >> .git/config && echo x > work.txt"
+    script = [tool_call("run_command", {"command": plant}), final_answer("ok")]
+    with FakeOllama(script) as fake:
+        assert hearth_loop(fake, ws).returncode == 0
+    assert "fsmonitor" in (ws / ".git" / "config").read_text() and not marker.exists()
+    after = show(last_run_id())["checkpoints"][1]
+    assert after["status"] == "refused" and "git config changed during the run" in after["detail"]
+    assert git(ws, "log", "--format=%s") == "the user's commit"
 
 
 def test_an_agents_own_commits_get_the_outcome_tag(state_dir: Path, tmp_path: Path) -> None:
@@ -194,10 +269,10 @@ def test_state_inside_the_workspace_and_the_sandbox_tmp_are_never_committed(tmp_
     (ws / ".tmp").mkdir()
     (ws / ".tmp" / "scratch").write_text("s")
     (ws / "work.txt").write_text("w")
-    points = Checkpoints(ws, "r1", SandboxPolicy(kind="none"), exclude=("state",))
+    points = Checkpoints(ws, "r1", SandboxPolicy(kind="none"), exclude=("state",), history=tmp_path / "histories")
     first = points.before(agent_name="a", model="m", goal="g")
     assert first.status == "committed" and first.files == 1
-    assert git(ws, "ls-files") == "work.txt"
+    assert hgit(Path(points.history_dir or ""), ws, "ls-files") == "work.txt"
 
 
 def test_the_repository_kind_decides_where_hearth_may_commit(tmp_path: Path) -> None:
@@ -244,6 +319,6 @@ def test_a_fresh_per_run_workspace_is_its_own_repository_even_under_a_project(tm
         )
     assert proc.returncode == 0, proc.stderr
     [ws] = (state / "agents").iterdir()
-    assert git(ws, "log", "--format=%s").startswith("hearth: run ")
+    assert hgit(history(state, ws.name), ws, "log", "--format=%s").startswith("hearth: run ")
     assert git(project, "log", "--format=%s") == "the user's commit"
     assert "NOTES OF THE ENCLOSING PROJECT" not in fake.requests[0]["messages"][0]["content"]

@@ -134,6 +134,15 @@ def test_every_command_that_prints_data_takes_json_with_a_help_line() -> None:
     assert missing == [] and silent == []
 
 
+def test_pause_and_resume_answer_in_json_what_they_did(state_dir: Path) -> None:
+    held = json.loads(run_cli("hearth", "pause", "--reason", "upgrade", "--json").stdout)
+    assert held["paused"]["reason"] == "upgrade" and held["already"] is False
+    assert json.loads(run_cli("hearth", "pause", "--json").stdout)["already"] is True
+    done = json.loads(run_cli("hearth", "resume", "--json").stdout)
+    assert done["resumed"] is True and done["was"]["reason"] == "upgrade"
+    assert json.loads(run_cli("hearth", "resume", "--json").stdout) == {"resumed": False, "was": None}
+
+
 def test_one_name_per_option_across_commands_with_the_other_kept_as_an_alias() -> None:
     parsers = [*leaves(build_parser()), ("hearth-loop", build_loop_parser(Settings.from_env({})))]
     for name, parser in parsers:

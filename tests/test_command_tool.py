@@ -7,20 +7,25 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agent.net.cmdproxy import CommandProxy
+from agent.net.guard import NetGuard
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from tests.test_sandbox import PY, accepted, wait_until_gone
+from tests.test_sandbox import accepted, wait_until_gone
 
+PY = sys.executable
 REPO = Path(__file__).resolve().parent.parent
+EXPOSE = (str(REPO), sys.prefix, sys.base_prefix)  # the venv's interpreter, outside the system paths
 
 
 @pytest.fixture(params=["bwrap", "landlock"])
@@ -41,7 +46,10 @@ def base() -> Iterator[Path]:
 
 
 def workspace(base: Path, kind: str, **policy: object) -> Workspace:
-    services = RunServices(sandbox=SandboxPolicy(kind=kind, hide=(str(base / "state"),), **policy))
+    policy.setdefault("expose", EXPOSE)
+    services = RunServices(sandbox=SandboxPolicy(kind=kind, hide=(str(base / "state"),), **policy))  # type: ignore[arg-type]
+    if services.sandbox.network:
+        services.command_proxy = CommandProxy(NetGuard())
     return Workspace(base / "state" / "agents" / "run", services=services)
 
 
@@ -108,13 +116,16 @@ def test_run_command_cannot_reach_a_loopback_listener_without_network(
     assert accepted(listener) == 0
 
 
-def test_run_command_reaches_it_when_the_manifest_grants_network(
+def test_with_network_granted_a_loopback_listener_is_still_out_of_reach(
     base: Path, kind: str, listener: socket.socket
 ) -> None:
+    """Granted network is the proxy only: the host's loopback is another namespace's."""
     with workspace(base, kind, network=True) as ws:
         result = run(ws, connect(listener))
-    assert result.ok and "connected" in result.output
-    assert accepted(listener) == 1
+    assert not result.ok and "connected" not in result.output
+    if kind == "landlock":
+        assert "Landlock cannot confine a command's TCP to the run's proxy" in result.output
+    assert accepted(listener) == 0
 
 
 def test_a_timeout_kills_the_command_and_leaves_no_process_behind(base: Path, kind: str) -> None:

@@ -20,7 +20,7 @@ from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 from tests.test_loop import assert_roles_legal
 
 NUM_CTX = 4096  # small enough that twelve reads of 1,400 characters need compacting
-SPILL_CTX = 2048
+SPILL_CTX = 4096  # the smallest window that holds the prompt and tools; its spill threshold is 2,730
 GOAL = "Read every fNN.txt file and report what they hold."
 SUMMARY = "SUMMARY-FROM-MODEL: files f00 to f03 hold numbered lines of x."
 
@@ -163,7 +163,10 @@ def test_a_big_tool_output_is_spilled_to_the_workspace_with_a_preview(tmp_path: 
     assert result.startswith("row 00000") and result.rstrip().endswith(lines[-1])
     assert f"The whole output is saved in {saved}" in result and "48,800 characters, 801 lines" in result
     assert (ws / saved).read_text() == (ws / "big.txt").read_text()
-    tracked = subprocess.run(["git", "-C", str(ws), "ls-files"], capture_output=True, text=True).stdout
+    [history] = (state_dir / "checkpoints").iterdir()  # hearth's own git directory of the workspace
+    tracked = subprocess.run(
+        ["git", "--git-dir", str(history), "--work-tree", str(ws), "ls-files"], capture_output=True, text=True
+    ).stdout
     assert "big.txt" in tracked and SPILL_DIR not in tracked  # the run's scratch is never checkpointed
 
 

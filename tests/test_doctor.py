@@ -182,7 +182,7 @@ def test_context_shows_exactly_what_a_run_sends(state_dir: Path, tmp_path: Path)
         _, report = doctor(fake, "--agent-name", "builder", "--context", "--workspace", str(ws))
     sent = fake.requests[0]["messages"][0]["content"]
     assert sent == "\n\n".join(p["text"] for p in report["context"]["parts"]) + "\n"
-    assert "you build on main." in sent  # the checkpoint made the workspace a repository
+    assert "you build on main." in sent  # the checkpoint history (hearth's own git directory) is on main
 
 
 def test_systemd_units_are_checked_only_when_systemd_is_pid_1(tmp_path: Path) -> None:

@@ -204,6 +204,7 @@ REQUIRED_WITHOUT_DEFAULT = {
     "services.hearth.schedules.<name>.onCalendar",
     "services.hearth.credentials.<name>.file",
     "services.hearth.credentials.<name>.hosts",
+    "services.hearth.alerts.destinations.<name>.url",
 }
 
 
@@ -213,3 +214,99 @@ def test_every_option_has_a_type_default_example_and_description(tmp_path: Path)
     for option in options:
         assert option["hasDescription"] and option["hasExample"], option["path"]
         assert option["hasDefault"] or option["path"] in REQUIRED_WITHOUT_DEFAULT, option["path"]
+
+
+def _write_etc(result: dict[str, Any], config: Path) -> None:
+    for name, entry in result["config"]["environment"]["etc"].items():
+        if name.startswith("hearth/") and "text" in entry:
+            (config / name.removeprefix("hearth/")).parent.mkdir(parents=True, exist_ok=True)
+            (config / name.removeprefix("hearth/")).write_text(entry["text"])
+
+
+LEASH = {
+    "enable": True,
+    "ollama": {"enable": True, "models": ["qwen2.5-coder:7b", "qwen2.5-coder:3b"]},
+    "agents": {"notes": {"fallbacks": ["qwen2.5-coder:3b"], "escalate": True, "maxTokens": 9000}},
+    "router": {
+        "default": "qwen2.5-coder:7b",
+        "rules": [
+            {"name": "coder", "model": "qwen2.5-coder:7b", "tools": ["run_command"], "fallbacks": ["qwen2.5-coder:3b"]},
+            {"name": "nightly", "model": "qwen2.5-coder:3b", "sources": ["timer"], "goalRegex": "(?i)notes"},
+        ],
+    },
+    "budget": {"daily": 2000000, "perAgent": {"notes": 100000}},
+    "credentials": {"ntfy": {"file": "/run/secrets/ntfy", "hosts": ["ntfy.example.org"]}},
+    "alerts": {
+        "destinations": {"phone": {"url": "ntfy://{cred:ntfy}@ntfy.example.org/hearth", "events": ["approval"]}}
+    },
+    "schedules": {
+        "notes": {
+            "goal": "Tidy the notes",
+            "agent": "notes",
+            "onCalendar": "Mon..Fri 06:00",
+            "model": "auto",
+            "egress": ["api.github.com"],
+            "maxTokens": 5000,
+            "label": "nightly notes",
+        }
+    },
+}
+
+
+def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_path: Path) -> None:
+    from hearth.alerts import load_destinations
+    from hearth.budget import load_budget
+    from hearth.missions import load_missions
+    from hearth.run.router import load_router
+    from hearth.settings import Settings
+
+    result = evaluate(LEASH, tmp_path)
+    assert _failed_assertions(result) == []
+    config = tmp_path / "etc-hearth"
+    _write_etc(result, config)
+    router = load_router(config)
+    assert router.default == "qwen2.5-coder:7b"
+    assert [(r.name, r.model, r.tools, r.sources, r.fallbacks) for r in router.rules] == [
+        ("coder", "qwen2.5-coder:7b", ("run_command",), (), ("qwen2.5-coder:3b",)),
+        ("nightly", "qwen2.5-coder:3b", (), ("timer",), ()),
+    ]
+    assert load_budget(config).daily == 2000000 and load_budget(config).per_agent == {"notes": 100000}
+    [phone] = load_destinations(config)
+    assert (phone.name, phone.events, phone.credentials) == ("phone", ("approval",), ["ntfy"])
+    profile = load_profile(config, "notes")
+    assert (profile.fallbacks, profile.escalate, profile.max_tokens) == (("qwen2.5-coder:3b",), True, 9000)
+    settings = Settings.from_env({"HEARTH_CONFIG_DIR": str(config), "HEARTH_STATE_DIR": str(tmp_path / "s")})
+    [mission], problems = load_missions(settings)
+    assert problems == [] and (mission.name, mission.timer, mission.schedule) == ("notes", "systemd", "Mon..Fri 06:00")
+    assert mission.fields == {
+        "goal": "Tidy the notes",
+        "agent_name": "notes",
+        "model": "auto",
+        "egress": ["api.github.com"],
+        "max_tokens": 5000,
+        "label": "nightly notes",
+    }
+
+
+def test_assertions_catch_a_fallback_not_pulled_an_unknown_alert_credential_and_more(tmp_path: Path) -> None:
+    bad = {
+        **LEASH,
+        "router": {"fallbacks": ["llama3.2:1b"]},
+        "alerts": {"destinations": {"chat": {"url": "tgram://{cred:bot-token}/123"}}},
+        "budget": {"perAgent": {"nobody": 5}},
+        "schedules": {"notes": {"goal": "g", "onCalendar": "daily", "credentials": ["github"]}},
+    }
+    failed = _failed_assertions(evaluate(bad, tmp_path))
+    assert failed == [
+        "services.hearth: the fallback model llama3.2:1b is not in services.hearth.ollama.models",
+        "services.hearth.alerts.destinations.chat.url names credential bot-token, which is not in services.hearth.credentials",
+        "services.hearth.schedules.notes.credentials names github, which is not in services.hearth.credentials",
+        "services.hearth.budget.perAgent.nobody: nobody is not in services.hearth.agents",
+    ]
+    assert "services.hearth.budget.daily" in _error({"enable": True, "budget": {"daily": -1}}, tmp_path)
+    assert "services.hearth.alerts.destinations.x.events.[0]" in _error(
+        {"enable": True, "alerts": {"destinations": {"x": {"url": "json://h", "events": ["fail"]}}}}, tmp_path
+    )
+    assert "services.hearth.router.rules.[0].model" in _error(
+        {"enable": True, "router": {"rules": [{"name": "r", "model": ""}]}}, tmp_path
+    )

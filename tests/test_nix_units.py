@@ -20,6 +20,7 @@ pytestmark = [needs_nix, needs_systemd_analyze]
 AGENT_MAX_EXPOSURE = 1.5
 SPAWN_MAX_EXPOSURE = 2.5
 OTHER_MAX_EXPOSURE = 2.5  # self-test and schedule services run hearth code too
+SETTLED = [f"ReadWritePaths=/var/lib/hearth/queue/{d}" for d in ("claimed", "failed", "locks")]
 
 FULL = {
     "enable": True,
@@ -92,11 +93,14 @@ def test_agent_unit_sees_only_its_own_workspace_and_never_the_credential_store(r
     assert "StateDirectory=hearth/agents/%i" in lines
     assert "InaccessiblePaths=-/var/lib/hearth/credentials" in lines
     assert "ProtectSystem=strict" in lines and "PrivateTmp=true" in lines and "CapabilityBoundingSet=" in lines
-    # the only writable places: the state dir (audit, live state, queue) and the config repo's git dir
+    # the only writable places: the state dir (audit, live state, histories), the queue only where a
+    # claimed entry is settled (new requests arrive read-only), and the config repo's git dir
     assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
         "ReadWritePaths=/var/lib/hearth",
         "ReadWritePaths=/etc/nixos/.git",
+        *SETTLED,
     ]
+    assert "ReadOnlyPaths=/var/lib/hearth/queue" in lines
 
 
 def test_credentials_reach_only_the_agent_units(rendered: dict[str, Path]) -> None:
@@ -135,7 +139,10 @@ def test_minimal_config_has_no_schedule_units_and_self_test_can_be_turned_off(tm
     assert set(files) == {"hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path"}
     lines = _service(files, "hearth-agent@.service")
     assert not [line for line in lines if line.startswith(("LoadCredential=", "Wants="))]
-    assert [line for line in lines if line.startswith("ReadWritePaths=")] == ["ReadWritePaths=/var/lib/hearth"]
+    assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
+        "ReadWritePaths=/var/lib/hearth",
+        *SETTLED,
+    ]
 
 
 def _enqueue_available() -> bool:
@@ -151,6 +158,10 @@ def test_a_schedules_timer_service_enqueues_a_valid_request(rendered: dict[str, 
     env = dict(line.split("=", 1)[1].strip('"').split("=", 1) for line in service if line.startswith("Environment="))
     state = tmp_path / "state"
     (state / "queue").mkdir(parents=True)
+    for name, entry in evaluate(FULL, tmp_path)["config"]["environment"]["etc"].items():  # /etc/hearth
+        if name.startswith("hearth/") and "text" in entry:
+            (tmp_path / "etc" / name.removeprefix("hearth/")).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "etc" / name.removeprefix("hearth/")).write_text(entry["text"])
     env = {
         **os.environ,
         **env,
@@ -166,3 +177,64 @@ def test_a_schedules_timer_service_enqueues_a_valid_request(rendered: dict[str, 
     assert "plan" in request.values() and "llama3.1" in request.values()
     if importlib.util.find_spec("hearth.queue") is not None:  # the queue's own model, once it is merged
         importlib.import_module("hearth.queue").Request.model_validate(request)
+    assert request["requested_by"] == "mission:hourly"
+    # paused, the same timer records a skip and enqueues nothing
+    paused = run_cli("hearth", "missions", "pause", "hourly", env=env)
+    assert paused.returncode == 0, paused.stderr
+    for path in (state / "queue").glob("*.json"):
+        path.unlink()
+    skipped = subprocess.run([exec_start], env=env, capture_output=True, text=True, timeout=60)
+    assert skipped.stdout.strip() == "mission hourly is paused: skipped"
+    assert list((state / "queue").glob("*.json")) == []
+    assert json.loads((state / "missions" / "hourly.json").read_text())["skipped"] == 1
+
+
+def test_the_agent_unit_reaches_only_ollama_unless_the_operator_adds_more(
+    rendered: dict[str, Path], tmp_path: Path
+) -> None:
+    lines = _service(rendered, "hearth-agent@.service")
+    assert "IPAddressDeny=any" in lines and [x for x in lines if x.startswith("IPAddressAllow=")] == [
+        "IPAddressAllow=localhost"
+    ]
+    remote = _service(
+        _render(tmp_path, ollama={"url": "http://10.0.0.7:11434"}, agentAddressAllow=["0.0.0.0/0"]),
+        "hearth-agent@.service",
+    )
+    assert [x for x in remote if x.startswith("IPAddressAllow=")] == [
+        "IPAddressAllow=10.0.0.7",
+        "IPAddressAllow=0.0.0.0/0",
+    ]
+
+
+def test_the_agent_unit_delegates_its_cgroup_for_the_commands_caps(rendered: dict[str, Path]) -> None:
+    lines = _service(rendered, "hearth-agent@.service")
+    assert "Delegate=pids memory cpu" in lines and "ProtectControlGroups=false" in lines
+    assert 'Environment="HEARTH_CGROUP_DELEGATED=1"' in lines
+    assert (
+        'Environment="HEARTH_COMMAND_MAX_PROCS=256"' in lines and 'Environment="HEARTH_COMMAND_MEMORY_MB=1024"' in lines
+    )
+    assert 'Environment="HEARTH_TRIPWIRES=home"' in lines and 'Environment="HEARTH_TRIPWIRE_ACTION=stop"' in lines
+    spawn = _service(rendered, "hearth-spawn.service")
+    assert "ProtectControlGroups=true" in spawn and not [x for x in spawn if x.startswith("Delegate=")]
+
+
+def test_command_caps_must_leave_hearth_room_in_the_unit(tmp_path: Path) -> None:
+    result = evaluate({"enable": True, "limits": {"tasksMax": 100, "commandTasksMax": 100}}, tmp_path)
+    failed = [a["message"] for a in result["config"]["assertions"] if not a["assertion"]]
+    assert failed == [
+        "services.hearth.limits.commandTasksMax must be below limits.tasksMax: hearth itself runs in the same unit"
+    ]
+
+
+@needs_systemd_analyze
+def test_the_spawner_gets_the_network_only_for_alerts_on_refused_requests(tmp_path: Path) -> None:
+    alerting = {
+        **FULL,
+        "credentials": {"ntfy": {"file": "/run/secrets/ntfy", "hosts": ["ntfy.example.org"]}},
+        "alerts": {"destinations": {"phone": {"url": "ntfy://{cred:ntfy}@ntfy.example.org/h", "events": ["rejected"]}}},
+    }
+    units = write_units(evaluate(alerting, tmp_path), tmp_path / "units")
+    spawn = units["hearth-spawn.service"].read_text()
+    assert "PrivateNetwork" not in spawn and "RestrictAddressFamilies=AF_INET" in spawn.replace("AF_UNIX ", "")
+    assert "LoadCredential=ntfy:/run/secrets/ntfy" in spawn
+    assert exposure(units["hearth-spawn.service"]) <= SPAWN_MAX_EXPOSURE

@@ -102,8 +102,9 @@ def test_placeholders_take_the_values_frozen_at_run_start(tmp_path: Path, state_
     fake, run_id = run(tmp_path, state_dir, [final_answer("ok")], workspace=workspace)
     line = next(x for x in system_prompts(fake)[0].splitlines() if x.startswith("workspaceRoot="))
     values = dict(item.split("=", 1) for item in line.split(" | "))
+    [git_dir] = (state_dir / "checkpoints").iterdir()  # the history lives in hearth's own git directory
     head = subprocess.run(
-        ["git", "-C", str(workspace), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ["git", "--git-dir", str(git_dir), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     assert values["workspaceRoot"] == str(workspace.resolve())
     assert (values["agentName"], values["runId"], values["model"]) == ("builder", run_id, "qwen2.5-coder")

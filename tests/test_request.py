@@ -101,7 +101,8 @@ def test_the_legacy_shape_maps_field_by_field() -> None:
         "id": "cc-7",
         "goal": "Add a flag.",
         "model": "qwen2.5-coder:7b",
-        "agent_name": "builder",
+        "agent_name": "default",
+        "label": "builder",  # a profile of that name runs it, when one exists (tests/test_labels.py)
         "mode": "bypass",
         "allowed_tools": ["read_file", "write_file"],
         "timeout_s": 3600,

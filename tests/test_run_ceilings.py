@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hearth.queue import Queue
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import drop, rows
@@ -91,3 +92,22 @@ def test_a_symlinked_agents_directory_moves_no_run_elsewhere(state_dir: Path, tm
     assert f"{state_dir}/agents is a symlink; runs' directories are made only in a real directory" in proc.stderr
     assert list(elsewhere.iterdir()) == [] and fake.requests == []
     assert rows(state_dir, "select status from runs") == [{"status": "rejected"}]
+
+
+def test_a_unit_takes_the_empty_workspace_systemd_made_for_it_and_nothing_else(state_dir: Path) -> None:
+    """hearth-agent@ID has StateDirectory=.../agents/ID: systemd makes it, empty, before the run starts."""
+    agents, queue = state_dir / "agents", state_dir / "queue"
+    (agents / "unit-made").mkdir(parents=True)
+    (agents / "unit-full").mkdir()
+    (agents / "unit-full" / "planted.txt").write_text("not systemd's")
+    for rid in ("unit-made", "unit-full"):
+        drop(queue, f"{rid}.json", {"id": rid, "goal": "g"})
+        claimed = Queue(queue).ensure().claim(f"{rid}.json")
+        assert claimed is not None
+    with FakeOllama([final_answer("ok")], repeat_last=True) as fake:
+        for rid in ("unit-made", "unit-full"):
+            env = {"OLLAMA_HOST": fake.url, "STATE_DIRECTORY": str(agents / rid)}
+            run_cli("hearth", "agent", rid, env=env)
+    statuses = {r["id"]: (r["status"], r["error"]) for r in rows(state_dir, "select id, status, error from runs")}
+    assert statuses["unit-made"] == ("done", None)
+    assert statuses["unit-full"][0] == "rejected" and "already exists" in statuses["unit-full"][1]

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -120,18 +121,34 @@ def test_every_example_dropped_in_the_queue_ends_where_its_label_says(state_dir:
     queue.mkdir(parents=True)
     for path in [*SPEC.glob("valid/*.json"), *SPEC.glob("invalid/*.json")]:
         shutil.copyfile(path, queue / path.name)
-    with FakeOllama([final_answer("ok")], repeat_last=True, models=MODELS) as fake:
+    with FakeOllama([answer_as_asked], repeat_last=True, models=MODELS) as fake:
         spawned = run_cli("hearth", "spawn", "--local", "--concurrency", "4", env={"OLLAMA_HOST": fake.url})
     assert spawned.returncode == 0, spawned.stderr
     valid = sorted(p.stem for p in SPEC.glob("valid/*.json"))
-    assert sorted(r["id"] for r in rows(state_dir, "select id from runs where status = 'done'")) == valid
+    top = "parent_run is null"  # a marathon's legs, a swarm's children and synthesis are linked runs
+    assert sorted(r["id"] for r in rows(state_dir, f"select id from runs where status = 'done' and {top}")) == valid
+    assert {r["status"] for r in rows(state_dir, f"select status from runs where not {top}")} == {"done"}
     for path in SPEC.glob("invalid/*.json"):
         record = json.loads((queue / "rejected" / f"{path.name}.error.json").read_text())
         assert record["reason"] == path.with_name(path.stem + ".expected-error.txt").read_text().rstrip("\n")
         [row] = rows(state_dir, "select * from rejections where file = ?", path.name)
         assert row["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert runs_by_status(state_dir) == {"done": len(valid), "rejected": len(list(SPEC.glob("invalid/*.json")))}
+    counted = rows(state_dir, f"select status, count(*) as n from runs where {top} group by status")
+    assert {r["status"]: r["n"] for r in counted} == {
+        "done": len(valid),
+        "rejected": len(list(SPEC.glob("invalid/*.json"))),
+    }
     assert listing(queue / "claimed") == [] and listing(queue / "failed") == []
+
+
+def answer_as_asked(body: dict[str, Any]) -> dict[str, Any]:
+    """ok, as a run's answer; as a marathon's judge, done; as a swarm's planner, two sub-goals."""
+    system = body["messages"][0]["content"]
+    if system.startswith("You judge whether"):
+        return final_answer(json.dumps({"done": True, "reason": "ok", "next": ""}))
+    if system.startswith("You split a goal"):
+        return final_answer(json.dumps(["the first half", "the second half"]))
+    return final_answer("ok")
 
 
 def test_two_spawners_racing_over_100_requests_start_each_exactly_once(state_dir: Path) -> None:

@@ -56,7 +56,7 @@ def test_watch_takes_what_is_waiting_then_each_new_arrival_and_stops_on_sigterm(
 
 def _hostile(queue: Path, outside: Path) -> list[str]:
     """Twenty files that must not run, dropped the ways they arrive; returns their names."""
-    legacy = {"prompt": "p", "swarm": True}
+    legacy = {"prompt": "p", "grow": True}  # still refused (swarm and marathon run now)
     files: dict[str, bytes] = {
         "malformed.json": b'{"id": "malformed", "goal": }',
         "wrong-type.json": b'{"id": "wrong-type", "goal": 7}',
@@ -65,7 +65,7 @@ def _hostile(queue: Path, outside: Path) -> list[str]:
         "latin1.json": b'{"id": "latin1", "goal": "\xe9"}',
         "huge.json": json.dumps({"id": "huge", "goal": "x" * (1 << 20)}).encode(),
         "deep.json": b"[" * 50_000 + b"]" * 50_000,
-        "swarm.json": json.dumps(legacy).encode(),
+        "grow.json": json.dumps(legacy).encode(),
         "notes.txt": b"hi",
         "empty.json": b"",
         "array.json": b"[]",

@@ -314,7 +314,10 @@ def _count(data: dict[str, Any], key: str) -> int:
 def probe(host: str | None, *, timeout_s: float = 1.5) -> list[str] | None:
     """Names of the models an Ollama server has, or None when nothing answers there."""
     try:
-        response = httpx.get(f"{normalize_host(host)}/api/tags", timeout=timeout_s)
+        base = normalize_host(host)
+        # as in OllamaClient: plain HTTP needs no TLS context, whose certificates cost tens of ms
+        verify: ssl.SSLContext | bool = _tls() if base.startswith("https://") else False
+        response = httpx.get(f"{base}/api/tags", timeout=timeout_s, verify=verify)
         models = response.json().get("models", []) if response.status_code == 200 else None
     except (httpx.HTTPError, OSError, ValueError, AttributeError):
         return None

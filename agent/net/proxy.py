@@ -54,15 +54,24 @@ class GuardProxy:
         host, _, port = authority.rpartition(":")
         if not host or not port.isdigit():
             raise NetError(f"bad CONNECT target {authority[:100]!r}")
-        target = self.guard.check(f"https://{host}:{port}/")
-        connector = self.guard.connector or plain_connector
-        failure: Exception = NetError(f"cannot connect to {authority}")
-        for address in target.addresses:
-            try:
-                return connector(address, target.port, CONNECT_TIMEOUT_S)
-            except Exception as exc:
-                failure = exc
-        raise NetError(f"cannot connect to {authority}: {failure}")
+        return open_checked(self.guard, f"https://{host}:{port}/")
+
+
+def open_checked(guard: NetGuard, url: str) -> Any:
+    """A stream to the address the guard checked for ``url`` (its connector, pinned), or NetError.
+
+    Shared by this proxy and the command proxy (agent/net/cmdproxy.py): both connect exactly
+    where `NetGuard.check` said, like agent/net/client.py's requests.
+    """
+    target = guard.check(url)
+    connector = guard.connector or plain_connector
+    failure: Exception = NetError(f"cannot connect to {target.host}:{target.port}")
+    for address in target.addresses:
+        try:
+            return connector(address, target.port, CONNECT_TIMEOUT_S)
+        except Exception as exc:
+            failure = exc
+    raise NetError(f"cannot connect to {target.host}:{target.port}: {failure}")
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -97,17 +106,22 @@ class _Tunnel(socketserver.BaseRequestHandler):
             upstream.close()
 
 
-def _request_line(client: socket.socket) -> tuple[str, str]:
+def read_head(client: socket.socket, limit: int = HEAD_LIMIT) -> bytes:
+    """What the client sent up to the end of its request head (and whatever came with it)."""
     head = b""
-    while b"\r\n\r\n" not in head and len(head) < HEAD_LIMIT:
+    while b"\r\n\r\n" not in head and len(head) < limit:
         try:
-            chunk = client.recv(HEAD_LIMIT - len(head))
+            chunk = client.recv(limit - len(head))
         except OSError:
             break
         if not chunk:
             break
         head += chunk
-    parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+    return head
+
+
+def _request_line(client: socket.socket) -> tuple[str, str]:
+    parts = read_head(client).split(b"\r\n", 1)[0].decode("latin-1").split()
     return (parts[0].upper(), parts[1]) if len(parts) >= 2 else ("", "")
 
 

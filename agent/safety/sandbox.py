@@ -1,73 +1,86 @@
-"""The OS wall around run_command: bubblewrap when it works, Landlock when it does not.
+"""The OS wall around every command: bubblewrap when it works, Landlock when it does not.
 
-- ``bwrap``: a read-only view of the whole filesystem with the workspace bound writable, a private
-  /tmp and /run (no host service sockets), tmpfs over every ``hide`` path, new PID/IPC/UTS (and,
-  unless granted, network) namespaces, no capabilities. Preferred: it is the only kind that can
-  make paths invisible.
-- ``landlock``: applied in the child just before exec. Read and execute everywhere, write only in
-  the workspace (its ``.tmp`` is TMPDIR) and /dev/null; TCP bind/connect denied unless granted
-  (ABI >= 4). Landlock restricts access rights, not visibility, so ``hide`` paths stay READABLE
-  here; that is why bwrap comes first. Needs ABI >= 3, without which truncate(2) escapes it.
+- ``bwrap`` (agent.safety.bwrap): the allow-list filesystem (agent.safety.allowlist) in new user,
+  mount, PID, IPC, UTS and network namespaces, as nobody with no capabilities. Preferred: it is
+  the only kind that can make paths not exist and give a command network only through the proxy.
+- ``landlock`` (agent.safety.landlock): applied in the child just before exec: reads and writes
+  limited to the same allow list, no TCP, no network at all (a grant is refused: Landlock cannot
+  confine TCP to one proxy). What it cannot contain, `gaps()` names.
 - ``none``: an explicit, unsafe operator choice; only rlimits, the timeout and the scrubbed env.
 
-Without network, bwrap and Landlock also get agent.safety.seccomp's filter (no sockets but netlink, no
-io_uring): it closes pathname Unix sockets and, under Landlock, UDP.
-Every kind gets the rlimits, a stdin of /dev/null, a capped merged output and a timeout that kills
-the whole process group (and with bwrap the whole PID namespace). SandboxUnavailable means the
-asked kind cannot be set up here; the caller refuses to run the command.
+Every kind gets: the seccomp filter of agent.safety.seccomp (bwrap and Landlock), the rlimits
+(RLIMIT_CPU from the run's remaining CPU budget), the run's cgroup (agent.safety.cgroups: the
+process and memory caps that hold for root too), no_new_privs, a fresh session, a stdin of
+/dev/null, a capped merged output and a timeout that kills the whole process group (with bwrap the
+whole PID namespace, with a cgroup everything in it); the child-side hooks are agent.safety.child.
+SandboxUnavailable means the asked kind cannot be set up here; the caller refuses to run the command.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import resource
 import selectors
-import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from agent.safety import seccomp
+from agent.safety import allowlist, bwrap, cgroups, child, landlock, netns, seccomp
 
-__all__ = ["CommandResult", "SandboxPolicy", "SandboxUnavailable", "detect", "run_sandboxed", "scrubbed_env"]
+__all__ = [
+    "CommandResult",
+    "ProxyPort",
+    "SandboxPolicy",
+    "SandboxUnavailable",
+    "detect",
+    "gaps",
+    "run_sandboxed",
+    "scrubbed_env",
+]
 
 _KINDS = ("auto", "bwrap", "landlock", "none")
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")  # allowlist: nothing else reaches a command
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")  # curl reads only lowercase http_proxy
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _DRAIN_GRACE_S = 1.0  # how long output may keep flowing after the main process is gone
 _CHUNK = 1 << 16
-
-# Landlock ABI (include/uapi/linux/landlock.h)
-_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
-_CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH = 1
-_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 14, 1 << 15
-_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
-_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
-_MIN_LANDLOCK_ABI = 3
-_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 
 
 class SandboxUnavailable(Exception):
     """The asked sandbox kind cannot be set up on this host; str() is one line saying why."""
 
 
+class ProxyPort(Protocol):
+    """The run's proxy as a command sees it: it serves a listener in the command's namespace."""
+
+    def attach(self, listener: socket.socket) -> None: ...
+
+    def detach(self, listener: socket.socket) -> None: ...
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """What one command may do. ``hide`` paths are invisible under bwrap but only unwritable under
-    Landlock; a workspace beneath one of them stays usable either way."""
+    """What one command may do. ``hide`` paths are masked when they lie beneath something a
+    command sees (the workspace, an exposed path); everything else is not there at all."""
 
     kind: str = "auto"  # 'auto' (bwrap, else landlock) | 'bwrap' | 'landlock' | 'none' (unsafe)
-    network: bool = False  # granted by the run's manifest
+    network: bool = False  # granted by the run: only through the run's proxy (run_sandboxed's proxy=)
     hide: tuple[str, ...] = ()  # hearth's state dir, credentials, other runs
+    expose: tuple[str, ...] = ()  # more read-only paths: the operator's tools outside the system dirs
+    writable: tuple[str, ...] = ()  # more read-write paths (the config repository's git data)
+    home: str | None = None  # the run's sandbox home (its decoys); None: HOME is the workspace
+    tmp: str | None = None  # the run's private tmp on the host, TMPDIR under Landlock; None: <ws>/.tmp
+    cgroup: tuple[str, ...] = ()  # the run's cgroup directories (agent.safety.cgroups), joined by each command
     memory_bytes: int = 1 << 30
     max_procs: int = 256
     file_size_bytes: int = 256 << 20
+    cpu_seconds: int | None = None  # RLIMIT_CPU of each process; the run's remaining budget
+    unix_sockets: bool = False  # AF_UNIX allowed (nix_check, to reach nix-daemon)
 
 
 @dataclass(frozen=True)
@@ -78,34 +91,18 @@ class CommandResult:
     truncated: bool
     sandbox: str
     duration_s: float
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [
-        ("handled_access_fs", ctypes.c_uint64),
-        ("handled_access_net", ctypes.c_uint64),
-        ("scoped", ctypes.c_uint64),
-    ]
-
-
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1  # the kernel struct is packed: 12 bytes
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-def _syscall(number: int, *args: object) -> int:
-    result = _libc.syscall(ctypes.c_long(number), *args)
-    if result < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return result
+    memory_killed: bool = False  # the kernel killed a process at the run's memory cap
+    forks_refused: int = 0  # forks the kernel refused at the run's process cap
+    cpu_s: float = 0.0  # CPU time the command used (its cgroup's, else its children's)
 
 
 # --- detection -----------------------------------------------------------------------------------
+
+
+def start_detection(kind: str) -> None:
+    """Begin what detect(kind) will wait for (bwrap's probe is a process), so it runs beside other work."""
+    if kind in ("auto", "bwrap"):
+        bwrap.start_probe()
 
 
 def detect(kind: str = "auto") -> str:
@@ -114,77 +111,40 @@ def detect(kind: str = "auto") -> str:
         raise ValueError(f"unknown sandbox kind {kind!r}; use one of {', '.join(_KINDS)}")
     if kind == "none":
         return "none"
-    bwrap_problem = _bwrap_problem() if kind in ("auto", "bwrap") else None
+    bwrap_problem = bwrap.problem() if kind in ("auto", "bwrap") else None
     if kind == "bwrap" or (kind == "auto" and bwrap_problem is None):
         if bwrap_problem:
             raise SandboxUnavailable(bwrap_problem)
         return "bwrap"
-    landlock_problem = _landlock_problem()
+    landlock_problem = landlock.problem()
     if landlock_problem is None:
         return "landlock"
     reasons = f"{bwrap_problem}; {landlock_problem}" if bwrap_problem else landlock_problem
     raise SandboxUnavailable(reasons)
 
 
-@functools.cache
-def _bwrap_problem() -> str | None:
-    """Why bwrap cannot be used here, found by really running it once, or None when it works."""
-    path = shutil.which("bwrap")
-    if path is None:
-        return "bwrap is not installed"
-    probe = [
-        path,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--size",
-        "1048576",
-        "--tmpfs",
-        "/tmp",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--cap-drop",
-        "ALL",
-        "--new-session",
-        "--die-with-parent",
-        "--clearenv",
-        "/bin/sh",
-        "-c",
-        "true",
-    ]
+def gaps(policy: SandboxPolicy) -> list[str]:
+    """What commands under ``policy`` are NOT contained from here, one line each (the run records them)."""
     try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap could not be started: {exc}"
-    if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip().splitlines()
-        return f"bwrap cannot set up namespaces here: {detail[-1] if detail else f'exit {done.returncode}'}"
-    return None
-
-
-@functools.cache
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
-    try:
-        return _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
-    except OSError:
-        return 0
-
-
-def _landlock_problem() -> str | None:
-    abi = landlock_abi()
-    if abi == 0:
-        return "Landlock is not enabled in this kernel"
-    if abi < _MIN_LANDLOCK_ABI:
-        return f"Landlock ABI {abi} < {_MIN_LANDLOCK_ABI} cannot stop truncate(2) outside the workspace"
-    return None
+        kind = detect(policy.kind)
+    except SandboxUnavailable as exc:
+        return [f"no command sandbox: {exc}"]
+    root = os.geteuid() == 0
+    found = []
+    if kind == "landlock":
+        found += landlock.gaps(root=root, cgroup=bool(policy.cgroup))
+        found.append(f"under Landlock, commands run as hearth's own uid ({os.geteuid()}), not as nobody")
+        if policy.network:
+            found.append("network was granted, but under Landlock commands get none (it needs bwrap's namespace)")
+    elif kind == "bwrap" and root and not policy.cgroup:
+        found.append("hearth runs as root without a cgroup: the process cap (RLIMIT_NPROC) is not enforced")
+    if not policy.cgroup:
+        found.append("no cgroup: memory is capped per process (RLIMIT_AS), not for the run")
+        if kind == "bwrap":
+            found.append(
+                "no cgroup: each process gets the run's remaining CPU time (RLIMIT_CPU), but under bwrap the run's total is not counted"
+            )
+    return found
 
 
 # --- environment ---------------------------------------------------------------------------------
@@ -207,6 +167,26 @@ def scrubbed_env(
     return env
 
 
+def _command_env(kind: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str] | None) -> dict[str, str]:
+    if kind == "bwrap":
+        home, tmp = (allowlist.SANDBOX_HOME if policy.home else ws), "/tmp"
+    else:
+        home, tmp = policy.home or ws, policy.tmp or _private_tmp(ws)
+    child = scrubbed_env(env, home=home, tmpdir=tmp)
+    # the host's /etc/gitconfig is not in the allow list (it may name credential helpers): git
+    # reads none, instead of warning on every call that it cannot read it
+    child["GIT_CONFIG_NOSYSTEM"] = "1"
+    if policy.network and kind == "bwrap":
+        child.update(dict.fromkeys(_PROXY_ENV, netns.PROXY_URL))
+    return child
+
+
+def _private_tmp(ws: str) -> str:
+    path = os.path.join(ws, ".tmp")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 # --- running -------------------------------------------------------------------------------------
 
 
@@ -218,10 +198,12 @@ def run_sandboxed(
     timeout_s: float,
     output_limit: int = 64_000,
     env: Mapping[str, str] | None = None,
+    proxy: ProxyPort | None = None,
 ) -> CommandResult:
     """Run ``/bin/sh -c command`` in ``workspace`` inside the sandbox the policy asks for.
 
     ``env`` is the environment to scrub (default os.environ): only allowlisted names survive.
+    ``proxy`` is the run's proxy, required when the policy grants network (under bwrap).
     """
     ws = os.path.realpath(workspace)
     if not os.path.isdir(ws):
@@ -229,27 +211,29 @@ def run_sandboxed(
     if timeout_s <= 0 or output_limit < 0:
         raise ValueError(f"timeout_s must be > 0 and output_limit >= 0, got {timeout_s} and {output_limit}")
     kind = detect(policy.kind)
-    tmpdir = "/tmp" if kind == "bwrap" else _private_tmp(ws)
-    child_env = scrubbed_env(env, home=ws, tmpdir=tmpdir)
-    argv, preexec, fd = _launch_plan(kind, command, ws, policy, child_env)
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=ws,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=preexec,
-            pass_fds=(fd,) if fd is not None and kind == "bwrap" else (),
+    if policy.network and kind == "landlock":
+        raise SandboxUnavailable(
+            "network was granted, but Landlock cannot confine a command's TCP to the run's proxy; "
+            "network for commands needs bwrap (user namespaces)"
         )
+    if policy.network and kind == "bwrap" and proxy is None:
+        raise ValueError("network is granted but no proxy was given: commands reach the network only through one")
+    child_env = _command_env(kind, ws, policy, env)
+    launch = _launch(kind, command, ws, policy, child_env)
+    before, usage = cgroups.counters(policy.cgroup), resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc, listener = _start(launch, ws, child_env)
+    try:
+        if listener is not None and proxy is not None:
+            proxy.attach(listener)
+        with proc:
+            data, total, timed_out = _collect(proc, timeout_s, output_limit)
+        if kind != "bwrap":  # under bwrap the PID namespace ends with its init: nothing is left
+            cgroups.kill_all(policy.cgroup)  # what escaped the process group (setsid) goes too
     finally:
-        if fd is not None:
-            os.close(fd)
-    with proc:
-        data, total, timed_out = _collect(proc, timeout_s, output_limit)
+        if listener is not None and proxy is not None:
+            proxy.detach(listener)
+    after = cgroups.counters(policy.cgroup)
     output = data.decode("utf-8", errors="replace")
     if total > output_limit:
         output += f"\n[output truncated: {total} bytes, only the first {output_limit} kept]"
@@ -260,37 +244,88 @@ def run_sandboxed(
         total > output_limit,
         kind,
         time.monotonic() - started,
+        memory_killed=after.oom_kills > before.oom_kills,
+        forks_refused=after.pids_refused - before.pids_refused,
+        cpu_s=after.cpu_s - before.cpu_s if policy.cgroup else _cpu_since(usage),
     )
 
 
-def _private_tmp(ws: str) -> str:
-    path = os.path.join(ws, ".tmp")
-    os.makedirs(path, exist_ok=True)
-    return path
+@dataclass
+class _Launch:
+    argv: list[str]
+    preexec: Callable[[], None]
+    fds: list[int]  # closed in the parent once the child started (passed to it under bwrap)
+    pass_fds: tuple[int, ...]
+    net: netns.Plan | None
 
 
-def _launch_plan(
-    kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[str, str]
-) -> tuple[list[str], Callable[[], None], int | None]:
-    """argv, the preexec hook, and an fd to close once the child is started: bwrap's seccomp
-    program (passed to it) or Landlock's ruleset (used by the hook, closed at exec).
+def _launch(kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[str, str]) -> _Launch:
+    """argv, the preexec hook and the fds it needs.
 
     Everything that allocates or may fail is done here in the parent, so the hook that runs
     between fork and exec only makes system calls (forking a threaded Python is fragile).
-    Without network, both kinds also get the seccomp filter of agent.safety.seccomp.
     """
-    limits = _rlimits(policy)
-    filtered = not policy.network and seccomp.supported()
-    if kind == "bwrap":
-        fd = seccomp.program_fd() if filtered else None
-        argv = _bwrap_argv(command, ws, policy, env, seccomp_fd=fd)
-        return argv, functools.partial(_apply_limits, limits), fd
-    shell = ["/bin/sh", "-c", command]
+    limits = child.rlimits(policy, cgroup=bool(policy.cgroup))
+    joins = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in policy.cgroup]
     if kind == "none":
-        return shell, functools.partial(_apply_limits, limits), None
-    ruleset_fd = _landlock_ruleset(ws, policy.network)
-    fprog = seccomp.prepared(seccomp.program()) if filtered else None
-    return shell, functools.partial(_enter_landlock, limits, ruleset_fd, fprog), ruleset_fd
+        return _Launch(["/bin/sh", "-c", command], functools.partial(child.enter_none, limits, joins), joins, (), None)
+    network = policy.network and kind == "bwrap"
+    code = seccomp.program(network=network, unix=policy.unix_sockets) if seccomp.supported() else None
+    if kind == "landlock":
+        read = landlock.read_paths(policy.expose)
+        write = [ws, *(p for p in (policy.home, policy.tmp) if p), *policy.writable]
+        ruleset = landlock.ruleset(read, write)
+        fprog = seccomp.prepared(code) if code is not None else None
+        hook = functools.partial(child.enter_landlock, limits, joins, ruleset, fprog)
+        return _Launch(["/bin/sh", "-c", command], hook, [*joins, ruleset], (), None)
+    fds = [_memfd("hearth-seccomp", code)] if code is not None else []
+    mounts = bwrap.Mounts(ws, policy.home, policy.writable, policy.expose, policy.hide, policy.file_size_bytes)
+    argv = bwrap.argv(command, mounts, env, network=network, seccomp_fd=fds[0] if fds else None)
+    net = netns.plan() if network else None
+    hook = functools.partial(child.enter_bwrap, limits, joins, net)
+    return _Launch(argv, hook, [*joins, *fds], tuple(fds), net)
+
+
+def _start(launch: _Launch, ws: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], socket.socket | None]:
+    try:
+        proc = subprocess.Popen(
+            launch.argv,
+            cwd=ws,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=launch.preexec,
+            pass_fds=launch.pass_fds,
+        )
+    except BaseException:
+        if launch.net is not None:
+            launch.net.abandon()
+        raise
+    finally:
+        for fd in launch.fds:
+            os.close(fd)
+    if launch.net is None:
+        return proc, None
+    try:
+        return proc, launch.net.listener()
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _cpu_since(before: resource.struct_rusage) -> float:
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (now.ru_utime - before.ru_utime) + (now.ru_stime - before.ru_stime)
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout_s: float, limit: int) -> tuple[bytes, int, bool]:
@@ -339,157 +374,3 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-# --- rlimits and capabilities --------------------------------------------------------------------
-
-
-def _rlimits(policy: SandboxPolicy) -> list[tuple[int, int]]:
-    wanted = [
-        (resource.RLIMIT_AS, policy.memory_bytes),
-        (resource.RLIMIT_NPROC, policy.max_procs),
-        (resource.RLIMIT_FSIZE, policy.file_size_bytes),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    limits = []
-    for which, value in wanted:
-        hard = resource.getrlimit(which)[1]
-        limits.append((which, value if hard == resource.RLIM_INFINITY else min(value, hard)))
-    return limits
-
-
-def _apply_limits(limits: list[tuple[int, int]]) -> None:
-    for which, value in limits:
-        resource.setrlimit(which, (value, value))
-
-
-def _drop_capabilities() -> None:
-    """Empty the bounding and ambient sets, so even a root caller's command execs with no caps."""
-    for cap in range(64):
-        _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last cap, EPERM when unprivileged
-    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-
-# --- bubblewrap ----------------------------------------------------------------------------------
-
-
-def _bwrap_argv(
-    command: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str], *, seccomp_fd: int | None = None
-) -> list[str]:
-    hidden = _hidden_paths(policy)
-    above = [path for path in hidden if not _beneath(path, ws)]
-    inside = [path for path in hidden if _beneath(path, ws)]
-    # /tmp is bounded like one file: a tmpfs is RAM, and RLIMIT_FSIZE alone does not cap the total
-    argv = [
-        shutil.which("bwrap") or "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--size",
-        str(policy.file_size_bytes),
-        "--tmpfs",
-        "/tmp",
-    ]
-    argv += _private_run(policy.network)
-    for path in above:
-        argv += _mask(path)
-    argv += ["--bind", ws, ws]  # after the masks, so a workspace under a hidden dir stays usable
-    for path in inside:
-        argv += _mask(path)
-    argv += [arg for path in hidden if os.path.isdir(path) for arg in ("--remount-ro", path)]
-    argv += [
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--cap-drop",
-        "ALL",
-        "--new-session",
-        "--die-with-parent",
-        "--chdir",
-        ws,
-        "--clearenv",
-    ]
-    if not policy.network:
-        argv.append("--unshare-net")
-    if seccomp_fd is not None:
-        argv += ["--seccomp", str(seccomp_fd)]
-    for name, value in env.items():
-        argv += ["--setenv", name, value]
-    return argv + ["--", "/bin/sh", "-c", command]
-
-
-def _private_run(network: bool) -> list[str]:
-    """An empty /run: the host's service sockets live there (docker, databases, D-Bus), and a
-    read-only bind does not stop connect(2). With network granted, the resolver's file comes back."""
-    argv = ["--size", str(1 << 20), "--tmpfs", "/run"]
-    resolv = os.path.realpath("/etc/resolv.conf")
-    if network and resolv.startswith("/run/") and os.path.exists(resolv):
-        argv += ["--ro-bind", resolv, resolv]
-    return argv
-
-
-def _hidden_paths(policy: SandboxPolicy) -> list[str]:
-    wanted = [*policy.hide, os.environ.get("CREDENTIALS_DIRECTORY", "")]
-    # a path that does not exist has nothing to hide, and bwrap could not mount over it
-    return sorted({os.path.realpath(path) for path in wanted if path and os.path.lexists(path)})
-
-
-def _beneath(path: str, ws: str) -> bool:
-    return path != ws and path.startswith(ws.rstrip("/") + "/")
-
-
-def _mask(path: str) -> list[str]:
-    return ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-
-
-# --- Landlock ------------------------------------------------------------------------------------
-
-
-def _landlock_ruleset(ws: str, network: bool) -> int:
-    """A ruleset fd: read/execute everywhere, everything in the workspace, write to /dev/null."""
-    abi = landlock_abi()
-    fs_all = (1 << 15) - 1 | (_FS_IOCTL_DEV if abi >= 5 else 0)  # ABI 1-3 rights, plus IOCTL_DEV from 5
-    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 and not network else 0  # handled + no rule = denied
-    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
-    attr = _RulesetAttr(fs_all, net, scoped)
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8  # the struct grew with the ABI; older kernels want less
-    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    try:
-        _allow(ruleset, "/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
-        _allow(ruleset, ws, fs_all)
-        _allow(ruleset, "/dev/null", (_FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV) & fs_all)
-    except BaseException:
-        os.close(ruleset)
-        raise
-    return ruleset
-
-
-def _allow(ruleset: int, path: str, access: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    try:
-        rule = _PathBeneathAttr(access, fd)
-        _syscall(
-            _SYS_ADD_RULE,
-            ctypes.c_int(ruleset),
-            ctypes.c_int(_RULE_PATH_BENEATH),
-            ctypes.byref(rule),
-            ctypes.c_uint32(0),
-        )
-    finally:
-        os.close(fd)
-
-
-def _enter_landlock(limits: list[tuple[int, int]], ruleset: int, fprog: seccomp.Prepared | None) -> None:
-    """Runs in the child between fork and exec; an exception here aborts the launch."""
-    _apply_limits(limits)
-    _drop_capabilities()
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # the kernel demands it before restrict_self
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
-    if fprog is not None:
-        seccomp.install(fprog[0])

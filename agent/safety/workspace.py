@@ -8,7 +8,9 @@ in agent.safety.resolve.
 Both give the same answers: a symlink that stays inside is followed; one that leads out (existing
 or dangling, at any position) is refused, and so is any absolute symlink (the BENEATH rule).
 Operations on the last component itself (write, remove, stat, mkdir) go through the parent's fd
-and never follow it. Errors: PathRefused (one line: the path and why) for anything refused;
+and never follow it. Writes (write, mkdir, remove) never go into a `.git` directory at all, nor
+into a protected path (`RunServices.protected`: hearth's checkpoint histories when they lie
+inside the workspace): git's data is how a planted hook or filter would run. Errors: PathRefused (one line: the path and why) for anything refused;
 OSError subclasses carrying the path as given for the rest (FileNotFoundError, ...).
 """
 
@@ -212,6 +214,7 @@ class Workspace:
         """
         if not self.enforce:  # test-only mode writes through a final symlink, wherever it leads
             path = os.path.realpath(os.path.join(self.root, self.relpath(path)))
+        self._writable(path)
         if mkdirs:
             self._make_dirs(posixpath.dirname(self.relpath(path)) or ".", path)
         dir_fd, name = self._parent(path, os.O_RDONLY | os.O_DIRECTORY)  # readable: fsync needs it
@@ -224,6 +227,7 @@ class Workspace:
     def check_replaceable(self, path: str) -> None:
         """Raise PathRefused when write_bytes would refuse ``path``; lets a many-file edit check
         every target before it writes any."""
+        self._writable(path)
         dir_fd, name = self._parent(path)
         try:
             self._replaceable_mode(dir_fd, name, path)
@@ -243,7 +247,20 @@ class Workspace:
 
     def mkdirs(self, path: str) -> None:
         """Create ``path`` and its missing parents, each through the fd of the one above."""
+        self._writable(path)
         self._make_dirs(self.relpath(path), path)
+
+    def _writable(self, path: str) -> None:
+        """PathRefused for a path in git's data or a protected path (one line each)."""
+        if not self.enforce:
+            return
+        rel = self.relpath(path)
+        if any(part.lower() == ".git" for part in rel.split("/")):
+            raise PathRefused(f"path {path!r} is inside a .git directory; file tools never write git's data")
+        for protected in self.services.protected:
+            inside = os.path.relpath(protected, self.root)
+            if inside != ".." and not inside.startswith("../") and (rel == inside or rel.startswith(inside + "/")):
+                raise PathRefused(f"path {path!r} is hearth's checkpoint history; file tools never write it")
 
     def _make_dirs(self, rel: str, shown: str) -> None:
         if not self.enforce:
@@ -267,6 +284,7 @@ class Workspace:
 
     def remove(self, path: str) -> None:
         """Remove a file, a symlink (never its target) or an empty directory."""
+        self._writable(path)
         dir_fd, name = self._parent(path)
         try:
             if st.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):

@@ -3,7 +3,8 @@
 read_self_config / write_self_config / git_status / git_diff / nix_check work on the config
 repository the appliance hands the run (``RunServices.config_repo``; without one they are not
 shown, and refuse if called). Paths there go through a Workspace rooted at the repository plus
-``agent.safety.selfconfig.guard``; git and nix run as that module says. Every tool here is safe
+``agent.safety.selfconfig.guard``; git and nix run as that module says, inside the run's command
+sandbox, never on the host with the repository's config. Every tool here is safe
 (read-only) except write_self_config (edit).
 """
 
@@ -66,7 +67,7 @@ def write_self_config(args: dict[str, Any], ws: Workspace) -> str:
     ws.services.config_seen[rel] = _digest(data)
     if new and is_git_repo(path):
         # intent-to-add: nix flake check reads a git flake's tracked files only
-        _git_or_fail(path, "add", "--intent-to-add", "--", rel)
+        _git_or_fail(path, "add", "--intent-to-add", "--", rel, ws=ws)
     return f"wrote {len(data)} bytes to {rel} in the config repository"
 
 
@@ -74,9 +75,9 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _git_or_fail(repo: Path, *args: str) -> str:
+def _git_or_fail(repo: Path, *args: str, ws: Workspace) -> str:
     try:
-        return git(repo, *args)
+        return git(repo, *args, sandbox=ws.services.sandbox)
     except GitFailed as exc:
         raise ToolFailed(str(exc)) from None
 
@@ -85,7 +86,7 @@ def git_status(args: dict[str, Any], ws: Workspace) -> str:
     repo = _repo(ws)
     if not is_git_repo(repo):
         raise ToolFailed(f"the config repository {repo} is not a git checkout")
-    return _git_or_fail(repo, "status", "--short", "--branch").rstrip() or "(clean)"
+    return _git_or_fail(repo, "status", "--short", "--branch", ws=ws).rstrip() or "(clean)"
 
 
 def git_diff(args: dict[str, Any], ws: Workspace) -> str:
@@ -96,13 +97,13 @@ def git_diff(args: dict[str, Any], ws: Workspace) -> str:
     if args.get("path"):
         with Workspace(repo) as view:
             guard(view, args["path"], writing=False)
-    diff = _git_or_fail(repo, "diff", "--no-ext-diff", "--no-textconv", "HEAD", *paths)
+    diff = _git_or_fail(repo, "diff", "--no-ext-diff", "--no-textconv", "HEAD", *paths, ws=ws)
     return diff.rstrip() or "(no changes against HEAD)"
 
 
 def nix_check(args: dict[str, Any], ws: Workspace) -> str:
     timeout = args.get("timeout_s", ws.services.nix_check_timeout_s)
-    result = nix_flake_check(_repo(ws), timeout_s=timeout)
+    result = nix_flake_check(_repo(ws), timeout_s=timeout, sandbox=ws.services.sandbox)
     report = f"{result.summary()}\n{result.log}".rstrip()
     if not result.passed:
         raise ToolFailed(report)

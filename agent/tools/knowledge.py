@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.knowledge.indexing import index_directory
-from agent.knowledge.store import scopes_for
 from agent.safety.workspace import Workspace
 from agent.tools.args import SCOPE, integer, scope_arg, store_of
 from agent.tools.registry import Tool, ToolFailed
@@ -50,7 +48,7 @@ def kb_add(args: dict[str, Any], ws: Workspace) -> str:
 
 def kb_search(args: dict[str, Any], ws: Workspace) -> str:
     k = args.get("k", 5)
-    hits = store_of(ws).search(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
+    hits = store_of(ws).search(args["query"], scopes=_scopes(ws), k=k)
     if not hits:
         return f"no knowledge matches {args['query']!r}"
     return "\n\n".join(
@@ -62,6 +60,8 @@ def kb_search(args: dict[str, Any], ws: Workspace) -> str:
 def index_dir(args: dict[str, Any], ws: Workspace) -> str:
     path = args.get("path") or "."
     glob = args.get("glob") or None
+    from agent.knowledge.indexing import index_directory  # the knowledge code loads when a tool uses it
+
     report = index_directory(store_of(ws), ws, path, glob=glob, scope=scope_arg(args, ws, "global"))
     return report.summary(ws.relpath(path) + (f" matching {glob}" if glob else ""))
 
@@ -81,7 +81,7 @@ def remember(args: dict[str, Any], ws: Workspace) -> str:
 
 def recall(args: dict[str, Any], ws: Workspace) -> str:
     k = args.get("k", 5)
-    found = store_of(ws).recall(args["query"], scopes=scopes_for(ws.services.agent_name), k=k)
+    found = store_of(ws).recall(args["query"], scopes=_scopes(ws), k=k)
     if not found:
         return f"no lessons match {args['query']!r}"
     return "\n".join(
@@ -150,3 +150,9 @@ TOOLS = [
         risk="safe",
     ),
 ]
+
+
+def _scopes(ws: Workspace) -> tuple[str, ...]:
+    from agent.knowledge.store import scopes_for
+
+    return scopes_for(ws.services.agent_name)

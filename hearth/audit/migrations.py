@@ -190,6 +190,42 @@ def m052_run_links(db: sqlite_utils.Database) -> None:
     db.table("runs").create_index(["parent_run"])
 
 
+def m060_connections(db: sqlite_utils.Database) -> None:
+    """Every connection a command made through the run's proxy (agent/net/cmdproxy.py), allowed or not."""
+    db.table("connections").create(
+        {
+            "id": int,
+            "run_id": str,
+            "at": str,
+            "host": str,
+            "port": int,
+            "method": str,
+            "allowed": int,
+            "reason": str,
+            "bytes_up": int,
+            "bytes_down": int,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db.table("connections").create_index(["run_id"])
+
+
+def m061_tripwires(db: sqlite_utils.Database) -> None:
+    """What touched which decoy secret and how (hearth/run/walls.py), and what the run did about it."""
+    db.table("tripwires").create(
+        {"id": int, "run_id": str, "at": str, "decoy": str, "how": str, "tool": str, "action": str},
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db.table("tripwires").create_index(["run_id"])
+
+
+def m062_checkpoint_git_dir(db: sqlite_utils.Database) -> None:
+    """Where a checkpoint's history lives when it is hearth's own git directory, not the workspace's."""
+    db.table("checkpoints").add_column("git_dir", str)
+
+
 def m070_step_called_as(db: sqlite_utils.Database) -> None:
     """The tool name as the model wrote it, when the loop repaired it (case, separators, a prefix)."""
     db.table("steps").add_column("called_as", str)
@@ -210,6 +246,46 @@ def m071_run_allowances(db: sqlite_utils.Database) -> None:
         ("hearth_version", str),
     ):
         runs.add_column(column, kind)
+
+
+def m100_long_work(db: sqlite_utils.Database) -> None:
+    """Long work (hearth/run/followup.py, marathon.py, swarm.py): `kind` says a run is a marathon or
+    a swarm (empty for a plain run, a leg, a child); `prompt` keeps, as JSON, the placeholder values
+    a run's system prompt was frozen with and its sha256, so a follow-up renders the same bytes."""
+    db.table("runs").add_column("kind", str)
+    db.table("runs").add_column("prompt", str)
+    db.table("runs").create_index(["kind"])
+
+
+def m090_run_routing_and_labels(db: sqlite_utils.Database) -> None:
+    """The operator's label of a run (the command center's `name`), the model it asked for
+    (`auto` when the router chose) and why the chosen one was used (a rule's name, `default`,
+    `fallback`, `escalation`, `tag`); and steps by time, for the day's token spend (hearth/budget.py)."""
+    db.table("runs").add_column("label", str)
+    db.table("runs").add_column("model_requested", str)
+    db.table("runs").add_column("model_reason", str)
+    db.table("steps").create_index(["at"])
+
+
+def m091_alerts(db: sqlite_utils.Database) -> None:
+    """Every alert hearth tried to send (hearth/alerts.py): to which destination, for what, and
+    whether it was sent or failed with the error."""
+    db.table("alerts").create(
+        {
+            "id": int,
+            "at": str,
+            "event": str,
+            "run_id": str,
+            "destination": str,
+            "status": str,
+            "attempts": int,
+            "error": str,
+            "title": str,
+            "body": str,
+        },
+        pk="id",
+    )
+    db.table("alerts").create_index(["at"])
 
 
 def m110_runs_search(db: sqlite_utils.Database) -> None:
@@ -241,7 +317,13 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m050_checkpoints,
     m051_step_data,
     m052_run_links,
+    m060_connections,
+    m061_tripwires,
+    m062_checkpoint_git_dir,
     m070_step_called_as,
     m071_run_allowances,
+    m090_run_routing_and_labels,
+    m091_alerts,
+    m100_long_work,
     m110_runs_search,
 ]

@@ -132,6 +132,7 @@ def _rejected_run(run_id: str, request: Request | None) -> RunRecord:
         source=request.source,
         requested_by=request.requested_by,
         status="rejected",
+        label=request.label,
     )
 
 
@@ -155,6 +156,7 @@ def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:
         mode=body.get("mode", ""),
         source=body.get("source", "unknown"),
         requested_by=body.get("requested_by", ""),
+        label=body.get("label"),
     )
 
 

@@ -51,6 +51,10 @@ class RunRecord:
     started_at: str = ""
     parent_run: str | None = None  # the run this one was made from (see RUN_LINKS)
     link: str | None = None
+    kind: str | None = None  # marathon | swarm; None for a plain run (and for a leg or a child)
+    label: str | None = None  # the operator's free-text name for the run (a request's `label`)
+    model_requested: str | None = None  # what the request asked for (`auto`: the router chose)
+    model_reason: str | None = None  # why `model` was used: a router rule, default, fallback, escalation, tag
 
 
 # How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,
@@ -178,6 +182,19 @@ class AuditStore(SqliteFile):
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])
+
+    # -- the walls around commands (hearth/run/walls.py) -------------------------------------
+    def record_connection(self, run_id: str, **fields: Any) -> None:
+        self.insert("connections", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def connections(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from connections where run_id = ? order by id", [run_id])
+
+    def record_tripwire(self, run_id: str, **fields: Any) -> None:
+        self.insert("tripwires", {"run_id": run_id, "at": self.clock(), **fields})
+
+    def tripwires(self, run_id: str) -> list[dict[str, Any]]:
+        return self.rows("select * from tripwires where run_id = ? order by id", [run_id])
 
 
 def _json_text(value: Any) -> str | None:

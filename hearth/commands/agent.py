@@ -9,7 +9,7 @@ from hearth.settings import Settings
 
 AGENT_EPILOG = (
     "exit codes: 0 done, 1 failed, 2 rejected / not claimed / already running, "
-    "3 iteration limit, 4 model unavailable, 5 denied, 130 interrupted, 70 internal error"
+    "3 iteration limit (a marathon: leg_limit, no_progress), 4 model unavailable, 5 denied, 6 tripped, 7 budget exceeded, 130 interrupted, 70 internal error"
 )
 
 

@@ -30,6 +30,8 @@ REQUEST_FLAGS = (
     "source",
     "requested_by",
     "evolve",
+    "marathon",
+    "swarm",
 )
 
 
@@ -56,6 +58,8 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--source", choices=SOURCES, help="who is asking (default cli)")
     p.add_argument("--requested-by", help="the person or job asking (default: your user name)")
     p.add_argument("--evolve", action="store_true", help="run the self-evolution flow")
+    p.add_argument("--marathon", type=int, metavar="N", help="run in legs (at most N, 1-20) until a judge says done")
+    p.add_argument("--swarm", type=int, metavar="N", help="split into at most N sub-goals (1-16) run side by side")
     p.add_argument("--json", action="store_true", help="print {id, path} as JSON")
     p.set_defaults(handler=enqueue)
 
@@ -108,6 +112,8 @@ def _flags_object(args: argparse.Namespace) -> dict[str, Any]:
         "egress": args.egress,
         "allowed_tools": _split(args.tools),
         "evolve": args.evolve or None,
+        "marathon": None if args.marathon is None else {"max_legs": args.marathon},
+        "swarm": None if args.swarm is None else {"max_workers": args.swarm},
     }
     obj.update({key: value for key, value in pairs.items() if value is not None})
     return obj

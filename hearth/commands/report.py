@@ -36,6 +36,8 @@ def show_state(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print("no active runs")
     print(f"{len(state['queued'])} waiting in {settings.queue_dir}")
+    if state["paused"]:
+        print(f"hearth is {state['paused']['line']}: nothing starts until `hearth resume`")
     return 0
 
 

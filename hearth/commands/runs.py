@@ -1,4 +1,6 @@
-"""`hearth runs` (the last runs, filtered, or followed) and `hearth show [ID]` (one run, step by step).
+"""`hearth runs` (the last runs, filtered, or followed) and `hearth show [ID]` (one run, step by step;
+a marathon with its legs and the judge's reasons, a swarm as a tree; `--chain`: a chain of follow-ups
+as one conversation).
 
 Both settle dead runs first (dispatch/settle.py): what they show as running is running.
 `--follow` polls the audit (every FOLLOW_EVERY_S) like `journalctl -f`: `hearth show --follow`
@@ -25,7 +27,7 @@ FOLLOW_EVERY_S = 0.5
 SHOW_EPILOG = (
     "exit codes: 0 shown, 2 no such run (or a prefix of several: they are listed); with --follow, "
     "the run's own exit code once it ends (0 done, 1 failed, 2 rejected, 3 iteration limit, "
-    "4 model unavailable, 5 denied, 130 interrupted)"
+    "4 model unavailable, 5 denied, 6 tripped, 7 budget exceeded, 130 interrupted)"
 )
 
 
@@ -44,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = sub.add_parser("show", help="replay one run step by step (default: the latest)", epilog=SHOW_EPILOG)
     show.add_argument("run_id", nargs="?", help="a run id or a unique prefix of one (default: the latest run)")
     show.add_argument("--follow", "-f", action="store_true", help="keep showing its steps until it ends")
+    show.add_argument("--chain", action="store_true", help="the run's chain of follow-ups as one conversation")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=show_run)
 
@@ -78,7 +81,7 @@ def list_runs(args: argparse.Namespace, settings: Settings) -> int:
             for row in reversed(rows):
                 print(json_line(row), flush=True)
         elif rows:
-            table([_row(r) for r in rows], RUN_COLUMNS, widths={"goal": 50})
+            table([_row(r) for r in rows], RUN_COLUMNS, widths={"goal": 50, "label": 20})
         else:
             given = any(v for v in filters.values())
             print("no runs match these filters" if given else "no runs recorded yet")
@@ -87,19 +90,21 @@ def list_runs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-RUN_COLUMNS = ["id", "status", "agent", "model", "source", "iters", "started", "took", "goal"]
+RUN_COLUMNS = ["id", "status", "label", "agent", "model", "source", "iters", "started", "took", "link", "goal"]
 
 
 def _row(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": run["id"],
         "status": run["status"],
+        "label": run.get("label") or "",
         "agent": run["agent_name"],
         "model": run["model"],
         "source": run["source"],
         "iters": run["iterations"],
         "started": ago(run["started_at"]),
         "took": duration(run["duration_ms"]) if run["duration_ms"] is not None else "-",
+        "link": run.get("kind") or (f"{run['link']} of {run['parent_run']}" if run.get("parent_run") else ""),
         "goal": run["goal"],
     }
 
@@ -146,16 +151,21 @@ def find_run(audit: AuditStore, prefix: str | None) -> dict[str, Any]:
 def show_run(args: argparse.Namespace, settings: Settings) -> int:
     with open_audit(settings) as audit:
         run = find_run(audit, args.run_id)
+        if args.chain:
+            return _show_chain(follow_up_chain(audit, run), args.json)
         steps = audit.steps(run["id"])
         linked = audit.linked(run["id"])
         checkpoints = audit.checkpoints(run["id"])
+        connections, tripwires = audit.connections(run["id"]), audit.tripwires(run["id"])
         if args.follow:
             return _follow_run(audit, settings, run, steps, args.json)
     if args.json:
-        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked})
+        walls = {"connections": connections, "tripwires": tripwires}
+        print_json({"run": run, "steps": steps, "checkpoints": checkpoints, "linked": linked, **walls})
         return 0
-    _print_run(run, linked)
+    _print_run(run, linked, steps)
     print_checkpoints(checkpoints, run["workspace"])
+    print_walls(connections, tripwires)
     for step in steps:
         print(_step_line(step))
     return 0
@@ -193,13 +203,17 @@ def _follow_run(
     return exit_code(run["status"])
 
 
-def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+def _print_run(run: dict[str, Any], linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:
     """The run's header; every value is shown escaped (the audit keeps it as it was)."""
     run = {k: visible_line(v) if isinstance(v, str) else v for k, v in run.items()}
+    kind = f"{run['kind']} " if run.get("kind") else ""
+    label = f"  label={run['label']!r}" if run.get("label") else ""
     print(
-        f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
-        f"mode={run['mode']} source={run['source']}"
+        f"{kind}run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']} "
+        f"mode={run['mode']} source={run['source']}{label}"
     )
+    if run.get("model_reason"):
+        print(f"model: {model_line(run)}")
     print(f"goal: {run['goal']}")
     took = f"  took {duration(run['duration_ms'])}" if run.get("duration_ms") is not None else ""
     print(
@@ -213,8 +227,13 @@ def _print_run(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
         print(allowed)
     if run.get("parent_run"):
         print(f"{run.get('link') or 'made'} of run {run['parent_run']}")
-    for child in linked:
-        print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
+    if run.get("kind") == "marathon":
+        _print_legs(linked, steps)
+    elif run.get("kind") == "swarm":
+        _print_tree(run, linked)
+    else:
+        for child in linked:
+            print(visible_line(f"{child.get('link') or 'linked'}: run {child['id']}  {child['status']}"))
     if run.get("error"):
         print(f"error: {run['error']}")
     if run.get("summary"):
@@ -241,6 +260,66 @@ def _allowed_line(run: dict[str, Any]) -> str:
     )
 
 
+def _print_legs(linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:
+    """Each leg with its outcome and what the judge (and the deliverable check) said after it."""
+    said = {}
+    for step in steps:
+        if step["kind"] == "judge":
+            data = json.loads(step.get("data") or "{}")
+            said[data.get("run")] = data
+    print(f"legs ({len(linked)}):")
+    for leg in linked:
+        data = said.get(leg["id"], {})
+        verdict = data.get("judge") or {}
+        reason = verdict.get("reason") or data.get("unusable") or "(no judgement: the marathon ended here)"
+        decided = "" if not data else ("done: " if data.get("done") else "not done: ")
+        changed = "" if not data else ("" if data.get("changed") else " (changed nothing)")
+        check = f"\n      check: {data['check']['detail']}" if data.get("check") else ""
+        print(f"  {leg['id']}  {leg['status']}{changed}\n      judge: {decided}{reason}{check}")
+
+
+def _print_tree(run: dict[str, Any], linked: list[dict[str, Any]]) -> None:
+    """The swarm as a tree: its children (each a sub-goal) and the synthesis that merged them."""
+    print(f"swarm {run['id']}  {run['status']}")
+    for i, child in enumerate(linked):
+        branch = "└─" if i == len(linked) - 1 else "├─"
+        goal = " ".join((child["goal"] or "").split())[:70]
+        print(f"{branch} {child.get('link') or 'linked'} {child['id']}  {child['status']}  {goal}")
+
+
+def follow_up_chain(audit: AuditStore, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The follow-ups this run belongs to, oldest first: up through its parents, down through its follow-ups."""
+    chain = [run]
+    while chain[0].get("link") == "follow-up" and chain[0].get("parent_run") and len(chain) < 1000:
+        parent = audit.run(chain[0]["parent_run"])
+        if parent is None:
+            break
+        chain.insert(0, parent)
+    while len(chain) < 1000:
+        after = [r for r in audit.linked(chain[-1]["id"]) if r.get("link") == "follow-up"]
+        if not after:
+            break
+        chain.append(after[0])
+    return chain
+
+
+def _show_chain(chain: list[dict[str, Any]], as_json: bool) -> int:
+    if as_json:
+        print_json({"chain": chain})
+        return 0
+    print(f"conversation of {len(chain)} run{'s' if len(chain) > 1 else ''}, oldest first\n")
+    for number, run in enumerate(chain, 1):
+        print(f"[{number}] run {run['id']}  {run['status']}  {run['started_at']}")
+        print(_indent(f"person: {run['goal']}"))
+        print(_indent(f"agent:  {run.get('summary') or run.get('error') or '(no answer recorded)'}") + "\n")
+    return 0
+
+
+def model_line(run: dict[str, Any]) -> str:
+    """`llama3.2:3b (asked auto; why: fallback)`: the chosen model, what was asked, and why."""
+    return f"{run['model']} (asked {run.get('model_requested') or 'auto'}; why: {run['model_reason']})"
+
+
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
     """The run's workspace checkpoints (hearth/run/checkpoints.py) and how to compare them; never a rollback."""
     if not rows:
@@ -253,9 +332,29 @@ def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None
         )
         print(visible_line(f"  {row['phase']:<6} {row['status']:<9} {sha:<12}  {extra}".rstrip()))
     shas = [r["commit_sha"] for r in rows if r["commit_sha"]]
+    git_dir = next((r["git_dir"] for r in rows if r.get("git_dir")), None)
     if len(set(shas)) > 1 and workspace:
-        print(f"  compare: git -C {workspace} diff {shas[0][:12]} {shas[-1][:12]}")
+        where = f"--git-dir={git_dir} --work-tree={workspace}" if git_dir else f"-C {workspace}"
+        print(f"  compare: git {where} diff {shas[0][:12]} {shas[-1][:12]}")
     print()
+
+
+def print_walls(connections: list[dict[str, Any]], tripwires: list[dict[str, Any]]) -> None:
+    """What the run's commands reached through its proxy, and what touched its decoys (hearth/run/walls.py)."""
+    if connections:
+        print("connections through the proxy:")
+        for c in connections:
+            verdict = "allowed" if c["allowed"] else "refused"
+            reason = f"  {c['reason']}" if c["reason"] else ""
+            print(
+                f"  {c['method']:<7} {c['host']}:{c['port']}  {verdict}  {c['bytes_up']} up / {c['bytes_down']} down{reason}"
+            )
+        print()
+    if tripwires:
+        print("tripwires:")
+        for t in tripwires:
+            print(f"  {t['decoy']}: {t['how']} ({t['action']})")
+        print()
 
 
 def _step_line(raw: dict[str, Any], live: bool = False) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from datetime import datetime
 
 from hearth.commands.spawn import positive, printer, summary
 from hearth.dispatch.launchers import LocalLauncher
 from hearth.dispatch.spawner import Spawner
 from hearth.dispatch.watch import Watch
+from hearth.missions import Timetable
 from hearth.settings import Settings
 
 
@@ -23,8 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
     launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
     with Spawner(settings, launcher) as spawner:
-        spawner.report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
-        watch = Watch(spawner)
+        report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
+        spawner.report = report
+        missions = Timetable(settings, datetime.now())
+        for problem in missions.problems:
+            report("mission_skipped", problem.path.name, problem.reason)
+        watch = Watch(spawner, missions=missions)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
         print(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.clock import utc_now
+from hearth import alerts
 from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished, recorded_request
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
@@ -25,6 +26,7 @@ from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
 from hearth.render import visible_line
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
 from hearth.run.goal import GoalRequest
+from hearth.run.profiles import agent_for_label
 from hearth.run.runner import Interrupted, exit_code, run_goal
 from hearth.settings import Settings
 
@@ -35,7 +37,9 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
     return GoalRequest(
         goal=request.goal,
         model=request.model,
-        agent_name=request.agent_name,
+        agent_name=agent_for_label(settings.config_dir, request.agent_name, request.label),
+        label=request.label,
+        max_tokens=request.max_tokens,
         mode=request.mode,
         max_iters=request.max_iterations,
         workspace=None,  # a fresh run directory, <state>/agents/<id>, made by the runner
@@ -46,6 +50,10 @@ def goal_request(request: Request, settings: Settings) -> GoalRequest:
         timeout_s=float(request.timeout_s),
         credentials=request.credentials or [],
         egress=request.egress or [],
+        continues=request.continues,
+        parent_run=request.child_of,
+        link="child" if request.child_of else None,
+        network=request.network,
     )
 
 
@@ -127,6 +135,8 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
         if request.evolve:
             run_evolve_request(goal_request(request, settings), settings)
             status, error = _recorded(settings, request.id)
+        elif request.marathon or request.swarm:
+            status, error = _run_long(request, settings, out)
         else:
             _, outcome = run_goal(goal_request(request, settings), settings, out=out.out, json_lines=out.json_lines)
             status, error = outcome.status, outcome.error
@@ -143,6 +153,21 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
     with AuditStore(settings.audit_path) as audit:
         place(queue, audit, path, status, error)
     return exit_code(status)
+
+
+def _run_long(request: Request, settings: Settings, out: _Output) -> tuple[str, str]:
+    """A marathon or a swarm: its code loads only for such a request."""
+    if request.marathon:
+        from hearth.run.marathon import run_marathon
+
+        _, outcome = run_marathon(
+            goal_request(request, settings), request.marathon, settings, out=out.out, json_lines=out.json_lines
+        )
+    else:
+        from hearth.run.swarm import run_swarm
+
+        outcome = run_swarm(request, goal_request(request, settings), settings, out=out.out)
+    return outcome.status, outcome.error
 
 
 def _recorded(settings: Settings, run_id: str) -> tuple[str, str]:
@@ -170,5 +195,6 @@ def run_child(request_id: str, settings: Settings, log_path: str) -> None:
     except Exception as exc:
         print(visible_line(f"hearth agent {request_id}: {exc}"), file=sys.stderr)
         code = getattr(exc, "exit_code", 70)
+    alerts.flush()  # while the interpreter can still send them
     sys.stdout.flush()
     sys.exit(code)

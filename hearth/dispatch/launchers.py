@@ -5,6 +5,8 @@
     LocalLauncher     a process per run, forked from a fork server that has hearth imported
                       already (starting is milliseconds, not a fresh interpreter), at most
                       `concurrency` at once. For hosts without systemd and for development.
+                      A swarm waiting for its children (live state `waiting`) holds no slot:
+                      otherwise a swarm could wait forever for children that cannot start.
 
 `heal_spawn_units()` is what `hearth enqueue` does on a systemd host so a launch is never
 swallowed: failed spawn units are reset, the spawner runs now, the path unit is re-armed.
@@ -13,6 +15,7 @@ systemctl is found on PATH like any program (tests put a recording fake first).
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -21,6 +24,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Protocol
 
 from hearth.settings import Settings
@@ -116,6 +120,14 @@ def heal_spawn_units() -> Healing:
     return Healing([f"reset-failed {' '.join(failed)}", f"started {SPAWN_SERVICE}", f"re-armed {SPAWN_PATH}"])
 
 
+def _waiting(state_file: Path) -> bool:
+    """The run's live state says it waits for other runs (a swarm for its children)."""
+    try:
+        return bool(json.loads(state_file.read_bytes()).get("state") == "waiting")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 class LocalLauncher:
     """Runs as local processes; their output goes to <state_dir>/logs/<id>.log."""
 
@@ -131,7 +143,10 @@ class LocalLauncher:
         self._procs: dict[str, BaseProcess] = {}
 
     def free_slots(self) -> int | None:
-        return self.concurrency - len(self._procs)
+        if not self._procs:
+            return self.concurrency
+        waiting = sum(1 for rid in self._procs if _waiting(self.settings.runs_state_dir / f"{rid}.json"))
+        return self.concurrency - len(self._procs) + waiting
 
     def start(self, request_id: str) -> None:
         from hearth.dispatch.claimed import run_child

@@ -8,7 +8,7 @@ request kept in failed/; the spawner and `hearth watch` call it on every sweep.
 Final places by the run's recorded status: `interrupted` -> failed/ (kept to run again under a
 new id), `rejected` -> rejected/, anything else -> the file is removed (the audit keeps its body).
 
-Every run, from the queue or not, also holds <state>/state/<id>.lock (`hold_run`) from before its
+Every run, from the queue or not, also holds <state>/state/<id>.lock (`hold_run`, hearth/run/lock.py) from before its
 row exists until after its final status. `settle_dead()` is what every command that looks at
 runs calls first (`hearth runs`, `show`, `state`, `spawn`, `watch`, `serve`): a `running` row whose
 lock is free is a run whose process is gone, however it went (killed, crashed, a broken pipe, a
@@ -20,46 +20,24 @@ audit and never imports the engine, so a sweep starts fast.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
-from hearth.errors import UsageError
 from hearth.queue import Queue, RunLock, read_request_bytes
 from hearth.request import ID_PATTERN, Request, RequestRefused
+from hearth.run.lock import run_lock_path
 from hearth.run.state import remove_state
 from hearth.settings import Settings
 
 CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent never started
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
-RUN_LOCK_WAIT_S = 1.0  # a command looking holds a run's lock for a moment; a live run for good
-
-
-def run_lock_path(settings: Settings, run_id: str) -> Path:
-    return settings.runs_state_dir / f"{run_id}.lock"
-
-
-@contextlib.contextmanager
-def hold_run(settings: Settings, run_id: str) -> Iterator[None]:
-    """The run's lock for the life of the block: held means its process is alive."""
-    if not re.fullmatch(ID_PATTERN, run_id):
-        raise UsageError(f"{run_id!r} cannot name a run")
-    path = run_lock_path(settings, run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = RunLock.acquire(path, wait_s=RUN_LOCK_WAIT_S)
-    if lock is None:
-        raise UsageError(f"run {run_id} is already running")
-    try:
-        yield
-    finally:
-        lock.release(remove=True)
 
 
 def settle_dead(audit: AuditStore, settings: Settings) -> list[str]:
@@ -112,10 +90,13 @@ def reject(
     run_id: str | None = None,
 ) -> Path | None:
     """Keep a refused file in rejected/ and record why (at most 500 characters); None if someone
-    else moved it first."""
+    else moved it first.
+
+    The rejected run is named by the file's id when that is a free, valid id (so `hearth show ID`
+    finds the refusal the sender was told about), else by a fresh one."""
     reason = bounded(reason)
-    run_id = run_id or new_run_id()
     facts = FileFacts.of(path.name, data)
+    run_id = run_id or _free_id(audit, facts.file.removesuffix(".json")) or new_run_id()
     kept = queue.reject(path, reason, run_id=run_id, size=facts.size, sha256=facts.sha256)
     if kept is not None:
         record_rejection(
@@ -128,6 +109,14 @@ def reject(
             request_id=facts.file.removesuffix(".json"),
         )
     return kept
+
+
+def _free_id(audit: AuditStore, stem: str) -> str | None:
+    if not (re.fullmatch(ID_PATTERN, stem) and audit.run(stem) is None):
+        return None
+    if audit.conn.execute("select 1 from requests where id = ?", [stem]).fetchone():
+        return None  # an accepted request owns that id
+    return stem
 
 
 def place(queue: Queue, audit: AuditStore, path: Path, status: str, error: str | None) -> None:

@@ -23,18 +23,26 @@ from pathlib import Path
 
 from agent.clock import utc_now
 from agent.safety.display import bounded
+from hearth import alerts
 from hearth.audit.requests import FileFacts, admit, record_unfinished
 from hearth.audit.store import AuditStore
+from hearth.budget import load_budget, local_now, refusal
 from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
+from hearth.dispatch.pause import Paused, paused
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, HearthError
 from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
-from hearth.request import Parsed, RequestRefused, check, parse_request, printable
+from hearth.request import Parsed, Request, RequestRefused, check, parse_request, printable
+from hearth.run.profiles import agent_for_label
 from hearth.settings import Settings
 
 SETTLE_S = 2.0  # how long a file that is not yet valid JSON may still be being written
 STALE_TEMP_S = 600.0  # a temp name untouched this long was abandoned by its writer
 IDLE_WAIT_S = 1.0
+# While paused, `hearth spawn` waits this long for a resume before it exits: the path unit fires
+# again at once while a request waits, so this keeps that to once in 4 minutes (the service's
+# TimeoutStartSec is 300 s).
+PAUSED_WAIT_S = 240.0
 
 Report = Callable[[str, str, str], None]  # (what, name, detail): started, rejected, settled ...
 
@@ -44,6 +52,7 @@ class Pass:
     retry_in: float | None  # a settling file wants another look after this many seconds
     blocked: bool  # stopped early: every run slot is taken
     took: int = 0  # names claimed or moved out of the queue directory in this pass
+    paused: bool = False  # requests wait, but hearth is paused (hearth/dispatch/pause.py)
 
 
 def choose_launcher(settings: Settings, *, local: bool = False, concurrency: int | None = None) -> Launcher:
@@ -65,6 +74,7 @@ class Spawner:
         stale_s: float = STALE_TEMP_S,
         grace_s: float = CLAIM_GRACE_S,
         clock: Callable[[], float] = time.time,
+        paused_wait_s: float = PAUSED_WAIT_S,
     ) -> None:
         settings.writable_state_dir()
         try:
@@ -84,6 +94,8 @@ class Spawner:
         self.settle_s, self.stale_s, self.grace_s, self.clock = settle_s, stale_s, grace_s, clock
         self.audit = AuditStore(settings.audit_path)
         self.counts: Counter[str] = Counter()
+        self.paused_wait_s = paused_wait_s
+        self._held: set[str] = set()  # waiting names already reported as held by a pause
 
     def close(self) -> None:
         self.audit.close()
@@ -98,10 +110,12 @@ class Spawner:
     def run(self) -> int:
         """Sweep, then start everything waiting and wait for local runs; 1 if a launch failed."""
         self.sweep()
+        held_until = self.clock() + self.paused_wait_s
         while True:
             self.reap()
             step = self.drain()
-            if not self.launcher.running() and step.retry_in is None and not step.blocked:
+            busy = bool(self.launcher.running()) or step.retry_in is not None or step.blocked
+            if not busy and not (step.paused and self.clock() < held_until):
                 break
             self.launcher.wait([], step.retry_in if step.retry_in is not None else IDLE_WAIT_S)
         return 1 if self.counts["launch_failed"] else 0
@@ -133,7 +147,11 @@ class Spawner:
 
     # -- arrivals -------------------------------------------------------------------------------
     def drain(self) -> Pass:
-        """One look at every incoming name, while a run slot is free."""
+        """One look at every incoming name, while a run slot is free and hearth is not paused."""
+        held = paused(self.settings)
+        if held is not None:
+            return self._hold(held)
+        self._held.clear()
         retry: float | None = None
         took = 0
         for entry in self.queue.incoming():
@@ -146,6 +164,14 @@ class Spawner:
             elif not is_temp_name(entry.name):
                 took += 1
         return Pass(retry, blocked=False, took=took)
+
+    def _hold(self, held: Paused) -> Pass:
+        """Paused: claim nothing; say once per request that it waits, and why."""
+        waiting = {entry.name for entry in self.queue.incoming() if not is_temp_name(entry.name)}
+        for name in sorted(waiting - self._held):
+            self.report("paused", printable(name), f"waits: hearth is {held.line()}")
+        self._held = waiting
+        return Pass(None, blocked=False, paused=bool(waiting))
 
     def _handle(self, entry: Entry) -> float | None:
         age = self.clock() - entry.mtime
@@ -178,6 +204,7 @@ class Spawner:
             data = read_request_bytes(path, self.owners)
             parsed = parse_request(data, entry.name)
             check(parsed.request)
+            self._within_budget(parsed.request)
             admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
         except RequestRefused as exc:
             self._reject(path, str(exc), data, parsed)
@@ -187,6 +214,20 @@ class Spawner:
             return
         self._launch(parsed.request.id, path)
 
+    def _within_budget(self, request: Request) -> None:
+        """RequestRefused when the budget this request would run under is spent (a broken file: a warning)."""
+        try:
+            budget = load_budget(self.settings.config_dir, self.settings.daily_tokens)
+        except HearthError as exc:
+            self.report("warning", "budget", f"{exc}; requests run without a budget")
+            return
+        if not budget.configured:
+            return
+        agent = agent_for_label(self.settings.config_dir, request.agent_name, request.label)
+        reason = refusal(budget, self.audit, agent, local_now())
+        if reason:
+            raise RequestRefused(f"not started: {reason}")
+
     def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
         reason = bounded(reason)
         request = parsed.request if parsed else None
@@ -194,6 +235,9 @@ class Spawner:
             return  # someone else moved it first, and recorded it
         self.counts["rejected"] += 1
         self.report("rejected", printable(path.name), reason)
+        goal = request.goal if request else ""
+        agent = request.agent_name if request else "-"
+        alerts.run_ended(self.settings, printable(path.name), "rejected", goal=goal, detail=reason, agent=agent)
 
     def _launch(self, request_id: str, path: Path) -> None:
         try:

@@ -9,6 +9,10 @@
         already finished                -> NotRunning (nothing changed)
     stop_all(settings, by=...)           every run that is claimed or running now
 
+Runs made from the stopped one go with it: a swarm's children (queued, claimed or running; its
+`child` steps name them before they are queued) and any linked run still running (a marathon's
+leg, a synthesis), each stopped the same way with the reason naming the parent.
+
 A run that gets SIGTERM records itself `interrupted` and keeps its request in failed/; one that
 had to be killed, or never started, is recorded here the way a sweep would. Either way its
 error names who stopped it, a `stop` step is in its timeline, and its pending approvals are
@@ -22,7 +26,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.clock import utc_now
@@ -53,6 +57,7 @@ class Stopped:
     how: str  # dequeued | cancelled | systemd | signal | killed
     status: str  # the run's status now (interrupted, or what it ended with meanwhile)
     approvals_cancelled: int = 0
+    with_it: tuple[Stopped, ...] = ()  # runs made from this one, stopped with it
 
 
 def stop_run(
@@ -77,7 +82,28 @@ def stop_run(
     if status == "running":
         _mark(settings, run_id, reason)
     how = _end_process(settings, queue, run_id, grace_s, _systemd(settings, use_systemd))
-    return _settle(settings, queue, run_id, reason, how)
+    stopped = _settle(settings, queue, run_id, reason, how)
+    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, use_systemd))
+
+
+def _stop_linked(
+    settings: Settings, run_id: str, by: str, grace_s: float, use_systemd: bool | None
+) -> tuple[Stopped, ...]:
+    """The runs made from this one that may still go: a swarm's children, a running leg or synthesis."""
+    with AuditStore(settings.audit_path) as audit:
+        ids = [
+            r["id"] for r in audit.rows("select detail as id from steps where run_id = ? and kind = 'child'", [run_id])
+        ]
+        ids += [r["id"] for r in audit.linked(run_id) if r["status"] == "running"]
+    stopped = []
+    for linked in dict.fromkeys(i for i in ids if i):
+        try:
+            stopped.append(
+                stop_run(settings, linked, by=f"{by}, with {run_id}", grace_s=grace_s, use_systemd=use_systemd)
+            )
+        except (NotRunning, NotFound):
+            continue
+    return tuple(stopped)
 
 
 def stop_all(settings: Settings, *, by: str, grace_s: float = STOP_GRACE_S) -> list[Stopped]:
@@ -247,4 +273,5 @@ def _record(audit: AuditStore, run_id: str, reason: str) -> str:
 def stopped_line(stopped: Stopped) -> str:
     """One line for a person: what became of the run."""
     cancelled = f", {stopped.approvals_cancelled} approval(s) cancelled" if stopped.approvals_cancelled else ""
-    return f"{stopped.run_id}: {stopped.status} ({stopped.how}){cancelled}"
+    with_it = f"; with it: {', '.join(s.run_id for s in stopped.with_it)}" if stopped.with_it else ""
+    return f"{stopped.run_id}: {stopped.status} ({stopped.how}){cancelled}{with_it}"

@@ -2,8 +2,11 @@
 
 The same `Spawner` as `hearth spawn --local`. Files already waiting are taken at start; every
 arrival wakes it; a burst is drained pass after pass as run slots free up; a sweep every
-`sweep_every_s` settles runs that died under another spawner. `stop()` (SIGTERM, SIGINT) ends
-it: no new claims, each running run gets SIGTERM and records `interrupted` (request kept).
+`sweep_every_s` settles runs that died under another spawner. While hearth is paused nothing
+is claimed (hearth/dispatch/pause.py). With a `Timetable` it also fires the missions a systemd
+timer does not (hearth/missions.py), on their schedules, re-reading their files at each sweep.
+`stop()` (SIGTERM, SIGINT) ends it: no new claims, each running run gets SIGTERM and records
+`interrupted` (request kept).
 
 It also watches the runs' live state: a run that starts waiting for an approval is reported once
 per approval (`waiting`), with the commands that decide it, since its own output goes to its log.
@@ -15,12 +18,15 @@ import os
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from hearth.dispatch.spawner import Spawner
+from hearth.errors import HearthError
+from hearth.missions import Timetable, fire
 from hearth.run.state import read_states
 
 SWEEP_EVERY_S = 10.0
@@ -28,6 +34,7 @@ SWEEP_EVERY_S = 10.0
 # event behind it; each claim is such a move. For that long after a claim the loop looks itself.
 MOVE_BLIND_S = 0.5
 BLIND_POLL_S = 0.02
+PAUSED_POLL_S = 0.5  # while paused, how often to look whether hearth was resumed
 _ARRIVALS = ("created", "moved", "modified", "closed")
 
 
@@ -86,9 +93,17 @@ _APPROVAL = re.compile(r"approval (\S+): ")
 
 
 class Watch:
-    def __init__(self, spawner: Spawner, *, sweep_every_s: float = SWEEP_EVERY_S) -> None:
+    def __init__(
+        self,
+        spawner: Spawner,
+        *,
+        sweep_every_s: float = SWEEP_EVERY_S,
+        missions: Timetable | None = None,
+        now: Callable[[], datetime] = datetime.now,
+    ) -> None:
         self.spawner = spawner
         self.sweep_every_s = sweep_every_s
+        self.missions, self.now = missions, now
         self.waker = Waker()
         self.stopping = False
         self._told: set[str] = set()  # the approvals already reported as waiting
@@ -122,6 +137,7 @@ class Watch:
         while not self.stopping:
             self.spawner.reap()
             self.report_waiting()
+            self._fire_missions()
             step = self.spawner.drain()
             if step.took:
                 blind_until = time.monotonic() + MOVE_BLIND_S
@@ -130,10 +146,17 @@ class Watch:
                 timeout = min(timeout, step.retry_in)
             if time.monotonic() < blind_until:
                 timeout = min(timeout, BLIND_POLL_S)
+            if step.paused:
+                timeout = min(timeout, PAUSED_POLL_S)
+            mission_wait = self.missions.wait_s(self.now()) if self.missions else None
+            if mission_wait is not None:
+                timeout = min(timeout, mission_wait)
             self.spawner.launcher.wait([self.waker.fd], timeout)
             self.waker.clear()
             if time.monotonic() >= next_sweep and not self.stopping:
                 self.spawner.sweep()
+                if self.missions:
+                    self.missions.reload(self.now())
                 next_sweep = time.monotonic() + self.sweep_every_s
 
     def report_waiting(self) -> None:
@@ -146,3 +169,16 @@ class Watch:
             approval = found.group(1)
             detail = f"{state['detail']}; decide with: hearth approve {approval}  or: hearth deny {approval}"
             self.spawner.report("waiting", str(state.get("run_id")), detail)
+
+    def _fire_missions(self) -> None:
+        """Enqueue each mission whose time has come (or record its skip while it is paused)."""
+        if self.missions is None:
+            return
+        report = self.spawner.report
+        for mission in self.missions.due(self.now()):
+            try:
+                done = fire(self.spawner.settings, mission, source="timer", by="hearth watch", now=self.now())
+            except HearthError as exc:  # a refused request: said, and the watch goes on
+                report("mission_failed", mission.name, str(exc))
+                continue
+            report("mission", mission.name, f"enqueued {done.id}" if done else "skipped: the mission is paused")

@@ -43,6 +43,7 @@ ANSWERS = {
     "no": "deny",
 }
 MAX_PROMPTS = 3
+OnPending = Callable[[Approval, str], None]  # (the approval now waiting, the call as one line)
 
 
 def choose(
@@ -52,10 +53,12 @@ def choose(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     run_timeout_s: float | None = None,
+    on_pending: OnPending | None = None,
 ) -> Approver:
     """The terminal approver when a person is at this terminal, else the headless one.
 
-    With ``run_timeout_s`` (the run's own time limit) no approval waits past the run's end.
+    With ``run_timeout_s`` (the run's own time limit) no approval waits past the run's end;
+    ``on_pending`` hears of each approval the headless one starts waiting for (the alerts).
     """
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     run_ends = utc_clock() + timedelta(seconds=run_timeout_s) if run_timeout_s else None
@@ -63,7 +66,7 @@ def choose(
         # with --json, stdout is for events: the question goes to stderr
         out = sys.stderr if recorder.json_lines else stdout
         return TerminalApprover(recorder, settings.approval_timeout_s, stdin, out, run_ends=run_ends)
-    return HeadlessApprover(recorder, settings.approval_timeout_s, run_ends=run_ends)
+    return HeadlessApprover(recorder, settings.approval_timeout_s, run_ends=run_ends, on_pending=on_pending)
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -145,9 +148,11 @@ class HeadlessApprover(_Bounded):
         now: Clock = utc_clock,
         sleep: Callable[[float], None] = time.sleep,
         run_ends: datetime | None = None,
+        on_pending: OnPending | None = None,
     ) -> None:
         self.recorder, self.limit_s, self.poll_s, self.now, self.sleep = recorder, timeout_s, poll_s, now, sleep
         self.run_ends = run_ends
+        self.on_pending = on_pending
 
     def __call__(self, name: str, args: dict[str, Any], reason: str) -> Decision:
         timeout_s = self.wait_s()
@@ -157,6 +162,8 @@ class HeadlessApprover(_Bounded):
         audit = self.recorder.audit
         approval = approvals.ask(audit, self.recorder.run_id, name, args, reason, timeout_s=timeout_s, now=self.now)
         self._announce(approval, name, args)
+        if self.on_pending is not None:
+            self.on_pending(approval, _show_call(name, args))
         try:
             final = approvals.wait(audit, approval, now=self.now, sleep=self.sleep, poll_s=self.poll_s)
         except BaseException as exc:  # SIGTERM, Ctrl-C: the run stops; the question must not stay open

@@ -7,8 +7,13 @@
         mode = "auto"                           plan | auto | bypass
         allowed_tools = ["read_file", "list_files"]   the run's manifest (absent: every tool)
         max_iterations = 12                     1 to 100
+        network = false                         commands get network, only through the run's guarded proxy
+        egress = ["pypi.org", "*.github.com"]   the hosts network tools and commands may reach (absent: any public)
         max_mode = "plan"                       a ceiling: no request or flag may ask for more
         max_tools = ["read_file", "list_files"] a ceiling: no request or flag may name another tool
+        fallbacks = ["llama3.2"]                models to try, in order, when the model is not pulled
+        escalate = false                        retry a run ending iteration_limit/failed on the next one
+        max_tokens = 50000                      a run's own token cap (budget_exceeded past it)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -35,13 +40,26 @@ from typing import Any
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS
+from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
 ROLE_FILE = "AGENTS.md"
-KEYS = ("name", "model", "mode", "allowed_tools", "max_iterations", "max_mode", "max_tools")
+KEYS = (
+    "name",
+    "model",
+    "mode",
+    "allowed_tools",
+    "max_iterations",
+    "max_mode",
+    "max_tools",
+    "network",
+    "egress",
+    "fallbacks",
+    "escalate",
+    "max_tokens",
+)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -55,8 +73,13 @@ class Profile:
     mode: str | None = None
     allowed_tools: tuple[str, ...] | None = None
     max_iterations: int | None = None
+    network: bool | None = None
+    egress: tuple[str, ...] | None = None
     max_mode: str | None = None  # the most any run of this profile may get
     max_tools: tuple[str, ...] | None = None  # the only tools any run of this profile may get
+    fallbacks: tuple[str, ...] = ()
+    escalate: bool | None = None
+    max_tokens: int | None = None
 
     @property
     def builtin(self) -> bool:
@@ -140,7 +163,7 @@ def _checked(path: Path, key: str, value: Any) -> Any:
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
-    return tuple(value) if key in ("allowed_tools", "max_tools") else value
+    return tuple(value) if key in ("allowed_tools", "max_tools", "egress", "fallbacks") else value
 
 
 def _problem(key: str, value: Any) -> str | None:
@@ -154,9 +177,27 @@ def _problem(key: str, value: Any) -> str | None:
         isinstance(value, list) and all(isinstance(v, str) for v in value)
     ):
         return "must be a list of tool names"
+    if key == "network" and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "egress" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of host names (or *.domain)"
     if key == "max_iterations" and not (type(value) is int and 1 <= value <= MAX_ITERATIONS):
         return f"must be a whole number from 1 to {MAX_ITERATIONS}"
+    if key == "fallbacks" and not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
+        return "must be a list of model names"
+    if key == "escalate" and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
+        return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
     return None
+
+
+def agent_for_label(config_dir: Path, agent_name: str, label: str | None) -> str:
+    """The profile a request runs under: its agent_name, or (when that is `default`) the profile its
+    label names, if there is one; a label that names no profile is only a label."""
+    if agent_name != "default" or not label or not _NAME.fullmatch(label):
+        return agent_name
+    return label if label in profile_names(config_dir) else agent_name
 
 
 def apply_profile(
@@ -182,6 +223,14 @@ def apply_profile(
         "mode": chosen,
         "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         "allowed_tools": list(tools) if tools is not None else None,
+    }
+
+
+def apply_network(profile: Profile, *, network: bool | None, egress: list[str]) -> dict[str, Any]:
+    """Whether commands get network, and the egress list: the request's when given, else the profile's."""
+    return {
+        "network": network if network is not None else bool(profile.network),
+        "egress": list(egress) if egress else list(profile.egress or ()),
     }
 
 

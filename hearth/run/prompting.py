@@ -135,7 +135,10 @@ def preview(
     if workspace is not None:
         with Workspace(workspace) as ws:
             found, root = find_workspace_context(ws, num_ctx), str(ws.root)
-        git = Checkpoints(Path(root), "doctor", SandboxPolicy(kind=settings.sandbox)).git_state()
+        points = Checkpoints(
+            Path(root), "doctor", SandboxPolicy(kind=settings.sandbox), history=settings.checkpoints_dir
+        )
+        git = points.git_state()
     values = freeze_values(
         workspace_root=root,
         agent_name=profile.name,

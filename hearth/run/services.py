@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from agent.knowledge.recall import recall_context
 from agent.net.guard import NetGuard, NetRefused, Record
 from agent.safety.redaction import Redactor, SecretFinder
 from agent.safety.sandbox import SandboxPolicy
@@ -68,6 +67,7 @@ def run_services(
         config_repo=request.config_repo,
         ollama_host=settings.ollama_host,
         auto_commands=settings.auto_commands,
+        protected=(str(settings.checkpoints_dir),),
     )
     try:
         yield services
@@ -83,6 +83,8 @@ def recall_preface(services: RunServices, goal: str, settings: Settings, recorde
     store = services.knowledge_store()
     if store is None:
         return ""
+    from agent.knowledge.recall import recall_context  # a knowledge base exists: only then is its code loaded
+
     preface = services.redact(recall_context(store, goal, services.agent_name, settings.recall_chars))
     if preface:
         recorder.note("recall", output=preface, detail=f"{len(preface)} characters recalled into the first message")

@@ -14,7 +14,17 @@ from typing import Any
 from agent.clock import utc_now
 from hearth.atomic import write_atomic
 
-FINAL_STATES = ("done", "iteration_limit", "model_unavailable", "failed", "denied", "interrupted", "rejected")
+FINAL_STATES = (
+    "done",
+    "iteration_limit",
+    "model_unavailable",
+    "budget_exceeded",
+    "failed",
+    "denied",
+    "interrupted",
+    "rejected",
+    "tripped",
+)
 
 
 class StateFile:

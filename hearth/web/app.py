@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -43,7 +44,16 @@ def web_of(request: Request) -> Web:
     return web
 
 
+def _migrated(path: Path) -> None:
+    """Bring an existing audit to this hearth's schema before reading it read-only (new columns)."""
+    if path.exists():
+        from hearth.audit.store import AuditStore
+
+        AuditStore(path).close()
+
+
 def create_app(config: WebConfig) -> FastAPI:
+    _migrated(config.settings.audit_path)
     reader = Reader(config.settings.audit_path)
     web = Web(config, reader, Live(config, reader), Pages(), Sessions(), Throttle(config.throttle_base_s))
 

@@ -15,6 +15,7 @@ STATUS_COLOURS = {
     "running": "#1c7ed6",
     "iteration_limit": "#f08c00",
     "model_unavailable": "#ae3ec9",
+    "budget_exceeded": "#d6336c",
     "denied": "#e8590c",
     "failed": "#e03131",
     "interrupted": "#868e96",

@@ -39,7 +39,9 @@ def snapshot(config: WebConfig, reader: Reader) -> dict[str, Any]:
 
 def _enriched(run: dict[str, Any], config: WebConfig, reader: Reader, now: datetime) -> dict[str, Any]:
     """A live run plus what the audit knows: when it started, its goal, its iteration cap."""
-    row = reader.one("select started_at, goal, mode, agent_name, model from runs where id = ?", [run["id"]]) or {}
+    row = (
+        reader.one("select started_at, goal, mode, agent_name, model, label from runs where id = ?", [run["id"]]) or {}
+    )
     started = row.get("started_at")
     elapsed = (now - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds() if started else None
     agent = run.get("agent_name") or row.get("agent_name") or "default"
@@ -47,6 +49,7 @@ def _enriched(run: dict[str, Any], config: WebConfig, reader: Reader, now: datet
         **run,
         "agent_name": agent,
         "model": run.get("model") or row.get("model"),
+        "label": run.get("label") or row.get("label"),
         "goal": (row.get("goal") or "")[:240],
         "mode": row.get("mode"),
         "started_at": started,

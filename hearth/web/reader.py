@@ -19,8 +19,8 @@ from typing import Any
 
 PAGE_SIZE = 50
 LIST_COLUMNS = (
-    "id, status, agent_name, model, source, mode, requested_by, iterations, tokens_in, tokens_out, "
-    "duration_ms, started_at, ended_at, substr(goal, 1, 240) as goal"
+    "id, status, label, agent_name, model, model_requested, model_reason, source, mode, requested_by, iterations, "
+    "tokens_in, tokens_out, duration_ms, started_at, ended_at, substr(goal, 1, 240) as goal"
 )
 # Columns linking runs to each other, once the audit has them (follow-ups, swarms): name -> column.
 # Adding {"parent": "parent_id"} here is all the run page needs to show both directions.

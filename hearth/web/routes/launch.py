@@ -1,4 +1,5 @@
-"""Launch: the form and /api/enqueue, both writing a version 1 request as `hearth enqueue` does.
+"""Launch: the form, /api/enqueue and a run page's follow-up form, each writing a version 1 request as
+`hearth enqueue` does (the form offers a marathon and a swarm too).
 
 The request is built by the queue's own model and queued by hearth.dispatch.submit, so a refusal
 is in the queue's words; the form shows it beside the field it names.
@@ -19,6 +20,7 @@ from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
 from hearth.dispatch.submit import SubmitRefused, submit
+from hearth.longwork import DEFAULT_LEGS, DEFAULT_WORKERS
 from hearth.request import RequestRefused, build_request, load_json
 from hearth.run.profiles import profile_names
 from hearth.web.app import web_of
@@ -81,7 +83,27 @@ def request_object(form: dict[str, Any], me: Identity) -> dict[str, Any]:
     hosts = [h for h in re.split(r"[\s,]+", form.get("egress") or "") if h]
     if hosts:
         obj["egress"] = hosts
+    obj.update(long_work(form))
     return {**obj, "source": "command-center", "requested_by": me.user}
+
+
+def long_work(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's "long work" choice: a marathon (legs, its check) or a swarm (workers), else nothing."""
+    if form.get("long") == "marathon":
+        plan: dict[str, Any] = {"max_legs": _number(form.get("legs"), DEFAULT_LEGS)}
+        files = [f for f in re.split(r"[\s,]+", form.get("check_files") or "") if f]
+        command = (form.get("check_command") or "").strip()
+        if files or command:
+            plan["check"] = {**({"files": files} if files else {}), **({"command": command} if command else {})}
+        return {"marathon": plan}
+    if form.get("long") == "swarm":
+        return {"swarm": {"max_workers": _number(form.get("workers"), DEFAULT_WORKERS)}}
+    return {}
+
+
+def _number(text: Any, default: int) -> Any:
+    value = str(text or "").strip()
+    return default if not value else int(value) if value.isdigit() else value
 
 
 def _queue(request: Request, obj: dict[str, Any], me: Identity) -> dict[str, str]:
@@ -120,6 +142,26 @@ async def launch_submit(request: Request, me: Identity = Depends(operator)) -> R
             request, "launch.html", STATUS_OF[exc.kind], form=form, error=reason, field=_form_field(str(exc)), **choices
         )
         return page
+    return RedirectResponse(f"/runs/{done['id']}?queued=1", status_code=303)
+
+
+@router.post("/runs/{run_id}/continue", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def continue_submit(request: Request, run_id: str, me: Identity = Depends(operator)) -> Response:
+    """The run page's follow-up form: a request with `continues`, queued; its page next."""
+    earlier = await run_in_threadpool(web_of(request).reader.run, run_id)
+    if earlier is None or earlier["status"] == "running":
+        raise WebError(
+            404 if earlier is None else 409,
+            f"run {run_id[:80]!r} cannot be continued: it is {'unknown' if earlier is None else 'still running'}",
+        )
+    form = await _form_values(request)
+    obj = {"id": new_run_id(), "goal": form.get("goal", ""), "continues": run_id}
+    try:
+        done = await run_in_threadpool(
+            _queue, request, {**obj, "source": "command-center", "requested_by": me.user}, me
+        )
+    except SubmitRefused as exc:
+        raise WebError(STATUS_OF[exc.kind], f"the follow-up was not queued: {exc}") from None
     return RedirectResponse(f"/runs/{done['id']}?queued=1", status_code=303)
 
 

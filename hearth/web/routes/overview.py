@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import HTMLResponse, StreamingResponse
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from hearth.dispatch.pause import pause, resume
 from hearth.web.app import web_of
 from hearth.web.live import snapshot
-from hearth.web.security import Identity, viewer
+from hearth.web.security import Identity, check_csrf, operator, viewer
 
 router = APIRouter()
 
@@ -48,3 +50,29 @@ async def api_events(request: Request, me: Identity = Depends(viewer)) -> Stream
     """Server-sent events: `state` (the /api/state shape, with a version) now and at every change."""
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(web_of(request).live.stream(), media_type="text/event-stream", headers=headers)
+
+
+@router.post("/pause", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def pause_page(request: Request, me: Identity = Depends(operator)) -> Response:
+    await run_in_threadpool(pause, web_of(request).config.settings, by=me.decider)
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/resume", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def resume_page(request: Request, me: Identity = Depends(operator)) -> Response:
+    await run_in_threadpool(resume, web_of(request).config.settings)
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/api/pause", tags=["runs"], dependencies=[Depends(check_csrf)])
+async def api_pause(request: Request, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Pause hearth (as `hearth pause`): nothing new starts, requests wait in the queue. The pause in force."""
+    held = await run_in_threadpool(pause, web_of(request).config.settings, by=me.decider)
+    return {"paused": {**vars(held), "line": held.line()}}
+
+
+@router.post("/api/resume", tags=["runs"], dependencies=[Depends(check_csrf)])
+async def api_resume(request: Request, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Resume (as `hearth resume`): waiting requests start. The pause that was in force, or null."""
+    was = await run_in_threadpool(resume, web_of(request).config.settings)
+    return {"was": {**vars(was), "line": was.line()} if was else None}

@@ -15,8 +15,8 @@ from hearth.errors import NotFound, UsageError
 from hearth.queue import Queue
 from hearth.report import parse_since
 from hearth.request import ID_PATTERN
+from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
 from hearth.web.app import web_of
-from hearth.web.diff import checkpoint_range, diff_lines, workspace_diff
 from hearth.web.reader import PAGE_SIZE, RunFilter
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
@@ -110,7 +110,9 @@ def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     live = run["status"] in ("running", "queued", "starting")
     if compare is None or live:
         return {**data, "diff": None, "live": live}
-    text = workspace_diff(web_of(request).config.settings, run.get("workspace") or "", *compare)
+    before, after = compare
+    history = history_of(data["checkpoints"])
+    text = workspace_diff(web_of(request).config.settings, run.get("workspace") or "", before, after, history)
     return {**data, "diff": diff_lines(text), "live": live}
 
 
@@ -119,8 +121,10 @@ def api_run(request: Request, run_id: str, diff: bool = False, me: Identity = De
     """One run with its steps and checkpoints (`hearth show --json`); `diff=true` adds the workspace diff."""
     data = run_data(request, run_id)
     if diff and data["compare"]:
+        before, after = data["compare"]
+        history = history_of(data["checkpoints"])
         data["diff"] = workspace_diff(
-            web_of(request).config.settings, data["run"].get("workspace") or "", *data["compare"]
+            web_of(request).config.settings, data["run"].get("workspace") or "", before, after, history
         )
     return data
 

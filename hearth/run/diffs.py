@@ -1,9 +1,10 @@
-"""A run's workspace diff between its checkpoints, for the run page.
+"""A run's workspace diff between its checkpoints: for the run page, the swarm's synthesis and proposals.
 
-The workspace repository is the agent's to write, so git runs there as the checkpoints run it:
-inside the command sandbox, never with the machine's config, with hooks, fsmonitor, external
-diff drivers and textconv off (hearth/run/checkpoints.py says why each matters). The diff is
-shown as text; its size is capped.
+git runs as the checkpoints run it (hearth/run/checkpoints.py says why): in hearth's own history
+directory (`git_dir`, hearth's config) with no sandbox; in a user's repository, which the agent
+could write, inside the command sandbox with every program-running setting neutralised
+(agent/safety/gitsafe.py). Never with the machine's config. The diff is shown as text; its size
+is capped.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from agent.safety import gitsafe
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
-from hearth.run.checkpoints import FLAGS, ISOLATION
+from hearth.run.checkpoints import ISOLATION
 from hearth.settings import Settings
 
 DIFF_LIMIT = 200_000
@@ -31,16 +33,29 @@ def checkpoint_range(checkpoints: list[dict[str, Any]]) -> tuple[str | None, str
     return (None, shas[-1]) if shas and after else None
 
 
-def workspace_diff(settings: Settings, workspace: str, before: str | None, after: str) -> str:
+def history_of(checkpoints: list[dict[str, Any]]) -> str | None:
+    """hearth's own git directory of the run's checkpoints, when they live there."""
+    return next((row["git_dir"] for row in checkpoints if row.get("git_dir")), None)
+
+
+def workspace_diff(
+    settings: Settings, workspace: str, before: str | None, after: str, git_dir: str | None = None
+) -> str:
     """`git diff before after` of the workspace as text, or one line saying why there is none."""
     root = Path(workspace)
-    if not (root / ".git").is_dir():
+    data = Path(git_dir) if git_dir else root / ".git"
+    if not data.is_dir():
         return f"(no diff: the workspace {workspace} is gone or has no repository)"
-    flags = " ".join(f"-c {shlex.quote(f)}" for f in (*FLAGS, f"safe.directory={root}", "diff.external="))
-    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in {**ISOLATION, "GIT_OPTIONAL_LOCKS": "0"}.items())
+    drivers = () if git_dir else gitsafe.driver_flags(gitsafe.inspect(data).drivers)
+    flags = shlex.join(gitsafe.flags((*drivers, f"safe.directory={root}", f"safe.directory={data}")))
+    exports = {**ISOLATION, "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(data), "GIT_WORK_TREE": str(root)}
+    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in exports.items())
     what = f"diff {before} {after}" if before else f"show --format= {after}"
     script = f"{env}exec git {flags} {what} --no-ext-diff --no-textconv --no-color --"
-    policy = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
+    if git_dir:  # hearth's own history: nothing in it is the agent's to configure
+        policy = SandboxPolicy(kind="none", home=str(data), tmp=str(data.parent))
+    else:
+        policy = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
     try:
         result = run_sandboxed(script, root, policy=policy, timeout_s=30, output_limit=DIFF_LIMIT)
     except SandboxUnavailable as exc:

@@ -1,0 +1,276 @@
+"""Alerts: tell the operator when a run fails, stops, spends its budget, waits for an approval, ...
+
+    $HEARTH_CONFIG_DIR/alerts.toml       (on NixOS: services.hearth.alerts)
+        [[destination]]
+        name = "phone"
+        url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
+        events = ["failed", "approval"]  absent: DEFAULT_EVENTS
+
+Sending is apprise's (ntfy, Telegram, Slack, Matrix, email, webhooks, ... in one URL syntax);
+`{cred:NAME}` in a URL is replaced at send time by that credential from hearth's store (or
+systemd's $CREDENTIALS_DIRECTORY), and the value never reaches the audit. Best effort: `notify`
+returns at once, a thread sends with a short timeout and a couple of retries, and every attempt's
+result (sent, or failed with the error) is a row of the audit's `alerts` table. A failing or slow
+destination never fails or holds up a run; the process waits at most for its last sends on exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.clock import utc_now
+from hearth.audit.approvals import Approval, parse_stamp, utc_clock
+from hearth.audit.store import AuditStore
+from hearth.errors import ConfigError, HearthError
+from hearth.settings import Settings
+
+ALERTS_FILE = "alerts.toml"
+# run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
+# `tripped` is a run that touched a decoy secret, `rejected` a refused request
+EVENTS = (
+    "failed",
+    "interrupted",
+    "budget_exceeded",
+    "approval",
+    "tripped",
+    "rejected",
+    "done",
+    "iteration_limit",
+    "model_unavailable",
+    "denied",
+)
+DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
+KEYS = ("name", "url", "events")
+CRED = re.compile(r"\{cred:([A-Za-z][A-Za-z0-9_.-]{0,63})\}")
+TIMEOUTS = {"cto": "3", "rto": "4"}  # apprise's connect and read timeouts, when a URL does not set them
+RETRIES = 2
+BACKOFF_S = 0.5
+
+_pending: list[threading.Thread] = []
+
+
+@dataclass(frozen=True)
+class Destination:
+    name: str
+    url: str  # as written: `{cred:NAME}` not yet replaced
+    events: tuple[str, ...] = DEFAULT_EVENTS
+
+    @property
+    def credentials(self) -> list[str]:
+        return CRED.findall(self.url)
+
+
+@dataclass(frozen=True)
+class Alert:
+    event: str
+    title: str
+    body: str
+    run_id: str | None = None
+
+
+def load_destinations(config_dir: Path) -> list[Destination]:
+    """The destinations of alerts.toml (none without the file); ConfigError names the file and field."""
+    path = config_dir / ALERTS_FILE
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    if set(data) - {"destination"}:
+        raise ConfigError(f"{path}: unknown key {sorted(set(data) - {'destination'})[0]!r}; use [[destination]]")
+    raw = data.get("destination", [])
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: destination must be a list of tables ([[destination]])")
+    found = [_destination(path, i, d) for i, d in enumerate(raw)]
+    names = [d.name for d in found]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice:
+        raise ConfigError(f"{path}: two destinations are named {twice!r}")
+    return found
+
+
+def _destination(path: Path, index: int, raw: Any) -> Destination:
+    where = f"destination[{index}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {where} must be a table")
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{path}: {where}: unknown key {unknown[0]!r}; the keys are {', '.join(KEYS)}")
+    url = raw.get("url")
+    if not (isinstance(url, str) and url.strip()):
+        raise ConfigError(f"{path}: {where}.url must be an apprise URL such as ntfy://host/topic")
+    if not known_url(url):
+        scheme = url.split("://", 1)[0]
+        raise ConfigError(f"{path}: {where}.url: apprise does not know the scheme {scheme + '://'!r}")
+    events = raw.get("events", list(DEFAULT_EVENTS))
+    if not (isinstance(events, list) and events and all(isinstance(e, str) for e in events)):
+        raise ConfigError(f"{path}: {where}.events must be a list of events ({', '.join(EVENTS)})")
+    odd = next((e for e in events if e not in EVENTS), None)
+    if odd:
+        raise ConfigError(f"{path}: {where}.events: {odd!r} is not one of {', '.join(EVENTS)}")
+    name = raw.get("name", f"destination-{index}")
+    return Destination(str(name), url.strip(), tuple(events))
+
+
+def known_url(url: str) -> bool:
+    """Whether apprise has a plugin for this URL (credential placeholders filled with a dummy)."""
+    import apprise  # 0.3 s to import: only when alerts are configured
+
+    return apprise.Apprise.instantiate(CRED.sub("x", url)) is not None
+
+
+# -- sending --------------------------------------------------------------------------------------
+Resolve = Callable[[str], str | None]
+
+
+def notify(settings: Settings, alert: Alert) -> threading.Thread | None:
+    """Send `alert` to each destination that wants its event, in the background; never raises."""
+    try:
+        wanted = [d for d in load_destinations(settings.config_dir) if alert.event in d.events or alert.event == "test"]
+    except ConfigError:
+        return None  # a broken alerts.toml is hearth doctor's to report, never a run's problem
+    if not wanted:
+        return None
+    thread = threading.Thread(target=_send_all, args=(settings, alert, wanted), name="hearth-alert")
+    _pending.append(thread)
+    thread.start()  # not a daemon: the process lets it finish (bounded by timeouts) before it exits
+    return thread
+
+
+def flush(timeout_s: float = 15.0) -> None:
+    """Wait (at most `timeout_s`) for the alerts still being sent."""
+    deadline = time.monotonic() + timeout_s
+    while _pending:
+        _pending.pop().join(max(0.0, deadline - time.monotonic()))
+
+
+def send_now(settings: Settings, alert: Alert, destinations: list[Destination]) -> list[dict[str, Any]]:
+    """Send to each destination here and now; the recorded result of each."""
+    return [_send_one(settings, alert, d) for d in destinations]
+
+
+def _send_all(settings: Settings, alert: Alert, destinations: list[Destination]) -> None:
+    for destination in destinations:
+        try:
+            _send_one(settings, alert, destination)
+        except Exception:  # best effort: an alert must never break its caller
+            continue
+
+
+def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dict[str, Any]:
+    secrets: list[str] = []
+    error, attempts = "", 0
+    try:
+        url = _filled(destination.url, _resolver(settings), secrets)
+    except HearthError as exc:
+        url, error = "", str(exc)
+    while url and attempts <= RETRIES:
+        attempts += 1
+        error = _attempt(url, alert)
+        if not error:
+            break
+        if attempts <= RETRIES:
+            time.sleep(BACKOFF_S * attempts)
+    for secret in secrets:
+        error = error.replace(secret, "[redacted]")
+    return _record(settings, alert, destination, attempts, error)
+
+
+def _resolver(settings: Settings) -> Resolve:
+    from hearth.credentials import CredentialStore
+
+    store = CredentialStore(settings.credentials_path, settings.credentials_dir)
+    return store.value
+
+
+def _filled(url: str, resolve: Resolve, secrets: list[str]) -> str:
+    def value(found: re.Match[str]) -> str:
+        secret = resolve(found.group(1))
+        if not secret:
+            raise ConfigError(f"alert URL names credential {found.group(1)!r}, which hearth's store does not have")
+        secrets.append(secret)
+        return secret
+
+    filled = CRED.sub(value, url)
+    extra = "&".join(f"{k}={v}" for k, v in TIMEOUTS.items() if f"{k}=" not in filled)
+    return filled + (("&" if "?" in filled else "?") + extra if extra else "")
+
+
+def _attempt(url: str, alert: Alert) -> str:
+    """One send; the error ('' when sent)."""
+    import apprise
+
+    # sequential: apprise's own thread pool refuses work once the interpreter starts to exit, which is
+    # when a run's last alerts are still going out
+    sender = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False))
+    if not sender.add(url):
+        return "apprise does not accept this URL"
+    with apprise.LogCapture(level=logging.WARNING) as logs:
+        sent = sender.notify(title=alert.title, body=alert.body)
+    if sent:
+        return ""
+    lines = [line.split(" - ", 2)[-1] for line in logs.getvalue().splitlines() if line.strip()]
+    return "; ".join(lines[-2:]) or "apprise could not send it"
+
+
+def _record(settings: Settings, alert: Alert, destination: Destination, attempts: int, error: str) -> dict[str, Any]:
+    row = {
+        "at": utc_now(),
+        "event": alert.event,
+        "run_id": alert.run_id,
+        "destination": destination.name,
+        "status": "failed" if error else "sent",
+        "attempts": attempts,
+        "error": error or None,
+        "title": alert.title,
+        "body": alert.body[:2000],
+    }
+    settings.writable_state_dir()
+    with AuditStore(settings.audit_path) as audit:
+        audit.insert("alerts", row)
+    return row
+
+
+# -- what hearth says -----------------------------------------------------------------------------
+def run_ended(settings: Settings, run_id: str, status: str, *, goal: str, detail: str, agent: str) -> None:
+    """A run reached a final status: alert the destinations that want it."""
+    if status not in EVENTS:
+        return
+    title = f"hearth: run {run_id} {status.replace('_', ' ')}"
+    link = f"\n{settings.web_url}/runs/{run_id}" if settings.web_url else ""
+    body = f"{agent}: {goal[:300]}\n{detail[:800]}{link}".strip()
+    notify(settings, Alert(status, title, body, run_id))
+
+
+def approval_waiting(
+    settings: Settings, run_id: str, approval_id: str, call: str, expires_at: str, left_s: float
+) -> None:
+    """A call waits for a decision: its id, the call, the time left and (with a command center) a link."""
+    link = f"\n{settings.web_url}/approvals" if settings.web_url else ""
+    body = (
+        f"run {run_id} waits for approval {approval_id}: {call[:600]}\n"
+        f"{left_s:.0f} s left (until {expires_at}); no decision is a deny.\n"
+        f"decide: hearth approve {approval_id}  or  hearth deny {approval_id}{link}"
+    )
+    notify(settings, Alert("approval", f"hearth: approval {approval_id} waits", body, run_id))
+
+
+def pending_alert(settings: Settings) -> Callable[[Approval, str], None]:
+    """The headless approver's `on_pending`: alert each approval it starts waiting for."""
+
+    def pending(approval: Approval, call: str) -> None:
+        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
+        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
+
+    return pending

@@ -1,0 +1,117 @@
+"""Follow-ups: a new run in an earlier run's workspace that carries on its conversation.
+
+`continued(request, settings, audit)` turns a GoalRequest with `continues = RUN` into the run to
+start: the same workspace, profile and model (the request may name another model), linked to it (`parent_run`, link `follow-up`), and a first message that carries the
+earlier run's goal, its final summary and its last messages (rebuilt from its audited steps and
+clipped to fit the window), before the new goal. The earlier run's frozen placeholder values are
+reused, so when the profile, the tools and the workspace's context file are unchanged the system
+prompt is the same bytes and Ollama reuses its cache (the runner records whether it was).
+
+Refused, with the reason (and recorded as a rejected run): an unknown run, one still running,
+one whose workspace is gone, one whose agent profile no longer exists. Mode and tools come from
+the follow-up's own request or the profile, as for any run: a follow-up is never wider than its
+asker may make a run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agent.context.compaction import CHARS_PER_TOKEN, render_transcript
+from hearth.audit.store import AuditStore
+from hearth.errors import HearthError, UsageError
+from hearth.run.goal import GoalRequest
+from hearth.run.profiles import load_profile
+from hearth.settings import Settings
+
+KEPT_MESSAGES = 8  # the earlier run's last messages shown verbatim (each clipped to fit)
+WINDOW_SHARE = 4  # the earlier conversation takes at most 1/WINDOW_SHARE of the window
+
+
+def continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> GoalRequest:
+    """The follow-up made whole; UsageError says why the earlier run cannot be continued."""
+    earlier = earlier_run(audit, request.continues or "")
+    check_continuable(earlier, settings)
+    prompt = prompt_record(earlier)
+    return replace(
+        request,
+        agent_name=earlier["agent_name"] or "default",
+        model=request.model or earlier["model"] or None,
+        workspace=Path(earlier["workspace"]),
+        parent_run=earlier["id"],
+        link="follow-up",
+        preface=preface(earlier, audit.steps(earlier["id"]), request.num_ctx),
+        prompt_values=prompt.get("values") or None,
+        prompt_sha256=prompt.get("sha256") or "",
+    )
+
+
+def earlier_run(audit: AuditStore, run_id: str) -> dict[str, Any]:
+    run = audit.run(run_id) or audit.find_run(run_id)
+    if run is None:
+        raise UsageError(f"no run {run_id!r} to continue (or the prefix matches several); see: hearth runs")
+    return run
+
+
+def check_continuable(run: dict[str, Any], settings: Settings) -> None:
+    """UsageError unless the run has ended, its workspace is there and its profile still exists."""
+    if run["status"] == "running":
+        raise UsageError(f"run {run['id']} is still running; continue it once it has ended")
+    workspace = run.get("workspace") or ""
+    if not workspace or not Path(workspace).is_dir():
+        raise UsageError(
+            f"run {run['id']}'s workspace {workspace or '(none)'} is gone; a follow-up works in the same workspace"
+        )
+    try:
+        load_profile(settings.config_dir, run["agent_name"] or "default")
+    except HearthError as exc:
+        raise UsageError(f"run {run['id']}'s agent profile {run['agent_name']!r} no longer exists ({exc})") from None
+
+
+def prompt_record(run: dict[str, Any]) -> dict[str, Any]:
+    """What the runner kept of the run's system prompt: {values, sha256}, or {} if nothing."""
+    try:
+        record = json.loads(run.get("prompt") or "{}")
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def preface(run: dict[str, Any], steps: list[dict[str, Any]], num_ctx: int) -> str:
+    """The earlier run as the follow-up's first message shows it, before the new goal."""
+    ending = run.get("summary") or run.get("error") or "(none recorded)"
+    budget = max(2_000, num_ctx * CHARS_PER_TOKEN // WINDOW_SHARE)
+    messages = messages_of(steps)[-KEPT_MESSAGES:]
+    transcript = render_transcript(messages, budget) if messages else "(no messages recorded)"
+    return (
+        f"## Earlier run {run['id']} (this run continues it, in the same workspace)\n"
+        f"Its goal:\n{run['goal']}\n\n"
+        f"It ended {run['status']}. Its final summary:\n{ending}\n\n"
+        f"Its last messages (clipped):\n{transcript}\n\n"
+        "The person now follows up with the goal below. Carry on from where the earlier run stopped."
+    )
+
+
+def messages_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the audit recorded it: model replies and tool results, in order."""
+    messages: list[dict[str, Any]] = []
+    for step in steps:
+        if step["kind"] == "model":
+            messages.append({"role": "assistant", "content": step["output"] or ""})
+        elif step["kind"] == "tool":
+            if messages and messages[-1]["role"] == "assistant":
+                call = {"function": {"name": step["tool"], "arguments": _arguments(step["arguments"])}}
+                messages[-1].setdefault("tool_calls", []).append(call)
+            messages.append({"role": "tool", "content": step["output"] or "", "tool_name": step["tool"]})
+    return messages
+
+
+def _arguments(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {"(as recorded)": text}
+    return value if isinstance(value, dict) else {"(as recorded)": value}

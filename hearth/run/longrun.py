@@ -1,0 +1,105 @@
+"""What a marathon and a swarm share: the run that holds the others, derived ids, signals.
+
+The holding run (kind `marathon` or `swarm`) is an ordinary row in `runs`, written here rather
+than by the runner because it has no loop of its own: its legs, children and synthesis are the
+runs, each through `run_goal` or the queue, each linked to it by `parent_run`. Its status is the
+whole effort's (`done`, `leg_limit`, `no_progress`, `failed`, `interrupted`, a leg's own ending).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.loop import Outcome
+from hearth.audit.store import AuditStore, RunRecord
+from hearth.run.goal import GoalRequest
+from hearth.run.runner import Interrupted
+
+MAX_ID = 64
+
+
+@dataclass
+class Holder:
+    """The holding run while it goes: its id, when it started, and what it spent itself (model calls)."""
+
+    id: str
+    started: float
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def spent(self, tokens_in: int, tokens_out: int) -> None:
+        self.tokens_in += tokens_in
+        self.tokens_out += tokens_out
+
+
+def derived_id(parent: str, suffix: str) -> str:
+    """`parent-suffix`, within the 64 characters an id may have (a digest keeps cut parents apart)."""
+    full = f"{parent}-{suffix}"
+    if len(full) <= MAX_ID:
+        return full
+    digest = hashlib.sha256(parent.encode()).hexdigest()[:6]
+    return f"{parent[: MAX_ID - len(suffix) - 8]}-{digest}-{suffix}"
+
+
+def start_holder(audit: AuditStore, request: GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
+    audit.start_run(
+        RunRecord(
+            id=run_id,
+            agent_name=request.agent_name,
+            model=request.model or "",
+            goal=request.goal,
+            mode=request.mode or "",
+            source=request.source,
+            requested_by=request.requested_by,
+            workspace=str(root or ""),
+            parent_run=request.parent_run,
+            link=request.link,
+            kind=kind,
+        )
+    )
+    return Holder(run_id, time.monotonic())
+
+
+def finish_holder(audit: AuditStore, holder: Holder, outcome: Outcome) -> None:
+    audit.finish_run(
+        holder.id,
+        status=outcome.status,
+        iterations=outcome.iterations,
+        tokens_in=holder.tokens_in,
+        tokens_out=holder.tokens_out,
+        duration_ms=int((time.monotonic() - holder.started) * 1000),
+        error=outcome.error or None,
+        summary=outcome.summary,
+    )
+
+
+def close_if_running(audit: AuditStore, run_id: str, status: str, reason: str) -> None:
+    """A run cut off outside its loop (a signal during its checkpoint) still gets its final status."""
+    run = audit.run(run_id)
+    if run is not None and run["status"] == "running":
+        audit.finish_run(run_id, status=status, error=reason)
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM raises Interrupted anywhere in the holding run, not only inside a leg's loop."""
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise Interrupted()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupted)
+    except ValueError:  # not the main thread: the caller owns signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

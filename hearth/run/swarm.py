@@ -1,0 +1,179 @@
+"""Swarms: split a goal, run the parts side by side through the queue, merge them in one synthesis.
+
+    run_swarm(request, goal, settings)       the claimed request's process (`hearth agent ID`)
+        1. the swarm's own run (kind `swarm`) is recorded; a planner call with no tools
+           (hearth/run/judge.py) answers a JSON list of sub-goals, validated: at most max_workers,
+           each non-empty and bounded; one repair; otherwise the swarm fails with the reason and
+           nothing is queued
+        2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue
+           (hearth/dispatch/submit.py), a copy of the swarm's request (profile, mode, allowed
+           tools, egress, credentials, limits: never wider) with `child_of` set, in its own
+           workspace seeded with a copy of the swarm's files; the launcher runs them as
+           concurrently as it allows (systemd units, or the local launcher's limit, where the
+           waiting swarm holds no slot)
+        3. once every child has ended, the synthesis `<id>-synthesis` runs in the swarm's
+           workspace with each child's goal, status, summary and changed files (the diffs under
+           `.hearth/swarm/<child>/`, hearth/run/swarm_results.py) and merges what should be merged
+
+A failed child is reported to the synthesis, not fatal. Stopping the swarm stops its children
+(hearth/dispatch/stop.py finds them by their `child` steps and their `parent_run`).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+from pydantic import Field, StringConstraints, TypeAdapter
+
+from agent.loop import Outcome
+from agent.model.ollama_client import ChatModel
+from hearth.audit.store import AuditStore
+from hearth.dispatch.submit import SubmitRefused, submit
+from hearth.errors import HearthError, UsageError
+from hearth.request import Request
+from hearth.run.goal import GoalRequest
+from hearth.run.judge import ask_json
+from hearth.run.longrun import Holder, derived_id, finish_holder, signals_interrupt, start_holder
+from hearth.run.runner import Interrupted, fresh_run_dir, model_client, prepare_workspace, resolved, run_goal
+from hearth.run.state import StateFile
+from hearth.run.swarm_results import Child, collect, listing, synthesis_preface, wait_for_children
+from hearth.settings import Settings
+
+MAX_SUBGOAL_CHARS = 4_000
+PLANNER_SYSTEM = """\
+You split a goal into independent sub-goals that separate agents will work on at the same time,
+each in its own copy of the workspace; afterwards one agent merges their work. Each sub-goal must
+make sense on its own: say which files it is about and what done means. Answer with only a JSON
+array of at most {n} strings, one sub-goal each, like ["...", "..."]. If the goal cannot be split,
+answer with an array of one string."""
+
+
+def plan_reader(max_workers: int) -> TypeAdapter[list[str]]:
+    sub_goal = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUBGOAL_CHARS)]
+    return TypeAdapter(Annotated[list[sub_goal], Field(min_length=1, max_length=max_workers)])
+
+
+def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: TextIO = sys.stdout) -> Outcome:
+    """The whole swarm; its outcome is the synthesis's (or why there was none). UsageError if it cannot start."""
+    assert request.swarm is not None
+    with AuditStore(settings.audit_path) as audit:
+        goal, root, holder = _admit(audit, goal, settings, request.id)
+        state = StateFile(settings.runs_state_dir, request.id, agent_name=goal.agent_name, model=goal.model)
+        own = model_client(goal, settings)
+        try:
+            with signals_interrupt():
+                outcome = _swarm(request, goal, root, holder, audit, settings, own, state, out)
+        except (Interrupted, KeyboardInterrupt):
+            audit.record_step(holder.id, "stop", detail="the swarm was interrupted; its children are stopped with it")
+            outcome = Outcome("interrupted", "", 0, error="interrupted by a signal")
+        finally:
+            state.remove()
+            own.close()
+        finish_holder(audit, holder, outcome)
+    print(f"== swarm {outcome.status}: {outcome.summary or outcome.error}", file=out, flush=True)
+    return outcome
+
+
+def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
+    try:
+        goal = resolved(goal, settings)
+        root = (
+            prepare_workspace(goal.workspace)
+            if goal.workspace is not None
+            else fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
+        )
+    except HearthError as exc:
+        holder = start_holder(audit, goal, run_id, "swarm", None)
+        audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)
+        raise UsageError(str(exc)) from None
+    return replace(goal, workspace=root), root, start_holder(audit, goal, run_id, "swarm", root)
+
+
+def _swarm(
+    request: Request,
+    goal: GoalRequest,
+    root: Path,
+    holder: Holder,
+    audit: AuditStore,
+    settings: Settings,
+    model: ChatModel,
+    state: StateFile,
+    out: TextIO,
+) -> Outcome:
+    sub_goals = _plan(request, goal, root, holder, audit, model)
+    if sub_goals is None:
+        return Outcome("failed", "", 0, error=_plan_problem(audit, holder.id))
+    children = [_enqueue(request, goal, settings, audit, root, n, text) for n, text in enumerate(sub_goals, 1)]
+    state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
+    wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))
+    state.update("synthesis", "merging the children's work")
+    collect(children, settings, audit, root)
+    synthesis = replace(
+        goal,
+        run_id=derived_id(holder.id, "synthesis"),
+        parent_run=holder.id,
+        link="synthesis",
+        kind=None,
+        preface=synthesis_preface(holder.id, children),
+    )
+    try:
+        _, outcome = run_goal(synthesis, settings, out=out)
+    except UsageError as exc:
+        return Outcome("rejected", "", len(children), error=f"the synthesis was refused: {exc}")
+    failed = [f"{c.id} {c.status}" for c in children if c.status != "done"]
+    note = f" ({len(failed)} of {len(children)} children did not end done: {', '.join(failed)})" if failed else ""
+    return Outcome(outcome.status, outcome.summary + note, len(children), error=outcome.error)
+
+
+def _plan(
+    request: Request, goal: GoalRequest, root: Path, holder: Holder, audit: AuditStore, model: ChatModel
+) -> list[str] | None:
+    assert request.swarm is not None
+    n = request.swarm.max_workers
+    question = f"## Goal\n{goal.goal}\n\n## Files in the workspace\n{listing(root)}"
+    answer = ask_json(model, PLANNER_SYSTEM.format(n=n), question, plan_reader(n).validate_python)
+    holder.spent(answer.tokens_in, answer.tokens_out)
+    if answer.value is None:
+        detail = f"the planner's answer was unusable: {answer.problem}; nothing was queued"
+        audit.record_step(holder.id, "plan", detail=detail, output="\n---\n".join(answer.replies), ok=0)
+        return None
+    shown = "; ".join(f"{i}. {text[:120]}" for i, text in enumerate(answer.value, 1))
+    audit.record_step(holder.id, "plan", detail=f"{len(answer.value)} sub-goals: {shown}", ok=1)
+    return answer.value
+
+
+def _plan_problem(audit: AuditStore, run_id: str) -> str:
+    plans = [s for s in audit.steps(run_id) if s["kind"] == "plan"]
+    return str(plans[-1]["detail"]) if plans else "the planner gave no plan"
+
+
+def _enqueue(
+    request: Request, goal: GoalRequest, settings: Settings, audit: AuditStore, root: Path, n: int, text: str
+) -> Child:
+    """One sub-goal as a child request: recorded as a `child` step first (a stop finds it), then queued."""
+    child = Child(derived_id(request.id, f"w{n}"), text)
+    audit.record_step(request.id, "child", iteration=n, detail=child.id, output=text)
+    try:
+        submit(_child_request(request, goal, child), settings, requested_by=request.requested_by or "hearth")
+    except (OSError, SubmitRefused) as exc:
+        child.status, child.error = "failed", f"not queued: {exc}"
+    return child
+
+
+def _child_request(request: Request, goal: GoalRequest, child: Child) -> Request:
+    """The swarm's request for one sub-goal: every limit the same, the profile's values pinned."""
+    update: dict[str, Any] = {
+        "id": child.id,
+        "goal": child.goal,
+        "swarm": None,
+        "child_of": request.id,
+        "created_at": None,
+        "model": goal.model,
+        "mode": goal.mode,
+        "max_iterations": goal.max_iters,
+        "allowed_tools": goal.allowed_tools,
+    }
+    return request.model_copy(update=update)

@@ -1,0 +1,150 @@
+"""Follow-ups as real processes against the fake Ollama: `hearth-loop --continue`, `hearth continue`
+through the queue, what the model is sent, the audit's links, `hearth show --chain`, refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from hearth.audit.store import AuditStore, RunRecord
+from hearth.settings import Settings
+from tests.conftest import run_cli
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.queue_support import rows, wait_for
+from tests.web_support import Center
+
+
+def loop(fake: FakeOllama, *args: str) -> tuple[int, str, str]:
+    proc = run_cli("hearth-loop", "--ollama-host", fake.url, *args)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def only_run(state_dir: Path, where: str, *params: str) -> dict[str, object]:
+    [run] = rows(state_dir, f"select * from runs where {where}", *params)
+    return run
+
+
+def test_a_follow_up_sees_the_earlier_run_and_reuses_its_system_prompt_bytes(state_dir: Path, tmp_path: Path) -> None:
+    prompts = tmp_path / "config" / "prompts"
+    prompts.mkdir(parents=True)  # placeholders that differ from run to run, unless a follow-up reuses them
+    (prompts / "00-run.md").write_text("This is run {{runId}}, started {{currentDateTimeIso}}.\n")
+    workspace = tmp_path / "ws"
+    script = [
+        tool_call("write_file", {"path": "plan.md", "content": "1. write the code\n"}),
+        final_answer("Wrote plan.md with a one-step plan."),
+        final_answer("Updated the docs as well."),
+    ]
+    with FakeOllama(script) as fake:
+        code, _, err = loop(fake, "--workspace", str(workspace), "write a plan to plan.md")
+        assert code == 0, err
+        first = only_run(state_dir, "parent_run is null")
+        code, _, err = loop(fake, "--continue", str(first["id"]), "yes, and also update the docs")
+        assert code == 0, err
+    earlier, follow_up = fake.requests[0], fake.requests[2]
+    assert follow_up["messages"][0]["content"] == earlier["messages"][0]["content"]  # the same bytes: cache reuse
+    assert follow_up["tools"] == earlier["tools"]
+    opening = follow_up["messages"][1]["content"]
+    assert f"## Earlier run {first['id']}" in opening and "write a plan to plan.md" in opening
+    assert "Wrote plan.md with a one-step plan." in opening  # its final summary
+    assert 'write_file {"path": "plan.md"' in opening  # its last messages, the tool call among them
+    assert opening.endswith("## Goal\nyes, and also update the docs")
+    second = only_run(state_dir, "parent_run = ?", str(first["id"]))
+    assert (second["link"], second["workspace"], second["status"]) == ("follow-up", first["workspace"], "done")
+    [note] = rows(state_dir, "select * from steps where run_id = ? and kind = 'prompt'", second["id"])
+    assert "the same bytes as run" in note["detail"]
+    shown = run_cli("hearth", "show", str(first["id"]))
+    assert f"follow-up: run {second['id']}  done" in shown.stdout
+    chain = run_cli("hearth", "show", str(second["id"]), "--chain").stdout
+    assert chain.index("person: write a plan") < chain.index("agent:  Wrote plan.md") < chain.index("person: yes, and")
+
+
+def test_continues_in_a_queued_request_runs_in_the_earlier_workspace_and_extends_the_chain(state_dir: Path) -> None:
+    script = [
+        tool_call("write_file", {"path": "a.txt", "content": "a"}),
+        final_answer("Wrote a.txt."),
+        final_answer("a.txt is there; added nothing."),
+    ]
+    with FakeOllama(script) as fake:
+        code, _, err = loop(fake, "write a.txt")
+        assert code == 0, err
+        first = only_run(state_dir, "1 = 1")
+        queued = run_cli("hearth", "continue", str(first["id"]), "check a.txt", "--id", "then-check")
+        assert queued.returncode == 0 and queued.stdout.strip() == "then-check", queued.stderr
+        spawned = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url})
+        assert spawned.returncode == 0, spawned.stderr
+    after = only_run(state_dir, "id = 'then-check'")
+    assert (after["status"], after["parent_run"], after["link"]) == ("done", first["id"], "follow-up")
+    assert after["workspace"] == first["workspace"]  # not a fresh agents/then-check
+    assert "Wrote a.txt." in fake.requests[2]["messages"][1]["content"]
+    chain = run_cli("hearth", "show", "then-check", "--chain").stdout
+    assert chain.startswith("conversation of 2 runs") and "person: check a.txt" in chain
+
+
+def test_a_run_still_running_or_whose_workspace_or_profile_is_gone_is_not_continued(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "config" / "agents" / "builder").mkdir(parents=True)
+    with FakeOllama([final_answer("done it")]) as fake:
+        code, _, err = loop(fake, "--agent-name", "builder", "--workspace", str(tmp_path / "ws"), "do it")
+        assert code == 0, err
+        earlier = str(only_run(state_dir, "1 = 1")["id"])
+        with AuditStore(state_dir / "audit.db") as audit:
+            audit.start_run(RunRecord(id="busy", agent_name="default", model="m", goal="g", mode="auto"))
+        refusals = {}
+        refusals["running"] = loop(fake, "--continue", "busy", "more")
+        shutil.rmtree(tmp_path / "config" / "agents" / "builder")
+        refusals["profile"] = loop(fake, "--continue", earlier, "more")
+        (tmp_path / "config" / "agents" / "builder").mkdir()
+        shutil.rmtree(tmp_path / "ws")
+        refusals["workspace"] = loop(fake, "--continue", earlier, "more")
+        queued = run_cli("hearth", "continue", "busy", "more")
+    assert len(fake.requests) == 1  # none of them reached the model
+    assert all(code == 2 for code, _, _ in refusals.values())
+    assert "run busy is still running; continue it once it has ended" in refusals["running"][2]
+    assert "agent profile 'builder' no longer exists" in refusals["profile"][2]
+    assert f"workspace {tmp_path / 'ws'} is gone" in refusals["workspace"][2]
+    assert queued.returncode == 2 and "still running" in queued.stderr
+    rejected = rows(state_dir, "select parent_run, link, error from runs where status = 'rejected' order by rowid")
+    assert [(r["parent_run"], r["link"]) for r in rejected] == [("busy", "follow-up")] + [(earlier, "follow-up")] * 2
+
+
+def test_the_run_page_s_follow_up_form_queues_a_follow_up_that_runs(state_dir: Path) -> None:
+    with FakeOllama([final_answer("Made the list."), final_answer("Sorted it too.")]) as fake:
+        code, _, err = loop(fake, "make a list")
+        assert code == 0, err
+        first = str(only_run(state_dir, "1 = 1")["id"])
+        with Center(Settings.from_env()) as center:
+            center.start_watch(fake.url)
+            client = center.client()
+            assert 'id="follow-up"' in client.get(f"/runs/{first}").text
+            answer = client.post_form(f"/runs/{first}/continue", {"goal": "now sort it"})
+            assert answer.status_code == 303, answer.text
+            follow_up = answer.headers["location"].removeprefix("/runs/").removesuffix("?queued=1")
+            wait_for(lambda: rows(state_dir, "select status from runs where id = ? and status = 'done'", follow_up))
+            refused = client.post_form("/runs/no-such-run/continue", {"goal": "x"})
+    [run] = rows(state_dir, "select * from runs where id = ?", follow_up)
+    assert (run["parent_run"], run["link"], run["source"]) == (first, "follow-up", "command-center")
+    assert "Made the list." in fake.requests[1]["messages"][1]["content"]
+    assert refused.status_code == 404 and "cannot be continued: it is unknown" in refused.text
+
+
+def test_the_launch_form_queues_a_marathon_or_a_swarm(state_dir: Path) -> None:
+    with Center(Settings.from_env()) as center:
+        client = center.client()
+        assert 'name="long" value="marathon"' in client.get("/launch").text
+        form = {"goal": "finish it", "long": "marathon", "legs": "3", "check_files": "a.txt, b.txt", "id": "m-1"}
+        assert client.post_form("/launch", form).status_code == 303
+        assert (
+            client.post_form("/launch", {"goal": "split it", "long": "swarm", "workers": "2", "id": "s-1"}).status_code
+            == 303
+        )
+        refused = client.post_form("/launch", {"goal": "too many", "long": "swarm", "workers": "17", "id": "s-2"})
+    queued = state_dir / "queue"
+    assert json.loads((queued / "m-1.json").read_text())["marathon"] == {
+        "max_legs": 3,
+        "check": {"files": ["a.txt", "b.txt"]},
+    }
+    assert json.loads((queued / "s-1.json").read_text())["swarm"] == {"max_workers": 2}
+    assert refused.status_code == 422 and "swarm[max_workers]: input should be less than or equal to 16" in refused.text
+    assert 'id="error-swarm"' in refused.text
