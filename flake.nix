@@ -15,7 +15,7 @@
     in
     {
       packages = forAll (system: pkgs: {
-        default = pkgs.callPackage ./nix/package.nix { };
+        default = pkgs.callPackage ./nix/package.nix { commit = self.shortRev or self.dirtyShortRev or null; };
         hearth = self.packages.${system}.default;
       });
 

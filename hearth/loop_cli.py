@@ -11,13 +11,13 @@ from pathlib import Path
 from agent.loop import Outcome
 from agent.model.ollama_client import DEFAULT_NUM_CTX
 from agent.safety.policy import MODES
-from hearth.cli import flush_alerts
+from hearth.cli import add_common, flush_alerts, parse, use_state_dir
 from hearth.errors import HearthError, UsageError
 from hearth.logs import configure as configure_logging
-from hearth.render import visible_line
+from hearth.render import JSON_EVENTS_HELP, visible_line
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import EXIT_CODES, exit_code, run_goal
-from hearth.settings import Settings
+from hearth.settings import Settings, tool_names
 
 EPILOG = f"""\
 exit codes:
@@ -25,7 +25,7 @@ exit codes:
   {EXIT_CODES["failed"]}    failed: the model kept giving unusable replies, the server sent garbage, or a time limit hit
   {EXIT_CODES["usage"]}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
        prompt file, unusable workspace or state directory
-  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iters (a summary of what was done is recorded);
+  {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iterations (a summary of what was done is recorded);
        a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress)
   {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
   {EXIT_CODES["tripped"]}    tripped: something touched a decoy secret (a tripwire); the run was stopped
@@ -41,7 +41,7 @@ environment:
   HEARTH_MODEL       the model when neither --model nor the profile nor a router rule names one
                      (default qwen2.5-coder; $HEARTH_CONFIG_DIR/router.toml holds the rules)
   HEARTH_DAILY_TOKENS   the box's daily token budget (also $HEARTH_CONFIG_DIR/budget.toml, per agent too)
-  HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iters (default 12)
+  HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iterations (default 12)
   OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
                      warned about and recorded on every run)
@@ -73,6 +73,7 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_common(parser)
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
     parser.add_argument(
@@ -81,20 +82,35 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument("--label", help="a name for the run, kept in the audit and shown with it")
     parser.add_argument("--max-tokens", type=int, help="tokens this run may spend (default: the profile's, else none)")
     parser.add_argument(
-        "--agent-name", default="default", help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)"
+        "--agent-name",
+        "--agent",
+        dest="agent_name",
+        metavar="NAME",
+        default="default",
+        help="agent profile in $HEARTH_CONFIG_DIR/agents/NAME (default: default)",
     )
-    parser.add_argument("--workspace", type=Path, help="work here instead of a fresh per-run workspace")
+    parser.add_argument(
+        "--workspace", type=Path, help="work here (made if missing; its parent must exist) instead of a fresh one"
+    )
     parser.add_argument(
         "--mode",
         help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
         "dangerous ones, bypass runs all but the hard floor (default: the profile's, else auto)",
     )
-    parser.add_argument("--max-iters", type=int, help="iteration cap (default: the profile's, else 12)")
+    parser.add_argument(
+        "--max-iterations",
+        "--max-iters",
+        dest="max_iters",
+        type=int,
+        metavar="N",
+        help="iteration cap (default: the profile's, else 12)",
+    )
     parser.add_argument(
         "--allowed-tools",
-        type=_names,
+        "--tools",
+        dest="allowed_tools",
         metavar="NAME,NAME",
-        help="the only tools this run may use (default: the profile's list, else all)",
+        help="the only tools this run may use, checked before it starts (default: the profile's list, else all)",
     )
     parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
     parser.add_argument(
@@ -142,9 +158,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         default=None,
         help="give commands network, only through hearth's guarded proxy (default: the profile's, else none)",
     )
-    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument("--json", action="store_true", help=JSON_EVENTS_HELP)
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
 
@@ -170,24 +185,24 @@ def _marathon(args: argparse.Namespace, request: GoalRequest, settings: Settings
     return run_marathon(request, plan, settings, json_lines=args.json)[1]
 
 
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
         return _main(argv)
     finally:
         flush_alerts()
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str]) -> int:
     try:
         settings = Settings.from_env()
     except HearthError as exc:
         print(f"hearth-loop: {exc}", file=sys.stderr)
         return exc.exit_code
-    args = build_parser(settings).parse_args(argv)
+    args = parse(build_parser(settings), argv)
+    use_state_dir(args.state_dir)
+    if args.state_dir:  # read again: --state-dir is now the environment's
+        settings = Settings.from_env()
     settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
     configure_logging(settings.log_level)
     try:
@@ -207,7 +222,7 @@ def _main(argv: list[str] | None) -> int:
             num_ctx=args.num_ctx,
             credentials=args.credential,
             egress=args.egress,
-            allowed_tools=args.allowed_tools,
+            allowed_tools=tool_names(args.allowed_tools) if args.allowed_tools is not None else None,
             continues=args.continue_run,
             network=args.network,
             label=args.label,

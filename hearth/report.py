@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from agent.clock import stamp
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
+from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
@@ -45,7 +47,9 @@ _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
 
 # -- now ------------------------------------------------------------------------------------------
 def active_runs(settings: Settings) -> dict[str, Any]:
-    """Claimed requests and unfinished runs with their live state; what waits in the queue."""
+    """Claimed requests and unfinished runs with their live state; what waits in the queue.
+    Dead runs are settled first (dispatch/settle.py), so what is listed is alive."""
+    _settle_dead(settings)
     queue = Queue(settings.queue_dir)
     states = {str(s.get("run_id")): s for s in read_states(settings.runs_state_dir)}
     active = [_claimed(queue, name, states) for name in _names(queue.claimed) if name.endswith(".json")]
@@ -60,6 +64,20 @@ def active_runs(settings: Settings) -> dict[str, Any]:
         "queued": queued,
         "paused": {**asdict(held), "line": held.line()} if held else None,
     }
+
+
+def _settle_dead(settings: Settings) -> None:
+    """Settle what is dead, if this reader may write the audit (a viewer may not: it shows what is recorded)."""
+    if not settings.audit_path.exists():
+        return
+    from hearth.audit.store import AuditStore
+    from hearth.dispatch.settle import settle_dead
+
+    try:
+        with AuditStore(settings.audit_path) as audit:
+            settle_dead(audit, settings)
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -120,6 +138,7 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     finished = [r for r in runs if r["status"] not in ("running", "rejected")]
     return {
         "since": since,
+        "first_started_at": min((r["started_at"] for r in runs if r["started_at"]), default=None),
         "runs": len(runs),
         "by_status": _count(r["status"] for r in runs),
         "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
@@ -131,7 +150,9 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "tools": _tools(audit, since),
         "denials": _denials(audit, since),
         "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
-        "rejections": _top((r["reason"],) for r in _rows(audit, "select * from rejections where at >= ?", since)),
+        # every rejected run, however it was refused: by the queue (which also keeps the file's facts
+        # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)
+        "rejections": _top((_first_line(r["error"]),) for r in runs if r["status"] == "rejected"),
         "long_work": _long_work(runs),
         "connections": _connections(audit, since),
         "tripwires": _top(
@@ -246,9 +267,15 @@ def sections(report: dict[str, Any]) -> list[Section]:
 
 
 def headline(report: dict[str, Any]) -> str:
-    since = f" since {report['since']}" if report["since"] else ""
+    """How many runs, over which period (stated even when none was asked for), and the tokens."""
+    if report["since"]:
+        period = f"since {local_time(report['since'])}"
+    elif report.get("first_started_at"):
+        period = f"all recorded, since the first on {local_time(report['first_started_at'])} (--since 7d narrows it)"
+    else:
+        period = "all recorded"
     tokens = report["tokens"]
-    return f"{report['runs']} runs{since}; tokens {tokens['in']} in / {tokens['out']} out"
+    return f"{report['runs']} runs, {period}; tokens {tokens['in']} in / {tokens['out']} out"
 
 
 def markdown(report: dict[str, Any]) -> str:

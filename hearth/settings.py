@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.safety.policy import MODES
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, UsageError
 from hearth.run.goal import MAX_ITERATIONS
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
@@ -217,3 +217,27 @@ def _heads(env: Mapping[str, str]) -> tuple[str, ...]:
     if odd:
         raise ConfigError(f"HEARTH_AUTO_COMMANDS lists program names, like git,ls,pytest; {odd[0]!r} is not one")
     return heads
+
+
+def tool_names(text: str, *, what: str = "--allowed-tools") -> list[str]:
+    """A comma list of tool names from a flag, checked: the one way every edge reads a manifest."""
+    return check_tool_names([name.strip() for name in text.split(",") if name.strip()], what=what)
+
+
+def check_tool_names(names: list[str], *, what: str = "allowed tools") -> list[str]:
+    """`names` if each is a tool hearth has; UsageError naming the first that is not (with a guess),
+    or saying that an empty list allows nothing."""
+    from agent.parsing import suggest_tool_name
+    from agent.tools.builtin import TOOLS  # the whole tool table, only when a manifest is given
+
+    if not names:
+        raise UsageError(
+            f"{what}: no tool named, so every call would be denied; name at least one "
+            "(e.g. read_file,list_files), or leave it out for every tool"
+        )
+    for name in names:
+        if name not in TOOLS:
+            guess = suggest_tool_name(name, TOOLS)
+            hint = f"; did you mean {guess}?" if guess else f"; the tools are {', '.join(sorted(TOOLS))}"
+            raise UsageError(f"{what}: {name!r} is not a tool hearth has{hint}")
+    return names

@@ -257,10 +257,31 @@ let
   stopVerb = if cfg.web.enable then ''action.lookup("verb") == "stop" || '' else "";
   safeName = name: builtins.match "[A-Za-z0-9][A-Za-z0-9_.-]*" name != null;
 
+  # The Ollama services.ollama serves, when this host runs it (its own or the operator's).
+  ollamaHere = cfg.ollama.enable || (config.services.ollama.enable or false);
+  ollamaServed = "http://${config.services.ollama.host or "127.0.0.1"}:${toString (config.services.ollama.port or 11434)}";
+
+  # `settings` as the HEARTH_* variables hearth reads (hearth/settings.py); null leaves hearth's default.
+  knobs = {
+    approvalTimeoutSec = "HEARTH_APPROVAL_TIMEOUT_S";
+    autoApprovedCommands = "HEARTH_AUTO_COMMANDS";
+    recallChars = "HEARTH_RECALL_CHARS";
+    netPrivateHosts = "HEARTH_NET_PRIVATE_HOSTS";
+    ollamaTimeoutSec = "HEARTH_OLLAMA_TIMEOUT_S";
+    logLevel = "HEARTH_LOG_LEVEL";
+  };
+  knobValue = v: if builtins.isList v then lib.concatStringsSep "," v else toString v;
+  settingsEnv = lib.concatMapAttrs (name: var:
+    if cfg.settings.${name} == null || cfg.settings.${name} == [ ] then { } else { ${var} = knobValue cfg.settings.${name}; }) knobs;
+
   # Unit definitions from units.nix, plus what only NixOS knows.
   service = name: unit: unit // {
-    path = [ pkgs.bash pkgs.coreutils pkgs.git pkgs.nix ]
-      ++ lib.optional (cfg.sandbox == "bwrap") pkgs.bubblewrap;
+    # what the agent's commands find on PATH: a shell, the core tools, git, nix, python3 (the
+    # demo's and most scripts' interpreter), and what the operator adds
+    path = [ pkgs.bash pkgs.coreutils pkgs.git pkgs.nix pkgs.python3 ]
+      ++ lib.optional (cfg.sandbox == "bwrap") pkgs.bubblewrap
+      ++ cfg.extraPackages;
+    environment = (unit.environment or { }) // settingsEnv // cfg.environment;
     # a switch must not kill runs in flight or re-run a oneshot
     restartIfChanged = false;
   };
@@ -269,12 +290,57 @@ in
   options.services.hearth = {
     enable = mkEnableOption "hearth, the local sandboxed agent appliance (queue, per-run units, audit)";
 
-    package = mkOption {
-      type = types.package;
-      default = pkgs.callPackage ./package.nix { };
-      defaultText = literalExpression "pkgs.callPackage ./nix/package.nix { }";
-      example = literalExpression "hearth.packages.x86_64-linux.default";
-      description = "The hearth package (provides `hearth` and `hearth-loop`).";
+    # pkgs.hearth when an overlay provides it, else this repository's own package; the flake's
+    # nixosModules.default sets it to the flake's package
+    package = lib.mkPackageOption pkgs "hearth" {
+      example = "hearth.packages.x86_64-linux.default";
+      extraDescription = "It provides `hearth` and `hearth-loop`, their completions and man pages.";
+    } // { default = pkgs.hearth or (pkgs.callPackage ./package.nix { }); };
+
+    environment = mkOption {
+      type = types.attrsOf types.str;
+      default = { };
+      example = { HEARTH_RECALL_CHARS = "4000"; };
+      description = "More environment of every hearth unit; wins over `settings` and the module's own HEARTH_* values (see `hearth-loop --help` for them).";
+    };
+
+    settings = {
+      approvalTimeoutSec = mkOption {
+        type = types.nullOr types.ints.positive;
+        default = null;
+        example = 900;
+        description = "How long a run waits for `hearth approve` before the call is denied (HEARTH_APPROVAL_TIMEOUT_S; null: 300).";
+      };
+      autoApprovedCommands = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "git" "ls" "pytest" ];
+        description = "Programs `auto` mode runs without asking when a command is simple and uses only these (HEARTH_AUTO_COMMANDS).";
+      };
+      recallChars = mkOption {
+        type = types.nullOr (types.ints.between 0 100000);
+        default = null;
+        example = 4000;
+        description = "Knowledge and memory recalled into a run's first message, in characters; 0 turns it off (HEARTH_RECALL_CHARS; null: 2000).";
+      };
+      netPrivateHosts = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "nas.lan" ];
+        description = "LAN hosts network tools may reach at private addresses (HEARTH_NET_PRIVATE_HOSTS).";
+      };
+      ollamaTimeoutSec = mkOption {
+        type = types.nullOr types.ints.positive;
+        default = null;
+        example = 600;
+        description = "How long one model call may take (HEARTH_OLLAMA_TIMEOUT_S; null: 300).";
+      };
+      logLevel = mkOption {
+        type = types.nullOr (types.enum [ "DEBUG" "INFO" "WARNING" "ERROR" "CRITICAL" ]);
+        default = null;
+        example = "INFO";
+        description = "Libraries' log records on the journal at this level, always redacted (HEARTH_LOG_LEVEL; null: none).";
+      };
     };
 
     stateDir = mkOption {
@@ -287,9 +353,10 @@ in
     ollama = {
       url = mkOption {
         type = types.str;
-        default = "http://127.0.0.1:11434";
+        default = if ollamaHere then ollamaServed else "http://127.0.0.1:11434";
+        defaultText = literalExpression ''"http://''${config.services.ollama.host}:''${toString config.services.ollama.port}" when services.ollama is enabled, else "http://127.0.0.1:11434"'';
         example = "http://gpu-box.lan:11434";
-        description = "The Ollama server the runs talk to.";
+        description = "The Ollama server the runs talk to; by default the one services.ollama serves on this host.";
       };
       enable = mkOption {
         type = types.bool;
@@ -307,7 +374,10 @@ in
 
     defaultModel = mkOption {
       type = types.str;
-      default = "qwen2.5-coder";
+      # the first model this host pulls, so a run's default is one Ollama has (an untagged name
+      # means :latest, which a host that pulled qwen2.5-coder:7b does not have)
+      default = if cfg.ollama.enable && cfg.ollama.models != [ ] then builtins.head cfg.ollama.models else "qwen2.5-coder";
+      defaultText = literalExpression ''the first of ollama.models when ollama.enable, else "qwen2.5-coder"'';
       example = "llama3.1:8b";
       description = "Model for runs whose request or profile names none.";
     };
@@ -414,7 +484,7 @@ in
       type = types.listOf types.str;
       default = [ ];
       example = [ "alice" ];
-      description = "Users who may drop requests into the queue (members of the hearth-submit group).";
+      description = "Users who may drop requests into the queue and read the audit with `hearth runs` and `hearth show` (members of the hearth-submit group; the audit database is group-readable to them, nothing else of the state is).";
     };
 
     selfTest.onCalendar = mkOption {
@@ -447,7 +517,7 @@ in
       type = types.listOf types.package;
       default = [ ];
       example = literalExpression "[ pkgs.ripgrep pkgs.nodejs ]";
-      description = "Programs the agent's run_command may use, on its PATH. They live in the Nix store, which every command sees read-only; nothing else of the host is visible to a command.";
+      description = "More programs on the PATH of every hearth unit, so the agent's run_command finds them (bash, coreutils, git, nix and python3 are always there). They live in the Nix store, which every command sees read-only; nothing else of the host is visible to a command.";
     };
 
     exposePaths = mkOption {
@@ -615,8 +685,13 @@ in
       users.groups.hearth-submit.members = cfg.submitters;
 
       systemd.tmpfiles.rules = [
-        # others may pass through (to reach the queue) but not list
-        "d ${cfg.stateDir} 0711 hearth hearth - -"
+        # others may pass through (to reach the queue) but not list; setgid: what hearth creates
+        # here is the submitters' group, readable to them only where the mode says (below)
+        "d ${cfg.stateDir} 2711 hearth hearth-submit - -"
+        # submitters read the audit (`hearth runs`, `hearth show`); SQLite makes its -wal and -shm
+        # with the database's mode, so they are readable too. Everything else stays 0600/0700.
+        "f ${cfg.stateDir}/audit.db 0640 hearth hearth-submit - -"
+        "z ${cfg.stateDir}/audit.db 0640 hearth hearth-submit - -"
         # submitters write requests; setgid keeps them in hearth-submit, which hearth reads
         "d ${cfg.stateDir}/queue 2770 hearth hearth-submit - -"
         "d ${cfg.stateDir}/agents 0700 hearth hearth - -"
@@ -630,7 +705,9 @@ in
         # host bindings only; the secrets themselves never leave their files
         "hearth/credentials.json".text = builtins.toJSON (lib.mapAttrs (_: c: { inherit (c) hosts; }) cfg.credentials);
       };
+      # the package's bin, its completions (bash, zsh, fish) and man pages
       environment.systemPackages = [ cfg.package ];
+      environment.variables.HEARTH_STATE_DIR = cfg.stateDir; # so `hearth runs` reads this host's audit
 
       systemd.services = lib.mapAttrs service units.services;
       systemd.paths = units.paths;
@@ -661,4 +738,6 @@ in
       services.ollama.loadModels = cfg.ollama.models;
     })
   ]);
+
+  meta.maintainers = [ ]; # hearth's own team maintains it (see the repository); none in nixpkgs' list yet
 }

@@ -1,5 +1,6 @@
 # hearth as a Python application, built from pyproject.toml; the test suite runs in the build.
-{ lib, python3Packages, bubblewrap, git, openssl }:
+# `commit` (the flake passes its revision) is what `hearth --version` prints beside the version.
+{ lib, python3Packages, bubblewrap, git, openssl, installShellFiles, commit ? null }:
 let
   py = python3Packages;
   project = (builtins.fromTOML (builtins.readFile ../pyproject.toml)).project;
@@ -15,7 +16,12 @@ let
       inherit pname version;
       hash = "sha256-mgmqm6JBc9FDIRN8jBvFQEDtC/O62VbLL5/u2neWh3A=";
     };
-    build-system = [ py.setuptools ];
+    postPatch = lib.optionalString (commit != null) ''
+    echo 'COMMIT = "${commit}"' > hearth/_commit.py
+  '';
+
+  build-system = [ py.setuptools ];
+  nativeBuildInputs = [ installShellFiles ];
     dependencies = [ py.click py.primp py.lxml ];
     # 24.11 ships older primp and lxml than ddgs asks for; the search code hearth uses runs on them
     pythonRelaxDeps = [ "primp" "lxml" "click" ];
@@ -39,7 +45,12 @@ py.buildPythonApplication {
       && !(lib.hasSuffix ".pyc" rel) && builtins.baseNameOf rel != "__pycache__";
   };
 
+  postPatch = lib.optionalString (commit != null) ''
+    echo 'COMMIT = "${commit}"' > hearth/_commit.py
+  '';
+
   build-system = [ py.setuptools ];
+  nativeBuildInputs = [ installShellFiles ];
   dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean py.regex ddgs ]
     # the command center (hearth serve)
     ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ];
@@ -65,10 +76,28 @@ py.buildPythonApplication {
 
   pythonImportsCheck = [ "agent" "hearth" ];
 
+  # completions and man pages, generated from the parsers by the programs themselves (after the
+  # fixup phase has wrapped them with their dependencies)
+  postFixup = ''
+    export HOME=$TMPDIR
+    installShellCompletion --cmd hearth \
+      --bash <($out/bin/hearth completion bash) \
+      --zsh <($out/bin/hearth completion zsh) \
+      --fish <($out/bin/hearth completion fish)
+    # bash-completion and fish load a file by the command's name; zsh's #compdef names both
+    installShellCompletion --cmd hearth-loop \
+      --bash <($out/bin/hearth completion bash) \
+      --fish <($out/bin/hearth completion fish)
+    $out/bin/hearth man hearth > hearth.1
+    $out/bin/hearth man hearth-loop > hearth-loop.1
+    installManPage hearth.1 hearth-loop.1
+  '';
+
   meta = {
     description = project.description;
     license = lib.licenses.mit;
     mainProgram = "hearth";
+    maintainers = [ ]; # hearth's own team (see the repository); none in nixpkgs' list yet
     platforms = lib.platforms.linux;
   };
 }

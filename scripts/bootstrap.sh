@@ -28,7 +28,11 @@ if [ -n "$missing" ]; then
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: making the virtualenv $VENV"
   python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+# pip's own lines are the progress: a first install fetches ~60 packages (about half a minute)
+echo "bootstrap: installing hearth and its test tools into $VENV with pip"
+"$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar on -e '.[test]'
 touch "$VENV/.installed"
+echo "bootstrap: done: $VENV/bin/hearth and $VENV/bin/hearth-loop are installed"

@@ -6,6 +6,8 @@ assert on exactly what was sent. Script items:
 
 - a dict: an assistant message (`{"content": ..., "tool_calls": [...]}`), sent as Ollama would;
 - `Raw(status, body)`: these exact bytes, for garbage, HTTP 500, a reply with no message ...;
+- `Held(message, after, release)`: streams `after` chunks of the message, waits for the
+  `release` event, then the rest (a live token count, a model still thinking);
 - a callable taking the request body and returning either of the above.
 
 When the script runs out it answers HTTP 500 "script exhausted", so an overrun is loud.
@@ -30,7 +32,14 @@ class Raw:
     delay_s: float = 0.0
 
 
-Script = dict[str, Any] | Raw | Callable[[dict[str, Any]], "dict[str, Any] | Raw"]
+@dataclass(frozen=True)
+class Held:
+    message: dict[str, Any]
+    after: int
+    release: threading.Event
+
+
+Script = dict[str, Any] | Raw | Held | Callable[[dict[str, Any]], "dict[str, Any] | Raw | Held"]
 
 
 def final_answer(text: str) -> dict[str, Any]:
@@ -83,7 +92,7 @@ class FakeOllama:
         with self._lock:
             self.script.extend(items)
 
-    def next_item(self, body: dict[str, Any]) -> dict[str, Any] | Raw:
+    def next_item(self, body: dict[str, Any]) -> dict[str, Any] | Raw | Held:
         with self._lock:
             self.requests.append(body)
             if not self.script:
@@ -129,6 +138,8 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             if isinstance(item, Raw):
                 time.sleep(item.delay_s)
                 self._send(item.status, item.body, item.content_type)
+            elif isinstance(item, Held):
+                self._stream(body["model"], item.message, hold=item)
             elif body.get("stream", True):
                 self._stream(body["model"], item)
             else:
@@ -153,7 +164,7 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 "eval_count": tokens_out,
             }
 
-        def _stream(self, model: str, item: dict[str, Any]) -> None:
+        def _stream(self, model: str, item: dict[str, Any], hold: Held | None = None) -> None:
             message = _message(item)
             content = message.get("content", "")
             step = max(1, fake.chunk_size)
@@ -169,7 +180,9 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/x-ndjson")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for chunk in chunks:
+            for n, chunk in enumerate(chunks):
+                if hold is not None and n == hold.after:
+                    hold.release.wait(60)
                 self._write_chunk((json.dumps(chunk) + "\n").encode())
             self._write_chunk(b"")
 

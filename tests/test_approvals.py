@@ -46,8 +46,14 @@ def audit(tmp_path: Path) -> Iterator[AuditStore]:
 
 
 @pytest.fixture
-def recorder(audit: AuditStore, tmp_path: Path) -> Recorder:
-    return Recorder(audit, StateFile(tmp_path / "state", "run1"), "run1", out=io.StringIO())
+def printed() -> io.StringIO:
+    """What the run printed, as a person at its terminal would have read it."""
+    return io.StringIO()
+
+
+@pytest.fixture
+def recorder(audit: AuditStore, tmp_path: Path, printed: io.StringIO) -> Recorder:
+    return Recorder(audit, StateFile(tmp_path / "state", "run1"), "run1", out=printed)
 
 
 def other_shell(tmp_path: Path) -> AuditStore:
@@ -139,7 +145,9 @@ def test_two_shells_deciding_at_once_have_exactly_one_winner(audit: AuditStore, 
 # --- the headless approver -----------------------------------------------------------------------
 
 
-def test_headless_waits_then_runs_what_another_shell_approved(recorder: Recorder, tmp_path: Path) -> None:
+def test_headless_waits_then_runs_what_another_shell_approved(
+    recorder: Recorder, printed: io.StringIO, tmp_path: Path
+) -> None:
     clock, seen_state = Clock(), []
 
     def sleep(seconds: float) -> None:  # stands for the time the operator takes, in another shell
@@ -152,7 +160,7 @@ def test_headless_waits_then_runs_what_another_shell_approved(recorder: Recorder
     decision = HeadlessApprover(recorder, 300, now=clock, sleep=sleep)(*CALL, "dangerous")
     assert decision.granted and decision.by == "cli:alice" and decision.ref
     assert seen_state == ["waiting_approval"]
-    assert "hearth approve " + decision.ref in recorder.out.getvalue()
+    assert "hearth approve " + decision.ref in printed.getvalue()
     [step] = recorder.audit.steps("run1")
     detail = json.loads(step["detail"])
     assert (step["kind"], step["verdict"], detail["by"], detail["timeout_s"]) == (

@@ -20,7 +20,7 @@ from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 from tests.test_loop import assert_roles_legal
 
 NUM_CTX = 4096  # small enough that twelve reads of 1,400 characters need compacting
-SPILL_CTX = 2048
+SPILL_CTX = 4096  # the smallest window that holds the prompt and tools; its spill threshold is 2,730
 GOAL = "Read every fNN.txt file and report what they hold."
 SUMMARY = "SUMMARY-FROM-MODEL: files f00 to f03 hold numbered lines of x."
 

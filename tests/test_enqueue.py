@@ -27,6 +27,7 @@ def queued(state_dir: Path, request_id: str) -> dict[str, object]:
 
 
 def test_flags_become_a_version_1_request_stamped_with_who_and_when(state_dir: Path) -> None:
+    (state_dir.parent / "config" / "agents" / "tidier").mkdir(parents=True)  # a profile enqueue can find
     proc = run_cli(
         "hearth",
         "enqueue",
@@ -141,7 +142,7 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
     [
         (
             ["go", "--tools", "read_file,no_such_tool"],
-            'invalid request: allowed_tools names a tool hearth does not have: "no_such_tool"',
+            "--allowed-tools: 'no_such_tool' is not a tool hearth has; the tools are ",
         ),
         (["go", "--id", "../x"], 'invalid request: id "../x" is not allowed: use 1-64 characters'),
         (

@@ -121,7 +121,11 @@ def test_markdown_and_text_show_every_section(audit_file: Path) -> None:
         assert f"## {title}" in markdown
     assert "| run_command | 2 | 1 | 0 | 1 | 1 |" in markdown
     text = run_cli("hearth", "report").stdout
-    assert text.startswith("8 runs; tokens 106 in / 11 out") and "duration (ms)  200  500  6" in text
+    assert (
+        text.startswith("8 runs, all recorded, since the first on ")
+        and "; tokens 106 in / 11 out" in text
+        and "duration (ms)  200  500  6" in text
+    )
 
 
 def test_a_report_without_an_audit_is_empty_and_creates_nothing(state_dir: Path) -> None:

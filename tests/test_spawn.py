@@ -82,7 +82,8 @@ def test_enqueue_then_spawn_local_runs_the_request_and_records_it(state_dir: Pat
     assert accepted["shape"] == "v1" and len(accepted["sha256"]) == 64
     assert sorted(t["function"]["name"] for t in fake.requests[0]["tools"]) == ["list_files", "read_file"]
     assert queue_is_empty(state_dir)  # removed only after the final status was recorded
-    assert (state_dir / "logs" / f"{request_id}.log").read_text().startswith("[1] model replied")
+    log = (state_dir / "logs" / f"{request_id}.log").read_text().splitlines()
+    assert log[0].startswith(f"== run {request_id} ") and log[1].startswith("[1] model replied")
     plain = sqlite_utils.Database(state_dir / "audit.db")  # what Datasette and sqlite-utils see
     assert {"runs", "steps", "requests", "rejections"} <= set(plain.table_names())
     assert plain["requests"].get(request_id)["requested_by"] == "ana"

@@ -6,6 +6,11 @@ OpenAI-compatible servers send raises instead of being accepted, and it turns
 every connection failure into one fixed sentence without the URL or the cause.
 One endpoint, spoken directly, keeps both under our control.
 
+Two optional callbacks let a caller show what happens without speaking to the server itself:
+`on_retry(message)` before each new attempt (what failed, when the next try is), and
+`on_tokens(count)` as a streamed reply comes in (chunks so far; Ollama streams about one token a
+chunk). Without them nothing extra runs per chunk.
+
 Errors, each one line that says what failed and what to do::
 
     ModelError
@@ -132,8 +137,12 @@ class OllamaClient:
         stream: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         options: dict[str, Any] | None = None,
+        on_retry: Callable[[str], None] | None = None,
+        on_tokens: Callable[[int], None] | None = None,
     ) -> None:
         self.model = model
+        self.on_retry = on_retry
+        self.on_tokens = on_tokens
         self.base_url = normalize_host(host)
         self.num_ctx = num_ctx
         self.retries = retries
@@ -183,7 +192,10 @@ class OllamaClient:
             except _Retryable as failure:
                 if n == self.retries:
                     raise ModelUnavailable(str(failure)) from None
-                self._sleep(self.backoff_s * (2**n))
+                delay = self.backoff_s * (2**n)
+                if self.on_retry:
+                    self.on_retry(f"trying again in {delay:g} s (attempt {n + 2} of {self.retries + 1}): {failure}")
+                self._sleep(delay)
         raise AssertionError("unreachable")
 
     def _post_chat(self, body: dict[str, Any]) -> ChatReply:
@@ -192,7 +204,7 @@ class OllamaClient:
             with self._http.stream("POST", url, json=body) as response:
                 self._check_status(response)
                 lines = response.iter_lines()
-                return _read_stream(lines, url) if body["stream"] else _read_whole(lines, url)
+                return _read_stream(lines, url, self.on_tokens) if body["stream"] else _read_whole(lines, url)
         except httpx.TimeoutException as exc:
             raise _Retryable(f"Ollama at {self.base_url} did not answer in time ({type(exc).__name__})") from None
         except (httpx.TransportError, OSError) as exc:
@@ -264,7 +276,7 @@ def _read_whole(lines: Iterator[str], url: str) -> ChatReply:
     )
 
 
-def _read_stream(lines: Iterator[str], url: str) -> ChatReply:
+def _read_stream(lines: Iterator[str], url: str, on_tokens: Callable[[int], None] | None = None) -> ChatReply:
     content: list[str] = []
     thinking: list[str] = []
     calls: list[Any] = []
@@ -280,6 +292,8 @@ def _read_stream(lines: Iterator[str], url: str) -> ChatReply:
             content.append(str(message.get("content") or ""))
             thinking.append(str(message.get("thinking") or ""))
             calls.extend(message.get("tool_calls") or [])
+            if on_tokens:
+                on_tokens(len(content))
         elif not chunk.get("done"):
             raise BadReply(f"{url} sent a chunk without a message: {_clip(line.strip())!r}")
         if chunk.get("done"):

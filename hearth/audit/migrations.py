@@ -288,6 +288,26 @@ def m091_alerts(db: sqlite_utils.Database) -> None:
     db.table("alerts").create_index(["at"])
 
 
+def m110_runs_search(db: sqlite_utils.Database) -> None:
+    """`hearth runs --search`: a full-text index over each run's goal and summary, kept by triggers
+    (a run's row is written by several processes, and the triggers keep every writer honest)."""
+    db.execute("create virtual table runs_fts using fts5(goal, summary, content='runs', content_rowid='rowid')")
+    db.execute(
+        "create trigger runs_fts_insert after insert on runs begin "
+        "insert into runs_fts(rowid, goal, summary) values (new.rowid, new.goal, new.summary); end"
+    )
+    db.execute(
+        "create trigger runs_fts_update after update of goal, summary on runs begin "
+        "insert into runs_fts(runs_fts, rowid, goal, summary) values ('delete', old.rowid, old.goal, old.summary); "
+        "insert into runs_fts(rowid, goal, summary) values (new.rowid, new.goal, new.summary); end"
+    )
+    db.execute(
+        "create trigger runs_fts_delete after delete on runs begin "
+        "insert into runs_fts(runs_fts, rowid, goal, summary) values ('delete', old.rowid, old.goal, old.summary); end"
+    )
+    db.execute("insert into runs_fts(runs_fts) values ('rebuild')")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -305,4 +325,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m090_run_routing_and_labels,
     m091_alerts,
     m100_long_work,
+    m110_runs_search,
 ]

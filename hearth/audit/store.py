@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -69,6 +70,21 @@ class AuditStore(SqliteFile):
         super().__init__(path, MIGRATIONS)
         self.clock = clock
 
+    @classmethod
+    def read_only(cls, path: str | Path) -> AuditStore:
+        """The audit opened for reading only, never migrated: for a reader who may not write it
+        (a submitter on NixOS, whose group may read audit.db and the -wal/-shm beside it)."""
+        store = cls.__new__(cls)
+        store.path, store.clock = Path(path), utc_now
+        try:
+            store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
+            store.conn.execute("select 1 from runs limit 1").fetchall()
+        except sqlite3.OperationalError:
+            # no writer is connected, so SQLite has checkpointed and removed the -wal and -shm, and
+            # this reader may not make a -shm: the file alone is the whole audit, read as it is
+            store.conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None)
+        return store
+
     def __enter__(self) -> AuditStore:
         return self
 
@@ -93,10 +109,22 @@ class AuditStore(SqliteFile):
         rows = self.rows("select * from runs where id = ?", [run_id])
         return rows[0] if rows else None
 
-    def runs(self, limit: int = 20, **where: Any) -> list[dict[str, Any]]:
-        clause = " and ".join(f'"{k}" = :{k}' for k in where) or "1 = 1"
+    def runs(
+        self, limit: int = 20, *, since: str | None = None, search: str | None = None, **where: Any
+    ) -> list[dict[str, Any]]:
+        """The newest runs first; `where` matches columns exactly, `since` is a time stamp the run
+        started at or after, `search` words that its goal or summary holds (the runs_fts index)."""
+        clauses = [f'"{k}" = :{k}' for k in where]
+        params: dict[str, Any] = {**where, "_limit": limit}
+        if since:
+            clauses.append("started_at >= :_since")
+            params["_since"] = since
+        if search is not None:
+            clauses.append("rowid in (select rowid from runs_fts where runs_fts match :_match)")
+            params["_match"] = fts_query(search)
+        clause = " and ".join(clauses) or "1 = 1"
         sql = f"select * from runs where {clause} order by started_at desc, rowid desc limit :_limit"
-        return self.rows(sql, {**where, "_limit": limit})
+        return self.rows(sql, params)
 
     def find_run(self, prefix: str) -> dict[str, Any] | None:
         """A run by its id or a unique prefix of it."""
@@ -108,6 +136,14 @@ class AuditStore(SqliteFile):
         if not rows:
             rows = self.rows(f"select * from \"{table}\" where id like ? escape '\\' limit 2", [_like_prefix(ident)])
         return rows[0] if len(rows) == 1 else None
+
+    def ids_with_prefix(self, table: str, prefix: str, limit: int = 10) -> list[str]:
+        """The ids of `table` that start with `prefix`, newest first: what an ambiguous prefix means."""
+        rows = self.rows(
+            f"select id from \"{table}\" where id like ? escape '\\' order by rowid desc limit ?",
+            [_like_prefix(prefix), limit],
+        )
+        return [row["id"] for row in rows]
 
     # -- steps -----------------------------------------------------------------------------
     def record_step(self, run_id: str, kind: str, **fields: Any) -> int:
@@ -163,6 +199,12 @@ class AuditStore(SqliteFile):
 
 def _json_text(value: Any) -> str | None:
     return value if isinstance(value, str | None) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def fts_query(text: str) -> str:
+    """Free text -> an FTS5 query: every word quoted (no operator injection), all of them required."""
+    words = text.split()
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words) or '""'
 
 
 def _like_prefix(prefix: str) -> str:

@@ -31,6 +31,7 @@ MODULES = (
     "pause",
     "alerts",
     "missions",
+    "docs",
 )
 COMMANDS = {
     "demo": "demo",
@@ -59,6 +60,8 @@ COMMANDS = {
     "resume": "pause",
     "alerts": "alerts",
     "missions": "missions",
+    "completion": "docs",
+    "man": "docs",
 }
 
 

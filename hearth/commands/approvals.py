@@ -16,7 +16,7 @@ from hearth.audit import approvals
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
-from hearth.render import print_json, table
+from hearth.render import print_json, table, visible_line
 from hearth.settings import Settings
 
 EPILOG = "exit codes: 0 done, 1 the approval was already decided or has expired, 2 no such approval"
@@ -29,10 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.set_defaults(handler=list_approvals)
     approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG)
     approve.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
+    approve.add_argument("--json", action="store_true")
     approve.set_defaults(handler=approve_one)
     deny = sub.add_parser("deny", help="refuse one waiting call", epilog=EPILOG)
     deny.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
     deny.add_argument("--reason", default="", help="told to the model, and recorded")
+    deny.add_argument("--json", action="store_true")
     deny.set_defaults(handler=deny_one)
 
 
@@ -77,6 +79,9 @@ def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> i
             by=f"cli:{approvals.operator_name()}",
             note=getattr(args, "reason", ""),
         )
+    if args.json:
+        print_json(_row(approval, approvals.stamp(approvals.utc_clock())))
+        return 0
     verb = "approved" if granted else "denied"
-    print(f"{verb} {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})")
+    print(visible_line(f"{verb} {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})"))
     return 0

@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id", help="the follow-up's id (default: a new one)")
     p.add_argument("--model", help="another model (default: the earlier run's)")
     p.add_argument("--mode", choices=("plan", "auto", "bypass"), help="default: the profile's, else auto")
-    p.add_argument("--max-iterations", type=int, help="default: the profile's, else 12")
+    p.add_argument(
+        "--max-iterations", "--max-iters", dest="max_iterations", type=int, help="default: the profile's, else 12"
+    )
     p.add_argument("--json", action="store_true", help="print {id, path} as JSON")
     p.set_defaults(handler=continue_run)
 

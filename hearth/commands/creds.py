@@ -6,6 +6,7 @@ import argparse
 import getpass
 import sys
 
+from hearth.credentials import check_hosts, usage_name
 from hearth.errors import UsageError
 from hearth.render import print_json, table
 from hearth.run.services import credential_store
@@ -34,12 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the value comes from $CREDENTIALS_DIRECTORY/NAME (LoadCredential=); read no value",
     )
+    put.add_argument("--json", action="store_true")
     put.set_defaults(handler=set_credential)
     listing = verbs.add_parser("list", help="list credentials (names, hosts, where the value comes from)")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_credentials)
     remove = verbs.add_parser("rm", help="remove a credential from the store")
     remove.add_argument("name")
+    remove.add_argument("--json", action="store_true")
     remove.set_defaults(handler=remove_credential)
 
 
@@ -55,11 +58,16 @@ def read_value(name: str) -> str:
 
 
 def set_credential(args: argparse.Namespace, settings: Settings) -> int:
+    usage_name(args.name)  # the name and hosts first: nobody types a secret for a command that will refuse it
+    hosts = check_hosts(args.host)
     settings.writable_state_dir()
     store = credential_store(settings)
     store.set(args.name, args.host, None if args.systemd else read_value(args.name))
     where = "$CREDENTIALS_DIRECTORY" if args.systemd else str(store.path)
-    print(f"set {args.name} (value from {where}), may be sent to: {', '.join(sorted(set(args.host)))}")
+    if args.json:
+        print_json({"name": args.name, "hosts": hosts, "source": where})
+    else:
+        print(f"set {args.name} (value from {where}), may be sent to: {', '.join(hosts)}")
     return 0
 
 
@@ -76,5 +84,5 @@ def list_credentials(args: argparse.Namespace, settings: Settings) -> int:
 
 def remove_credential(args: argparse.Namespace, settings: Settings) -> int:
     credential_store(settings).remove(args.name)
-    print(f"removed {args.name}")
+    print_json({"removed": args.name}) if args.json else print(f"removed {args.name}")
     return 0

@@ -29,7 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    doctor.add_argument("--agent-name", help="check only this profile (and show its prompt with --context)")
+    doctor.add_argument(
+        "--agent-name",
+        "--agent",
+        dest="agent_name",
+        metavar="NAME",
+        help="check only this profile (and show its prompt with --context)",
+    )
     doctor.add_argument(
         "--context",
         action="store_true",

@@ -12,7 +12,8 @@ from hearth.audit.store import new_run_id
 from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
 from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, is_legacy, load_json
-from hearth.settings import Settings
+from hearth.run.profiles import load_profile
+from hearth.settings import Settings, tool_names
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
 REQUEST_FLAGS = (
@@ -45,10 +46,12 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--file", metavar="FILE", help="the request as JSON (either shape, see queue-spec/); - reads stdin")
     p.add_argument("--id", help="the request id (default: a new one)")
     p.add_argument("--model", help="Ollama model (default $HEARTH_MODEL)")
-    p.add_argument("--agent-name", help="agent profile (default: default)")
+    p.add_argument(
+        "--agent-name", "--agent", dest="agent_name", metavar="NAME", help="agent profile (default: default)"
+    )
     p.add_argument("--mode", choices=("plan", "auto", "bypass"), help="default auto")
-    p.add_argument("--tools", "--allowed-tools", dest="tools", metavar="A,B", help="the only tools the run may use")
-    p.add_argument("--max-iterations", type=int, help="default 12")
+    p.add_argument("--allowed-tools", "--tools", dest="tools", metavar="A,B", help="the only tools the run may use")
+    p.add_argument("--max-iterations", "--max-iters", dest="max_iterations", type=int, metavar="N", help="default 12")
     p.add_argument("--timeout", type=int, metavar="SECONDS", help="default 3600")
     p.add_argument("--credential", action="append", metavar="NAME", help="a credential name; repeat for more")
     p.add_argument("--egress", action="append", metavar="HOST", help="a host the run may reach; repeat for more")
@@ -62,6 +65,10 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
 
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
+    if args.tools is not None:
+        tool_names(args.tools)  # refused now, the way hearth-loop refuses it, not at spawn
+    if args.agent_name:
+        load_profile(settings.config_dir, args.agent_name)  # an unknown profile: refused now, listing them
     try:
         request = _request_from_args(args)
     except RequestRefused as exc:

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import asdict
 from pathlib import Path
 
+from hearth.cli import positive
 from hearth.errors import NotFound
 from hearth.evolve import Proposal, find_proposal, proposals, run_evolve_request
 from hearth.render import print_json, table, visible, visible_line
@@ -29,12 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     evolve.add_argument("goal", help="what to change, in plain words")
     evolve.add_argument("--repo", type=Path, help="the config checkout (default $HEARTH_CONFIG_REPO)")
     evolve.add_argument("--model", help="Ollama model (default $HEARTH_MODEL)")
-    evolve.add_argument("--max-iters", type=int, default=12, help="iteration cap (default 12)")
+    evolve.add_argument(
+        "--max-iterations", "--max-iters", dest="max_iters", type=int, default=12, help="iteration cap (default 12)"
+    )
     evolve.add_argument("--json", action="store_true", help="print the proposal as JSON")
     evolve.set_defaults(handler=run_evolve)
     listing = sub.add_parser("proposals", help="list self-evolution proposals, or show one with its diff")
     listing.add_argument("id", nargs="?", help="a proposal id (or unique prefix) to show in full")
-    listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("--limit", type=positive, default=20, help="how many (default 20)")
     listing.add_argument("--json", action="store_true")
     listing.add_argument(
         "--as-ordinary",

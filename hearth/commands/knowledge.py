@@ -11,6 +11,7 @@ from typing import Any
 from agent.knowledge.indexing import MAX_FILE_BYTES, index_directory
 from agent.knowledge.store import KnowledgeStore, scopes_for
 from agent.safety.workspace import PathRefused, Workspace
+from hearth.cli import positive
 from hearth.errors import NotFound, UsageError
 from hearth.render import print_json, table
 from hearth.settings import Settings
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("-k", type=int, default=5, help="how many results (default 5)")
     _scope_args(search, "search what this agent's runs see (default: everything)")
     listing = verbs.add_parser("list", help="list documents")
-    listing.add_argument("--limit", type=int, default=200)
+    listing.add_argument("--limit", type=positive, default=200)
     _scope_args(listing, "list what this agent's runs see (default: everything)")
     remove = verbs.add_parser("rm", help="remove a document by id or source")
     remove.add_argument("ref", help="a document id (see: hearth kb list) or its source")
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     memory = sub.add_parser("memory", help="long-term memory (lessons): list, remove")
     memory_verbs = memory.add_subparsers(dest="verb", metavar="VERB", required=True)
     lessons = memory_verbs.add_parser("list", help="list lessons")
-    lessons.add_argument("--limit", type=int, default=200)
+    lessons.add_argument("--limit", type=positive, default=200)
     _scope_args(lessons, "list what this agent's runs see (default: everything)")
     forget = memory_verbs.add_parser("rm", help="remove a lesson by id")
     forget.add_argument("id", type=int)
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _scope_args(parser: argparse.ArgumentParser, agent_help: str) -> None:
-    parser.add_argument("--agent", metavar="NAME", help=agent_help)
+    parser.add_argument("--agent-name", "--agent", dest="agent", metavar="NAME", help=agent_help)
     parser.add_argument("--json", action="store_true")
 
 

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("name", help="the mission")
+        action.add_argument("--json", action="store_true")
         action.set_defaults(handler=handler)
 
 
@@ -58,6 +59,9 @@ def _last(row: dict[str, object]) -> str:
 def run_now(args: argparse.Namespace, settings: Settings) -> int:
     mission = find_mission(settings, args.name)
     done = fire(settings, mission, source="cli", by=f"cli:{operator_name()}", now=datetime.now(), force=True)
+    if args.json:
+        print_json({"mission": args.name, "enqueued": done.id if done else None, "notes": done.notes if done else []})
+        return 0
     print(done.id if done else f"mission {args.name} was not enqueued")
     for note in done.notes if done else []:
         print(f"hearth missions: {note}", file=sys.stderr)
@@ -66,17 +70,26 @@ def run_now(args: argparse.Namespace, settings: Settings) -> int:
 
 def pause(args: argparse.Namespace, settings: Settings) -> int:
     record = pause_mission(settings, find_mission(settings, args.name), by=f"cli:{operator_name()}")
+    if args.json:
+        print_json({"mission": args.name, "paused": record})
+        return 0
     print(f"mission {args.name} is paused since {record['since']}, by {record['by']}")
     return 0
 
 
 def resume(args: argparse.Namespace, settings: Settings) -> int:
     was = resume_mission(settings, find_mission(settings, args.name))
+    if args.json:
+        print_json({"mission": args.name, "resumed": bool(was)})
+        return 0
     print(f"mission {args.name} resumed" if was else f"mission {args.name} was not paused")
     return 0
 
 
 def fire_timer(args: argparse.Namespace, settings: Settings) -> int:
     done = fire(settings, find_mission(settings, args.name), source="timer", by="timer", now=datetime.now())
+    if args.json:
+        print_json({"mission": args.name, "enqueued": done.id if done else None, "skipped": done is None})
+        return 0
     print(done.id if done else f"mission {args.name} is paused: skipped")
     return 0

@@ -33,9 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from hearth.report import active_runs
     from hearth.web.app import create_app
     from hearth.web.config import WebConfig, check_bind, load_tokens
 
+    active_runs(settings)  # settles runs whose process is gone before anyone looks at the page
     tokens = load_tokens(args.token_file, args.viewer_token_file, settings.credentials_dir)
     check_bind(args.host, tokens)
     config = WebConfig(settings, args.host, args.port, tokens, tuple(args.allowed_host))

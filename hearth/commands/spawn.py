@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import time
+from collections.abc import Callable
 from typing import Any
 
+from agent.clock import utc_now
+from hearth.cli import positive
 from hearth.dispatch.spawner import Report, Spawner, choose_launcher
 from hearth.render import json_line, visible_line
 from hearth.settings import Settings
@@ -27,18 +31,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     spawn.set_defaults(handler=spawn_requests)
 
 
-def positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return int(text)
+def printer(json_lines: bool, *, stamped: bool = False, why: Callable[[str], str | None] | None = None) -> Report:
+    """One line per thing that happens; `stamped` puts the time in front (local; UTC ISO in JSON),
+    `why(run_id)` gives what a run that did not end well recorded (its status and error)."""
 
-
-def printer(json_lines: bool) -> Report:
     def report(what: str, name: str, detail: str) -> None:
+        unwell = (what == "settled" and detail != "done") or (what == "ended" and detail != "exit 0")
+        if why and unwell:
+            reason = why(name.removesuffix(".json"))
+            detail = f"{detail}: {reason}" if reason else detail
         if json_lines:
-            print(json_line({"event": what, "name": name, "detail": detail}), flush=True)
+            stamp = {"at": utc_now()} if stamped else {}
+            print(json_line({"event": what, "name": name, "detail": detail, **stamp}), flush=True)
         else:
-            print(visible_line(f"{what} {name}{': ' + detail if detail else ''}"), flush=True)
+            at = time.strftime("%H:%M:%S ") if stamped else ""
+            print(visible_line(f"{at}{what} {name}{': ' + detail if detail else ''}"), flush=True)
 
     return report
 

@@ -24,8 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
     launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
-    report = printer(args.json)
-    with Spawner(settings, launcher, report=report) as spawner:
+    with Spawner(settings, launcher) as spawner:
+        report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
+        spawner.report = report
         missions = Timetable(settings, datetime.now())
         for problem in missions.problems:
             report("mission_skipped", problem.path.name, problem.reason)
@@ -40,3 +41,12 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         watch.run()
         summary(spawner, args.json)
     return 0
+
+
+def _reason(spawner: Spawner, run_id: str) -> str | None:
+    """`rejected: unknown agent profile ...`: the status a run recorded and its error's first line."""
+    run = spawner.audit.run(run_id)
+    if run is None or run["status"] in ("running", "done"):
+        return None
+    text = (run.get("error") or "").strip()
+    return f"{run['status']}: {text.splitlines()[0][:300]}" if text else run["status"]

@@ -8,6 +8,12 @@ request kept in failed/; the spawner and `hearth watch` call it on every sweep.
 Final places by the run's recorded status: `interrupted` -> failed/ (kept to run again under a
 new id), `rejected` -> rejected/, anything else -> the file is removed (the audit keeps its body).
 
+Every run, from the queue or not, also holds <state>/state/<id>.lock (`hold_run`, hearth/run/lock.py) from before its
+row exists until after its final status. `settle_dead()` is what every command that looks at
+runs calls first (`hearth runs`, `show`, `state`, `spawn`, `watch`, `serve`): a `running` row whose
+lock is free is a run whose process is gone, however it went (killed, crashed, a broken pipe, a
+power cut), and becomes `interrupted`; a claimed request goes through `settle()` as above.
+
 This module is the spawner's (the path unit's oneshot): it reads and writes the queue and the
 audit and never imports the engine, so a sweep starts fast.
 """
@@ -15,6 +21,7 @@ audit and never imports the engine, so a sweep starts fast.
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,11 +32,51 @@ from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.queue import Queue, RunLock, read_request_bytes
 from hearth.request import ID_PATTERN, Request, RequestRefused
+from hearth.run.lock import run_lock_path
 from hearth.run.state import remove_state
 from hearth.settings import Settings
 
 CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent never started
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
+
+
+def settle_dead(audit: AuditStore, settings: Settings) -> list[str]:
+    """Settle every run recorded `running` whose process is gone as `interrupted`; their ids.
+
+    A reader who may not write the audit or the state directory settles nothing, and is not
+    stopped by that: what it shows is what is recorded.
+    """
+    try:
+        running = [row["id"] for row in audit.rows("select id from runs where status = 'running'")]
+        settled = []
+        for run_id in running:
+            if _settle_one(audit, settings, run_id):
+                settled.append(run_id)
+        return settled
+    except (OSError, sqlite3.Error):
+        return []
+
+
+def _settle_one(audit: AuditStore, settings: Settings, run_id: str) -> bool:
+    queue = Queue(settings.queue_dir)
+    name = f"{run_id}.json"
+    if (queue.claimed / name).exists():  # a queue run: its request lock says, and its file is placed
+        return settle(queue, audit, settings, name) == "interrupted"
+    if not re.fullmatch(ID_PATTERN, run_id):
+        return False
+    settings.runs_state_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock.try_acquire(run_lock_path(settings, run_id))
+    if lock is None:
+        return False  # its process is alive
+    try:
+        run = audit.run(run_id)
+        if run is None or run["status"] != "running":
+            return False  # it ended while we looked
+        record_unfinished(audit, run_id, "interrupted", GONE)
+        remove_state(settings.runs_state_dir, run_id)
+        return True
+    finally:
+        lock.release(remove=True)
 
 
 def reject(

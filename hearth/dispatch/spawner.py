@@ -29,7 +29,7 @@ from hearth.audit.store import AuditStore
 from hearth.budget import load_budget, local_now, refusal
 from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
 from hearth.dispatch.pause import Paused, paused
-from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle
+from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
 from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
 from hearth.request import Parsed, Request, RequestRefused, check, parse_request, printable
@@ -122,13 +122,16 @@ class Spawner:
 
     # -- dead runs ------------------------------------------------------------------------------
     def sweep(self) -> None:
-        """Settle every claimed request whose process is gone (not our own live children)."""
+        """Settle every claimed request whose process is gone (not our own live children), then
+        every other run whose process is gone (a `hearth-loop` killed, say)."""
         mine = {f"{rid}.json" for rid in self.launcher.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
                 self._settled(
                     name, settle(self.queue, self.audit, self.settings, name, grace_s=self.grace_s, now=self.clock)
                 )
+        for run_id in settle_dead(self.audit, self.settings):
+            self._settled(run_id, "interrupted")
 
     def reap(self) -> None:
         """Local runs that ended: a run that died without placing its request is settled now."""

@@ -7,11 +7,15 @@ is claimed (hearth/dispatch/pause.py). With a `Timetable` it also fires the miss
 timer does not (hearth/missions.py), on their schedules, re-reading their files at each sweep.
 `stop()` (SIGTERM, SIGINT) ends it: no new claims, each running run gets SIGTERM and records
 `interrupted` (request kept).
+
+It also watches the runs' live state: a run that starts waiting for an approval is reported once
+per approval (`waiting`), with the commands that decide it, since its own output goes to its log.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -23,6 +27,7 @@ from watchdog.observers import Observer
 from hearth.dispatch.spawner import Spawner
 from hearth.errors import HearthError
 from hearth.missions import Timetable, fire
+from hearth.run.state import read_states
 
 SWEEP_EVERY_S = 10.0
 # watchdog holds a "moved out of the directory" event for 0.5 s waiting for its pair, and every
@@ -74,6 +79,19 @@ class _Arrivals(FileSystemEventHandler):
             self.wake()
 
 
+class _Changes(FileSystemEventHandler):
+    """Wakes the loop for any change in the runs' live state (a run now waits for approval, say)."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        self.wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self.wake()
+
+
+_APPROVAL = re.compile(r"approval (\S+): ")
+
+
 class Watch:
     def __init__(
         self,
@@ -88,6 +106,7 @@ class Watch:
         self.missions, self.now = missions, now
         self.waker = Waker()
         self.stopping = False
+        self._told: set[str] = set()  # the approvals already reported as waiting
 
     def stop(self) -> None:
         """Safe from a signal handler: sets a flag and wakes the loop."""
@@ -98,6 +117,9 @@ class Watch:
         root = self.spawner.queue.root
         observer = Observer()
         observer.schedule(_Arrivals(root, self.waker.poke), str(root), recursive=False)
+        states = self.spawner.settings.runs_state_dir
+        states.mkdir(parents=True, exist_ok=True)
+        observer.schedule(_Changes(self.waker.poke), str(states), recursive=False)
         observer.start()  # before the first pass, so nothing lands unseen in between
         try:
             self._loop()
@@ -114,6 +136,7 @@ class Watch:
         blind_until = 0.0
         while not self.stopping:
             self.spawner.reap()
+            self.report_waiting()
             self._fire_missions()
             step = self.spawner.drain()
             if step.took:
@@ -135,6 +158,17 @@ class Watch:
                 if self.missions:
                     self.missions.reload(self.now())
                 next_sweep = time.monotonic() + self.sweep_every_s
+
+    def report_waiting(self) -> None:
+        """Each approval a run waits for, once, with the commands that decide it."""
+        for state in read_states(self.spawner.settings.runs_state_dir):
+            found = _APPROVAL.match(str(state.get("detail") or ""))
+            if state.get("state") != "waiting_approval" or not found or found.group(1) in self._told:
+                continue
+            self._told.add(found.group(1))
+            approval = found.group(1)
+            detail = f"{state['detail']}; decide with: hearth approve {approval}  or: hearth deny {approval}"
+            self.spawner.report("waiting", str(state.get("run_id")), detail)
 
     def _fire_missions(self) -> None:
         """Enqueue each mission whose time has come (or record its skip while it is paused)."""

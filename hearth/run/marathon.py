@@ -40,8 +40,9 @@ from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, 
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import Verdict, ask_json, read_verdict
+from hearth.run.lock import hold_run
 from hearth.run.longrun import Holder, close_if_running, derived_id, finish_holder, signals_interrupt, start_holder
-from hearth.run.runner import Interrupted, model_client, prepare_workspace, resolved, run_goal
+from hearth.run.runner import Interrupted, fresh_run_dir, model_client, prepare_workspace, resolved, run_goal
 from hearth.run.state import StateFile
 from hearth.settings import Settings
 
@@ -115,7 +116,8 @@ def run_marathon(
     """Run legs until done or stopped; (the marathon's run id, its outcome). UsageError if it cannot start."""
     settings.writable_state_dir()
     marathon_id = request.run_id or new_run_id()
-    with AuditStore(settings.audit_path) as audit:
+    # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
+    with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
         run = _admit(audit, request, plan, settings, marathon_id)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.request.agent_name, model=run.request.model
@@ -139,7 +141,11 @@ def _admit(audit: AuditStore, request: GoalRequest, plan: Marathon, settings: Se
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
     try:
         request = resolved(request, settings)
-        root = prepare_workspace(request.workspace or settings.agents_dir / run_id)
+        root = (
+            prepare_workspace(request.workspace)
+            if request.workspace is not None
+            else fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
+        )
     except HearthError as exc:
         holder = start_holder(audit, request, run_id, "marathon", None)
         audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)

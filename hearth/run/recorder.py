@@ -1,16 +1,28 @@
-"""Turns the loop's events into audit steps, live state and what the user sees."""
+"""Turns the loop's events into audit steps, live state and what the user sees.
+
+What the user sees: one line per event, the run id first; at a terminal, while the model thinks,
+one live line with the seconds waited and the tokens streamed so far (redrawn in place, at most
+every THINKING_EVERY_S, by a thread that lives only during the model's turn: nothing of it when
+the output is a pipe, a file or --json, which stays one JSON event per line). A reader that closes
+the pipe (`| head -1`) stops the showing, never the run.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from typing import Any, TextIO
 
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from hearth.audit.store import AuditStore
-from hearth.render import json_line, visible_line
+from hearth.render import json_line, tolerant, visible_line
 from hearth.run.state import StateFile
+
+THINKING_EVERY_S = 0.5
+CLEAR_LINE = "\r\x1b[K"
 
 
 class Recorder:
@@ -29,7 +41,9 @@ class Recorder:
         self.state = state
         self.run_id = run_id
         self.json_lines = json_lines
-        self.out = out
+        self.out = tolerant(out)
+        self._lock = threading.Lock()  # the thinking line's thread and the run's own lines take turns
+        self.thinking = Thinking(self.out, self._lock) if not json_lines and self.out.isatty() else None
         self.iteration = 0  # the loop's current iteration, for records made between its events
         self.tool = ""  # the tool running now, for the decisions made inside it
         self._open_tool: int | None = None  # the audit row of the tool step that has started
@@ -44,7 +58,21 @@ class Recorder:
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler:
             handler(event)
+        if self.thinking and event.kind != "thinking":
+            self.thinking.stop()
         self._show(event)
+        if self.thinking and event.kind == "thinking":
+            self.thinking.start(event.iteration)
+
+    @property
+    def progress(self) -> Any:
+        """The model client's token callback when a terminal shows the thinking line, else None
+        (then the stream is read with no callback at all)."""
+        return self.thinking.tokens_seen if self.thinking else None
+
+    def retrying(self, message: str) -> None:
+        """The model client is about to try again: say what failed and when the next try is."""
+        self._show(Event("retry", self.iteration, {"message": message}))
 
     def note(self, kind: str, **fields: Any) -> None:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
@@ -167,13 +195,71 @@ class Recorder:
             record = {"event": event.kind, "run_id": self.run_id, "iteration": event.iteration, **event.data}
             print(json_line(record), file=self.out, flush=True)
             return
-        line = _human(event)
+        line = _human(event, self.run_id)
         if line:
-            print(visible_line(line), file=self.out, flush=True)
+            with self._lock:
+                if self.thinking and self.thinking.drawn:
+                    self.out.write(CLEAR_LINE)
+                    self.thinking.drawn = False
+                print(visible_line(line), file=self.out, flush=True)
 
 
-def _human(event: Event) -> str | None:
+class Thinking:
+    """The live `[2] thinking... 14 s, 57 tokens` line of a terminal, during one model turn."""
+
+    def __init__(self, out: TextIO, lock: threading.Lock) -> None:
+        self.out, self.lock = out, lock
+        self.tokens = 0
+        self.drawn = False  # the line is on the screen (and must be cleared before another)
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tokens_seen(self, count: int) -> None:
+        """The stream callback: only stores the count; the thread draws it at its next tick."""
+        self.tokens = count
+
+    def start(self, iteration: int) -> None:
+        self.stop()
+        self.tokens, self.iteration, self.started = 0, iteration, time.monotonic()
+        self._done.clear()
+        self._thread = threading.Thread(target=self._tick, name="hearth-thinking", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._done.set()
+        self._thread.join()
+        self._thread = None
+        with self.lock:
+            if self.drawn:
+                self.out.write(CLEAR_LINE)
+                self.out.flush()
+                self.drawn = False
+
+    def _tick(self) -> None:
+        while True:
+            with self.lock:
+                if self._done.is_set():
+                    return
+                self.out.write(f"{CLEAR_LINE}{self.line()}")
+                self.out.flush()
+                self.drawn = True
+            if self._done.wait(THINKING_EVERY_S):
+                return
+
+    def line(self) -> str:
+        waited = int(time.monotonic() - self.started)
+        tokens = f", {self.tokens} tokens" if self.tokens else ""
+        return f"[{self.iteration}] thinking... {waited} s{tokens}"
+
+
+def _human(event: Event, run_id: str) -> str | None:
     d = event.data
+    if event.kind == "run_started":
+        return f"== run {run_id} (hearth show {run_id} --follow, from another shell)"
+    if event.kind == "retry":
+        return f"[{event.iteration}] {d['message']}"
     if event.kind == "model":
         return (
             f"[{event.iteration}] model replied ({d['tokens_in']} in / {d['tokens_out']} out, {d['duration_s']:.2f}s)"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent.context.compaction import Compactor
+from agent.context.compaction import Compactor, estimate_tokens
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Event, Loop, Outcome
-from agent.model.ollama_client import ChatModel, OllamaClient, probe
+from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient, probe
 from agent.safety.policy import MODES, Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, start_detection
@@ -37,6 +37,7 @@ from hearth.logs import install as install_log_redaction
 from hearth.run import approvers
 from hearth.run.checkpoints import Checkpoints, record_checkpoint, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.lock import hold_run
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts, report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
@@ -51,7 +52,7 @@ from hearth.run.services import (
 )
 from hearth.run.state import StateFile
 from hearth.run.walls import WalledTools, Walls, raised
-from hearth.settings import Settings, probe_writable
+from hearth.settings import Settings, check_tool_names, probe_writable
 
 EXIT_CODES = {
     "done": 0,
@@ -87,15 +88,26 @@ def validate(request: GoalRequest) -> str | None:
         return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {request.max_iters}"
     if not (request.model or "").strip():
         return "no model given; pass --model NAME"
+    if request.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
+        try:
+            check_tool_names(request.allowed_tools)
+        except UsageError as exc:
+            return str(exc)
     return None
 
 
 def prepare_workspace(path: Path) -> Path:
-    """The workspace directory, created if missing; UsageError if it is a file or unwritable."""
+    """The workspace directory, created if missing (its parent must exist: a mistyped path never
+    makes a tree of directories); UsageError if it is a file or unwritable."""
     if path.exists() and not path.is_dir():
         raise UsageError(f"workspace {path} is not a directory")
+    parent = path.absolute().parent
+    if not path.exists() and not parent.is_dir():
+        raise UsageError(
+            f"workspace {path} cannot be made: its parent {parent} does not exist; create it first, or check the path"
+        )
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         probe_writable(path)
     except OSError as exc:
         raise UsageError(f"workspace {path} is not writable: {exc.strerror or exc}") from None
@@ -190,8 +202,12 @@ def run_goal(
     pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
         while True:
-            run = _admit(request, settings, audit, pulled, json_lines=json_lines, out=out)
-            outcome = _attempt(run, settings, model, approve, configure_services)
+            request = replace(request, run_id=request.run_id or new_run_id())
+            # held from before the run's row exists until after its final status: a `running` row whose
+            # lock is free is a dead run, and the next command that looks settles it (dispatch/settle.py)
+            with hold_run(settings, request.run_id or ""):
+                run = _admit(request, settings, audit, pulled, json_lines=json_lines, out=out)
+                outcome = _attempt(run, settings, model, approve, configure_services)
             follow = linked_request(run.request, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
                 return run.id, outcome
@@ -219,9 +235,13 @@ def _with_model(
         )
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
-        model = own = model_client(run.request, settings)
+        model = own = model_client(run.request, settings, run.recorder)
     try:
         return _execute(run, settings, model, approve, hook)
+    except UsageError as exc:  # found once the prompt is built (a window too small for it)
+        run.audit.finish_run(run.id, status="rejected", error=str(exc), iterations=0)
+        run.state.remove()
+        raise
     finally:
         if own is not None:
             own.close()
@@ -467,14 +487,26 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def model_client(request: GoalRequest, settings: Settings) -> OllamaClient:
+def model_client(request: GoalRequest, settings: Settings, recorder: Recorder | None = None) -> OllamaClient:
     return OllamaClient(
         request.model or "",
         settings.ollama_host,
         num_ctx=request.num_ctx,
         timeout_s=settings.ollama_timeout_s,
         backoff_s=settings.ollama_backoff_s,
+        on_retry=recorder.retrying if recorder else None,
+        on_tokens=recorder.progress if recorder else None,
     )
+
+
+def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> None:
+    """UsageError when the context window cannot hold the system prompt and the tools, naming both."""
+    need = estimate_tokens([{"role": "system", "content": prompt}], schemas)
+    if num_ctx <= need:
+        raise UsageError(
+            f"--num-ctx {num_ctx} is too small: the system prompt and tools alone take ~{need:,} tokens; "
+            f"give more than that (the default is {DEFAULT_NUM_CTX:,})"
+        )
 
 
 def _build_loop(
@@ -499,6 +531,7 @@ def _build_loop(
     prompt = run_system_prompt(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
     )
+    check_window(request.num_ctx, prompt, tools.schemas)
     deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
     ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(

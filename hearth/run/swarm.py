@@ -37,7 +37,7 @@ from hearth.request import Request
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import ask_json
 from hearth.run.longrun import Holder, derived_id, finish_holder, signals_interrupt, start_holder
-from hearth.run.runner import Interrupted, model_client, prepare_workspace, resolved, run_goal
+from hearth.run.runner import Interrupted, fresh_run_dir, model_client, prepare_workspace, resolved, run_goal
 from hearth.run.state import StateFile
 from hearth.run.swarm_results import Child, collect, listing, synthesis_preface, wait_for_children
 from hearth.settings import Settings
@@ -80,7 +80,11 @@ def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: T
 def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
     try:
         goal = resolved(goal, settings)
-        root = prepare_workspace(goal.workspace or settings.agents_dir / run_id)
+        root = (
+            prepare_workspace(goal.workspace)
+            if goal.workspace is not None
+            else fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
+        )
     except HearthError as exc:
         holder = start_holder(audit, goal, run_id, "swarm", None)
         audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)

@@ -11,12 +11,12 @@ let
     writeShellScript = name: _text: "${scriptDir}/${name}";
     callPackage = _: _: throw "the tests always set services.hearth.package";
     bash = "/stub/bash"; coreutils = "/stub/coreutils"; git = "/stub/git"; nix = "/stub/nix";
-    bubblewrap = "/stub/bubblewrap";
+    bubblewrap = "/stub/bubblewrap"; python3 = "/stub/python3";
   };
   module = import ../../nix/module.nix { inherit config lib pkgs; };
   hearth = lib.checkOptions "services.hearth" module.options.services.hearth
     ({ package = hearthPkg; } // (userConfig.services.hearth or { }));
-  config = { services.hearth = hearth; };
+  config = { services.hearth = hearth; services.ollama = userConfig.services.ollama or { }; };
   units = import ../../nix/units.nix {
     cfg = hearth;
     bin = { hearth = "${hearthPkg}/bin/hearth"; hearthLoop = "${hearthPkg}/bin/hearth-loop"; };
@@ -37,4 +37,5 @@ in
   services.hearth = builtins.removeAttrs hearth [ "package" ];
   options = describe "services.hearth" module.options.services.hearth;
   scripts = units.scripts;
+  meta = module.meta or { };
 }

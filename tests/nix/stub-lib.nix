@@ -88,6 +88,12 @@ in
 {
   inherit types checkOptions resolve hasPrefix;
   mkOption = attrs: attrs // { _type = "option"; };
+  # as nixpkgs' (24.11): the package at pkgs.<name>, documented as such
+  mkPackageOption = pkgs: name: { example ? null, extraDescription ? "", ... }: {
+    _type = "option"; type = types.package; default = pkgs.${name};
+    defaultText = { _type = "literalExpression"; text = "pkgs.${name}"; };
+    description = "The ${name} package to use. ${extraDescription}";
+  } // (if example == null then { } else { example = { _type = "literalExpression"; text = example; }; });
   mkEnableOption = name: {
     _type = "option"; type = types.bool; default = false; example = true;
     description = "Whether to enable ${name}.";
