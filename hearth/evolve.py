@@ -29,7 +29,8 @@ from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_f
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import fresh_run_dir, run_goal
+from hearth.run.runner import run_goal
+from hearth.run.workdir import fresh_run_dir
 from hearth.settings import Settings
 
 SELF_TOOLS = [

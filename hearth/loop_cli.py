@@ -15,8 +15,9 @@ from hearth.cli import add_common, flush_alerts, parse, use_state_dir
 from hearth.errors import HearthError, UsageError
 from hearth.logs import configure as configure_logging
 from hearth.render import JSON_EVENTS_HELP, visible_line
+from hearth.run.exits import EXIT_CODES, exit_code
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import EXIT_CODES, exit_code, run_goal
+from hearth.run.runner import run_goal
 from hearth.settings import Settings, tool_names
 
 EPILOG = f"""\

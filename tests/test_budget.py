@@ -14,7 +14,7 @@ from agent.loop import BudgetExceeded, Outcome
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.budget import Budget, RunGuard, day_start, load_budget, resets_at
 from hearth.errors import ConfigError
-from hearth.run.runner import EXIT_CODES
+from hearth.run.exits import EXIT_CODES
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import drop, listing, rows

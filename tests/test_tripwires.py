@@ -25,8 +25,9 @@ import pytest
 from agent.model.scripted import ScriptedModel
 from agent.safety import tripwires
 from agent.services import RunServices
+from hearth.run.exits import EXIT_CODES
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import EXIT_CODES, run_goal
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.netfixtures import TestNet

@@ -22,8 +22,9 @@ from agent.model.scripted import ScriptedModel
 from agent.safety.policy import Approver, Decision
 from hearth.demo import GOAL, demo_script, pick_real_model
 from hearth.render import JSON_EVENTS_HELP, visible_line
+from hearth.run.exits import exit_code
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import exit_code, run_goal
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 

@@ -175,7 +175,7 @@ def _follow_run(
     audit: AuditStore, settings: Settings, run: dict[str, Any], steps: list[dict[str, Any]], json_lines: bool
 ) -> int:
     """Each step once it is complete (a tool also when it starts), until the run's status is final."""
-    from hearth.run.runner import exit_code  # the run's exit codes, only when following one
+    from hearth.run.exits import exit_code  # the run's exit codes, only when following one
 
     if not json_lines:
         print(visible_line(f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']}"))

@@ -25,9 +25,10 @@ from hearth.evolve import run_evolve_request
 from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
 from hearth.render import visible_line
 from hearth.request import ID_PATTERN, Parsed, Request, RequestRefused, check, parse_request
+from hearth.run.exits import Interrupted, exit_code
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import agent_for_label
-from hearth.run.runner import Interrupted, exit_code, run_goal
+from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live run for good

@@ -19,8 +19,8 @@ from typing import Any
 
 from agent.loop import Outcome
 from hearth.audit.store import AuditStore, RunRecord
+from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
-from hearth.run.runner import Interrupted
 
 MAX_ID = 64
 

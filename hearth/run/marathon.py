@@ -36,14 +36,17 @@ from agent.safety.workspace import PathRefused, Workspace
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import HearthError, UsageError
 from hearth.longwork import Marathon
+from hearth.run.admission import resolved
 from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, leg_changed
+from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import Verdict, ask_json, read_verdict
 from hearth.run.lock import hold_run
 from hearth.run.longrun import Holder, close_if_running, derived_id, finish_holder, signals_interrupt, start_holder
-from hearth.run.runner import Interrupted, fresh_run_dir, model_client, prepare_workspace, resolved, run_goal
+from hearth.run.runner import model_client, run_goal
 from hearth.run.state import StateFile
+from hearth.run.workdir import fresh_run_dir, prepare_workspace
 from hearth.settings import Settings
 
 PROGRESS = ".hearth/progress.md"

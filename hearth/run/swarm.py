@@ -34,12 +34,15 @@ from hearth.audit.store import AuditStore
 from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.errors import HearthError, UsageError
 from hearth.request import Request
+from hearth.run.admission import resolved
+from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import ask_json
 from hearth.run.longrun import Holder, derived_id, finish_holder, signals_interrupt, start_holder
-from hearth.run.runner import Interrupted, fresh_run_dir, model_client, prepare_workspace, resolved, run_goal
+from hearth.run.runner import model_client, run_goal
 from hearth.run.state import StateFile
 from hearth.run.swarm_results import Child, collect, listing, synthesis_preface, wait_for_children
+from hearth.run.workdir import fresh_run_dir, prepare_workspace
 from hearth.settings import Settings
 
 MAX_SUBGOAL_CHARS = 4_000
