@@ -164,6 +164,24 @@ def test_a_run_whose_process_is_gone_is_settled_interrupted_by_the_next_command_
     assert not (state_dir / "state" / f"{run_id}.json").exists()
 
 
+def test_a_marathon_between_its_legs_and_during_them_is_never_taken_for_a_dead_run(
+    state_dir: Path, tmp_path: Path, blocked: tuple[FakeOllama, threading.Event]
+) -> None:
+    fake, release = blocked
+    args = ("--workspace", str(tmp_path / "ws"), "--marathon", "2", "wait here")
+    loop = loop_process(fake.url, *args, stdout=subprocess.PIPE)
+    assert loop.stdout is not None
+    first = loop.stdout.readline()  # the first leg's id: the marathon's row is written before it
+    assert re.match(r"== run \S+-leg1 ", first), first
+    wait_for(lambda: fake.requests, what="the first leg's model to be asked")
+    looked = run_cli("hearth", "runs", "--json")
+    marathons = [r for r in json.loads(looked.stdout) if r["kind"] == "marathon"]
+    assert [r["status"] for r in marathons] == ["running"]  # its process holds the marathon's lock
+    release.set()
+    loop.communicate(timeout=120)
+    assert run_row(state_dir, marathons[0]["id"])["status"] != "interrupted"
+
+
 def test_a_closed_output_pipe_does_not_stop_the_run(state_dir: Path, tmp_path: Path) -> None:
     release = threading.Event()
     script = [Held(tool_call("list_files", {"path": "."}), 0, release), final_answer("listed it")]

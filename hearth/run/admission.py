@@ -91,6 +91,7 @@ def admit(
         settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
     )
     recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+    recorder.announce()
     _warn_unsandboxed(settings, recorder)
     if warning:
         recorder.notice("warning", f"{warning}; the router's rules were not used")

@@ -47,6 +47,7 @@ class Recorder:
         self.iteration = 0  # the loop's current iteration, for records made between its events
         self.tool = ""  # the tool running now, for the decisions made inside it
         self._open_tool: int | None = None  # the audit row of the tool step that has started
+        self._announced = False  # the run's id is on the screen already
 
     def __call__(self, event: Event) -> None:
         self.iteration = event.iteration
@@ -63,6 +64,13 @@ class Recorder:
         self._show(event)
         if self.thinking and event.kind == "thinking":
             self.thinking.start(event.iteration)
+
+    def announce(self) -> None:
+        """The run's id, first of all its lines (before its checkpoint, its recall, its first turn);
+        JSON lines keep to the loop's events, and `run_started` says it there."""
+        if not self.json_lines:
+            self._show(Event("run_started", 0, {}))
+            self._announced = True
 
     @property
     def progress(self) -> Any:
@@ -196,6 +204,8 @@ class Recorder:
             print(json_line(record), file=self.out, flush=True)
             return
         line = _human(event, self.run_id)
+        if event.kind == "run_started" and self._announced:
+            line = None  # the loop's own start: the id was said when the run was admitted
         if line:
             with self._lock:
                 if self.thinking and self.thinking.drawn:
