@@ -31,6 +31,7 @@ from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.settings import Settings
+from hearth.tomlcheck import known_table
 
 ALERTS_FILE = "alerts.toml"
 # run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
@@ -102,11 +103,7 @@ def load_destinations(config_dir: Path) -> list[Destination]:
 
 def _destination(path: Path, index: int, raw: Any) -> Destination:
     where = f"destination[{index}]"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: {where} must be a table")
-    unknown = sorted(set(raw) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{path}: {where}: unknown key {unknown[0]!r}; the keys are {', '.join(KEYS)}")
+    raw = known_table(path, where, raw, KEYS)
     url = raw.get("url")
     if not (isinstance(url, str) and url.strip()):
         raise ConfigError(f"{path}: {where}.url must be an apprise URL such as ntfy://host/topic")

@@ -306,6 +306,17 @@ def lock_holder(path: Path) -> int | None:
         return None
 
 
+def pid_exists(pid: int) -> bool:
+    """A process with this pid exists (one of another user's counts: signalling it is refused)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def rename_noreplace(source: Path, target: Path) -> None:
     """Atomic rename that fails with FileExistsError instead of replacing `target`."""
     result = _libc.renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE)

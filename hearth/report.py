@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from agent.clock import stamp
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
-from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held
+from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held, pid_exists
 from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
@@ -103,13 +103,7 @@ def _names(directory: Any) -> list[str]:
 def _pid_alive(pid: Any) -> bool | None:
     if not isinstance(pid, int) or pid <= 0:
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_exists(pid)
 
 
 # -- a period -------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinish
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import STOP_GRACE_S, LaunchError, agent_unit, systemctl, systemd_booted
 from hearth.errors import HearthError, NotFound
-from hearth.queue import Queue, RunLock, lock_holder, lock_is_held, read_request_bytes
+from hearth.queue import Queue, RunLock, lock_holder, lock_is_held, pid_exists, read_request_bytes
 from hearth.request import RequestRefused, parse_request
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
@@ -196,22 +196,12 @@ def _pid(settings: Settings, queue: Queue, run_id: str) -> int | None:
         return lock_holder(lock)
     state = next((s for s in read_states(settings.runs_state_dir) if s.get("run_id") == run_id), None)
     pid = state.get("pid") if state else None
-    return pid if isinstance(pid, int) and pid > 0 and _pid_exists(pid) else None
+    return pid if isinstance(pid, int) and pid > 0 and pid_exists(pid) else None
 
 
 def _alive(settings: Settings, queue: Queue, run_id: str, pid: int) -> bool:
     lock = queue.lock_path(run_id)
-    return lock_is_held(lock) if lock.exists() else _pid_exists(pid)
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return lock_is_held(lock) if lock.exists() else pid_exists(pid)
 
 
 def _signal(pid: int, alive: Callable[[], bool], grace_s: float) -> str:

@@ -38,6 +38,7 @@ from hearth.errors import ConfigError, HearthError
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
+from hearth.tomlcheck import known_table
 
 AUTO = "auto"
 ROUTER_FILE = "router.toml"
@@ -148,11 +149,7 @@ def load_router(config_dir: Path) -> Router:
 
 def _rule(path: Path, index: int, raw: Any) -> Rule:
     where = f"rule[{index}]"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: {where} must be a table")
-    unknown = sorted(set(raw) - set(RULE_KEYS))
-    if unknown:
-        raise ConfigError(f"{path}: {where}: unknown key {unknown[0]!r}; the keys are {', '.join(RULE_KEYS)}")
+    raw = known_table(path, where, raw, RULE_KEYS)
     if "model" not in raw:
         raise ConfigError(f'{path}: {where} names no model; add model = "NAME"')
     name = raw.get("name", f"rule-{index}")
