@@ -79,6 +79,7 @@ def environment() -> Environment:
         autoescape=select_autoescape(["html"], default_for_string=True, default=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=False,  # the templates ship with the package: no stat of each one per page
     )
     env.filters.update(duration=duration, when=when, pretty=pretty, left=left, status_class=status_class)
     env.globals["nav"] = NAV
