@@ -25,6 +25,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.history import Point, restore
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
@@ -86,6 +87,8 @@ def admit(
         raise
     if request.link == "child":
         _seed_child(audit, request, root, run_id)
+    if request.restore_from is not None:
+        _restore_follow_up(audit, request.restore_from, root, run_id)
     audit.update_run(run_id, workspace=str(root))
     state = StateFile(
         settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
@@ -134,6 +137,29 @@ def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str
     except OSError as exc:
         audit.finish_run(run_id, status="rejected", error=f"cannot copy the swarm's files: {exc}", iterations=0)
         raise UsageError(f"cannot copy the swarm's files into {root}: {exc.strerror or exc}") from None
+
+
+def _restore_follow_up(audit: AuditStore, source: tuple[str, str, str], root: Path, run_id: str) -> None:
+    """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
+    earlier, git_dir, commit = source
+    point = Point(Path(git_dir), commit) if commit else None
+    try:
+        count = restore(point, root)
+    except OSError as exc:
+        audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        raise UsageError(f"cannot restore run {earlier}'s workspace into {root}: {exc}") from None
+    what = f"checkpoint {commit[:12]} ({count} files)" if point else "nothing (its workspace was empty)"
+    detail = (
+        f"restored run {earlier}'s workspace from {what} into {root}; run {earlier}'s own directory is left as it was"
+    )
+    audit.record_step(
+        run_id,
+        "restore",
+        iteration=0,
+        detail=detail,
+        arguments={"run": earlier, "commit": commit, "git_dir": git_dir},
+        ok=1,
+    )
 
 
 def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:
