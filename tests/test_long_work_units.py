@@ -1,4 +1,4 @@
-"""Follow-ups as the hearth-agent@ unit runs them: each run sees only its own workspace.
+"""Follow-ups and swarms as the hearth-agent@ unit runs them: each run sees only its own workspace.
 
 The spawner (`hearth spawn`, as the path unit starts it) calls a fake `systemctl` that runs each
 `hearth agent ID` in the unit's environment and filesystem view (tests/unit_harness.py, built
@@ -8,6 +8,7 @@ another's files comes through hearth's checkpoint history, as on a real host.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -145,3 +146,64 @@ def test_a_follow_up_naming_a_run_it_may_not_continue_is_refused_in_one_line_and
     assert all("\n" not in r["error"] for r in refused.values()) and asked == []
     assert (refused["hostile-2"]["parent_run"], refused["hostile-2"]["link"]) == ("ghost", "follow-up")
     assert all(list((state_dir / "agents" / rid).iterdir()) == [] for rid in refused)  # nothing restored there
+
+
+PLAN = ["Write part one into part-1.txt.", "Write part two into part-2.txt."]
+
+
+class SwarmScript:
+    """Plays the planner (putting the swarm's files in place first), both children and the synthesis."""
+
+    def __init__(self, swarm_dir: Path) -> None:
+        self.swarm_dir = swarm_dir
+        self.seen: dict[str, list[dict[str, Any]]] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        system, opening, turn = body["messages"][0]["content"], body["messages"][1]["content"], len(body["messages"])
+        who = (
+            "planner"
+            if system.startswith("You split a goal")
+            else "synthesis"
+            if opening.startswith("## Swarm ")
+            else ""
+        )
+        who = who or next(p for p in PLAN if p in opening)
+        self.seen.setdefault(who, []).append(body)
+        if who == "planner":  # the swarm's own files, made while it plans (its unit sees its directory)
+            (self.swarm_dir / "brief.txt").write_text("the shared brief\n")
+            return final_answer(json.dumps(PLAN))
+        if who == "synthesis":
+            return final_answer("Merged both parts.")
+        n = PLAN.index(who) + 1
+        if turn == 2:
+            return tool_call("read_file", {"path": "brief.txt"})
+        if turn == 4:
+            return tool_call("write_file", {"path": f"part-{n}.txt", "content": f"part {n} of the brief\n"})
+        return final_answer(f"Wrote part-{n}.txt.")
+
+
+def test_a_swarm_under_the_unit_view_seeds_each_child_and_its_synthesis_sees_each_child_s_work(
+    state_dir: Path, tmp_path: Path, agent_unit: Path
+) -> None:
+    script = SwarmScript(state_dir / "agents" / "sw")
+    with FakeOllama([script], repeat_last=True) as fake:
+        box = Box(state_dir, tmp_path, agent_unit, fake)
+        assert run_cli("hearth", "enqueue", "write both parts", "--id", "sw", "--swarm", "2").returncode == 0
+        box.run_until(lambda: box.ended("sw"), "the swarm's unit to end")
+    runs = {r["id"]: r for r in rows(state_dir, "select * from runs")}
+    assert runs["sw"]["status"] == "done", box.log("sw")
+    for n in (1, 2):
+        child = f"sw-w{n}"
+        assert box.ended(child) and runs[child]["status"] == "done", box.log(child)
+        read = [m["content"] for m in script.seen[PLAN[n - 1]][-1]["messages"] if m["role"] == "tool"]
+        assert "the shared brief" in read[0]  # seeded from the swarm's checkpoint, not its directory
+        assert (state_dir / "agents" / child / "brief.txt").read_text() == "the shared brief\n"
+    told = script.seen["synthesis"][0]["messages"][1]["content"]
+    for n in (1, 2):
+        assert f"Summary: Wrote part-{n}.txt." in told and f"Changed files: part-{n}.txt\n" in told + "\n"
+        kept = state_dir / "agents" / "sw" / ".hearth" / "swarm" / f"sw-w{n}"
+        assert f"+part {n} of the brief" in (kept / "changes.diff").read_text()
+        assert "brief.txt" not in (kept / "changes.diff").read_text()  # the seed is not the child's change
+        assert (kept / "files" / f"part-{n}.txt").read_text() == f"part {n} of the brief\n"
+    [seed] = rows(state_dir, "select status, files from checkpoints where run_id = 'sw' and phase = 'seed'")
+    assert (seed["status"], seed["files"]) == ("committed", 1)
