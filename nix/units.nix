@@ -182,10 +182,17 @@ let
     path = cfg.extraPackages;
   };
 
+  # services.hearth.submitters: the module makes them the hearth-submit group, and the spawner
+  # then refuses a request file owned by anyone else (hearth/queue.py Owners)
+  submitting = (cfg.submitters or [ ]) != [ ];
   spawnService = {
     description = "hearth queue: claim each request and start hearth-agent@ for it";
-    inherit environment;
-    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // {
+    environment = environment // optionalAttrs submitting { HEARTH_SUBMITTERS_GROUP = "hearth-submit"; };
+    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // optionalAttrs submitting {
+      # the owner check needs each file's real owner: in a private user namespace every user but
+      # hearth and root shows as nobody, so every submitter's request would be refused
+      PrivateUsers = false;
+    } // {
       Type = "oneshot";
       ExecStart = "${bin.hearth} spawn";
       # claims and rejects requests (renames inside the queue) and records rejections in the audit

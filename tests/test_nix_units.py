@@ -236,3 +236,14 @@ def test_the_spawner_gets_the_network_only_for_alerts_on_refused_requests(tmp_pa
     assert "PrivateNetwork" not in spawn and "RestrictAddressFamilies=AF_INET" in spawn.replace("AF_UNIX ", "")
     assert "LoadCredential=ntfy:/run/secrets/ntfy" in spawn
     assert exposure(units["hearth-spawn.service"]) <= SPAWN_MAX_EXPOSURE
+
+
+def test_the_spawner_checks_request_owners_against_the_submitters_group_when_there_are_submitters(
+    rendered: dict[str, Path], tmp_path: Path
+) -> None:
+    spawn = _service(rendered, "hearth-spawn.service")  # FULL has submitters
+    assert 'Environment="HEARTH_SUBMITTERS_GROUP=hearth-submit"' in spawn
+    assert "PrivateUsers=false" in spawn  # the real owner of each file, not nobody
+    assert not any("HEARTH_SUBMITTERS_GROUP" in line for line in _service(rendered, "hearth-agent@.service"))
+    alone = _service(_render(tmp_path), "hearth-spawn.service")
+    assert not any("HEARTH_SUBMITTERS_GROUP" in line for line in alone) and "PrivateUsers=true" in alone
