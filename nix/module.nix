@@ -57,6 +57,18 @@ let
         description = "Retry a run that ends iteration_limit or failed once on the next fallback (a linked run); null means `router.escalate`.";
       };
       maxTokens = maxTokensOption "a run of this agent";
+      maxMode = mkOption {
+        type = types.nullOr (types.enum modes);
+        default = null;
+        example = "plan";
+        description = "The most any run of this agent may get (plan < auto < bypass): a request asking for more is refused naming this limit, a default above it is capped to it; null means no ceiling. Written as `max_mode`.";
+      };
+      maxTools = mkOption {
+        type = types.nullOr (types.listOf types.str);
+        default = null;
+        example = [ "read_file" "list_files" ];
+        description = "The only tools any run of this agent may get: a request naming another is refused, one naming none gets these; null means no ceiling. `allowedTools` must lie inside it. Written as `max_tools`.";
+      };
     };
   };
 
@@ -213,8 +225,11 @@ let
   agentToml = name: a: tomlKeys {
     inherit name; inherit (a) model mode escalate;
     allowed_tools = a.allowedTools; max_iterations = a.maxIterations; max_tokens = a.maxTokens;
+    max_mode = a.maxMode; max_tools = a.maxTools;
     fallbacks = if a.fallbacks == [ ] then null else a.fallbacks;
   };
+  # plan < auto < bypass, as hearth/run/profiles.py ranks them
+  modeRank = m: if m == "plan" then 0 else if m == "auto" then 1 else 2;
   # `key = value` lines of the non-null values (in name order)
   toml = v: if builtins.isBool v then (if v then "true" else "false") else if builtins.isInt v then toString v else builtins.toJSON v;
   tomlKeys = attrs: lib.concatStringsSep "" (map (k: "${k} = ${toml attrs.${k}}\n")
@@ -654,6 +669,13 @@ in
       }) cfg.credentials ++ lib.mapAttrsToList (name: _: {
         assertion = safeName name && builtins.stringLength name <= 64;
         message = "services.hearth.agents.${name}: an agent name is letters, digits, '.', '_' and '-', at most 64, not starting with '.'";
+      }) cfg.agents ++ lib.mapAttrsToList (name: a: {
+        # hearth refuses such a profile at every run (hearth/run/profiles.py); say so at build time
+        assertion = a.maxMode == null || a.mode == null || modeRank a.mode <= modeRank a.maxMode;
+        message = "services.hearth.agents.${name}.mode is ${toString a.mode}, above its maxMode ${toString a.maxMode}";
+      }) cfg.agents ++ lib.mapAttrsToList (name: a: {
+        assertion = a.maxTools == null || a.allowedTools == null || builtins.all (t: builtins.elem t a.maxTools) a.allowedTools;
+        message = "services.hearth.agents.${name}.allowedTools names a tool its maxTools does not allow";
       }) cfg.agents ++ lib.mapAttrsToList (name: _: {
         assertion = safeName name;
         message = "services.hearth.prompts.${name}: a prompt name is letters, digits, '.', '_' and '-', not starting with '.'";

@@ -98,9 +98,6 @@ let
     else if builtins.match "[0-9.]+|[0-9a-fA-F:]+" ollamaHost != null then [ ollamaHost ]
     else [ ];
 
-  # where a run settles its claimed request: removed from claimed/, or moved to failed/, under its lock
-  queueSettled = map (d: "${stateDir}/queue/${d}") [ "claimed" "failed" "locks" ];
-
   # Alerts a refused request raises are sent by the spawner: only then does it get the network
   # and the credentials those destinations' URLs name.
   destinations = builtins.attrValues ((cfg.alerts or { }).destinations or { });
@@ -140,11 +137,13 @@ let
       StateDirectoryMode = "0700";
       # writable, each for what the run writes: the audit and the knowledge base (SQLite creates
       # their -wal and -shm beside them, hence the state directory's top level), its live state
-      # (state/), its workspace's checkpoint history (checkpoints/); the queue only where its
-      # claimed entry is settled (claimed/, failed/, under its lock in locks/), never where new
-      # requests arrive; nothing else on the host
-      ReadWritePaths = [ stateDir ] ++ queueSettled;
-      ReadOnlyPaths = [ "${stateDir}/queue" ];
+      # (state/), its workspace's checkpoint history (checkpoints/, also how a follow-up or a
+      # swarm's child gets another run's files: hearth/run/history.py); the queue where its
+      # claimed entry is settled (claimed/, failed/, under its lock in locks/) and where a swarm
+      # queues its children (new requests the spawner checks like any other), never what the
+      # spawner refused (rejected/); nothing else on the host
+      ReadWritePaths = [ stateDir ];
+      ReadOnlyPaths = [ "-${stateDir}/queue/rejected" ];
       # the network: Ollama, and only what the operator adds (the web tools' and the commands'
       # proxy's destinations); the network guard still refuses private addresses inside that
       IPAddressDeny = "any";
@@ -176,17 +175,24 @@ let
       // optionalAttrs (cfg.configRepo != null) {
       # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
       # workspace) in the config repository's git data; hearth runs git there with hooks off
-      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ] ++ queueSettled;
+      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
     };
   } // optionalAttrs (cfg.extraPackages != [ ]) {
     # the operator's tools for run_command: in the Nix store, which every command sees read-only
     path = cfg.extraPackages;
   };
 
+  # services.hearth.submitters: the module makes them the hearth-submit group, and the spawner
+  # then refuses a request file owned by anyone else (hearth/queue.py Owners)
+  submitting = (cfg.submitters or [ ]) != [ ];
   spawnService = {
     description = "hearth queue: claim each request and start hearth-agent@ for it";
-    inherit environment;
-    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // {
+    environment = environment // optionalAttrs submitting { HEARTH_SUBMITTERS_GROUP = "hearth-submit"; };
+    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // optionalAttrs submitting {
+      # the owner check needs each file's real owner: in a private user namespace every user but
+      # hearth and root shows as nobody, so every submitter's request would be refused
+      PrivateUsers = false;
+    } // {
       Type = "oneshot";
       ExecStart = "${bin.hearth} spawn";
       # claims and rejects requests (renames inside the queue) and records rejections in the audit

@@ -81,11 +81,11 @@ def test_continues_in_a_queued_request_runs_in_the_earlier_workspace_and_extends
     assert chain.startswith("conversation of 2 runs") and "person: check a.txt" in chain
 
 
-def test_a_run_still_running_or_whose_workspace_or_profile_is_gone_is_not_continued(
+def test_a_run_still_running_or_whose_workspace_and_history_or_profile_is_gone_is_not_continued(
     state_dir: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "config" / "agents" / "builder").mkdir(parents=True)
-    with FakeOllama([final_answer("done it")]) as fake:
+    with FakeOllama([tool_call("write_file", {"path": "a.txt", "content": "a"}), final_answer("done it")]) as fake:
         code, _, err = loop(fake, "--agent-name", "builder", "--workspace", str(tmp_path / "ws"), "do it")
         assert code == 0, err
         earlier = str(only_run(state_dir, "1 = 1")["id"])
@@ -96,14 +96,16 @@ def test_a_run_still_running_or_whose_workspace_or_profile_is_gone_is_not_contin
         shutil.rmtree(tmp_path / "config" / "agents" / "builder")
         refusals["profile"] = loop(fake, "--continue", earlier, "more")
         (tmp_path / "config" / "agents" / "builder").mkdir()
-        shutil.rmtree(tmp_path / "ws")
+        shutil.rmtree(tmp_path / "ws")  # gone, but its history is there: restored (not refused)
+        [history] = {r["git_dir"] for r in rows(state_dir, "select git_dir from checkpoints where run_id = ?", earlier)}
+        shutil.rmtree(history)  # and now nothing is left to continue from
         refusals["workspace"] = loop(fake, "--continue", earlier, "more")
         queued = run_cli("hearth", "continue", "busy", "more")
-    assert len(fake.requests) == 1  # none of them reached the model
+    assert len(fake.requests) == 2  # none of them reached the model
     assert all(code == 2 for code, _, _ in refusals.values())
     assert "run busy is still running; continue it once it has ended" in refusals["running"][2]
     assert "agent profile 'builder' no longer exists" in refusals["profile"][2]
-    assert f"workspace {tmp_path / 'ws'} is gone" in refusals["workspace"][2]
+    assert f"workspace {tmp_path / 'ws'} is gone, and run {earlier}'s checkpoint history" in refusals["workspace"][2]
     assert queued.returncode == 2 and "still running" in queued.stderr
     rejected = rows(state_dir, "select parent_run, link, error from runs where status = 'rejected' order by rowid")
     assert [(r["parent_run"], r["link"]) for r in rejected] == [("busy", "follow-up")] + [(earlier, "follow-up")] * 2

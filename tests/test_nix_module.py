@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.context.prompt import unknown_placeholders
+from hearth.errors import UsageError
+from hearth.run.admission import resolved
+from hearth.run.goal import GoalRequest
 from hearth.run.profiles import load_profile
 from hearth.run.prompting import config_parts
+from hearth.settings import Settings
 from tests.nixunits import NIX_INSTANTIATE, ROOT, NixError, evaluate, needs_nix
 
 pytestmark = needs_nix
@@ -310,3 +315,44 @@ def test_assertions_catch_a_fallback_not_pulled_an_unknown_alert_credential_and_
     assert "services.hearth.router.rules.[0].model" in _error(
         {"enable": True, "router": {"rules": [{"name": "r", "model": ""}]}}, tmp_path
     )
+
+
+def test_an_agent_s_max_mode_and_max_tools_are_written_as_the_ceilings_hearth_enforces(tmp_path: Path) -> None:
+    ceilings = {
+        "mode": "plan",
+        "maxMode": "auto",
+        "maxTools": ["read_file", "list_files"],
+        "allowedTools": ["read_file"],
+    }
+    result = evaluate({"enable": True, "agents": {"reader": {**ceilings, "prompt": "Read only.\n"}}}, tmp_path)
+    assert _failed_assertions(result) == []
+    text = result["config"]["environment"]["etc"]["hearth/agents/reader/agent.toml"]["text"]
+    assert tomllib.loads(text) == {
+        "name": "reader",
+        "mode": "plan",
+        "max_mode": "auto",
+        "allowed_tools": ["read_file"],
+        "max_tools": ["read_file", "list_files"],
+    }
+    config = tmp_path / "etc-hearth"
+    (config / "agents" / "reader").mkdir(parents=True)
+    (config / "agents" / "reader" / "agent.toml").write_text(text)
+    settings = replace(Settings.from_env({}), config_dir=config)
+    with pytest.raises(UsageError, match="limit: max_mode = 'auto'"):
+        resolved(GoalRequest(goal="g", agent_name="reader", mode="bypass", model="m"), settings)
+    with pytest.raises(UsageError, match="max_tools"):
+        resolved(GoalRequest(goal="g", agent_name="reader", allowed_tools=["run_command"], model="m"), settings)
+    ran = resolved(
+        GoalRequest(goal="g", agent_name="reader", mode="auto", allowed_tools=["list_files"], model="m"), settings
+    )
+    assert (ran.mode, ran.allowed_tools) == ("auto", ["list_files"])
+
+
+def test_a_profile_above_its_own_ceilings_fails_the_build(tmp_path: Path) -> None:
+    agents = {
+        "loud": {"mode": "bypass", "maxMode": "auto"},
+        "wide": {"allowedTools": ["run_command"], "maxTools": ["read_file"]},
+    }
+    failed = _failed_assertions(evaluate({"enable": True, "agents": agents}, tmp_path))
+    assert "services.hearth.agents.loud.mode is bypass, above its maxMode auto" in failed
+    assert "services.hearth.agents.wide.allowedTools names a tool its maxTools does not allow" in failed

@@ -20,7 +20,6 @@ pytestmark = [needs_nix, needs_systemd_analyze]
 AGENT_MAX_EXPOSURE = 1.5
 SPAWN_MAX_EXPOSURE = 2.5
 OTHER_MAX_EXPOSURE = 2.5  # self-test and schedule services run hearth code too
-SETTLED = [f"ReadWritePaths=/var/lib/hearth/queue/{d}" for d in ("claimed", "failed", "locks")]
 
 FULL = {
     "enable": True,
@@ -93,14 +92,16 @@ def test_agent_unit_sees_only_its_own_workspace_and_never_the_credential_store(r
     assert "StateDirectory=hearth/agents/%i" in lines
     assert "InaccessiblePaths=-/var/lib/hearth/credentials" in lines
     assert "ProtectSystem=strict" in lines and "PrivateTmp=true" in lines and "CapabilityBoundingSet=" in lines
-    # the only writable places: the state dir (audit, live state, histories), the queue only where a
-    # claimed entry is settled (new requests arrive read-only), and the config repo's git dir
+    # the only writable places: the state dir (audit, live state, histories, the queue where a
+    # claimed entry is settled and a swarm queues its children) and the config repo's git dir;
+    # what the spawner refused stays as it was
     assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
         "ReadWritePaths=/var/lib/hearth",
         "ReadWritePaths=/etc/nixos/.git",
-        *SETTLED,
     ]
-    assert "ReadOnlyPaths=/var/lib/hearth/queue" in lines
+    assert [line for line in lines if line.startswith("ReadOnlyPaths=")] == [
+        "ReadOnlyPaths=-/var/lib/hearth/queue/rejected"
+    ]
 
 
 def test_credentials_reach_only_the_agent_units(rendered: dict[str, Path]) -> None:
@@ -139,10 +140,7 @@ def test_minimal_config_has_no_schedule_units_and_self_test_can_be_turned_off(tm
     assert set(files) == {"hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path"}
     lines = _service(files, "hearth-agent@.service")
     assert not [line for line in lines if line.startswith(("LoadCredential=", "Wants="))]
-    assert [line for line in lines if line.startswith("ReadWritePaths=")] == [
-        "ReadWritePaths=/var/lib/hearth",
-        *SETTLED,
-    ]
+    assert [line for line in lines if line.startswith("ReadWritePaths=")] == ["ReadWritePaths=/var/lib/hearth"]
 
 
 def _enqueue_available() -> bool:
@@ -238,3 +236,14 @@ def test_the_spawner_gets_the_network_only_for_alerts_on_refused_requests(tmp_pa
     assert "PrivateNetwork" not in spawn and "RestrictAddressFamilies=AF_INET" in spawn.replace("AF_UNIX ", "")
     assert "LoadCredential=ntfy:/run/secrets/ntfy" in spawn
     assert exposure(units["hearth-spawn.service"]) <= SPAWN_MAX_EXPOSURE
+
+
+def test_the_spawner_checks_request_owners_against_the_submitters_group_when_there_are_submitters(
+    rendered: dict[str, Path], tmp_path: Path
+) -> None:
+    spawn = _service(rendered, "hearth-spawn.service")  # FULL has submitters
+    assert 'Environment="HEARTH_SUBMITTERS_GROUP=hearth-submit"' in spawn
+    assert "PrivateUsers=false" in spawn  # the real owner of each file, not nobody
+    assert not any("HEARTH_SUBMITTERS_GROUP" in line for line in _service(rendered, "hearth-agent@.service"))
+    alone = _service(_render(tmp_path), "hearth-spawn.service")
+    assert not any("HEARTH_SUBMITTERS_GROUP" in line for line in alone) and "PrivateUsers=true" in alone

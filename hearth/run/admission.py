@@ -25,6 +25,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.history import NoHistory, Point, restore, source_of
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
@@ -85,7 +86,9 @@ def admit(
         alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=request.agent_name)
         raise
     if request.link == "child":
-        _seed_child(audit, request, root, run_id)
+        _seed_child(audit, request, root, run_id, settings)
+    if request.restore_from is not None:
+        _restore_follow_up(audit, request.restore_from, root, run_id)
     audit.update_run(run_id, workspace=str(root))
     state = StateFile(
         settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
@@ -123,18 +126,45 @@ def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route)
     )
 
 
-def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str) -> None:
-    """A swarm's child starts in its own new directory holding a copy of the swarm's files."""
-    from hearth.run.swarm_results import seed
-
+def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str, settings: Settings) -> None:
+    """A swarm's child starts in its own new directory holding the swarm's files, restored from
+    the checkpoint the swarm made of them before queuing its children (hearth/run/history.py)."""
     swarm = audit.run(request.parent_run or "")
-    if swarm is None or swarm.get("kind") != "swarm" or not swarm.get("workspace"):
+    if swarm is None or swarm.get("kind") != "swarm":
         return  # not a swarm's child after all: an empty workspace, as any fresh run
     try:
-        seed(Path(swarm["workspace"]), root)
+        point = source_of(swarm["id"], audit.checkpoints(swarm["id"]), settings.checkpoints_dir)
+        count = restore(point, root)
+    except (NoHistory, OSError) as exc:
+        audit.finish_run(run_id, status="rejected", error=f"cannot seed the swarm's files: {exc}", iterations=0)
+        raise UsageError(f"cannot seed the swarm's files into {root}: {exc}") from None
+    where = (
+        f"checkpoint {point.commit[:12]} of swarm {swarm['id']}" if point else f"swarm {swarm['id']} (it had no files)"
+    )
+    audit.record_step(run_id, "restore", iteration=0, detail=f"seeded {count} files from {where}", ok=1)
+
+
+def _restore_follow_up(audit: AuditStore, source: tuple[str, str, str], root: Path, run_id: str) -> None:
+    """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
+    earlier, git_dir, commit = source
+    point = Point(Path(git_dir), commit) if commit else None
+    try:
+        count = restore(point, root)
     except OSError as exc:
-        audit.finish_run(run_id, status="rejected", error=f"cannot copy the swarm's files: {exc}", iterations=0)
-        raise UsageError(f"cannot copy the swarm's files into {root}: {exc.strerror or exc}") from None
+        audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        raise UsageError(f"cannot restore run {earlier}'s workspace into {root}: {exc}") from None
+    what = f"checkpoint {commit[:12]} ({count} files)" if point else "nothing (its workspace was empty)"
+    detail = (
+        f"restored run {earlier}'s workspace from {what} into {root}; run {earlier}'s own directory is left as it was"
+    )
+    audit.record_step(
+        run_id,
+        "restore",
+        iteration=0,
+        detail=detail,
+        arguments={"run": earlier, "commit": commit, "git_dir": git_dir},
+        ok=1,
+    )
 
 
 def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:

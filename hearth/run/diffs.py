@@ -41,23 +41,27 @@ def history_of(checkpoints: list[dict[str, Any]]) -> str | None:
 def workspace_diff(
     settings: Settings, workspace: str, before: str | None, after: str, git_dir: str | None = None
 ) -> str:
-    """`git diff before after` of the workspace as text, or one line saying why there is none."""
+    """`git diff before after` of the workspace as text, or one line saying why there is none.
+    With `git_dir` (hearth's own history) the workspace itself is not needed: a run that cannot
+    see it (another hearth-agent@ unit's) reads the diff from the history alone."""
     root = Path(workspace)
     data = Path(git_dir) if git_dir else root / ".git"
     if not data.is_dir():
         return f"(no diff: the workspace {workspace} is gone or has no repository)"
     drivers = () if git_dir else gitsafe.driver_flags(gitsafe.inspect(data).drivers)
     flags = shlex.join(gitsafe.flags((*drivers, f"safe.directory={root}", f"safe.directory={data}")))
-    exports = {**ISOLATION, "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(data), "GIT_WORK_TREE": str(root)}
+    exports = {**ISOLATION, "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(data)}
+    if not git_dir:
+        exports["GIT_WORK_TREE"] = str(root)
     env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in exports.items())
     what = f"diff {before} {after}" if before else f"show --format= {after}"
     script = f"{env}exec git {flags} {what} --no-ext-diff --no-textconv --no-color --"
     if git_dir:  # hearth's own history: nothing in it is the agent's to configure
-        policy = SandboxPolicy(kind="none", home=str(data), tmp=str(data.parent))
+        policy, where = SandboxPolicy(kind="none", home=str(data), tmp=str(data.parent)), data
     else:
-        policy = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
+        policy, where = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),)), root
     try:
-        result = run_sandboxed(script, root, policy=policy, timeout_s=30, output_limit=DIFF_LIMIT)
+        result = run_sandboxed(script, where, policy=policy, timeout_s=30, output_limit=DIFF_LIMIT)
     except SandboxUnavailable as exc:
         return f"(no diff: no sandbox to run git in: {exc})"
     if result.exit_code != 0:

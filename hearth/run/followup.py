@@ -1,16 +1,26 @@
-"""Follow-ups: a new run in an earlier run's workspace that carries on its conversation.
+"""Follow-ups: a new run that carries on an earlier run's conversation, with its files.
 
 `continued(request, settings, audit)` turns a GoalRequest with `continues = RUN` into the run to
-start: the same workspace, profile and model (the request may name another model), linked to it (`parent_run`, link `follow-up`), and a first message that carries the
-earlier run's goal, its final summary and its last messages (rebuilt from its audited steps and
-clipped to fit the window), before the new goal. The earlier run's frozen placeholder values are
-reused, so when the profile, the tools and the workspace's context file are unchanged the system
-prompt is the same bytes and Ollama reuses its cache (the runner records whether it was).
+start: the same profile and model (the request may name another model), linked to it
+(`parent_run`, link `follow-up`), and a first message that carries the earlier run's goal, its
+final summary and its last messages (rebuilt from its audited steps and clipped to fit the
+window), before the new goal. The earlier run's frozen placeholder values are reused, so when the
+profile, the tools and the workspace's context file are unchanged the system prompt is the same
+bytes and Ollama reuses its cache (the runner records whether it was).
+
+Where it works:
+- the earlier run's workspace, when this process sees it and does not run in a directory made
+  for it (the local launcher, `hearth-loop --continue`): the same directory, as before;
+- otherwise (a hearth-agent@ unit, which sees only its own directory, or a workspace that is
+  gone): its own fresh directory, filled from the earlier run's last checkpoint in hearth's
+  history (hearth/run/history.py; `restore_from`, done by admission and recorded as a `restore`
+  step). The earlier run's directory is left as it was; the follow-up's row names its own.
 
 Refused, with the reason (and recorded as a rejected run): an unknown run, one still running,
-one whose workspace is gone, one whose agent profile no longer exists. Mode and tools come from
-the follow-up's own request or the profile, as for any run: a follow-up is never wider than its
-asker may make a run.
+one whose workspace is neither here nor in hearth's history, one whose agent profile no longer
+exists. Any ended run may be continued, as the local launcher always allowed; what a follow-up
+reads is that one run's files and record, nothing else. Mode and tools come from the follow-up's
+own request or the profile, as for any run: a follow-up is never wider than its asker may make a run.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from agent.context.compaction import CHARS_PER_TOKEN, render_transcript
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, UsageError
 from hearth.run.goal import GoalRequest
+from hearth.run.history import NoHistory, source_of
 from hearth.run.profiles import load_profile
 from hearth.settings import Settings
 
@@ -35,15 +46,17 @@ def continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> Go
     """The follow-up made whole; UsageError says why the earlier run cannot be continued."""
     earlier = earlier_run(audit, request.continues or "")
     check_continuable(earlier, settings)
+    workspace, restore_from = where(earlier, request, settings, audit)
     prompt = prompt_record(earlier)
     return replace(
         request,
         agent_name=earlier["agent_name"] or "default",
         model=request.model or earlier["model"] or None,
-        workspace=Path(earlier["workspace"]),
+        workspace=workspace,
+        restore_from=restore_from,
         parent_run=earlier["id"],
         link="follow-up",
-        preface=preface(earlier, audit.steps(earlier["id"]), request.num_ctx),
+        preface=preface(earlier, audit.steps(earlier["id"]), request.num_ctx, restored=workspace is None),
         prompt_values=prompt.get("values") or None,
         prompt_sha256=prompt.get("sha256") or "",
     )
@@ -57,18 +70,35 @@ def earlier_run(audit: AuditStore, run_id: str) -> dict[str, Any]:
 
 
 def check_continuable(run: dict[str, Any], settings: Settings) -> None:
-    """UsageError unless the run has ended, its workspace is there and its profile still exists."""
+    """UsageError unless the run has ended and its profile still exists."""
     if run["status"] == "running":
         raise UsageError(f"run {run['id']} is still running; continue it once it has ended")
-    workspace = run.get("workspace") or ""
-    if not workspace or not Path(workspace).is_dir():
-        raise UsageError(
-            f"run {run['id']}'s workspace {workspace or '(none)'} is gone; a follow-up works in the same workspace"
-        )
     try:
         load_profile(settings.config_dir, run["agent_name"] or "default")
     except HearthError as exc:
         raise UsageError(f"run {run['id']}'s agent profile {run['agent_name']!r} no longer exists ({exc})") from None
+
+
+def where(
+    run: dict[str, Any], request: GoalRequest, settings: Settings, audit: AuditStore
+) -> tuple[Path | None, tuple[str, str, str] | None]:
+    """(the earlier workspace, None) where it is seen and may be used; else (None, what to restore
+    into the follow-up's fresh directory). UsageError when neither is possible."""
+    workspace = run.get("workspace") or ""
+    seen = bool(workspace) and Path(workspace).is_dir()
+    if seen and not in_own_unit_dir(request, settings):
+        return Path(workspace), None
+    try:
+        point = source_of(run["id"], audit.checkpoints(run["id"]), settings.checkpoints_dir)
+    except NoHistory as exc:
+        state = "is not visible to this run" if seen or in_own_unit_dir(request, settings) else "is gone"
+        raise UsageError(f"run {run['id']}'s workspace {workspace or '(none)'} {state}, and {exc}") from None
+    return None, (run["id"], str(point.git_dir) if point else "", point.commit if point else "")
+
+
+def in_own_unit_dir(request: GoalRequest, settings: Settings) -> bool:
+    """This run works in the directory systemd made for it ($STATE_DIRECTORY of hearth-agent@ID)."""
+    return bool(request.run_id) and str(settings.agents_dir / (request.run_id or "")) in settings.unit_state_dirs
 
 
 def prompt_record(run: dict[str, Any]) -> dict[str, Any]:
@@ -80,14 +110,15 @@ def prompt_record(run: dict[str, Any]) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def preface(run: dict[str, Any], steps: list[dict[str, Any]], num_ctx: int) -> str:
+def preface(run: dict[str, Any], steps: list[dict[str, Any]], num_ctx: int, *, restored: bool = False) -> str:
     """The earlier run as the follow-up's first message shows it, before the new goal."""
     ending = run.get("summary") or run.get("error") or "(none recorded)"
     budget = max(2_000, num_ctx * CHARS_PER_TOKEN // WINDOW_SHARE)
     messages = messages_of(steps)[-KEPT_MESSAGES:]
     transcript = render_transcript(messages, budget) if messages else "(no messages recorded)"
+    where = "in a copy of its workspace restored from its last checkpoint" if restored else "in the same workspace"
     return (
-        f"## Earlier run {run['id']} (this run continues it, in the same workspace)\n"
+        f"## Earlier run {run['id']} (this run continues it, {where})\n"
         f"Its goal:\n{run['goal']}\n\n"
         f"It ended {run['status']}. Its final summary:\n{ending}\n\n"
         f"Its last messages (clipped):\n{transcript}\n\n"

@@ -47,6 +47,9 @@ class GoalRequest:
     preface: str = ""  # put before the goal in the first message (a follow-up's or a leg's context)
     prompt_values: dict[str, str] | None = None  # placeholder values to reuse (same prompt bytes)
     prompt_sha256: str = ""  # the system prompt this run's should equal, when nothing changed
+    # a follow-up in a fresh directory: (the run it continues, hearth's git dir, the commit) its
+    # files are restored from, both "" when that run's workspace held nothing (hearth/run/history.py)
+    restore_from: tuple[str, str, str] | None = None
     label: str | None = None  # the operator's name for the run (the command center's `name`)
     max_tokens: int | None = None  # the run's own token cap; None: the profile's, else none
     # set on a linked run (fallback, escalation): the model is used as given, with this reason,

@@ -8,7 +8,8 @@
         2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue
            (hearth/dispatch/submit.py), a copy of the swarm's request (profile, mode, allowed
            tools, egress, credentials, limits: never wider) with `child_of` set, in its own
-           workspace seeded with a copy of the swarm's files; the launcher runs them as
+           workspace seeded with the swarm's files (committed as the swarm's `seed` checkpoint
+           first, restored by each child's admission); the launcher runs them as
            concurrently as it allows (systemd units, or the local launcher's limit, where the
            waiting swarm holds no slot)
         3. once every child has ended, the synthesis `<id>-synthesis` runs in the swarm's
@@ -41,7 +42,7 @@ from hearth.run.judge import ask_json
 from hearth.run.longrun import Holder, derived_id, finish_holder, signals_interrupt, start_holder
 from hearth.run.runner import model_client, run_goal
 from hearth.run.state import StateFile
-from hearth.run.swarm_results import Child, collect, listing, synthesis_preface, wait_for_children
+from hearth.run.swarm_results import Child, checkpoint_seed, collect, listing, synthesis_preface, wait_for_children
 from hearth.run.workdir import fresh_run_dir, prepare_workspace
 from hearth.settings import Settings
 
@@ -109,6 +110,9 @@ def _swarm(
     sub_goals = _plan(request, goal, root, holder, audit, model)
     if sub_goals is None:
         return Outcome("failed", "", 0, error=_plan_problem(audit, holder.id))
+    unseeded = checkpoint_seed(root, holder.id, settings, audit, goal)
+    if unseeded:
+        return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
     children = [_enqueue(request, goal, settings, audit, root, n, text) for n, text in enumerate(sub_goals, 1)]
     state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
     wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))

@@ -1,12 +1,16 @@
-"""A swarm's children from the outside: their seeded workspaces, waiting for them, what they did.
+"""A swarm's children from the outside: their seed, waiting for them, what they did.
 
-seed(parent, child)       copy the swarm's files into a child's new workspace: links stay
-                          links (never followed), special files and `.git` are left out
+A hearth-agent@ unit sees only its own workspace (nix/units.nix), so no run reads another's
+directory: the files go both ways through hearth's checkpoint history (hearth/run/history.py).
+
+checkpoint_seed(...)      the swarm's files committed (a `seed` checkpoint) before any child is
+                          queued; each child's admission restores it into its new directory
 wait_for_children(...)    until every child has ended: its run has a final status and its
                           request has left claimed/ (it is placed only after the run's last
                           checkpoint), or the queue rejected it; or the swarm's time is up
-collect(...)              each child's summary, the files it changed and its diff, written
-                          under the swarm's `.hearth/swarm/<child>/` (changes.diff, files/)
+collect(...)              each child's summary, the files it changed and its diff, read from its
+                          checkpoints (before and after) and written under the swarm's
+                          `.hearth/swarm/<child>/` (changes.diff, files/)
 synthesis_preface(...)    what the synthesis run is told before the goal
 """
 
@@ -14,17 +18,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.safety.workspace import PathRefused, Workspace
+from agent.safety.sandbox import SandboxPolicy
+from agent.safety.workspace import Workspace
 from agent.tools.spill import SPILL_DIR
 from hearth.audit.store import AuditStore
 from hearth.queue import Queue
+from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.diffs import checkpoint_range, history_of, workspace_diff
+from hearth.run.goal import GoalRequest
+from hearth.run.history import file_at
 from hearth.settings import Settings
 
 SWARM_DIR = ".hearth/swarm"
@@ -52,20 +58,26 @@ def listing(root: Path) -> str:
     return shown + (f"\n- ... and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
-def seed(parent: Path, child: Path) -> None:
-    """Fill a child's new, empty workspace with a copy of the parent's files (OSError if it cannot)."""
-
-    def left_out(directory: str, names: list[str]) -> set[str]:
-        skip = set(LEFT_OUT) if directory == str(parent) else set()
-        if directory == str(parent / ".hearth"):
-            skip.add("swarm")
-        for name in names:  # a fifo or a device would block or mean nothing in a copy
-            mode = os.lstat(os.path.join(directory, name)).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                skip.add(name)
-        return skip
-
-    shutil.copytree(parent, child, symlinks=True, ignore=left_out, dirs_exist_ok=True)
+def checkpoint_seed(root: Path, swarm_id: str, settings: Settings, audit: AuditStore, goal: GoalRequest) -> str:
+    """Commit the swarm's files for its children to start from; '' or why it could not."""
+    sandbox = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
+    exclude = (*state_inside(settings.state_dir, root), SWARM_DIR)
+    points = Checkpoints(root, swarm_id, sandbox, exclude=exclude, history=settings.checkpoints_dir)
+    point = points.before(agent_name=goal.agent_name, model=goal.model or "", goal=goal.goal)
+    audit.record_checkpoint(
+        swarm_id,
+        phase="seed",
+        status=point.status,
+        commit_sha=point.commit,
+        tag=point.tag,
+        files=point.files,
+        detail=point.detail or None,
+        workspace=str(root),
+        git_dir=points.history_dir,
+    )
+    if point.status in ("committed", "unchanged") and (point.commit or not os.listdir(root)):
+        return ""
+    return f"the swarm's files could not be checkpointed for its children: {point.status} {point.detail}".strip()
 
 
 def wait_for_children(children: list[Child], settings: Settings, audit: AuditStore, *, limit_s: float) -> None:
@@ -97,30 +109,20 @@ def _look(audit: AuditStore, child: Child) -> None:
 
 
 def collect(children: list[Child], settings: Settings, audit: AuditStore, root: Path) -> None:
-    """Each child's changes into the swarm's workspace, under .hearth/swarm/<child>/."""
+    """Each child's changes into the swarm's workspace, under .hearth/swarm/<child>/, from its history."""
     with Workspace(root) as ws:
         for child in children:
-            run = audit.run(child.id)
-            points = audit.checkpoints(child.id) if run else []
-            span = checkpoint_range(points)
-            if run is None or span is None:
+            points = audit.checkpoints(child.id)
+            span, git_dir = checkpoint_range(points), history_of(points)
+            if span is None or git_dir is None:
                 continue
-            diff = workspace_diff(settings, run["workspace"] or "", *span, git_dir=history_of(points))
+            diff = workspace_diff(settings, "", *span, git_dir=git_dir)
             child.changed = sorted({b for _, b in _CHANGED.findall(diff)})
             ws.write_bytes(f"{SWARM_DIR}/{child.id}/changes.diff", diff.encode())
-            _copy_changed(Path(run["workspace"]), ws, child)
-
-
-def _copy_changed(source: Path, ws: Workspace, child: Child) -> None:
-    """The changed files as the child left them (read through its workspace's containment)."""
-    with Workspace(source) as theirs:
-        for path in child.changed:
-            try:
-                data, cut = theirs.read_bytes(path, limit=FILE_LIMIT)
-            except (OSError, PathRefused):
-                continue  # deleted, or not a plain file inside it: the diff says what happened
-            if not cut:
-                ws.write_bytes(f"{SWARM_DIR}/{child.id}/files/{path}", data)
+            for path in child.changed:  # as the child left them; a deleted one is in the diff only
+                data = file_at(Path(git_dir), span[1], path, FILE_LIMIT)
+                if data is not None:
+                    ws.write_bytes(f"{SWARM_DIR}/{child.id}/files/{path}", data)
 
 
 def synthesis_preface(swarm_id: str, children: list[Child]) -> str:
