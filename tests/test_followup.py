@@ -12,6 +12,7 @@ from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import rows, wait_for
+from tests.test_marathon import Script, verdict, write
 from tests.web_support import Center
 
 
@@ -109,6 +110,29 @@ def test_a_run_still_running_or_whose_workspace_and_history_or_profile_is_gone_i
     assert queued.returncode == 2 and "still running" in queued.stderr
     rejected = rows(state_dir, "select parent_run, link, error from runs where status = 'rejected' order by rowid")
     assert [(r["parent_run"], r["link"]) for r in rejected] == [("busy", "follow-up")] + [(earlier, "follow-up")] * 2
+
+
+def test_a_follow_up_of_a_whole_marathon_starts_from_its_last_leg_s_files_when_its_workspace_is_gone(
+    state_dir: Path,
+) -> None:
+    script = Script(legs={1: [write("FINAL\n"), final_answer("Wrote the report.")]}, judged=[verdict(True, "Done.")])
+    with FakeOllama([script], repeat_last=True) as fake:
+        code, _, err = loop(fake, "--marathon", "2", "write the final report into report.md")
+        assert code == 0, err
+    [marathon] = rows(state_dir, "select * from runs where kind = 'marathon'")
+    shutil.rmtree(str(marathon["workspace"]))  # only hearth's own history is left
+    read = [tool_call("read_file", {"path": "report.md"}), final_answer("The report says FINAL.")]
+    with FakeOllama(read) as fake:
+        code, _, err = loop(fake, "--continue", str(marathon["id"]), "what does the report say?")
+        assert code == 0, err
+    follow = only_run(state_dir, "link = 'follow-up'")
+    assert follow["status"] == "done" and follow["workspace"] != marathon["workspace"]
+    assert (Path(str(follow["workspace"])) / "report.md").read_text() == "FINAL\n"
+    [restored] = rows(state_dir, "select * from steps where run_id = ? and kind = 'restore'", follow["id"])
+    leg_commits = {
+        r["commit_sha"] for r in rows(state_dir, "select commit_sha from checkpoints where run_id like '%-leg1'")
+    }
+    assert any(sha[:12] in str(restored["detail"]) for sha in leg_commits if sha)
 
 
 def test_the_run_page_s_follow_up_form_queues_a_follow_up_that_runs(state_dir: Path) -> None:

@@ -89,11 +89,26 @@ def where(
     if seen and not in_own_unit_dir(request, settings):
         return Path(workspace), None
     try:
-        point = source_of(run["id"], audit.checkpoints(run["id"]), settings.checkpoints_dir)
+        point = source_of(run["id"], history_rows(audit, run), settings.checkpoints_dir)
     except NoHistory as exc:
         state = "is not visible to this run" if seen or in_own_unit_dir(request, settings) else "is gone"
         raise UsageError(f"run {run['id']}'s workspace {workspace or '(none)'} {state}, and {exc}") from None
     return None, (run["id"], str(point.git_dir) if point else "", point.commit if point else "")
+
+
+# who worked in a marathon's or a swarm's own workspace after it began: its legs, its synthesis
+WORKERS = {"marathon": "leg", "swarm": "synthesis"}
+
+
+def history_rows(audit: AuditStore, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checkpoints that say where a run's workspace last stood, in the order they were taken:
+    its own, and those of the runs that worked in it for a marathon (legs) or a swarm (synthesis)."""
+    rows = audit.checkpoints(run["id"])
+    link = WORKERS.get(run.get("kind") or "")
+    for worker in audit.linked(run["id"]) if link else []:
+        if worker.get("link") == link:
+            rows += audit.checkpoints(worker["id"])
+    return sorted(rows, key=lambda row: row["id"])
 
 
 def in_own_unit_dir(request: GoalRequest, settings: Settings) -> bool:
