@@ -73,8 +73,18 @@ def status_class(status: Any) -> str:
 LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "queued")
 
 
+class RowEnvironment(Environment):
+    """Jinja reading `run.status` on the audit's rows (dicts) by key first. Its own lookup tries the
+    attribute first, and the AttributeError every dict raises there was half of a long run's page."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 def environment() -> Environment:
-    env = Environment(
+    env = RowEnvironment(
         loader=PackageLoader("hearth.web", "templates"),
         autoescape=select_autoescape(["html"], default_for_string=True, default=True),
         trim_blocks=True,
