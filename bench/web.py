@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # bench/ itself must not be on the path: bench/queue.py would shadow the standard library's queue
 HERE = Path(__file__).resolve().parent
@@ -29,6 +30,7 @@ sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolv
 
 import httpx
 
+from hearth.report import report_statements
 from hearth.run.state import StateFile
 from hearth.settings import Settings
 from tests.web_support import Center, seed_runs
@@ -52,8 +54,9 @@ RUN_SQL = [
     ("select * from checkpoints where run_id = ? order by id", ["long-00000"]),
     ("select * from approvals where run_id = ? order by requested_at", ["long-00000"]),
 ]
-REPORT_SQL = [
-    ("select * from runs where started_at >= ?", [""]),
+# what the report page runs: the report's own statements (hearth/report.py), then the rest of it
+REPORT_SQL: list[tuple[str, Any]] = [
+    *report_statements(""),
     (
         "select s.tool as tool, count(*) as calls, sum(s.ok = 1) as ok, sum(s.ok = 0 and s.verdict not in "
         "('denied')) as failed, sum(s.verdict = 'denied') as denied, sum(s.verdict = 'approved') as approved "
@@ -65,7 +68,8 @@ REPORT_SQL = [
         "where s.kind = 'tool' and s.verdict = 'denied' and r.started_at >= ?",
         [""],
     ),
-    ("select * from rejections where at >= ?", [""]),
+    ("select host, count(*) from connections where at >= ? group by host", [""]),
+    ("select * from tripwires where at >= ?", [""]),
     (
         "select substr(started_at, 1, 10) as day, status, count(*) as runs, coalesce(sum(tokens_in), 0), "
         "coalesce(sum(tokens_out), 0) from runs where started_at >= ? group by day, status order by day",
@@ -89,7 +93,7 @@ def timed(action: Callable[[], object]) -> list[float]:
     return times
 
 
-def bare(conn: sqlite3.Connection, statements: list[tuple[str, list[str]]]) -> Callable[[], object]:
+def bare(conn: sqlite3.Connection, statements: list[tuple[str, Any]]) -> Callable[[], object]:
     def run() -> object:
         return [conn.execute(sql, params).fetchall() for sql, params in statements]
 

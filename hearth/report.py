@@ -7,7 +7,6 @@ proxy (allowed and refused, per host) and tripwires.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sqlite3
@@ -127,27 +126,54 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
     return stamp(moment)
 
 
+# The runs of a period, aggregated by SQLite: the report reads a few rows, never every run.
+PERIOD = "from runs where started_at >= :since"
+FINISHED = "status not in ('running', 'rejected')"
+# nearest rank (a value that really occurred): the ceil(p * n)-th smallest, in integer arithmetic
+PERCENTILES = """select max(case when rank = (n + 1) / 2 then value end) as p50,
+                        max(case when rank = (95 * n + 99) / 100 then value end) as p95, coalesce(max(n), 0) as n
+                 from (select {column} as value, row_number() over (order by {column}) as rank, count(*) over () as n
+                       {period} and {finished} and {column} is not null)"""
+RUN_SQL = {
+    "totals": f"""select count(*) as runs, min(nullif(started_at, '')) as first_started_at,
+                         coalesce(sum(tokens_in), 0) as tokens_in, coalesce(sum(tokens_out), 0) as tokens_out {PERIOD}""",
+    "by_status": f"select status as value, count(*) as n {PERIOD} group by status",
+    "by_model": f"select coalesce(nullif(model, ''), '-') as value, count(*) as n {PERIOD} and status != 'rejected' group by value",
+    "by_source": f"select coalesce(nullif(source, ''), '-') as value, count(*) as n {PERIOD} group by value",
+    "by_model_reason": f"""select coalesce(nullif(model_reason, ''), '-') as value, count(*) as n {PERIOD}
+                            and status != 'rejected' group by value""",
+    "duration_ms": PERCENTILES.format(column="duration_ms", period=PERIOD, finished=FINISHED),
+    "iterations": PERCENTILES.format(column="iterations", period=PERIOD, finished=FINISHED),
+    "failures": f"select status, error {PERIOD} and {FINISHED} and status != 'done'",
+    "rejections": f"select error {PERIOD} and status = 'rejected'",
+    "long_work": f"""select kind, link, count(*) as n, sum(status = 'done') as done {PERIOD}
+                     and (coalesce(kind, '') != '' or coalesce(link, '') != '') group by kind, link""",
+}
+
+
+def report_statements(since: str | None) -> list[tuple[str, dict[str, str]]]:
+    """Every statement the report runs over the runs table, with its parameters (bench/web.py times them bare)."""
+    return [(sql, {"since": since or ""}) for sql in RUN_SQL.values()]
+
+
 def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
-    runs = _rows(audit, "select * from runs where started_at >= ?", since)
-    finished = [r for r in runs if r["status"] not in ("running", "rejected")]
+    got = {name: audit.rows(sql, {"since": since or ""}) for name, sql in RUN_SQL.items()}
+    totals = got["totals"][0]
     return {
         "since": since,
-        "first_started_at": min((r["started_at"] for r in runs if r["started_at"]), default=None),
-        "runs": len(runs),
-        "by_status": _count(r["status"] for r in runs),
-        "by_model": _count(r["model"] or "-" for r in runs if r["status"] != "rejected"),
-        "by_source": _count(r["source"] or "-" for r in runs),
-        "by_model_reason": _count(r.get("model_reason") or "-" for r in runs if r["status"] != "rejected"),
-        "duration_ms": _percentiles([r["duration_ms"] for r in finished if r["duration_ms"] is not None]),
-        "iterations": _percentiles([r["iterations"] for r in finished if r["iterations"] is not None]),
-        "tokens": {"in": sum(r["tokens_in"] or 0 for r in runs), "out": sum(r["tokens_out"] or 0 for r in runs)},
+        "first_started_at": totals["first_started_at"],
+        "runs": totals["runs"],
+        **{key: _ranked(got[key]) for key in ("by_status", "by_model", "by_source", "by_model_reason")},
+        "duration_ms": got["duration_ms"][0],
+        "iterations": got["iterations"][0],
+        "tokens": {"in": totals["tokens_in"], "out": totals["tokens_out"]},
         "tools": _tools(audit, since),
         "denials": _denials(audit, since),
-        "failures": _top((r["status"], _first_line(r["error"])) for r in finished if r["status"] != "done"),
+        "failures": _top((r["status"], _first_line(r["error"])) for r in got["failures"]),
         # every rejected run, however it was refused: by the queue (which also keeps the file's facts
         # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)
-        "rejections": _top((_first_line(r["error"]),) for r in runs if r["status"] == "rejected"),
-        "long_work": _long_work(runs),
+        "rejections": _top((_first_line(r["error"]),) for r in got["rejections"]),
+        "long_work": _long_work(got["long_work"]),
         "connections": _connections(audit, since),
         "tripwires": _top(
             (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
@@ -155,13 +181,18 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     }
 
 
-def _long_work(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ranked(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """{value: runs}, most first, then by name (as _count orders)."""
+    return dict(sorted(((r["value"], r["n"]) for r in rows), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _long_work(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """How many marathons, swarms and linked runs, and how many of them ended done."""
     counted = []
     for label, column, value in LONG_WORK:
-        mine = [r for r in runs if r.get(column) == value]
+        mine = [g for g in groups if g[column] == value]
         if mine:
-            counted.append({"what": label, "runs": len(mine), "done": sum(r["status"] == "done" for r in mine)})
+            counted.append({"what": label, "runs": sum(g["n"] for g in mine), "done": sum(g["done"] for g in mine)})
     return counted
 
 
@@ -181,16 +212,6 @@ def _count(values: Any) -> dict[str, int]:
     for value in values:
         counts[value] = counts.get(value, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _percentiles(values: list[int]) -> dict[str, int | None]:
-    """Nearest-rank p50/p95 (a value that really occurred), and the count they come from."""
-    ordered = sorted(values)
-
-    def rank(p: float) -> int | None:
-        return ordered[max(0, math.ceil(p * len(ordered)) - 1)] if ordered else None
-
-    return {"p50": rank(0.50), "p95": rank(0.95), "n": len(ordered)}
 
 
 def _tools(audit: Rows, since: str | None) -> list[dict[str, Any]]:
