@@ -186,7 +186,9 @@ def test_remember_and_kb_add_are_capped_per_run(tmp_path: Path) -> None:
         docs = [call_tool("kb_add", {"text": f"document {n}", "source": f"s{n}"}, ws, mode="bypass") for n in range(51)]
     assert all(r.ok for r in lessons[:20]) and all(r.ok for r in docs[:50])
     assert lessons[20].output == "Error: remember already ran 20 times in this run, its limit; nothing was stored"
-    assert docs[50].output == "Error: kb_add already ran 50 times in this run, its limit; nothing was stored"
+    assert docs[50].output == (
+        "Error: kb_add (with fetch_to_kb) already ran 50 times in this run, its limit; nothing was stored"
+    )
     with knowledge_ws(tmp_path) as ws:  # the next run has its own allowance
         assert call_tool("remember", {"lesson": "a new run"}, ws, mode="bypass").ok
 
@@ -219,3 +221,27 @@ def test_a_name_repaired_in_a_call_written_as_text_is_recorded_as_written(state_
     assert proc.returncode == 0, proc.stderr
     [step] = rows(state_dir, "select tool, called_as from steps where kind = 'tool'")
     assert step == {"tool": "list_files", "called_as": "ListFiles"}
+
+
+def test_fetch_to_kb_shares_kb_add_s_allowance_and_index_dir_has_a_file_allowance_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.tools.knowledge as knowledge_tools
+
+    monkeypatch.setattr(knowledge_tools, "MAX_INDEXED_FILES_PER_RUN", 5)
+    with knowledge_ws(tmp_path) as ws:
+        docs = [call_tool("kb_add", {"text": f"document {n}", "source": f"s{n}"}, ws, mode="bypass") for n in range(50)]
+        fetched = call_tool("fetch_to_kb", {"url": "http://127.0.0.1:9/page"}, ws, mode="bypass")
+        for n in range(4):
+            (ws.root / "notes" / f"n{n}.md").parent.mkdir(exist_ok=True)
+            (ws.root / "notes" / f"n{n}.md").write_text(f"note {n}\n")
+        first = call_tool("index_dir", {"path": "notes"}, ws, mode="bypass")
+        second = call_tool("index_dir", {"path": "notes"}, ws, mode="bypass")
+        third = call_tool("index_dir", {"path": "notes"}, ws, mode="bypass")
+    assert all(r.ok for r in docs)
+    assert fetched.output == (
+        "Error: fetch_to_kb (with kb_add) already ran 50 times in this run, its limit; nothing was stored"
+    )  # refused before any network traffic: port 9 on loopback was never tried
+    assert first.ok and "4 text files" in first.output
+    assert second.ok and "1 text files" in second.output and "stopped at 1 files" in second.output
+    assert third.output == "Error: index_dir already read 5 files in this run, its limit"

@@ -51,14 +51,15 @@ class IndexReport:
     chunks_added: int = 0
     chunks_removed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
-    stopped: bool = False  # MAX_FILES reached: nothing was removed, files past it were not looked at
+    stopped: bool = False  # `limit` reached: nothing was removed, files past it were not looked at
+    limit: int = MAX_FILES  # the files this call could read (fewer when the run's allowance is nearly spent)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def summary(self, where: str) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
-        stopped = f"; stopped at {MAX_FILES} files (index a subdirectory or pass a glob)" if self.stopped else ""
+        stopped = f"; stopped at {self.limit} files (index a subdirectory or pass a glob)" if self.stopped else ""
         return (
             f"indexed {where}: {self.files} text files ({self.new} new, {self.changed} changed, "
             f"{self.unchanged} unchanged), {self.removed} removed; chunks {self.chunks_added} added, "
@@ -111,9 +112,17 @@ def walk_text_files(ws: Workspace, top: str, report: IndexReport) -> Iterator[tu
 
 
 def index_directory(
-    store: KnowledgeStore, ws: Workspace, path: str, *, glob: str | None = None, scope: str = "global"
+    store: KnowledgeStore,
+    ws: Workspace,
+    path: str,
+    *,
+    glob: str | None = None,
+    scope: str = "global",
+    max_files: int | None = None,
 ) -> IndexReport:
-    """Index (or re-index) one workspace directory; see the module docstring."""
+    """Index (or re-index) one workspace directory; see the module docstring. `max_files` lowers
+    the per-call cap (what is left of a run's allowance)."""
+    limit = MAX_FILES if max_files is None else min(max_files, MAX_FILES)
     top = ws.relpath(path)
     if (entry := ws.stat(top)) is None or entry.kind != "dir":
         raise PathRefused(f"{path!r} is not a directory in the workspace")
@@ -126,8 +135,8 @@ def index_directory(
         inside = rel if top == "." else posixpath.relpath(rel, top)
         if matcher and not matcher.match(inside):
             continue
-        if report.files >= MAX_FILES:
-            report.stopped = True
+        if report.files >= limit:
+            report.stopped, report.limit = True, limit
             break
         item = _read(ws, rel, report)
         if item is None:

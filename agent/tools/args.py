@@ -97,6 +97,19 @@ def glob_matches(rel: str, glob: str) -> bool:
     return fnmatch.fnmatchcase(target, glob)
 
 
+# per run: a run may fill the shared knowledge base only so much (every later run recalls from it)
+MAX_KB_DOCUMENTS_PER_RUN = 50  # documents stored by kb_add and fetch_to_kb together
+MAX_INDEXED_FILES_PER_RUN = 20_000  # files index_dir may read into it, over all its calls
+
+
+def count_use(ws: Workspace, counter: str, cap: int, what: str, n: int = 1) -> None:
+    """`n` more of a run's allowance `counter`; ToolFailed, before anything is stored, past `cap`."""
+    used = ws.services.counts.get(counter, 0)
+    if used + n > cap:
+        raise ToolFailed(f"{what} already ran {cap} times in this run, its limit; nothing was stored")
+    ws.services.counts[counter] = used + n
+
+
 def store_of(ws: Workspace) -> KnowledgeStore:
     store = ws.services.knowledge_store()
     if store is None:

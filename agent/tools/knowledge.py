@@ -10,22 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from agent.safety.workspace import Workspace
-from agent.tools.args import SCOPE, integer, scope_arg, store_of
+from agent.tools.args import (
+    MAX_INDEXED_FILES_PER_RUN,
+    MAX_KB_DOCUMENTS_PER_RUN,
+    SCOPE,
+    count_use,
+    integer,
+    scope_arg,
+    store_of,
+)
 from agent.tools.registry import Tool, ToolFailed
 
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000
-# per run: a run may fill the shared stores only so much (every later run recalls from them)
-MAX_KB_ADDS_PER_RUN = 50
-MAX_LESSONS_PER_RUN = 20
-
-
-def _count(ws: Workspace, tool: str, cap: int) -> None:
-    """One more use of a capped tool in this run; ToolFailed past the cap, before anything is stored."""
-    used = ws.services.counts.get(tool, 0)
-    if used >= cap:
-        raise ToolFailed(f"{tool} already ran {cap} times in this run, its limit; nothing was stored")
-    ws.services.counts[tool] = used + 1
+MAX_LESSONS_PER_RUN = 20  # per run, as the knowledge base's documents (agent/tools/args.py)
 
 
 def kb_add(args: dict[str, Any], ws: Workspace) -> str:
@@ -34,7 +32,7 @@ def kb_add(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed("text is empty; nothing was stored")
     if len(text) > MAX_TEXT:
         raise ToolFailed(f"text is {len(text)} characters, over the limit of {MAX_TEXT}; nothing was stored")
-    _count(ws, "kb_add", MAX_KB_ADDS_PER_RUN)
+    count_use(ws, "kb documents", MAX_KB_DOCUMENTS_PER_RUN, "kb_add (with fetch_to_kb)")
     title = " ".join((args.get("title") or text.splitlines()[0]).split())[:200]
     source = args.get("source") or f"run:{ws.services.run_id or 'unknown'}:{title[:60]}"
     stored = store_of(ws).add(text, title=title, source=source, scope=scope_arg(args, ws, "global"))
@@ -62,7 +60,12 @@ def index_dir(args: dict[str, Any], ws: Workspace) -> str:
     glob = args.get("glob") or None
     from agent.knowledge.indexing import index_directory  # the knowledge code loads when a tool uses it
 
-    report = index_directory(store_of(ws), ws, path, glob=glob, scope=scope_arg(args, ws, "global"))
+    left = MAX_INDEXED_FILES_PER_RUN - ws.services.counts.get("indexed files", 0)
+    if left <= 0:
+        raise ToolFailed(f"index_dir already read {MAX_INDEXED_FILES_PER_RUN} files in this run, its limit")
+    scope = scope_arg(args, ws, "global")
+    report = index_directory(store_of(ws), ws, path, glob=glob, scope=scope, max_files=left)
+    count_use(ws, "indexed files", MAX_INDEXED_FILES_PER_RUN, "index_dir", report.files)
     return report.summary(ws.relpath(path) + (f" matching {glob}" if glob else ""))
 
 
@@ -72,7 +75,7 @@ def remember(args: dict[str, Any], ws: Workspace) -> str:
         raise ToolFailed("lesson is empty; nothing was stored")
     if len(lesson) > MAX_LESSON:
         raise ToolFailed(f"lesson is {len(lesson)} characters, over the limit of {MAX_LESSON}; keep it short")
-    _count(ws, "remember", MAX_LESSONS_PER_RUN)
+    count_use(ws, "lessons", MAX_LESSONS_PER_RUN, "remember")
     tags = ", ".join(t.strip() for t in (args.get("tags") or "").split(",") if t.strip())
     scope = scope_arg(args, ws, "agent")
     lesson_id, new = store_of(ws).remember(lesson, tags=tags, scope=scope, run_id=ws.services.run_id)
@@ -93,7 +96,7 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
 TOOLS = [
     Tool(
         name="kb_add",
-        description="Store a text in the shared knowledge base so later runs can find it (same source replaces; at most 50 per run).",
+        description="Store a text in the shared knowledge base so later runs can find it (same source replaces; at most 50 documents per run, with fetch_to_kb).",
         params={
             "text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
             "title": {"type": "string", "description": "A short title (default: the first line)."},
@@ -117,7 +120,7 @@ TOOLS = [
     ),
     Tool(
         name="index_dir",
-        description="Index a workspace directory's text files into the knowledge base; re-running updates it.",
+        description="Index a workspace directory's text files into the knowledge base; re-running updates it (at most 20,000 files per run).",
         params={
             "path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
             "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},

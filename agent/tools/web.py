@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agent.net.guard import NetError
 from agent.net.readable import Page, readable
 from agent.safety.workspace import Workspace
-from agent.tools.args import guard_of, integer, scope_arg, store_of
+from agent.tools.args import MAX_KB_DOCUMENTS_PER_RUN, count_use, guard_of, integer, scope_arg, store_of
 from agent.tools.registry import Tool, ToolFailed
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ def web_fetch(args: dict[str, Any], ws: Workspace) -> str:
 
 def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
     store = store_of(ws)  # before the fetch: no knowledge base, no network traffic
+    count_use(ws, "kb documents", MAX_KB_DOCUMENTS_PER_RUN, "fetch_to_kb (with kb_add)")
     page = fetch_page(args, ws)
     title = " ".join((args.get("title") or page.title or page.url).split())[:200]
     text = ws.services.redact(page.text)
@@ -174,7 +175,7 @@ TOOLS = [
     ),
     Tool(
         name="fetch_to_kb",
-        description="Fetch a web page and store its readable text in the knowledge base in one step.",
+        description="Fetch a web page and store its readable text in the knowledge base in one step (at most 50 documents per run, with kb_add).",
         params={
             "url": _URL,
             "title": {"type": "string", "description": "A title (default: the page's)."},
