@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -245,3 +246,26 @@ def test_fetch_to_kb_shares_kb_add_s_allowance_and_index_dir_has_a_file_allowanc
     assert first.ok and "4 text files" in first.output
     assert second.ok and "1 text files" in second.output and "stopped at 1 files" in second.output
     assert third.output == "Error: index_dir already read 5 files in this run, its limit"
+
+
+def test_once_the_run_s_time_is_spent_no_command_request_or_search_goes_out(tmp_path: Path) -> None:
+    from tests.test_web_search import Backend
+
+    backend = Backend([{"title": "t", "href": "https://example.com", "body": "b"}])
+    services = RunServices(search_backend=backend, knowledge_path=tmp_path / "knowledge.db")
+    services.deadline = time.monotonic() - 1  # the run's time limit has passed
+    (tmp_path / "ws").mkdir()
+    with Workspace(tmp_path / "ws", services=services) as ws:
+        calls = {
+            "run_command": {"command": "touch ran"},
+            "web_fetch": {"url": "https://example.com/"},
+            "http_request": {"url": "https://example.com/"},
+            "fetch_to_kb": {"url": "https://example.com/"},
+            "web_search": {"query": "hearth"},
+        }
+        results = {name: call_tool(name, args, ws, mode="bypass").output for name, args in calls.items()}
+    assert results["run_command"] == "Error: the run's time limit has been reached; the command was not started"
+    for name in ("web_fetch", "http_request", "fetch_to_kb"):
+        assert results[name] == "Error: the run's time limit has been reached; the request was not sent", name
+    assert results["web_search"] == "Error: the run's time limit has been reached; the search was not sent"
+    assert backend.calls == [] and not (tmp_path / "ws" / "ran").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,17 @@ def count_use(ws: Workspace, counter: str, cap: int, what: str, n: int = 1) -> N
     if used + n > cap:
         raise ToolFailed(f"{what} already ran {cap} times in this run, its limit; nothing was stored")
     ws.services.counts[counter] = used + n
+
+
+def within_run(timeout: float, deadline: float | None, undone: str) -> float:
+    """A tool's timeout cut to what is left of the run's time limit; ToolFailed (saying what was
+    `undone`: "the command was not started") once nothing is left."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolFailed(f"the run's time limit has been reached; {undone}")
+    return min(timeout, left)
 
 
 def store_of(ws: Workspace) -> KnowledgeStore:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import math
 import signal
-import time
 from dataclasses import replace
 from typing import Any
 
 from agent.safety.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, run_sandboxed
 from agent.safety.workspace import Workspace
-from agent.tools.args import integer
+from agent.tools.args import integer, within_run
 from agent.tools.registry import Tool, ToolFailed
 
 MAX_TIMEOUT_S = 600
@@ -23,7 +22,9 @@ COMMAND_LIMIT = 65_536  # characters; a longer program belongs in a file the com
 
 def run_command(args: dict[str, Any], ws: Workspace) -> str:
     services = ws.services
-    timeout = _within_run(args.get("timeout_s", services.command_timeout_s), services.deadline)
+    timeout = within_run(
+        args.get("timeout_s", services.command_timeout_s), services.deadline, "the command was not started"
+    )
     if not args["command"].strip():
         raise ToolFailed("command is empty")
     policy = services.sandbox
@@ -63,16 +64,6 @@ def _caps_hit(result: CommandResult, policy: SandboxPolicy) -> str:
     ):
         notes.append(f"stopped at the run's CPU time budget ({policy.cpu_seconds}s left when it started)")
     return "".join(f"\n[{note}]" for note in notes)
-
-
-def _within_run(timeout: float, deadline: float | None) -> float:
-    """The command's timeout cut to what is left of the run's time limit."""
-    if deadline is None:
-        return timeout
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise ToolFailed("the run's time limit has been reached; the command was not started")
-    return min(timeout, left)
 
 
 TOOLS = [

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agent.net.guard import NetError
 from agent.net.readable import Page, readable
 from agent.safety.workspace import Workspace
-from agent.tools.args import MAX_KB_DOCUMENTS_PER_RUN, count_use, guard_of, integer, scope_arg, store_of
+from agent.tools.args import MAX_KB_DOCUMENTS_PER_RUN, count_use, guard_of, integer, scope_arg, store_of, within_run
 from agent.tools.registry import Tool, ToolFailed
 
 if TYPE_CHECKING:
@@ -25,10 +25,12 @@ SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "w
 MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
-def _timeout(args: dict[str, Any]) -> float:
+def _timeout(args: dict[str, Any], ws: Workspace) -> float:
+    """The asked (or default) timeout, cut to what is left of the run's time limit."""
     from agent.net.client import TIMEOUT_S
 
-    return float(args.get("timeout_s", int(TIMEOUT_S)))
+    asked = float(args.get("timeout_s", int(TIMEOUT_S)))
+    return within_run(asked, ws.services.deadline, "the request was not sent")
 
 
 def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
@@ -39,7 +41,7 @@ def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
             guard_of(ws),
             "GET",
             args["url"],
-            timeout_s=_timeout(args),
+            timeout_s=_timeout(args, ws),
             headers={"accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"},
         )
         if not 200 <= reply.status < 300:
@@ -87,7 +89,7 @@ def http_request(args: dict[str, Any], ws: Workspace) -> str:
             headers=headers,
             body=data,
             credentials=ws.services.credentials,
-            timeout_s=_timeout(args),
+            timeout_s=_timeout(args, ws),
         )
     except NetError as exc:
         raise ToolFailed(str(exc)) from None

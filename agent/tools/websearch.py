@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.net.guard import NetRefused
 from agent.safety.workspace import Workspace
-from agent.tools.args import guard_of, integer
+from agent.tools.args import guard_of, integer, within_run
 from agent.tools.registry import Tool, ToolFailed
 
 MAX_RESULTS = 20
@@ -52,17 +52,20 @@ def _backend_for(ws: Workspace) -> str:
     return "duckduckgo"
 
 
+SEARCH_TIMEOUT_S = 20.0  # as the web client's (agent/net/client.py), without importing httpx for it
+
+
 def search(ws: Workspace, query: str, limit: int, backend_name: str) -> list[dict[str, Any]]:
+    timeout = within_run(SEARCH_TIMEOUT_S, ws.services.deadline, "the search was not sent")
     backend = ws.services.search_backend
     if backend is not None:
         return _answers(lambda: backend.text(query, max_results=limit, backend=backend_name), query, [])
     from ddgs import DDGS  # slow to import: only when a search runs
 
-    from agent.net.client import TIMEOUT_S
     from agent.net.proxy import GuardProxy
 
     with GuardProxy(guard_of(ws)) as proxy:
-        engine = DDGS(proxy=proxy.url, timeout=int(TIMEOUT_S))
+        engine = DDGS(proxy=proxy.url, timeout=max(1, int(timeout)))
         return _answers(lambda: engine.text(query, max_results=limit, backend=backend_name), query, proxy.refused)
 
 
