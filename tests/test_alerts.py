@@ -234,6 +234,26 @@ def test_a_refused_request_is_alerted(state_dir: Path, tmp_path: Path, ntfy: Rec
     assert "unknown field" in ntfy.got[0]["body"]["message"]
 
 
+def test_a_run_killed_outright_is_alerted_by_the_next_command_that_finds_it_dead(
+    state_dir: Path, tmp_path: Path, ntfy: Receiver
+) -> None:
+    from tests.fake_ollama import Held
+    from tests.test_first_hour import start_blocked_run
+
+    _alerts(tmp_path / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["interrupted"]))
+    release = threading.Event()
+    with FakeOllama([Held(final_answer("never sent"), 1, release)]) as fake:
+        loop, run_id = start_blocked_run(state_dir, fake, tmp_path)
+        loop.kill()  # SIGKILL: the run cannot alert for itself
+        loop.wait()
+        release.set()
+    assert ntfy.got == []
+    assert run_cli("hearth", "runs").returncode == 0  # it looks, finds the run dead, settles and alerts it
+    [got] = ntfy.got
+    assert got["body"]["title"] == f"hearth: run {run_id} interrupted"
+    assert "process is gone" in got["body"]["message"] and "wait here" in got["body"]["message"]
+
+
 @pytest.mark.parametrize(
     ("text", "error"),
     [

@@ -74,6 +74,7 @@ def _settle_one(audit: AuditStore, settings: Settings, run_id: str) -> bool:
             return False  # it ended while we looked
         record_unfinished(audit, run_id, "interrupted", GONE)
         remove_state(settings.runs_state_dir, run_id)
+        alert_ended(audit, settings, run_id, "interrupted", GONE)
         return True
     finally:
         lock.release(remove=True)
@@ -153,7 +154,7 @@ def settle(
         if run is not None:
             outcome = settle_locked(queue, audit, path, settings, run)
         elif path.exists() and _age(path, now) >= grace_s:
-            outcome = _never_started(queue, audit, path)
+            outcome = _never_started(queue, audit, path, settings)
         return outcome
     finally:
         lock.release(remove=outcome is not None or not path.exists())
@@ -179,17 +180,28 @@ def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Setting
         record_unfinished(audit, run["id"], "interrupted", GONE)
         remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
         place(queue, audit, path, "interrupted", GONE)
+        alert_ended(audit, settings, run["id"], "interrupted", GONE)
         return "interrupted"
     place(queue, audit, path, run["status"], run.get("error"))
     return run["status"]
 
 
-def _never_started(queue: Queue, audit: AuditStore, path: Path) -> str:
+def _never_started(queue: Queue, audit: AuditStore, path: Path, settings: Settings) -> str:
     request_id = path.name.removesuffix(".json")
     reason = "claimed, but its agent never started (is hearth-agent@.service installed and startable?)"
     record_unfinished(audit, request_id, "failed", reason)
     queue.fail(path, reason, run_id=request_id, status="failed")
+    alert_ended(audit, settings, request_id, "failed", reason)
     return "failed"
+
+
+def alert_ended(audit: AuditStore, settings: Settings, run_id: str, status: str, reason: str) -> None:
+    """A run that could not say it ended (killed, never started): alerted as it would have been."""
+    from hearth import alerts  # loaded only when a sweep finds such a run
+
+    run = audit.run(run_id) or {}
+    agent = str(run.get("agent_name") or "")
+    alerts.run_ended(settings, run_id, status, goal=str(run.get("goal") or ""), detail=reason, agent=agent)
 
 
 def _bytes(path: Path) -> bytes | None:
