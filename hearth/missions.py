@@ -263,6 +263,21 @@ def _last_runs(settings: Settings, names: list[str]) -> dict[str, dict[str, Any]
     return found
 
 
+def missed_since_last(settings: Settings, mission: Mission, now: datetime) -> bool:
+    """An elapse came between the mission's last firing (or skip) and `now`; never for one that
+    has not fired yet (as systemd, which catches up only from a recorded last trigger)."""
+    seen = history(settings, mission.name)
+    last = max((str(seen[k]) for k in ("last_fired", "last_skipped") if seen.get(k)), default="")
+    if not last or mission.calendar is None:
+        return False
+    try:
+        at = datetime.fromisoformat(last).astimezone().replace(tzinfo=None)  # local, as `now` is
+    except ValueError:
+        return False
+    elapse = mission.calendar.next_after(at)
+    return elapse is not None and elapse <= now
+
+
 class Timetable:
     """`hearth watch`'s timers: the next elapse of each mission it fires (not those a systemd timer fires)."""
 
@@ -270,10 +285,13 @@ class Timetable:
         self.settings = settings
         self.next: dict[str, tuple[Mission, datetime]] = {}
         self.problems: list[Problem] = []
-        self.reload(now)
+        self.missed: set[str] = set()  # fired at start for an elapse that passed while nothing watched
+        self.reload(now, catch_up=True)
 
-    def reload(self, now: datetime) -> None:
-        """Read the definitions again; an unchanged schedule keeps its next elapse."""
+    def reload(self, now: datetime, *, catch_up: bool = False) -> None:
+        """Read the definitions again; an unchanged schedule keeps its next elapse. At start
+        (`catch_up`), a mission whose elapse passed since it last fired fires now, once, as a
+        systemd timer with Persistent=true does after the machine was off."""
         missions, self.problems = load_missions(self.settings)
         kept: dict[str, tuple[Mission, datetime]] = {}
         for mission in missions:
@@ -284,6 +302,9 @@ class Timetable:
                 kept[mission.name] = (mission, old[1])
                 continue
             elapse = mission.calendar.next_after(now)
+            if catch_up and missed_since_last(self.settings, mission, now):
+                elapse = now
+                self.missed.add(mission.name)
             if elapse is not None:
                 kept[mission.name] = (mission, elapse)
         self.next = kept

@@ -96,6 +96,26 @@ def test_hearth_watch_fires_missions_on_their_schedule_and_skips_a_paused_one(st
     assert _listed("tick")["skipped"] >= 1
 
 
+def test_a_mission_whose_time_passed_while_nothing_watched_fires_once_at_start(state_dir: Path, tmp_path: Path) -> None:
+    from hearth.missions import Timetable
+    from hearth.missions import state_dir as missions_state
+    from hearth.settings import Settings
+
+    config = tmp_path / "config"
+    for name in ("missed", "fresh", "never"):
+        _mission(config, name, 'schedule = "daily"\ngoal = "g"\n')  # at midnight
+    now = datetime(2026, 3, 10, 12, 0)
+    missions_state(Settings.from_env()).mkdir(parents=True)
+    last = {"missed": "2026-03-08T12:00:00.000Z", "fresh": datetime(2026, 3, 10, 6, 0).astimezone().isoformat()}
+    for name, when in last.items():  # "never" has no record: it never fired, so it never missed
+        (missions_state(Settings.from_env()) / f"{name}.json").write_text(json.dumps({"last_fired": when}))
+    table = Timetable(Settings.from_env(), now)
+    assert [m.name for m in table.due(now)] == ["missed"] and table.missed == {"missed"}
+    assert table.due(now) == []  # once: its next elapse is tonight's
+    table.reload(now)  # a sweep's re-read never catches up again
+    assert table.due(now) == []
+
+
 def test_a_bad_mission_file_is_reported_and_skipped_never_fatal(state_dir: Path, tmp_path: Path) -> None:
     config = tmp_path / "config"
     _mission(config, "good", 'schedule = "hourly"\ngoal = "fine"\n')

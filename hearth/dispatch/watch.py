@@ -181,4 +181,10 @@ class Watch:
             except HearthError as exc:  # a refused request: said, and the watch goes on
                 report("mission_failed", mission.name, str(exc))
                 continue
-            report("mission", mission.name, f"enqueued {done.id}" if done else "skipped: the mission is paused")
+            late = " (its time passed while nothing watched)" if mission.name in self.missions.missed else ""
+            self.missions.missed.discard(mission.name)
+            report(
+                "mission",
+                mission.name,
+                f"enqueued {done.id}{late}" if done else f"skipped: the mission is paused{late}",
+            )
