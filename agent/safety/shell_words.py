@@ -11,7 +11,7 @@
   variable set earlier on the line to a literal (`a=rm; $a -rf /`) is replaced by its value.
 
 What it returns is a plain reading of the text, nothing more: which programs those words start
-and what they mean is `agent.safety.commands_guard`'s business.
+and what they mean is `agent.safety.command_reading`'s business.
 """
 
 from __future__ import annotations
