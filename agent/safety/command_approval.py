@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent.safety.command_reading import SCRIPT_OPTIONS, SHELLS, WRAPPERS, program_name, read
-from agent.safety.shell_words import DYNAMIC, parse
+from agent.safety.shell_tokens import DYNAMIC
+from agent.safety.shell_words import parse
 
 
 def heads(line: str) -> list[str] | None:

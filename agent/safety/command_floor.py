@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 
 from agent.safety.command_reading import MAX_DEPTH, Program, program_name, read, split_options
-from agent.safety.shell_words import DYNAMIC
+from agent.safety.shell_tokens import DYNAMIC
 
 _BLOCK_DEVICE = re.compile(
     r"^/dev/(?:[shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|nbd\d|zram\d|ram\d|sr\d|"
