@@ -17,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.knowledge.store import KnowledgeStore, fts_query
+from agent.knowledge.query import fts_query
+from agent.knowledge.store import KnowledgeStore
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool

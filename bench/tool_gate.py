@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.safety.commands_guard import auto_approved, floor_violation
+from agent.safety.command_approval import auto_approved
+from agent.safety.command_floor import floor_violation
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
 from agent.safety.workspace import Workspace
 from agent.tools.gate import TOOLS, call_tool

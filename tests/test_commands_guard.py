@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.safety.commands_guard import auto_approved, floor_violation, heads
+from agent.safety.command_approval import auto_approved, heads
+from agent.safety.command_floor import floor_violation
 from agent.safety.shell_words import parse
 
 WIPES = [

@@ -6,92 +6,26 @@ hash, so re-adding a changed document rewrites only the chunks that changed, and
 unchanged one costs one hash comparison. Lessons (`remember`) are short texts with tags.
 
 Writers take the write lock up front (BEGIN IMMEDIATE) and the file is in WAL mode with a busy
-timeout, so several runs can write at once. Chunking lives in `agent/knowledge/chunking.py`, the walk of
-a directory in `agent/knowledge/indexing.py`; this module stores and ranks.
+timeout, so several runs can write at once. Chunking lives in `agent/knowledge/chunking.py`, the
+walk of a directory in `agent/knowledge/indexing.py`, the tables in `agent/knowledge/migrations.py`
+and the text of a search (its FTS5 query, scope tokens, snippets) in `agent/knowledge/query.py`;
+this module stores and ranks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.clock import utc_now
 from agent.knowledge.chunking import chunk_text
+from agent.knowledge.migrations import MIGRATIONS
+from agent.knowledge.query import chunk_match, fts_query, scope_token, snippet
 from agent.sqlite_store import SqliteFile, immediate
-
-if TYPE_CHECKING:
-    import sqlite_utils
-
-MAX_QUERY_TERMS = 24
-_WORD = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "could",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "should",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "please",
-    ]
-)
 
 
 def content_hash(text: str) -> str:
@@ -105,42 +39,6 @@ def document_hash(title: str, text: str) -> str:
 def scopes_for(agent_name: str | None) -> tuple[str, ...]:
     """What a run of this agent sees: the global scope and its own."""
     return ("global",) if not agent_name else ("global", f"agent:{agent_name}")
-
-
-def fts_query(text: str) -> str | None:
-    """Free text -> an FTS5 query: each word quoted (no operator injection), OR'ed, stopwords dropped."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    kept = [w for w in words if w not in STOPWORDS] or words
-    kept = kept[:MAX_QUERY_TERMS]
-    return " OR ".join(f'"{w}"' for w in kept) if kept else None
-
-
-def snippet(text: str, query: str, width: int = 320) -> str:
-    """About `width` characters of text around the first place a query word (or its stem) occurs."""
-    words = [w for w in (fts_query(query) or "").replace('"', "").split(" OR ") if w]
-    stems = sorted({w[: max(4, len(w) - 3)] for w in words}, key=len, reverse=True)
-    found = re.search(r"\b(?:" + "|".join(map(re.escape, stems)) + ")", text, re.I) if stems else None
-    start = max(0, (found.start() if found else 0) - width // 4)
-    if start:
-        space = text.find(" ", start)
-        start = space + 1 if 0 <= space < start + 30 else start
-    piece = " ".join(text[start : start + width].split())
-    return ("… " if start else "") + piece + (" …" if start + width < len(text) else "")
-
-
-def scope_token(scope: str) -> str:
-    """One index token per scope that no other scope (nor any word) can produce: s + hex."""
-    return "s" + scope.encode().hex()
-
-
-def _chunk_match(query: str, scopes: Iterable[str] | None) -> str | None:
-    words = fts_query(query)
-    if words is None:
-        return None
-    match = "{title text} : (" + words + ")"
-    if scopes is not None:
-        match += " AND scope : (" + " OR ".join(f'"{scope_token(s)}"' for s in scopes) + ")"
-    return match
 
 
 @dataclass
@@ -174,46 +72,6 @@ class Stored:
     kept: int
     removed: int
     unchanged: bool = False
-
-
-def k001_documents_and_chunks(db: sqlite_utils.Database) -> None:
-    db.table("documents").create(
-        {
-            "id": int,
-            "scope": str,
-            "source": str,
-            "title": str,
-            "kind": str,
-            "collection": str,
-            "content_hash": str,
-            "chars": int,
-            "created_at": str,
-            "updated_at": str,
-        },
-        pk="id",
-    )
-    db.table("documents").create_index(["scope", "source"], unique=True)
-    db.table("documents").create_index(["collection"])
-    db.table("chunks").create(
-        {"id": int, "doc_id": int, "seq": int, "hash": str, "title": str, "text": str, "scope": str},
-        pk="id",
-        foreign_keys=[("doc_id", "documents", "id")],
-    )
-    db.table("chunks").create_index(["doc_id", "hash"])
-    # scope is indexed as one token per chunk, so a scope filter is an FTS intersection rather than
-    # a row lookup per match (half the cost of a search over 10,000 chunks)
-    db.table("chunks").enable_fts(["title", "text", "scope"], tokenize="porter unicode61", create_triggers=True)
-
-
-def k002_lessons(db: sqlite_utils.Database) -> None:
-    db.table("lessons").create(
-        {"id": int, "scope": str, "lesson": str, "tags": str, "hash": str, "run_id": str, "created_at": str}, pk="id"
-    )
-    db.table("lessons").create_index(["scope", "hash"], unique=True)
-    db.table("lessons").enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
-
-
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons]
 
 
 class KnowledgeStore(SqliteFile):
@@ -359,7 +217,7 @@ class KnowledgeStore(SqliteFile):
 
     def search(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Hit]:
         """The k chunks that best match query, best first (BM25; a title match counts double)."""
-        match = _chunk_match(query, scopes)
+        match = chunk_match(query, scopes)
         if match is None:
             return []
         # rank by score alone, then fetch the k best rows; snippets are cut in Python (FTS5's

@@ -4,11 +4,11 @@
   `bypass` runs everything.
 - A run's manifest (`allowed`) lists the tools it may use; an unlisted tool is denied in every
   mode, bypass included.
-- The hard floor (`agent.safety.commands_guard.floor_violation`) denies a few commands in every mode,
+- The hard floor (`agent.safety.command_floor.floor_violation`) denies a few commands in every mode,
   bypass included: wiping / or $HOME, mkfs, dd onto a block device, a fork bomb, shutdown/reboot,
   chmod -R on /.
 - In `auto`, a command whose every program is one of the operator's heads (`auto_commands`, such
-  as git, ls, pytest) runs without asking; anything chained after them is judged on its own.
+  as git, ls, pytest; `agent.safety.command_approval`) runs without asking; anything chained after them is judged on its own.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ def decide(
         return Verdict("deny", f"plan mode runs only read-only tools and {name} is {risk}")
     if risk == "edit":
         return Verdict("run")
-    if command is not None and _guard().auto_approved(command, auto_commands):
+    if command is not None and _approval_rules().auto_approved(command, auto_commands):
         return Verdict("run", "every program in it is an auto-approved command head")
     return Verdict("ask", f"{name} is dangerous and auto mode asks before running it")
 
 
 def _floor(command: str) -> str | None:
     try:
-        return _guard().floor_violation(command)
+        return _floor_rules().floor_violation(command)
     except Exception as exc:  # a line the guard cannot read (or a bug in it) is not run
         return f"the command could not be judged ({type(exc).__name__})"
 
@@ -93,9 +93,16 @@ def denied_message(name: str, reason: str) -> str:
     )
 
 
-def _guard() -> ModuleType:
-    """The command guard, loaded when a command is first judged (its parser is most of this
+def _floor_rules() -> ModuleType:
+    """The hard floor, loaded when a command is first judged (its parser is most of this
     module's import cost, and a run without commands never needs it)."""
-    from agent.safety import commands_guard
+    from agent.safety import command_floor
 
-    return commands_guard
+    return command_floor
+
+
+def _approval_rules() -> ModuleType:
+    """The auto-approved heads, loaded on first use for the same reason as `_floor_rules`."""
+    from agent.safety import command_approval
+
+    return command_approval

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
-from agent.safety import commands_guard
+from agent.safety import command_approval
 from agent.safety.policy import COMMAND_ARGUMENTS, Approver, Decision
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval, Clock, utc_clock
@@ -237,7 +237,7 @@ class TerminalApprover(_Bounded):
 
     def _heads(self, name: str, args: dict[str, Any]) -> list[str] | None:
         key = COMMAND_ARGUMENTS.get(name)
-        return commands_guard.heads(args.get(key, "")) if key else None
+        return command_approval.heads(args.get(key, "")) if key else None
 
     def _always_scope(self, name: str, args: dict[str, Any]) -> str:
         """What "always" would cover, or '' when it cannot be offered (programs not knowable)."""
@@ -255,7 +255,7 @@ class TerminalApprover(_Bounded):
     def _remembered(self, name: str, args: dict[str, Any]) -> bool:
         if name not in COMMAND_ARGUMENTS:
             return name in self.always_tools
-        return bool(self.always_heads) and commands_guard.auto_approved(
+        return bool(self.always_heads) and command_approval.auto_approved(
             args.get(COMMAND_ARGUMENTS[name], ""), self.always_heads
         )
 
