@@ -5,6 +5,7 @@ request.py queue.py            the queue-spec model; the queue directory
 dispatch/   who starts a waiting request: spawner, launchers, watch, claimed run, settle
 run/        one run end to end: goal, runner, services, recorder, prompt, profiles, checkpoints
 audit/      AuditStore, the only writer of audit.db, and its migrations
+doctor/     hearth doctor's checks, grouped by what they check; the runner that orders them
 """
 
 __version__ = "0.1.0"  # pyproject.toml's version; tests/test_run_record.py checks they agree
