@@ -32,7 +32,8 @@ from agent.clock import utc_now
 from hearth.atomic import write_atomic
 from hearth.dispatch.submit import Submitted, submit
 from hearth.errors import NotFound
-from hearth.request import Request, describe
+from hearth.intake import describe
+from hearth.request import Request
 from hearth.run.profiles import profile_names
 from hearth.schedule import Calendar, CalendarError, parse_calendar
 from hearth.settings import Settings

@@ -34,7 +34,8 @@ from typing import Any
 
 from agent.clock import utc_now
 from hearth.atomic import write_atomic
-from hearth.request import MAX_BYTES, LegacyRequest, Request, RequestRefused, printable, schema_text
+from hearth.intake import MAX_BYTES, RequestRefused, printable
+from hearth.request import LegacyRequest, Request, schema_text
 
 SUBDIRS = ("claimed", "rejected", "failed", "locks")
 TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")

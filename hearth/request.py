@@ -1,12 +1,14 @@
-"""The queue's request: the pydantic model (version 1), the legacy command-center shape, parsing.
+"""The queue's request: the pydantic model (version 1) and the legacy command-center shape, and the
+JSON Schema generated from them (committed under queue-spec/).
 
-A request file is untrusted input. `parse_request(data, name)` turns its bytes into a `Parsed`
-request or raises `RequestRefused`, whose text is the one line saying what was wrong; nothing
-else in hearth interprets a request's bytes. Two shapes are accepted (queue-spec/README.md):
+Two shapes are accepted (queue-spec/README.md):
 
 - version 1: the fields of `Request`; unknown fields are refused; `id` equals the file name;
-- legacy: what the command center drops today, `{"name", "model", "prompt", ...}` with the id
-  as the file name, mapped onto `Request` field by field (`LEGACY_NAMES`).
+- legacy: what the command center drops today, `{"name", "model", "prompt", ...}` (`LegacyRequest`),
+  with the id as the file name, mapped onto `Request` field by field (hearth/intake.py).
+
+This module is the shape a request must take and nothing else; reading one (its untrusted bytes,
+either shape, the one-line refusal) is hearth/intake.py.
 
 `python -m hearth.queue --schema` prints the JSON Schema generated from `Request`.
 """
@@ -14,22 +16,15 @@ else in hearth interprets a request's bytes. Two shapes are accepted (queue-spec
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import ErrorDetails
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hearth.longwork import Marathon, Swarm
 from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 
-MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
-MAX_DEPTH = 8  # a request nests two levels (object -> list -> string)
 MAX_GOAL_CHARS = 100_000
-MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 of them is an attack on int()
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -39,7 +34,6 @@ HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 SOURCES = ("command-center", "cli", "timer", "self-test")
-UNSUPPORTED_FLAGS = ("checkin", "grow")
 EXCLUSIVE = ("continues", "marathon", "swarm", "evolve")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.
@@ -61,10 +55,6 @@ Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
 ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
 CredentialName = Annotated[str, Field(pattern=CREDENTIAL_PATTERN, max_length=64)]
-
-
-class RequestRefused(Exception):
-    """A request that must not run; str() is the one-line reason recorded beside it."""
 
 
 class Request(BaseModel):
@@ -188,238 +178,6 @@ class LegacyRequest(BaseModel):
     grow: bool = Field(False, description="Not supported in this version: true is refused.")
 
 
-# Request field -> legacy field, for mapping and for errors in the sender's own words.
-LEGACY_NAMES = {
-    "goal": "prompt",
-    "label": "name",
-    "model": "model",
-    "mode": "mode",
-    "credentials": "creds",
-    "allowed_tools": "tools",
-    "egress": "allowed_hosts",
-    "evolve": "evolve",
-    "id": "file name",
-}
-
-
-@dataclass(frozen=True)
-class Parsed:
-    request: Request
-    shape: str  # "v1" | "legacy"
-
-
-def parse_request(data: bytes, name: str) -> Parsed:
-    """A queue file's bytes and name -> the request; RequestRefused says why not."""
-    name = printable(name)
-    if not name.endswith(".json"):
-        raise RequestRefused("not a .json file; requests are named <id>.json")
-    return build_request(load_json(data), file_id=name[: -len(".json")])
-
-
-def printable(name: str) -> str:
-    """A file name as one line of text that JSON, SQLite and a terminal take as it is:
-    undecodable bytes and control characters are shown escaped (\\xe9, \\n)."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
-def load_json(data: bytes) -> dict[str, Any]:
-    """Bytes -> a JSON object, refusing floods, bad encodings, duplicate keys and deep nesting."""
-    if len(data) > MAX_BYTES:
-        raise RequestRefused(f"larger than 1 MiB ({len(data)} bytes)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RequestRefused(f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
-    try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_integer, parse_constant=_no_constant)
-    except RecursionError:
-        raise RequestRefused(f"nested deeper than {MAX_DEPTH} levels") from None
-    except json.JSONDecodeError as exc:
-        raise RequestRefused(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except ValueError as exc:  # whatever else the decoder trips on is the file's fault, never a crash
-        raise RequestRefused(f"not valid JSON: {str(exc)[:120]}") from None
-    if _depth(value) > MAX_DEPTH:
-        raise RequestRefused(f"nested deeper than {MAX_DEPTH} levels")
-    if not isinstance(value, dict):
-        raise RequestRefused(f"not a JSON object but {_json_kind(value)}")
-    _check_text(value)
-    return value
-
-
-def _integer(digits: str) -> int:
-    count = len(digits.lstrip("-"))
-    if count > MAX_NUMBER_DIGITS:
-        raise RequestRefused(f"a number with {count} digits; no field takes more than {MAX_NUMBER_DIGITS}")
-    return int(digits)
-
-
-def _no_constant(name: str) -> Any:
-    raise RequestRefused(f"not valid JSON: {name} is not a JSON number")
-
-
-def _check_text(value: Any) -> None:
-    """Every string (keys too) is text SQLite, a terminal and a tool can take: no NUL, no lone surrogate."""
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, dict):
-            for key, child in item.items():
-                _check_string(key, f"the key {_show(key)}")
-                stack.append((child, key if not where else f"{where}.{key}"))
-        elif isinstance(item, list):
-            stack.extend((child, f"{where}[{n}]") for n, child in enumerate(item))
-        elif isinstance(item, str):
-            _check_string(item, where or "a string")
-
-
-def _check_string(text: str, where: str) -> None:
-    if "\x00" in text:
-        raise RequestRefused(f"{where} contains a NUL character (at position {text.index(chr(0))})")
-    bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
-    if bad is not None:
-        raise RequestRefused(f"{where} contains a lone surrogate (\\u{ord(bad):04x}), which is not text")
-
-
-def build_request(obj: dict[str, Any], *, file_id: str | None) -> Parsed:
-    """A JSON object of either shape -> the request. `file_id` is the id the file name gives."""
-    if is_legacy(obj):
-        return Parsed(from_legacy(obj, file_id or ""), "legacy")
-    try:
-        request = Request.model_validate_json(json.dumps(obj))
-    except ValidationError as exc:
-        raise RequestRefused(describe(exc)) from None
-    if file_id is not None and request.id != file_id:
-        raise RequestRefused(f"id {_show(request.id)} does not match the file name {_show(file_id + '.json')}")
-    return Parsed(request, "v1")
-
-
-def is_legacy(obj: dict[str, Any]) -> bool:
-    """The legacy shape is told apart by its `prompt` (version 1 says `goal` and has `version`)."""
-    return "prompt" in obj and "goal" not in obj and "version" not in obj
-
-
-def from_legacy(obj: dict[str, Any], request_id: str) -> Request:
-    """Map the command center's shape onto Request; an empty string means the field was not given."""
-    try:
-        legacy = LegacyRequest.model_validate(obj)
-    except ValidationError as exc:
-        raise RequestRefused(describe(exc)) from None
-    for flag in UNSUPPORTED_FLAGS:
-        if getattr(legacy, flag):
-            raise RequestRefused(f"{flag} is not supported by this version of hearth")
-    mapped: dict[str, Any] = {
-        "id": request_id,
-        "goal": legacy.prompt,
-        "source": "command-center",
-        "evolve": legacy.evolve,
-        **({"marathon": {}} if legacy.marathon else {}),
-        **({"swarm": {}} if legacy.swarm else {}),
-    }
-    if legacy.name.strip():  # a free-text label; it picks a profile only when one of that name exists
-        mapped["label"] = legacy.name.strip()
-    for field, value in (("model", legacy.model), ("mode", legacy.mode)):
-        if value != "":  # matched exactly: " bypass" and "bypass\n" are not bypass
-            mapped[field] = value
-    for field, value in (
-        ("credentials", legacy.creds),
-        ("allowed_tools", legacy.tools),
-        ("egress", legacy.allowed_hosts),
-    ):
-        items = [item.strip() for item in value.split(",") if item.strip()]
-        if items:
-            mapped[field] = items
-    try:
-        return Request.model_validate(mapped)
-    except ValidationError as exc:
-        raise RequestRefused(describe(exc, names=LEGACY_NAMES)) from None
-
-
-def check_runnable(request: Request, tools: Collection[str]) -> None:
-    """What the schema cannot say: the tools it names exist on this host."""
-    unknown = [name for name in request.allowed_tools or () if name not in tools]
-    if unknown:
-        raise RequestRefused(f"allowed_tools names a tool hearth does not have: {_show(unknown[0])}")
-
-
-def describe(error: ValidationError, names: dict[str, str] | None = None) -> str:
-    """The first problem pydantic found, as one line in the sender's field names."""
-    # An unknown field explains the rest (a misspelt `goal` is also a missing one): name it first.
-    problems = sorted(error.errors(include_url=False), key=lambda p: p["type"] != "extra_forbidden")
-    first = problems[0]
-    text = _problem(first, names or {})
-    extra = len(problems) - 1
-    return text + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
-
-
-def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
-    loc = [str(part) for part in problem["loc"]]
-    kind, value = problem["type"], problem.get("input")
-    if not loc:  # the request as a whole (fields that exclude each other)
-        return problem["msg"].removeprefix("Value error, ")
-    field = _field(loc, names)
-    if kind == "extra_forbidden":
-        return f"unknown field {_show(field if len(loc) > 1 else loc[0])}"
-    if kind == "missing":
-        return f"missing required field {_show(field)}"
-    if kind == "string_pattern_mismatch":
-        rule = RULES.get(loc[0], "it has characters outside the allowed set")
-        return f"{field} {_show(value)} is not allowed: {rule}"
-    message = problem["msg"].removeprefix("Value error, ")
-    message = message[:1].lower() + message[1:]
-    if kind == "value_error":
-        return f"{field} {message}"
-    return f"{field}: {message}, got {_show(value)}"
-
-
-def _field(loc: list[str], names: dict[str, str]) -> str:
-    if names:
-        return names.get(loc[0], loc[0])  # legacy lists were one comma-separated string
-    return loc[0] + "".join(f"[{part}]" for part in loc[1:])
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    """A value as the sender wrote it (JSON), cut to `limit` characters, quotes kept; a cut one
-    says how long it was."""
-    original = value
-    if isinstance(value, str) and len(value) > limit:
-        value = value[: limit - 1] + "…"
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > limit + 2:
-        text = text[: limit - 1] + "…"
-    elif value is original:
-        return text
-    if isinstance(original, str | list | dict):
-        text += f" ({len(original)} {'characters' if isinstance(original, str) else 'items'})"
-    return text
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise RequestRefused(f"duplicate key {_show(key)}")
-        seen[key] = value
-    return seen
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth without recursion (a hostile file must not exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _json_kind(value: Any) -> str:
-    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return "null" if value is None else kinds.get(type(value), type(value).__name__)
-
-
 def request_schema(model: type[BaseModel] = Request) -> dict[str, Any]:
     """The JSON Schema (2020-12) of a request shape, as committed under queue-spec/."""
     name = "request" if model is Request else "legacy-request"
@@ -428,10 +186,3 @@ def request_schema(model: type[BaseModel] = Request) -> dict[str, Any]:
 
 def schema_text(model: type[BaseModel] = Request) -> str:
     return json.dumps(request_schema(model), indent=2, ensure_ascii=False) + "\n"
-
-
-def check(request: Request) -> None:
-    """RequestRefused unless this host can run the request (the tools it names exist)."""
-    from agent.tools.builtin import TOOLS  # the whole tool table, only once a request is read
-
-    check_runnable(request, TOOLS)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from agent.safety.sandbox import SandboxUnavailable, detect
-from hearth.doctor import check_credentials, check_systemd
+from hearth.doctor.files import check_credentials
+from hearth.doctor.host import check_systemd
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from hearth.intake import RequestRefused
 from hearth.queue import Queue, RunLock, is_temp_name, lock_holder, lock_is_held, read_request_bytes
-from hearth.request import Request, RequestRefused
+from hearth.request import Request
 from tests.conftest import ROOT
 from tests.queue_support import listing
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hearth.request import LegacyRequest, Request, RequestRefused, check, parse_request, schema_text
+from hearth.intake import RequestRefused, check, parse_request
+from hearth.request import LegacyRequest, Request, schema_text
 from tests.conftest import ROOT
 
 SPEC = ROOT / "queue-spec"

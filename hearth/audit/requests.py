@@ -14,8 +14,9 @@ from pathlib import Path
 
 from hearth.audit.approvals import cancel_pending_of_run
 from hearth.audit.store import AuditStore, RunRecord, immediate, new_run_id
+from hearth.intake import Parsed, RequestRefused
 from hearth.queue import printable
-from hearth.request import Parsed, Request, RequestRefused
+from hearth.request import Request
 
 
 @dataclass(frozen=True)

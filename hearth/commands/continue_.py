@@ -16,7 +16,7 @@ from hearth.audit.requests import run_status_readonly
 from hearth.audit.store import new_run_id
 from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
-from hearth.request import RequestRefused, build_request
+from hearth.intake import RequestRefused, build_request
 from hearth.settings import Settings
 
 EPILOG = "exit codes: 0 queued (the id is printed), 2 unknown or running run, invalid request, or unusable queue"

@@ -8,7 +8,8 @@ from typing import Any
 
 from agent.context.compaction import CHARS_PER_TOKEN
 from agent.model.ollama_client import DEFAULT_NUM_CTX, probe
-from hearth.doctor import Finding, diagnose, summary_counts
+from hearth.doctor import diagnose
+from hearth.doctor.finding import Finding, summary_counts
 from hearth.errors import HearthError, UsageError
 from hearth.render import print_json
 from hearth.run.profiles import Profile

@@ -11,7 +11,8 @@ from typing import Any
 from hearth.audit.store import new_run_id
 from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
-from hearth.request import MAX_BYTES, SOURCES, Request, RequestRefused, build_request, is_legacy, load_json
+from hearth.intake import MAX_BYTES, RequestRefused, build_request, is_legacy, load_json
+from hearth.request import SOURCES, Request
 from hearth.run.profiles import load_profile
 from hearth.settings import Settings, tool_names
 

@@ -30,8 +30,9 @@ from typing import Any
 from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
+from hearth.intake import RequestRefused
 from hearth.queue import Queue, RunLock, read_request_bytes
-from hearth.request import ID_PATTERN, Request, RequestRefused
+from hearth.request import ID_PATTERN, Request
 from hearth.run.lock import run_lock_path
 from hearth.run.state import remove_state
 from hearth.settings import Settings

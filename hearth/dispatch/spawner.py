@@ -31,8 +31,9 @@ from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, Syst
 from hearth.dispatch.pause import Paused, paused
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
+from hearth.intake import Parsed, RequestRefused, check, parse_request, printable
 from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
-from hearth.request import Parsed, Request, RequestRefused, check, parse_request, printable
+from hearth.request import Request
 from hearth.run.profiles import agent_for_label
 from hearth.settings import Settings
 

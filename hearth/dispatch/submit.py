@@ -20,8 +20,9 @@ from typing import Any
 from hearth.audit.requests import run_status_readonly
 from hearth.dispatch.launchers import LaunchError, heal_spawn_units, systemd_booted
 from hearth.errors import UsageError
+from hearth.intake import RequestRefused, check
 from hearth.queue import Queue
-from hearth.request import Request, RequestRefused, check
+from hearth.request import Request
 from hearth.settings import Settings
 
 

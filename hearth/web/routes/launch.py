@@ -20,8 +20,8 @@ from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
 from hearth.dispatch.submit import SubmitRefused, submit
+from hearth.intake import RequestRefused, build_request, load_json
 from hearth.longwork import DEFAULT_LEGS, DEFAULT_WORKERS
-from hearth.request import RequestRefused, build_request, load_json
 from hearth.run.profiles import profile_names
 from hearth.web.app import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator

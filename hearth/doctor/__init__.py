@@ -1,0 +1,59 @@
+"""`hearth doctor`: is this machine ready to run agents? Each finding is ok, info, warn or error.
+
+An error is what makes runs fail or unsafe: an unusable state directory, a world-writable config
+or queue, a broken profile or prompt file, an unknown placeholder, Ollama unreachable or a
+configured model not pulled, no command sandbox, a credentials store others can read, a failed
+hearth unit, a prompt that does not fit the window. A warning works but deserves a look. Info
+says what was not checked and why. Only paths and modes are inspected for the queue and the
+credentials store; nothing is created or changed.
+
+finding.py   Finding (one check's verdict) and the counts of each status
+files.py     the state directory, the audit, the config tree, the queue, the credentials store
+config.py    profiles, prompt files and their placeholders, router, budget, alerts, missions
+host.py      Ollama and its models, the command sandbox, git, systemd's hearth units
+
+This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
+(hearth/commands/doctor.py) prints them and sets the exit code.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+from hearth.doctor.config import check_leash, check_profiles, check_prompt_files
+from hearth.doctor.files import check_audit, check_config_dir, check_credentials, check_queue, check_state_dir
+from hearth.doctor.finding import Finding
+from hearth.doctor.host import check_git, check_ollama, check_sandbox, check_systemd, pid1_name
+from hearth.run.profiles import Profile
+from hearth.settings import Settings
+
+
+def diagnose(
+    settings: Settings,
+    *,
+    agent_name: str | None = None,
+    probe: Callable[[str], list[str] | None],
+    pid1: str | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> tuple[list[Finding], list[Profile]]:
+    """Every finding, in the order an operator fixes things, and the profiles that loaded."""
+    profile_findings, profiles = check_profiles(settings, agent_name)
+    models: dict[str, list[str]] = {}
+    for profile in profiles:
+        models.setdefault(profile.model or settings.model, []).append(profile.name)
+    findings = [
+        *check_state_dir(settings),
+        *check_audit(settings),
+        *check_config_dir(settings),
+        *profile_findings,
+        *check_prompt_files(settings),
+        *check_queue(settings),
+        *check_credentials(settings),
+        *check_leash(settings),
+        *check_ollama(settings.ollama_host, models, probe),
+        *check_sandbox(settings.sandbox),
+        *check_git(which),
+        *check_systemd(pid1 or pid1_name()),
+    ]
+    return findings, profiles

@@ -1,0 +1,88 @@
+"""The doctor's checks of what this machine gives runs: Ollama and the models the profiles name, a
+command sandbox, git (for checkpoints), and systemd's hearth units.
+
+Its own room because these ask something outside hearth (a server, the kernel, a program, PID 1),
+not a path hearth keeps (files.py) or a file the operator wrote (config.py); the probe, `which` and
+PID 1's name come in as arguments, so a test can answer for the machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.safety.sandbox import SandboxUnavailable, detect
+from hearth.doctor.finding import Finding
+
+
+def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str], list[str] | None]) -> list[Finding]:
+    """`models`: model name -> the profiles that use it."""
+    pulled = probe(host)
+    if pulled is None:
+        return [Finding("ollama", "error", f"cannot reach Ollama at {host}; is ollama.service running? (OLLAMA_HOST)")]
+    found = [Finding("ollama", "ok", f"Ollama at {host} answers with {len(pulled)} model(s)")]
+    for model, users in sorted(models.items()):
+        if not any(has_model(model, p) for p in pulled):
+            found.append(
+                Finding(
+                    "models",
+                    "error",
+                    f"model {model} (profiles: {', '.join(users)}) is not pulled; run: ollama pull {model}",
+                )
+            )
+        else:
+            found.append(Finding("models", "ok", f"model {model} is pulled (profiles: {', '.join(users)})"))
+    return found
+
+
+def has_model(wanted: str, pulled: str) -> bool:
+    return pulled == wanted or (":" not in wanted and pulled == f"{wanted}:latest")
+
+
+def check_sandbox(kind: str) -> list[Finding]:
+    try:
+        used = detect(kind)
+    except SandboxUnavailable as exc:
+        return [Finding("sandbox", "error", f"no command sandbox here ({exc}); run_command will refuse to run")]
+    except ValueError as exc:
+        return [Finding("sandbox", "error", f"HEARTH_SANDBOX: {exc}")]
+    if used == "none":
+        return [Finding("sandbox", "warn", "HEARTH_SANDBOX=none: commands run without an OS sandbox")]
+    return [Finding("sandbox", "ok", f"commands run under {used}" + (" (asked: auto)" if kind == "auto" else ""))]
+
+
+def check_git(which: Callable[[str], str | None]) -> list[Finding]:
+    if which("git") is None:
+        return [Finding("git", "warn", "git is not installed: runs get no workspace checkpoints")]
+    return [Finding("git", "ok", "git is installed: workspaces get checkpoint commits")]
+
+
+def check_systemd(pid1: str, systemctl: str = "systemctl") -> list[Finding]:
+    if pid1 != "systemd":
+        return [Finding("systemd", "info", f"systemd is not PID 1 (PID 1 is {pid1!r}): hearth units not checked")]
+    try:
+        proc = subprocess.run(
+            [systemctl, "list-units", "hearth*", "--all", "--plain", "--no-legend", "--no-pager"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [Finding("systemd", "error", f"cannot ask systemd about hearth units: {exc}")]
+    units = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+    if not units:
+        return [Finding("systemd", "warn", "no hearth units are loaded; is services.hearth enabled?")]
+    failed = [u[0] for u in units if len(u) > 2 and u[2] == "failed"]
+    if failed:
+        return [
+            Finding("systemd", "error", f"failed hearth units: {', '.join(failed)}; see: journalctl -u {failed[0]}")
+        ]
+    return [Finding("systemd", "ok", f"{len(units)} hearth unit(s) loaded, none failed")]
+
+
+def pid1_name() -> str:
+    try:
+        return Path("/proc/1/comm").read_text().strip()
+    except OSError:
+        return "unknown"
