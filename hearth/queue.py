@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import errno
-import fcntl
 import grp
 import json
 import os
@@ -27,7 +26,6 @@ import pwd
 import secrets
 import stat
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,81 +241,6 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") or name.endswith(TEMP_SUFFIXES)
 
 
-class RunLock:
-    """An exclusive flock on locks/<id>.lock: held means the run's process is alive.
-
-    The kernel drops the lock when the process dies however it dies (SIGKILL, OOM, power), which
-    is why liveness is a lock and not a pid that may have been reused.
-    """
-
-    def __init__(self, fd: int, path: Path) -> None:
-        self.fd = fd
-        self.path = path
-
-    @classmethod
-    def try_acquire(cls, path: Path) -> RunLock | None:
-        """The lock, or None while another process holds it."""
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return None
-            if _same_inode(fd, path):
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
-                return cls(fd, path)
-            os.close(fd)  # the file was removed and replaced while we waited: lock the new one
-
-    @classmethod
-    def acquire(cls, path: Path, *, wait_s: float) -> RunLock | None:
-        """The lock, waiting up to `wait_s` for a brief holder (a sweep looking) to let go."""
-        deadline = time.monotonic() + wait_s
-        while (lock := cls.try_acquire(path)) is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return lock
-
-    def release(self, *, remove: bool) -> None:
-        """Let go; `remove` deletes the lock file first (only once the request is settled)."""
-        if remove:
-            self.path.unlink(missing_ok=True)
-        os.close(self.fd)
-
-
-def lock_is_held(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
-def lock_holder(path: Path) -> int | None:
-    """The pid written in a lock file, for display only."""
-    try:
-        return int(path.read_text().strip() or 0) or None
-    except (OSError, ValueError):
-        return None
-
-
-def pid_exists(pid: int) -> bool:
-    """A process with this pid exists (one of another user's counts: signalling it is refused)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def rename_noreplace(source: Path, target: Path) -> None:
     """Atomic rename that fails with FileExistsError instead of replacing `target`."""
     result = _libc.renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE)
@@ -335,13 +258,6 @@ def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b) and not os.path.islink(a)
     except OSError:
-        return False
-
-
-def _same_inode(fd: int, path: Path) -> bool:
-    try:
-        return os.stat(path).st_ino == os.fstat(fd).st_ino
-    except FileNotFoundError:
         return False
 
 

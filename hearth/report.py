@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from agent.clock import stamp
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
-from hearth.queue import Queue, is_temp_name, lock_holder, lock_is_held, pid_exists
+from hearth.locks import lock_holder, lock_is_held, pid_exists
+from hearth.queue import Queue, is_temp_name
 from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings

@@ -21,13 +21,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hearth.ids import ID_PATTERN
 from hearth.longwork import Marathon, Swarm
 from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 
 MAX_GOAL_CHARS = 100_000
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 MODEL_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._:/-]{0,199})?$"  # empty (like `auto`): the router picks
 TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from hearth.intake import RequestRefused
-from hearth.queue import Queue, RunLock, is_temp_name, lock_holder, lock_is_held, read_request_bytes
+from hearth.locks import RunLock, lock_holder, lock_is_held
+from hearth.queue import Queue, is_temp_name, read_request_bytes
 from hearth.request import Request
 from tests.conftest import ROOT
 from tests.queue_support import listing
@@ -150,7 +151,7 @@ def test_temp_names_are_recognised(name: str, temp: bool) -> None:
 HOLD_LOCK = """
 import sys, time
 from pathlib import Path
-from hearth.queue import RunLock
+from hearth.locks import RunLock
 lock = RunLock.try_acquire(Path(sys.argv[1]))
 print("held" if lock else "busy", flush=True)
 time.sleep(60)
@@ -192,7 +193,7 @@ def test_a_lock_file_removed_and_recreated_is_never_shared_by_two_holders(tmp_pa
 HOLD_BRIEFLY = """
 import sys, time
 from pathlib import Path
-from hearth.queue import RunLock
+from hearth.locks import RunLock
 lock = RunLock.try_acquire(Path(sys.argv[1]))
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))

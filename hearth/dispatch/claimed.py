@@ -22,10 +22,12 @@ from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
 from hearth.errors import NotFound, UsageError
 from hearth.evolve import run_evolve_request
+from hearth.ids import ID_PATTERN
 from hearth.intake import Parsed, RequestRefused, check, parse_request
-from hearth.queue import Queue, RunLock, lock_holder, read_request_bytes
+from hearth.locks import RunLock, lock_holder
+from hearth.queue import Queue, read_request_bytes
 from hearth.render import visible_line
-from hearth.request import ID_PATTERN, Request
+from hearth.request import Request
 from hearth.run.exits import Interrupted, exit_code
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import agent_for_label

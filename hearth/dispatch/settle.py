@@ -30,9 +30,11 @@ from typing import Any
 from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
+from hearth.ids import ID_PATTERN
 from hearth.intake import RequestRefused
-from hearth.queue import Queue, RunLock, read_request_bytes
-from hearth.request import ID_PATTERN, Request
+from hearth.locks import RunLock
+from hearth.queue import Queue, read_request_bytes
+from hearth.request import Request
 from hearth.run.lock import run_lock_path
 from hearth.run.state import remove_state
 from hearth.settings import Settings

@@ -36,7 +36,8 @@ from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import STOP_GRACE_S, LaunchError, agent_unit, systemctl, systemd_booted
 from hearth.errors import HearthError, NotFound
 from hearth.intake import RequestRefused, parse_request
-from hearth.queue import Queue, RunLock, lock_holder, lock_is_held, pid_exists, read_request_bytes
+from hearth.locks import RunLock, lock_holder, lock_is_held, pid_exists
+from hearth.queue import Queue, read_request_bytes
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hearth.errors import UsageError
-from hearth.queue import RunLock
-from hearth.request import ID_PATTERN
+from hearth.ids import ID_PATTERN
+from hearth.locks import RunLock
 from hearth.settings import Settings
 
 RUN_LOCK_WAIT_S = 1.0  # a command looking holds a run's lock for a moment; a live run for good
