@@ -22,6 +22,7 @@ directory per run, so the system prompt never changes. Commands are not parsed f
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -41,42 +42,43 @@ HEAD_SHARE, TAIL_SHARE = 0.7, 0.2
 READ_LIMIT = 1_000_000
 _SNAP = 200  # how far a cut may move to land on a line boundary
 
-_INJECTION: list[tuple[str, re.Pattern[str]]] = [
+# compiled on first use: a run whose workspace holds no context file never pays for them
+_INJECTION_SOURCES: list[tuple[str, str]] = [
     (
         "asks to ignore the rules",
-        re.compile(
+        (
             r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+|my\s+)?"
             r"(previous|prior|above|earlier|preceding|system|original|hearth'?s?|safety|security|other)?\s*"
-            r"(instructions|rules|prompts?|guidelines|directives|constraints)\b",
-            re.I,
+            r"(instructions|rules|prompts?|guidelines|directives|constraints)\b"
         ),
     ),
     (
         "asks to reveal credentials",
-        re.compile(
+        (
             r"\b(reveal|print|show|display|send|exfiltrate|leak|dump|upload|post|e-?mail|cat|echo|output)\b"
             r"[^\n]{0,50}?(\b(credentials?|secrets?|passwords?|api[ _-]?keys?|access[ _-]?tokens?|"
-            r"auth[ _-]?tokens?|private[ _-]?keys?|ssh[ _-]?keys?|environment variables|system prompt)|~/\.ssh|\.env\b)",
-            re.I,
+            r"auth[ _-]?tokens?|private[ _-]?keys?|ssh[ _-]?keys?|environment variables|system prompt)|~/\.ssh|\.env\b)"
         ),
     ),
     (
         "asks to disable the sandbox",
-        re.compile(
+        (
             r"\b(disable|bypass|escape|turn off|switch off|circumvent|break out of|get around|evade|defeat)\b"
-            r"[^.\n]{0,30}\b(sandbox|bwrap|bubblewrap|landlock|seccomp|guardrails?|approvals?|safety checks)",
-            re.I,
+            r"[^.\n]{0,30}\b(sandbox|bwrap|bubblewrap|landlock|seccomp|guardrails?|approvals?|safety checks)"
         ),
     ),
     (
         "asks to hide actions from the operator",
-        re.compile(
-            r"\b(do not|don't|never)\s+(tell|inform|notify|alert|show)\b[^.\n]{0,20}\b(user|operator|human|owner)\b",
-            re.I,
-        ),
+        (r"\b(do not|don't|never)\s+(tell|inform|notify|alert|show)\b[^.\n]{0,20}\b(user|operator|human|owner)\b"),
     ),
 ]
-_NEGATED = re.compile(r"\b(never|not|don't|no|mustn't|avoid)\b[^.\n]{0,20}$", re.I)
+_NEGATED_SOURCE = r"\b(never|not|don't|no|mustn't|avoid)\b[^.\n]{0,20}$"
+
+
+@functools.cache
+def _injection() -> tuple[list[tuple[str, re.Pattern[str]]], re.Pattern[str]]:
+    patterns = [(reason, re.compile(source, re.I)) for reason, source in _INJECTION_SOURCES]
+    return patterns, re.compile(_NEGATED_SOURCE, re.I)
 
 
 @dataclass(frozen=True)
@@ -197,11 +199,12 @@ def _snap_tail(tail: str) -> str:
 def injection_flags(text: str) -> list[str]:
     """One line per passage that reads like a prompt injection: where, why, and the text."""
     flags = []
+    injection, negation = _injection()
     for number, line in enumerate(text.splitlines(), 1):
-        for reason, pattern in _INJECTION:
+        for reason, pattern in injection:
             match = pattern.search(line)
             negated = (
-                match and reason != "asks to hide actions from the operator" and _NEGATED.search(line[: match.start()])
+                match and reason != "asks to hide actions from the operator" and negation.search(line[: match.start()])
             )
             if match and not negated:
                 flags.append(f"line {number} {reason}: {_clip(line.strip())!r}")
