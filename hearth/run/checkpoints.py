@@ -333,8 +333,15 @@ def record_checkpoint(
     audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint, git_dir: str | None = None
 ) -> None:
     """Into the audit's checkpoints table, and in front of the operator unless nothing happened."""
+    keep_checkpoint(audit, recorder.run_id, root, point, git_dir)
+    if point.status != "unchanged":
+        recorder.notice("checkpoint", point.describe(), step=False)
+
+
+def keep_checkpoint(audit: AuditStore, run_id: str, root: Path, point: Checkpoint, git_dir: str | None) -> None:
+    """The checkpoint's row in the audit (what `hearth show` lists and a follow-up restores from)."""
     audit.record_checkpoint(
-        recorder.run_id,
+        run_id,
         phase=point.phase,
         status=point.status,
         commit_sha=point.commit,
@@ -344,8 +351,6 @@ def record_checkpoint(
         workspace=str(root),
         git_dir=git_dir,
     )
-    if point.status != "unchanged":
-        recorder.notice("checkpoint", point.describe(), step=False)
 
 
 def state_inside(state_dir: Path, root: Path) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.safety.sandbox import SandboxPolicy
@@ -27,7 +27,7 @@ from agent.safety.workspace import Workspace
 from agent.tools.spill import SPILL_DIR
 from hearth.audit.store import AuditStore
 from hearth.queue import Queue
-from hearth.run.checkpoints import Checkpoints, state_inside
+from hearth.run.checkpoints import Checkpoints, keep_checkpoint, state_inside
 from hearth.run.diffs import checkpoint_range, history_of, workspace_diff
 from hearth.run.goal import GoalRequest
 from hearth.run.history import file_at
@@ -64,17 +64,7 @@ def checkpoint_seed(root: Path, swarm_id: str, settings: Settings, audit: AuditS
     exclude = (*state_inside(settings.state_dir, root), SWARM_DIR)
     points = Checkpoints(root, swarm_id, sandbox, exclude=exclude, history=settings.checkpoints_dir)
     point = points.before(agent_name=goal.agent_name, model=goal.model or "", goal=goal.goal)
-    audit.record_checkpoint(
-        swarm_id,
-        phase="seed",
-        status=point.status,
-        commit_sha=point.commit,
-        tag=point.tag,
-        files=point.files,
-        detail=point.detail or None,
-        workspace=str(root),
-        git_dir=points.history_dir,
-    )
+    keep_checkpoint(audit, swarm_id, root, replace(point, phase="seed"), points.history_dir)
     if point.status in ("committed", "unchanged") and (point.commit or not os.listdir(root)):
         return ""
     return f"the swarm's files could not be checkpointed for its children: {point.status} {point.detail}".strip()
