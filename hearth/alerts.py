@@ -20,7 +20,6 @@ import logging
 import re
 import threading
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.settings import Settings
-from hearth.tomlcheck import known_table
+from hearth.tomlcheck import known_table, read_toml
 
 ALERTS_FILE = "alerts.toml"
 # run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
@@ -82,12 +81,7 @@ def load_destinations(config_dir: Path) -> list[Destination]:
     path = config_dir / ALERTS_FILE
     if not path.exists():
         return []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml(path)
     if set(data) - {"destination"}:
         raise ConfigError(f"{path}: unknown key {sorted(set(data) - {'destination'})[0]!r}; use [[destination]]")
     raw = data.get("destination", [])

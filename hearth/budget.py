@@ -19,7 +19,6 @@ budget is refused with the time it resets.
 from __future__ import annotations
 
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.clock import stamp
 from hearth.errors import ConfigError
+from hearth.tomlcheck import read_toml
 
 if TYPE_CHECKING:  # the spawner reads budgets too, and must not load the engine for it
     from agent.loop import Outcome
@@ -63,7 +63,7 @@ def load_budget(config_dir: Path, daily_tokens: int | None = None) -> Budget:
     """The budgets of budget.toml, with HEARTH_DAILY_TOKENS (`daily_tokens`) for the box's;
     ConfigError names the file and field."""
     path = config_dir / BUDGET_FILE
-    data = _read(path)
+    data = read_toml(path)
     unknown = sorted(set(data) - {"daily", "per_agent"})
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}; the keys are daily, per_agent")
@@ -74,17 +74,6 @@ def load_budget(config_dir: Path, daily_tokens: int | None = None) -> Budget:
     if not isinstance(agents, dict):
         raise ConfigError(f"{path}: per_agent must be a table of agent = tokens")
     return Budget(daily, {str(k): _tokens(f"{path}: per_agent.{k}", v) for k, v in agents.items()})
-
-
-def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
 def _tokens(where: str, value: Any) -> int:

@@ -1,12 +1,25 @@
-"""What hearth's TOML files share: an entry of an array of tables checked for its shape and keys."""
+"""What hearth's TOML files share: reading one, and an entry of an array of tables checked for its keys."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from hearth.errors import ConfigError
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The file's tables ({} when there is no file); ConfigError names the file and what is wrong."""
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
 def known_table(path: Path, where: str, raw: Any, keys: Collection[str]) -> dict[str, Any]:

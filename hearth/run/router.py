@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,7 +37,7 @@ from hearth.errors import ConfigError, HearthError
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
-from hearth.tomlcheck import known_table
+from hearth.tomlcheck import known_table, read_toml
 
 AUTO = "auto"
 ROUTER_FILE = "router.toml"
@@ -127,12 +126,7 @@ def load_router(config_dir: Path) -> Router:
     path = config_dir / ROUTER_FILE
     if not path.exists():
         return Router()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml(path)
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}; the keys are {', '.join(TOP_KEYS)}")
