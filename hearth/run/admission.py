@@ -36,7 +36,7 @@ from hearth.run.services import (
     load_redactor,
 )
 from hearth.run.state import StateFile
-from hearth.run.workdir import fresh_run_dir, prepare_workspace
+from hearth.run.workdir import run_root
 from hearth.settings import Settings, check_tool_names
 
 
@@ -240,9 +240,7 @@ def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
         raise UsageError(problem)
     check_egress(request.egress)
     check_run_credentials(request.credentials, credential_store(settings))
-    if request.workspace is not None:
-        return prepare_workspace(request.workspace)
-    return fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
+    return run_root(request.workspace, settings.agents_dir, run_id, settings.unit_state_dirs)
 
 
 def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:

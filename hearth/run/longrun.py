@@ -19,8 +19,12 @@ from typing import Any
 
 from agent.loop import Outcome
 from hearth.audit.store import AuditStore, RunRecord
+from hearth.errors import HearthError, UsageError
+from hearth.run.admission import resolved
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
+from hearth.run.workdir import run_root
+from hearth.settings import Settings
 
 MAX_ID = 64
 
@@ -65,6 +69,21 @@ def start_holder(audit: AuditStore, request: GoalRequest, run_id: str, kind: str
         )
     )
     return Holder(run_id, time.monotonic())
+
+
+def admit_holder(
+    audit: AuditStore, request: GoalRequest, settings: Settings, run_id: str, kind: str
+) -> tuple[GoalRequest, Path, Holder]:
+    """The request checked as a run's would be, its directory, and the holding run recorded; one that
+    cannot start is recorded `rejected` and raises UsageError."""
+    try:
+        request = resolved(request, settings)
+        root = run_root(request.workspace, settings.agents_dir, run_id, settings.unit_state_dirs)
+    except HearthError as exc:
+        holder = start_holder(audit, request, run_id, kind, None)
+        audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)
+        raise UsageError(str(exc)) from None
+    return request, root, start_holder(audit, request, run_id, kind, root)
 
 
 def finish_holder(audit: AuditStore, holder: Holder, outcome: Outcome) -> None:

@@ -34,19 +34,24 @@ from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from agent.safety.workspace import PathRefused, Workspace
 from hearth.audit.store import AuditStore, new_run_id
-from hearth.errors import HearthError, UsageError
+from hearth.errors import UsageError
 from hearth.longwork import Marathon
-from hearth.run.admission import resolved
 from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, leg_changed
 from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import Verdict, ask_json, read_verdict
 from hearth.run.lock import hold_run
-from hearth.run.longrun import Holder, close_if_running, derived_id, finish_holder, signals_interrupt, start_holder
+from hearth.run.longrun import (
+    Holder,
+    admit_holder,
+    close_if_running,
+    derived_id,
+    finish_holder,
+    signals_interrupt,
+)
 from hearth.run.runner import model_client, run_goal
 from hearth.run.state import StateFile
-from hearth.run.workdir import fresh_run_dir, prepare_workspace
 from hearth.settings import Settings
 
 PROGRESS = ".hearth/progress.md"
@@ -142,18 +147,7 @@ def run_marathon(
 
 def _admit(audit: AuditStore, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
-    try:
-        request = resolved(request, settings)
-        root = (
-            prepare_workspace(request.workspace)
-            if request.workspace is not None
-            else fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
-        )
-    except HearthError as exc:
-        holder = start_holder(audit, request, run_id, "marathon", None)
-        audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)
-        raise UsageError(str(exc)) from None
-    holder = start_holder(audit, request, run_id, "marathon", root)
+    request, root, holder = admit_holder(audit, request, settings, run_id, "marathon")
     with Workspace(root) as ws:  # the workspace's own containment: `.hearth` may be a planted link
         if ws.stat(PROGRESS) is None:
             ws.write_bytes(PROGRESS, PROGRESS_TEMPLATE.encode())

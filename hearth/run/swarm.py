@@ -33,17 +33,15 @@ from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from hearth.audit.store import AuditStore
 from hearth.dispatch.submit import SubmitRefused, submit
-from hearth.errors import HearthError, UsageError
+from hearth.errors import UsageError
 from hearth.request import Request
-from hearth.run.admission import resolved
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import ask_json
-from hearth.run.longrun import Holder, derived_id, finish_holder, signals_interrupt, start_holder
+from hearth.run.longrun import Holder, admit_holder, derived_id, finish_holder, signals_interrupt
 from hearth.run.runner import model_client, run_goal
 from hearth.run.state import StateFile
 from hearth.run.swarm_results import Child, checkpoint_seed, collect, listing, synthesis_preface, wait_for_children
-from hearth.run.workdir import fresh_run_dir, prepare_workspace
 from hearth.settings import Settings
 
 MAX_SUBGOAL_CHARS = 4_000
@@ -82,18 +80,8 @@ def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: T
 
 
 def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
-    try:
-        goal = resolved(goal, settings)
-        root = (
-            prepare_workspace(goal.workspace)
-            if goal.workspace is not None
-            else fresh_run_dir(settings.agents_dir, run_id, settings.unit_state_dirs)
-        )
-    except HearthError as exc:
-        holder = start_holder(audit, goal, run_id, "swarm", None)
-        audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)
-        raise UsageError(str(exc)) from None
-    return replace(goal, workspace=root), root, start_holder(audit, goal, run_id, "swarm", root)
+    goal, root, holder = admit_holder(audit, goal, settings, run_id, "swarm")
+    return replace(goal, workspace=root), root, holder
 
 
 def _swarm(

@@ -74,3 +74,10 @@ def _made_by_systemd(agents_fd: int, name: str, path: Path, made_for_it: tuple[s
             return next(entries, None) is None
     finally:
         os.close(inside)
+
+
+def run_root(workspace: Path | None, agents: Path, run_id: str, made_for_it: tuple[str, ...] = ()) -> Path:
+    """Where a run works: the workspace it was given, else a fresh directory of its own."""
+    if workspace is not None:
+        return prepare_workspace(workspace)
+    return fresh_run_dir(agents, run_id, made_for_it)
