@@ -1,4 +1,5 @@
-"""Shared fixtures: a state directory per test, the fake Ollama, and the CLIs as real processes."""
+"""Shared fixtures: a state directory per test, the fake Ollama, each OS sandbox, the command center,
+and the CLIs as real processes."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from agent.safety.sandbox import SandboxUnavailable, detect
 from tests.fake_ollama import FakeOllama
+
+if TYPE_CHECKING:
+    from tests.web_support import Center
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,6 +47,30 @@ def listener() -> Iterator[socket.socket]:
 def fake() -> Iterator[FakeOllama]:
     with FakeOllama() as server:
         yield server
+
+
+def require(kind: str) -> str:
+    """The sandbox `kind` as detect() names it; the test is skipped where this host has none."""
+    try:
+        return detect(kind)
+    except SandboxUnavailable as exc:
+        pytest.skip(f"{kind} is unavailable here: {exc}")
+
+
+@pytest.fixture(params=["bwrap", "landlock"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """Each OS sandbox in turn, skipped where it is unavailable."""
+    return require(request.param)
+
+
+@pytest.fixture
+def center(state_dir: Path) -> Iterator[Center]:
+    """The command center served for real on loopback, over this test's state directory."""
+    from hearth.settings import Settings
+    from tests.web_support import Center  # the web stack loads only for the tests that serve it
+
+    with Center(Settings.from_env()) as served:
+        yield served
 
 
 def run_cli(

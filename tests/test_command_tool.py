@@ -28,14 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 EXPOSE = (str(REPO), sys.prefix, sys.base_prefix)  # the venv's interpreter, outside the system paths
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
-def kind(request: pytest.FixtureRequest) -> str:
-    try:
-        return detect(request.param)
-    except SandboxUnavailable as exc:
-        pytest.skip(f"{request.param} is unavailable here: {exc}")
-
-
 @pytest.fixture
 def base() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hearth-command-", dir="/var/tmp"))  # not under bwrap's private /tmp

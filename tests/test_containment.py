@@ -24,11 +24,12 @@ from typing import Any
 
 import pytest
 
-from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect, run_sandboxed
+from agent.safety.sandbox import SandboxPolicy, run_sandboxed
 from agent.safety.workspace import Workspace, openat2_available
 from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
+from tests.conftest import require
 from tests.sandboxed_tools import RACE_CALLS, flip
 
 REPO = Path(__file__).resolve().parent.parent
@@ -180,13 +181,6 @@ def scratch() -> Iterator[Path]:
 
 
 base = pytest.fixture(scratch)
-
-
-def require(kind: str) -> None:
-    try:
-        detect(kind)
-    except SandboxUnavailable as exc:
-        pytest.skip(f"{kind} is unavailable here: {exc}")
 
 
 # --- the tool layer alone ------------------------------------------------------------------------

@@ -16,23 +16,12 @@ from pathlib import Path
 import pytest
 
 from agent.safety.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
+from tests.conftest import require
 
 # The real interpreter, not the venv link, and its tree exposed read-only: it lives outside the
 # system paths a command sees (a pyenv under /root here), which is what `expose` is for.
 PY = os.path.realpath(sys.executable)
 PY_TREE = (sys.base_prefix,)
-
-
-def require(kind: str) -> str:
-    try:
-        return detect(kind)
-    except SandboxUnavailable as exc:
-        pytest.skip(f"{kind} is unavailable here: {exc}")
-
-
-@pytest.fixture(params=["bwrap", "landlock"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return require(request.param)
 
 
 @pytest.fixture

@@ -18,22 +18,10 @@ from pathlib import Path
 import pytest
 
 from agent.safety import cgroups, seccomp
-from agent.safety.sandbox import SandboxUnavailable, detect
+from tests.conftest import require
 from tests.walls_support import ROOT, WHO, give_to_user, sandboxed
 
 SECRET = "walls-secret-canary"
-
-
-def require(kind: str) -> str:
-    try:
-        return detect(kind)
-    except SandboxUnavailable as exc:
-        pytest.skip(f"{kind} is unavailable here: {exc}")
-
-
-@pytest.fixture(params=["bwrap", "landlock"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return require(request.param)
 
 
 @pytest.fixture(params=WHO)

@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import Gate, rows, wait_for
-from tests.web_support import Center, seed_runs
-
-
-@pytest.fixture
-def center(state_dir: Path) -> Iterator[Center]:
-    with Center(Settings.from_env()) as served:
-        yield served
-
-
-def _status(state_dir: Path, run_id: str) -> str | None:
-    try:
-        found = rows(state_dir, "select status from runs where id = ?", run_id)
-    except sqlite3.OperationalError:
-        return None
-    return found[0]["status"] if found else None
+from tests.web_support import Center, run_status, seed_runs
 
 
 def _pending(center: Center) -> list[dict[str, Any]]:
@@ -44,7 +28,7 @@ def test_a_run_launched_through_the_api_runs_and_is_recorded_as_the_command_cent
         answer = client.post_json("/api/enqueue", {"goal": "say hello", "id": "hello-1", "mode": "plan"})
         assert answer.status_code == 201, answer.text
         assert answer.json()["id"] == "hello-1" and answer.json()["path"].endswith("queue/hello-1.json")
-        wait_for(lambda: _status(state_dir, "hello-1") == "done", what="the run to finish")
+        wait_for(lambda: run_status(state_dir, "hello-1") == "done", what="the run to finish")
     run = client.get("/api/runs/hello-1").json()
     assert run["run"]["status"] == "done" and run["run"]["source"] == "command-center"
     assert run["run"]["requested_by"] == "local" and [s["kind"] for s in run["steps"]] == ["model"]
@@ -104,7 +88,7 @@ def test_approve_lets_the_exact_call_run_and_a_second_decision_is_refused(center
         assert pending["tool"] == "run_command" and pending["arguments"] == {"command": "echo approved-marker"}
         decided = client.post_json(f"/api/approvals/{pending['id']}", {"decision": "approve"})
         assert decided.status_code == 200 and decided.json()["decided_by"] == "web:local"
-        wait_for(lambda: _status(state_dir, "asks") == "done", what="the run to finish")
+        wait_for(lambda: run_status(state_dir, "asks") == "done", what="the run to finish")
         again = client.post_json(f"/api/approvals/{pending['id']}", {"decision": "deny"})
     assert again.status_code == 409 and "was already approved by web:local" in again.json()["error"]
     [step] = rows(state_dir, "select * from steps where run_id = 'asks' and kind = 'tool'")
@@ -120,7 +104,7 @@ def test_deny_with_a_reason_refuses_the_call_and_the_model_is_told(center: Cente
         client.post_json("/api/enqueue", {"goal": "clean", "id": "denied-1", "mode": "auto"})
         [pending] = wait_for(lambda: _pending(center), what="the approval to show")
         client.post_json(f"/api/approvals/{pending['id']}", {"decision": "deny", "reason": "not on a Friday"})
-        wait_for(lambda: _status(state_dir, "denied-1") not in (None, "running"), what="the run to finish")
+        wait_for(lambda: run_status(state_dir, "denied-1") not in (None, "running"), what="the run to finish")
         told = json.dumps(fake.requests[-1]["messages"])
     assert "not on a Friday" in told
     [step] = rows(state_dir, "select verdict from steps where run_id = 'denied-1' and kind = 'tool'")
@@ -228,7 +212,7 @@ def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir:
             wait_for_answer(url + "/api/state", {})
             with Client(url, {}) as client:
                 assert client.post_json("/api/enqueue", {"goal": "hi", "id": "served-1"}).status_code == 201
-            wait_for(lambda: _status(state_dir, "served-1") == "done", what="the served run to finish")
+            wait_for(lambda: run_status(state_dir, "served-1") == "done", what="the served run to finish")
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(30) == 0
         finally:

@@ -24,7 +24,7 @@ from hearth.evolve import Proposal, record_proposal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import Gate, rows, wait_for
-from tests.web_support import Center, seed_runs
+from tests.web_support import Center, run_status, seed_runs
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -106,20 +106,6 @@ def browser(playwright: Any, tmp_path: Path) -> Iterator[Browser]:
     assert opened.errors == [], opened.errors
 
 
-@pytest.fixture
-def center(state_dir: Path) -> Iterator[Center]:
-    with Center(Settings.from_env()) as served:
-        yield served
-
-
-def _status(state_dir: Path, run_id: str) -> str | None:
-    try:
-        found = rows(state_dir, "select status from runs where id = ?", run_id)
-    except Exception:
-        return None
-    return found[0]["status"] if found else None
-
-
 def test_launch_from_the_form_shows_the_run_on_the_live_map_until_it_is_done(
     center: Center, browser: Browser, state_dir: Path
 ) -> None:
@@ -180,12 +166,12 @@ def test_an_auto_run_waits_for_approval_approve_runs_the_exact_call_deny_tells_t
         assert '"command": "echo approved-marker"' in card.inner_text()
         browser.shot(phone, "approvals-phone")
         phone.click("[data-approve]")
-        wait_for(lambda: _status(state_dir, "asks-1") == "done", what="the approved run to finish")
+        wait_for(lambda: run_status(state_dir, "asks-1") == "done", what="the approved run to finish")
         client.post_json("/api/enqueue", {"goal": "clean up", "id": "asks-2", "mode": "auto"})
         phone.wait_for_selector(".approval", timeout=15_000)
         phone.fill(".approval input[name=reason]", "not on a Friday")
         phone.click("[data-deny]")
-        wait_for(lambda: _status(state_dir, "asks-2") == "done", what="the denied run to finish")
+        wait_for(lambda: run_status(state_dir, "asks-2") == "done", what="the denied run to finish")
         assert "not on a Friday" in json.dumps(fake.requests[-1]["messages"])
         # the decided call stays listed (the "just decided" mark lasts only until the next live refresh)
         phone.wait_for_selector("#decisions tr:has-text('not on a Friday')")
@@ -242,7 +228,7 @@ def test_payloads_in_a_goal_a_file_name_and_tool_output_render_as_text_and_nothi
     with FakeOllama(script) as fake:
         center.start_watch(fake.url)
         center.client().post_json("/api/enqueue", {"goal": PAYLOAD, "id": "xss", "mode": "bypass"})
-        wait_for(lambda: _status(state_dir, "xss") == "done", what="the run to finish")
+        wait_for(lambda: run_status(state_dir, "xss") == "done", what="the run to finish")
     page = browser.page()
     for path in ("/", "/runs", "/runs/xss", "/runs?q=script", "/report?since="):
         page.goto(center.url + path)

@@ -24,12 +24,6 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "hearth" / "web" / "templat
 
 
 @pytest.fixture
-def center(state_dir: Path) -> Iterator[Center]:
-    with Center(Settings.from_env()) as served:
-        yield served
-
-
-@pytest.fixture
 def guarded(state_dir: Path) -> Iterator[Center]:
     with Center(Settings.from_env(), tokens={"operator": OPERATOR, "viewer": VIEWER}) as served:
         yield served

@@ -9,6 +9,7 @@ a browser would, so a test can also leave either out on purpose.
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -22,6 +23,7 @@ from hearth.audit.store import AuditStore, RunRecord, immediate
 from hearth.settings import Settings
 from hearth.web.app import create_app
 from hearth.web.config import WebConfig
+from tests.queue_support import rows
 from tests.test_watch import start_watch
 from tests.test_watch import stop as stop_watch
 
@@ -103,6 +105,15 @@ class Client(httpx.Client):
         if not self.csrf:
             self.session()
         return self.post(path, data={"csrf": self.csrf, **data})
+
+
+def run_status(state_dir: Path, run_id: str) -> str | None:
+    """A run's recorded status; None while the audit, its table or the run's row does not exist yet."""
+    try:
+        found = rows(state_dir, "select status from runs where id = ?", run_id)
+    except sqlite3.Error:
+        return None
+    return found[0]["status"] if found else None
 
 
 def seed_runs(state_dir: Path, count: int, *, prefix: str = "seed", steps: int = 0, **fields: Any) -> list[str]:
