@@ -38,13 +38,6 @@ def connect(path: str | Path, *, check_same_thread: bool = True) -> sqlite3.Conn
     return conn
 
 
-def open_database(path: str | Path, *, check_same_thread: bool = True) -> sqlite_utils.Database:
-    """A connection seen through sqlite-utils (for scripts and tests that want its API)."""
-    import sqlite_utils
-
-    return sqlite_utils.Database(connect(path, check_same_thread=check_same_thread))
-
-
 def _ensure_wal(conn: sqlite3.Connection) -> None:
     """Switch a new file to WAL. The switch takes an exclusive lock and SQLite answers `locked` at
     once, without the busy handler, when another process is creating the same file: retry then."""
