@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from hearth.run.profiles import BUILTIN
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, Held, final_answer, tool_call
 from tests.queue_support import wait_for
@@ -61,7 +60,7 @@ def read_until(fd: int, pattern: str, seen: bytearray, timeout: float = 30) -> r
     raise AssertionError(f"never saw {pattern!r} in {seen.decode(errors='replace')!r}")
 
 
-# -- the README's own path ------------------------------------------------------------------------
+# -- the README's own path (tests/test_docs.py checks every page's commands) -----------------------
 
 
 def test_the_demo_ends_with_commands_that_work_when_pasted_into_a_clean_shell(tmp_path: Path) -> None:
@@ -86,14 +85,6 @@ def test_the_demo_says_it_approves_every_command_before_it_starts(state_dir: Pat
     assert "approves every command the model proposes" in before and "hearth demo --ask" in before
     readme = (ROOT / "README.md").read_text()
     assert "approves every command" in readme and "--ask" in readme
-
-
-def test_the_readme_examples_name_only_profiles_a_fresh_machine_has() -> None:
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
-    named = {m for block in blocks for m in re.findall(r"--agent(?:-name)? (\S+)", block)}
-    assert named <= set(BUILTIN), named - set(BUILTIN)
-    assert any("hearth-loop" in block for block in blocks)
 
 
 def test_the_bootstrap_says_what_it_installs_and_lets_pip_show_its_progress(tmp_path: Path) -> None:
