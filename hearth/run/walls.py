@@ -126,7 +126,7 @@ class Walls:
             self.prepare()
 
     def scan_arguments(self, call: ToolCall) -> None:
-        """Before hook: a canary in the arguments trips (stopping the run) before the tool runs."""
+        """Before hook: a canary in the arguments trips before the tool runs (and, unless record-only, stops the run)."""
         if self.wires is None:
             return
         hits = self.wires.seen(json.dumps(call.arguments, ensure_ascii=False, default=str))
