@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from hearth.errors import HearthError
 from hearth.request import RULES, LegacyRequest, Request
 
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
@@ -30,7 +31,7 @@ MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 o
 UNSUPPORTED_FLAGS = ("checkin", "grow")
 
 
-class RequestRefused(Exception):
+class RequestRefused(HearthError):
     """A request that must not run; str() is the one-line reason recorded beside it."""
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent.errors import AgentError
 from agent.net.special import special_purpose
 from agent.safety.display import shorten
 from agent.safety.redaction import SecretFinder
@@ -80,7 +81,7 @@ _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1:
 _IPV4_COMPAT = ipaddress.ip_network("::/96")
 
 
-class NetError(Exception):
+class NetError(AgentError):
     """A network tool failed; str(error) is the one line the model reads."""
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent.errors import AgentError
 from agent.safety import allowlist, bwrap, cgroups, child, landlock, netns, seccomp
 
 __all__ = [
@@ -51,7 +52,7 @@ _DRAIN_GRACE_S = 1.0  # how long output may keep flowing after the main process 
 _CHUNK = 1 << 16
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(AgentError):
     """The asked sandbox kind cannot be set up on this host; str() is one line saying why."""
 
 

@@ -27,6 +27,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Protocol
 
+from hearth.errors import HearthError
 from hearth.settings import Settings
 
 SPAWN_PATH = "hearth-spawn.path"
@@ -38,7 +39,7 @@ def agent_unit(request_id: str) -> str:
     return f"hearth-agent@{request_id}.service"
 
 
-class LaunchError(Exception):
+class LaunchError(HearthError):
     """A run could not be started; str() is one line naming what failed."""
 
 

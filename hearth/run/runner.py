@@ -44,7 +44,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
-from hearth.run.walls import WalledTools, Walls, raised
+from hearth.run.walls import Walls, raised
 from hearth.settings import Settings
 
 PROBE_S = 3.0  # how long to wait for Ollama's list of pulled models before routing without it
@@ -221,14 +221,15 @@ def _build_loop(
     values: dict[str, str],
     walls: Walls,
 ) -> tuple[Loop, ToolRunner]:
-    tools = WalledTools(
+    tools = ToolRunner(
         ws,
-        walls=walls,
         mode=request.mode or "auto",
         allowed=request.allowed_tools,
         approve=approve,
         spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
         notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
+        before=[walls.prepare_for, walls.scan_arguments],
+        after=[walls.record_connections, walls.check_after],
     )
     prompt = run_system_prompt(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
