@@ -14,6 +14,7 @@ import os
 
 from hearth.audit.requests import run_status_readonly
 from hearth.audit.store import new_run_id
+from hearth.dispatch.launchers import heal
 from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
 from hearth.intake import RequestRefused, build_request
@@ -49,6 +50,6 @@ def continue_run(args: argparse.Namespace, settings: Settings) -> int:
         request = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser())
+    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     return 0

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from hearth.audit.store import new_run_id
+from hearth.dispatch.launchers import heal
 from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
 from hearth.intake import MAX_BYTES, RequestRefused, build_request, is_legacy, load_json
@@ -74,7 +75,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
         request = _request_from_args(args)
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser())
+    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     for note in submitted.notes:
         print(f"hearth enqueue: {note}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hearth.audit.store import AuditStore
+from hearth.dispatch.settle import settle_dead_runs
 from hearth.render import print_json, table
 from hearth.report import active_runs, build_report, headline, markdown, parse_since, sections
 from hearth.settings import Settings
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def show_state(args: argparse.Namespace, settings: Settings) -> int:
+    settle_dead_runs(settings)  # so what is listed is alive
     state = active_runs(settings)
     if args.json:
         print_json(state)

@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 
 from hearth.commands.spawn import positive, printer, summary
-from hearth.dispatch.launchers import LocalLauncher
+from hearth.dispatch.launchers import launcher_for
 from hearth.dispatch.spawner import Spawner
 from hearth.dispatch.watch import Watch
 from hearth.missions import Timetable
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
-    launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
+    launcher = launcher_for(settings, "local", concurrency=args.concurrency)
     with Spawner(settings, launcher) as spawner:
         report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
         spawner.report = report
@@ -34,7 +34,7 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
         print(
-            f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); stop with Ctrl-C",
+            f"hearth watch: watching {spawner.queue.root} ({launcher.free_slots()} runs at once); stop with Ctrl-C",
             file=sys.stderr,
             flush=True,
         )

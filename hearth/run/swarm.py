@@ -1,17 +1,17 @@
 """Swarms: split a goal, run the parts side by side through the queue, merge them in one synthesis.
 
-    run_swarm(request, goal, settings)       the claimed request's process (`hearth agent ID`)
+    run_swarm(request, goal, settings, submit=...)   the claimed request's process (`hearth agent ID`)
         1. the swarm's own run (kind `swarm`) is recorded; a planner call with no tools
            (hearth/run/judge.py) answers a JSON list of sub-goals, validated: at most max_workers,
            each non-empty and bounded; one repair; otherwise the swarm fails with the reason and
            nothing is queued
-        2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue
-           (hearth/dispatch/submit.py), a copy of the swarm's request (profile, mode, allowed
-           tools, egress, credentials, limits: never wider) with `child_of` set, in its own
-           workspace seeded with the swarm's files (committed as the swarm's `seed` checkpoint
-           first, restored by each child's admission); the launcher runs them as
-           concurrently as it allows (systemd units, or the local launcher's limit, where the
-           waiting swarm holds no slot)
+        2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue (the
+           `submit` it is handed: hearth/dispatch/claimed.py hands it the queue's front door),
+           a copy of the swarm's request (profile, mode, allowed tools, egress, credentials,
+           limits: never wider) with `child_of` set, in its own workspace seeded with the
+           swarm's files (committed as the swarm's `seed` checkpoint first, restored by each
+           child's admission); the launcher runs them as concurrently as it allows (systemd
+           units, or the local launcher's limit, where the waiting swarm holds no slot)
         3. once every child has ended, the synthesis `<id>-synthesis` runs in the swarm's
            workspace with each child's goal, status, summary and changed files (the diffs under
            `.hearth/swarm/<child>/`, hearth/run/swarm_results.py) and merges what should be merged
@@ -25,14 +25,13 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, Protocol, TextIO
 
 from pydantic import Field, StringConstraints, TypeAdapter
 
 from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from hearth.audit.store import AuditStore
-from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.errors import UsageError
 from hearth.request import Request
 from hearth.run.exits import Interrupted
@@ -53,13 +52,22 @@ array of at most {n} strings, one sub-goal each, like ["...", "..."]. If the goa
 answer with an array of one string."""
 
 
+class Submit(Protocol):
+    """The queue's front door (hearth/dispatch/submit.py's `submit`); UsageError when it refuses."""
+
+    def __call__(self, request: Request, settings: Settings, *, requested_by: str) -> object: ...
+
+
 def plan_reader(max_workers: int) -> TypeAdapter[list[str]]:
     sub_goal = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUBGOAL_CHARS)]
     return TypeAdapter(Annotated[list[sub_goal], Field(min_length=1, max_length=max_workers)])
 
 
-def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: TextIO = sys.stdout) -> Outcome:
-    """The whole swarm; its outcome is the synthesis's (or why there was none). UsageError if it cannot start."""
+def run_swarm(
+    request: Request, goal: GoalRequest, settings: Settings, *, submit: Submit, out: TextIO = sys.stdout
+) -> Outcome:
+    """The whole swarm, its children queued through `submit`; its outcome is the synthesis's (or why
+    there was none). UsageError if it cannot start."""
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
         goal, root, holder = _admit(audit, goal, settings, request.id)
@@ -67,7 +75,7 @@ def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: T
         own = model_client(goal, settings)
         try:
             with signals_interrupt():
-                outcome = _swarm(request, goal, root, holder, audit, settings, own, state, out)
+                outcome = _swarm(request, goal, root, holder, audit, settings, own, state, out, submit)
         except (Interrupted, KeyboardInterrupt):
             audit.record_step(holder.id, "stop", detail="the swarm was interrupted; its children are stopped with it")
             outcome = Outcome("interrupted", "", 0, error="interrupted by a signal")
@@ -94,6 +102,7 @@ def _swarm(
     model: ChatModel,
     state: StateFile,
     out: TextIO,
+    submit: Submit,
 ) -> Outcome:
     sub_goals = _plan(request, goal, root, holder, audit, model)
     if sub_goals is None:
@@ -101,7 +110,7 @@ def _swarm(
     unseeded = checkpoint_seed(root, holder.id, settings, audit, goal)
     if unseeded:
         return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
-    children = [_enqueue(request, goal, settings, audit, root, n, text) for n, text in enumerate(sub_goals, 1)]
+    children = [_enqueue(request, goal, settings, audit, submit, n, text) for n, text in enumerate(sub_goals, 1)]
     state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
     wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))
     state.update("synthesis", "merging the children's work")
@@ -146,14 +155,14 @@ def _plan_problem(audit: AuditStore, run_id: str) -> str:
 
 
 def _enqueue(
-    request: Request, goal: GoalRequest, settings: Settings, audit: AuditStore, root: Path, n: int, text: str
+    request: Request, goal: GoalRequest, settings: Settings, audit: AuditStore, submit: Submit, n: int, text: str
 ) -> Child:
     """One sub-goal as a child request: recorded as a `child` step first (a stop finds it), then queued."""
     child = Child(derived_id(request.id, f"w{n}"), text)
     audit.record_step(request.id, "child", iteration=n, detail=child.id, output=text)
     try:
         submit(_child_request(request, goal, child), settings, requested_by=request.requested_by or "hearth")
-    except (OSError, SubmitRefused) as exc:
+    except (OSError, UsageError) as exc:  # the door's refusal (SubmitRefused) is a UsageError
         child.status, child.error = "failed", f"not queued: {exc}"
     return child
 
