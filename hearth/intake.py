@@ -14,7 +14,6 @@ a request must take is hearth/request.py.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from hearth.errors import HearthError
+from hearth.ids import printable
 from hearth.request import RULES, LegacyRequest, Request
 
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
@@ -61,13 +61,6 @@ def parse_request(data: bytes, name: str) -> Parsed:
     if not name.endswith(".json"):
         raise RequestRefused("not a .json file; requests are named <id>.json")
     return build_request(load_json(data), file_id=name[: -len(".json")])
-
-
-def printable(name: str) -> str:
-    """A file name as one line of text that JSON, SQLite and a terminal take as it is:
-    undecodable bytes and control characters are shown escaped (\\xe9, \\n)."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def load_json(data: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS
+from hearth.limits import MAX_ITERATIONS
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"

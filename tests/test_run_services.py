@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.knowledge.store import run_store
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
@@ -42,7 +43,7 @@ def test_a_runs_services_carry_its_egress_list_the_operators_lan_hosts_and_the_s
     with run_services(request, "r1", settings, SandboxPolicy(), Redactor()) as services:
         assert services.net.egress == ("*.github.com",) and services.net.private_hosts == frozenset({"nas.lan"})
         assert services.agent_name == "builder" and services.run_id == "r1"
-        assert services.knowledge_store().path == tmp_path / "knowledge.db"
+        assert run_store(services).path == tmp_path / "knowledge.db"
 
 
 def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -> None:

@@ -38,13 +38,16 @@ import ssl
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent.errors import AgentError
 from agent.net.special import special_purpose
 from agent.safety.display import shorten
 from agent.safety.redaction import SecretFinder
+
+if TYPE_CHECKING:
+    from agent.services import RunServices
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -378,3 +381,13 @@ def matching(host: str, patterns: Iterable[str]) -> bool:
 
 class CredentialRefused(NetRefused):
     """A `cred:NAME` that may not be used here: unknown, unlisted, odd name, or another host."""
+
+
+def run_guard(services: RunServices) -> NetGuard:
+    """The run's network guard (`services.net`), else the default one (public addresses only,
+    system DNS)."""
+    if services.net is None:
+        return NetGuard()
+    if not isinstance(services.net, NetGuard):
+        raise TypeError(f"a run's network guard must be a NetGuard, not {type(services.net).__name__}")
+    return services.net

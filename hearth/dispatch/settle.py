@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
-from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.ids import ID_PATTERN
 from hearth.intake import RequestRefused
+from hearth.ledger import record_rejection
 from hearth.locks import RunLock
 from hearth.queue import Queue, read_request_bytes
 from hearth.request import Request

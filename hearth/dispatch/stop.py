@@ -27,11 +27,12 @@ from pathlib import Path
 
 from agent.clock import utc_now
 from hearth.audit.approvals import cancel_pending_of_run
-from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import STOP_GRACE_S, Launcher, LaunchError, launcher_for
 from hearth.errors import HearthError, NotFound
 from hearth.intake import RequestRefused, parse_request
+from hearth.ledger import ensure_request_row
 from hearth.locks import RunLock
 from hearth.queue import Queue, read_request_bytes
 from hearth.run.state import FINAL_STATES, read_states, remove_state

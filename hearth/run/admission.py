@@ -22,9 +22,10 @@ from hearth import __version__, alerts
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.limits import MAX_ITERATIONS
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
-from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.goal import GoalRequest
 from hearth.run.history import NoHistory, Point, restore, source_of
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts

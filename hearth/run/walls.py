@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.loop import StopRun
-from agent.net.guard import NetGuard
+from agent.net.guard import run_guard
 from agent.parsing import ToolCall
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
@@ -82,7 +82,7 @@ class Walls:
         if self.policy.network:
             from agent.net.cmdproxy import CommandProxy  # with the HTTP client: only runs granted network pay for it
 
-            self.proxy = CommandProxy(services.net or NetGuard(), scan=self._scan_sent)
+            self.proxy = CommandProxy(run_guard(services), scan=self._scan_sent)
             services.command_proxy = self.proxy
         if self.settings.tripwires == "workspace":
             self.prepare()  # the workspace's decoys are there for the file tools from the start

@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, HearthError
 from hearth.settings import Settings
 
 STOP_GRACE_S = 30.0  # a stopped run records `interrupted` within this, or is killed
@@ -52,7 +52,7 @@ AUTO = "auto"
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
-class LaunchError(Exception):
+class LaunchError(HearthError):
     """A run could not be started, stopped or checked; str() is one line naming what failed."""
 
 

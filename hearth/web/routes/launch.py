@@ -24,7 +24,7 @@ from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.intake import RequestRefused, build_request, load_json
 from hearth.longwork import DEFAULT_LEGS, DEFAULT_WORKERS
 from hearth.run.profiles import profile_names
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator
 
 router = APIRouter()
