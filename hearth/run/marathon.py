@@ -37,6 +37,7 @@ from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
 from hearth.longwork import Marathon
 from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, leg_changed
+from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
@@ -95,11 +96,12 @@ class Leg:
 
 @dataclass(frozen=True)
 class _Io:
-    """How legs run: a model to use (tests), where their events go."""
+    """How legs run: a model to use (tests), where their events go, where the record goes."""
 
     model: ChatModel | None
     out: TextIO
     json_lines: bool
+    sink: RunRecorder
 
 
 @dataclass
@@ -120,34 +122,39 @@ def run_marathon(
     model: ChatModel | None = None,
     out: TextIO = sys.stdout,
     json_lines: bool = False,
+    recorder: RunRecorder | None = None,
 ) -> tuple[str, Outcome]:
-    """Run legs until done or stopped; (the marathon's run id, its outcome). UsageError if it cannot start."""
+    """Run legs until done or stopped; (the marathon's run id, its outcome). UsageError if it cannot start.
+
+    `recorder` takes the marathon's record and its legs'; without it, this machine's audit does."""
     settings.writable_state_dir()
     marathon_id = request.run_id or new_run_id()
     # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
     with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
-        run = _admit(audit, request, plan, settings, marathon_id)
+        sink = recorder or SqliteRecorder(audit)
+        run = _admit(sink, request, plan, settings, marathon_id)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.request.agent_name, model=run.request.model
         )
         own = model_client(run.request, settings) if model is None else None
         try:
             with signals_interrupt():
-                outcome = _legs(run, audit, settings, model or own, state, _Io(model, out, json_lines))  # type: ignore[arg-type]
+                io = _Io(model, out, json_lines, sink)
+                outcome = _legs(run, audit, settings, model or own, state, io)  # type: ignore[arg-type]
         except (Interrupted, KeyboardInterrupt):
-            outcome = _interrupted(run, audit)
+            outcome = _interrupted(run, sink)
         finally:
             state.remove()
             if own is not None:
                 own.close()
-        finish_holder(audit, run.holder, outcome)
+        finish_holder(sink, run.holder, outcome)
     _show(out, json_lines, marathon_id, outcome)
     return marathon_id, outcome
 
 
-def _admit(audit: AuditStore, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
+def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
-    request, root, holder = admit_holder(audit, request, settings, run_id, "marathon")
+    request, root, holder = admit_holder(sink, request, settings, run_id, "marathon")
     with Workspace(root) as ws:  # the workspace's own containment: `.hearth` may be a planted link
         if ws.stat(PROGRESS) is None:
             ws.write_bytes(PROGRESS, PROGRESS_TEMPLATE.encode())
@@ -164,7 +171,7 @@ def _legs(
         if leg.outcome.status not in GOES_ON_AFTER:
             return _ended(run, leg.outcome.status, f"leg {number} ended {leg.outcome.status}: {leg.outcome.error}")
         _decide(run, leg, judge, settings)
-        _record(audit, run, leg)
+        _record(io.sink, run, leg)
         if leg.done:
             return _ended(run, "done", "", summary=leg.outcome.summary)
         quiet = 0 if leg.changed else quiet + 1
@@ -189,11 +196,11 @@ def _run_leg(run: _Marathon, audit: AuditStore, settings: Settings, number: int,
     )
     before = fingerprint(run.root)
     try:
-        _, outcome = run_goal(request, settings, model=io.model, out=io.out, json_lines=io.json_lines)
+        _, outcome = run_goal(request, settings, model=io.model, out=io.out, json_lines=io.json_lines, recorder=io.sink)
     except UsageError as exc:  # recorded by the runner as a rejected leg
         outcome = Outcome("rejected", "", 0, error=str(exc))
     except (Interrupted, KeyboardInterrupt):
-        close_if_running(audit, leg_id, "interrupted", "interrupted by a signal")
+        close_if_running(io.sink, leg_id, "interrupted", "interrupted by a signal")
         raise
     leg = Leg(number, leg_id, outcome)
     if run.values is None:
@@ -211,7 +218,7 @@ def _decide(run: _Marathon, leg: Leg, judge: ChatModel, settings: Settings) -> N
     leg.verdict, leg.problem, leg.replies = answer.value, answer.problem, answer.replies
 
 
-def _record(audit: AuditStore, run: _Marathon, leg: Leg) -> None:
+def _record(sink: RunRecorder, run: _Marathon, leg: Leg) -> None:
     """The decision as a `judge` step of the marathon's run: what `hearth show` lists per leg."""
     verdict = leg.verdict
     data = {
@@ -229,15 +236,8 @@ def _record(audit: AuditStore, run: _Marathon, leg: Leg) -> None:
     judged = "done" if leg.done else "not done"
     detail = f"leg {leg.number} ({leg.run_id}) ended {leg.outcome.status}; judged {judged}: {said}{check}"
     replies = "\n---\n".join(leg.replies)
-    audit.record_step(
-        run.holder.id,
-        "judge",
-        iteration=leg.number,
-        detail=detail,
-        output=replies,
-        ok=int(leg.done),
-        data=json.dumps(data),
-    )
+    columns = {"iteration": leg.number, "detail": detail, "output": replies, "ok": int(leg.done)}
+    sink.record(StepRecorded(run.holder.id, "judge", {**columns, "data": json.dumps(data)}))
 
 
 def _ended(run: _Marathon, status: str, error: str, *, summary: str = "") -> Outcome:
@@ -245,8 +245,8 @@ def _ended(run: _Marathon, status: str, error: str, *, summary: str = "") -> Out
     return Outcome(status, summary or last, len(run.legs), error=error)
 
 
-def _interrupted(run: _Marathon, audit: AuditStore) -> Outcome:
-    audit.record_step(run.holder.id, "stop", detail="the marathon was interrupted; no further legs")
+def _interrupted(run: _Marathon, sink: RunRecorder) -> Outcome:
+    sink.record(StepRecorded(run.holder.id, "stop", {"detail": "the marathon was interrupted; no further legs"}))
     return _ended(run, "interrupted", "interrupted by a signal")
 
 
