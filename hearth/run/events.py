@@ -25,17 +25,21 @@ by a row id of one database.
 today. A second one (a run on another machine whose audit lives elsewhere) plugs in here: a class
 with the two methods of `RunRecorder`, for instance one that sends `to_json(event)` lines to the
 audit's machine, where a `SqliteRecorder` there writes `from_json(line)`; hand it to `run_goal`
-(`recorder=`), `run_marathon` or `run_swarm`. tests/capture_recorder.py is such a recorder: it
-captures a whole run and replays it into an empty audit with the same rows.
+(`recorder=`), `run_marathon` or `run_swarm` (a queued run starts in hearth/dispatch/claimed.py,
+where a launcher that runs it elsewhere would pass its own). tests/capture_recorder.py is such a
+recorder: it captures a whole run and replays it into an empty audit with the same rows
+(tests/test_event_stream.py). Without one, a run records into the audit it opens for reading.
 
-What a run still reads (reads are not recording, and stay reads of the audit it opens):
-- `RunRecorder.approval`: an approval someone else may decide (`hearth approve`, the command
-  center), polled while the run waits; it belongs to the recorder because the decision is written
-  where the run's approvals are;
-- a follow-up's parent (its row, steps, checkpoints: hearth/run/followup.py), a swarm child's seed
-  (the swarm's checkpoints), the router's check that a linked run's id is free, the day's token
-  spend for the budget (hearth/budget.py), a marathon leg's prompt values and checkpoints, a swarm's
-  children's rows and checkpoints: each reads other runs' history, before or around the stream.
+What a run still reads (reads are not recording, so they stay reads):
+- through its recorder, `RunRecorder.approval`: an approval someone else may decide (`hearth
+  approve`, the command center), polled while the run waits; it is the recorder's because the
+  decision is written where the run's approvals are;
+- from the audit it opens, other runs' history, before or around the stream: a follow-up's parent
+  (its row, steps, checkpoints: hearth/run/followup.py), a swarm child's seed (the swarm's
+  checkpoints), the router's check that a linked run's id is free, the day's token spend for the
+  budget (hearth/budget.py), a swarm's children, each recorded by its own run (rows, refusals,
+  checkpoints). A marathon hears what it needs of its legs' record on its way to the recorder
+  (hearth/run/marathon.py) and a swarm keeps its plan's problem: neither reads its own stream back.
 """
 
 from __future__ import annotations
@@ -134,7 +138,12 @@ class ApprovalAsked:
 @dataclass(frozen=True)
 class ApprovalDecided:
     """A pending approval moved to `status` (expired, cancelled, or what someone else decided);
-    applied only while it is still pending, so the first decision written wins."""
+    applied only while it is still pending, so the first decision written wins.
+
+    The run sends the decision it saw even when someone else wrote it (a no-op where it was
+    written), so a recorder that never saw that write has it. The one case a replay does not
+    reproduce: an operator's decision written in the instant after the run found the approval past
+    its deadline and before its expiry was written (there the operator's wins; in a replay, the expiry)."""
 
     approval_id: str
     status: str

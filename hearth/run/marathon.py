@@ -33,11 +33,12 @@ from typing import TextIO
 from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from agent.safety.workspace import PathRefused, Workspace
+from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
 from hearth.longwork import Marathon
 from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, leg_changed
-from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
+from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
@@ -94,6 +95,27 @@ class Leg:
         return bool(self.verdict and self.verdict.done) and (self.check is None or self.check.ok)
 
 
+class _Heard:
+    """The marathon's recorder, noting on the way what it needs of its legs' record: the prompt
+    each leg kept, and how its after-checkpoint ended (read back from no audit: the record may be
+    going to another machine's)."""
+
+    def __init__(self, sink: RunRecorder) -> None:
+        self.sink = sink
+        self.prompts: dict[str, str] = {}
+        self.after: dict[str, str] = {}
+
+    def record(self, event: RunEvent) -> None:
+        self.sink.record(event)
+        if isinstance(event, RunFinished) and event.columns.get("prompt"):
+            self.prompts[event.run_id] = event.columns["prompt"]
+        elif isinstance(event, CheckpointKept) and event.phase == "after":
+            self.after[event.run_id] = event.status
+
+    def approval(self, approval_id: str) -> Approval | None:
+        return self.sink.approval(approval_id)
+
+
 @dataclass(frozen=True)
 class _Io:
     """How legs run: a model to use (tests), where their events go, where the record goes."""
@@ -101,7 +123,7 @@ class _Io:
     model: ChatModel | None
     out: TextIO
     json_lines: bool
-    sink: RunRecorder
+    sink: _Heard
 
 
 @dataclass
@@ -139,8 +161,8 @@ def run_marathon(
         own = model_client(run.request, settings) if model is None else None
         try:
             with signals_interrupt():
-                io = _Io(model, out, json_lines, sink)
-                outcome = _legs(run, audit, settings, model or own, state, io)  # type: ignore[arg-type]
+                io = _Io(model, out, json_lines, _Heard(sink))
+                outcome = _legs(run, settings, model or own, state, io)  # type: ignore[arg-type]
         except (Interrupted, KeyboardInterrupt):
             outcome = _interrupted(run, sink)
         finally:
@@ -161,13 +183,11 @@ def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Se
     return _Marathon(holder, replace(request, workspace=root), plan, root)
 
 
-def _legs(
-    run: _Marathon, audit: AuditStore, settings: Settings, judge: ChatModel, state: StateFile, io: _Io
-) -> Outcome:
+def _legs(run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io) -> Outcome:
     quiet = 0
     for number in range(1, run.plan.max_legs + 1):
         state.update("marathon", f"leg {number} of at most {run.plan.max_legs}", number)
-        leg = _run_leg(run, audit, settings, number, io)
+        leg = _run_leg(run, settings, number, io)
         if leg.outcome.status not in GOES_ON_AFTER:
             return _ended(run, leg.outcome.status, f"leg {number} ended {leg.outcome.status}: {leg.outcome.error}")
         _decide(run, leg, judge, settings)
@@ -183,7 +203,7 @@ def _legs(
     return _ended(run, "leg_limit", f"not done after {run.plan.max_legs} legs: {reason}")
 
 
-def _run_leg(run: _Marathon, audit: AuditStore, settings: Settings, number: int, io: _Io) -> Leg:
+def _run_leg(run: _Marathon, settings: Settings, number: int, io: _Io) -> Leg:
     leg_id = derived_id(run.holder.id, f"leg{number}")
     request = replace(
         run.request,
@@ -204,8 +224,8 @@ def _run_leg(run: _Marathon, audit: AuditStore, settings: Settings, number: int,
         raise
     leg = Leg(number, leg_id, outcome)
     if run.values is None:
-        run.values = prompt_record(audit.run(leg_id) or {}).get("values")
-    leg.changed = leg_changed(audit, leg_id, before, run.root)
+        run.values = prompt_record({"prompt": io.sink.prompts.get(leg_id)}).get("values")
+    leg.changed = leg_changed(io.sink.after.get(leg_id), before, run.root)
     run.legs.append(leg)
     return leg
 

@@ -118,8 +118,8 @@ def _swarm(
 ) -> Outcome:
     audit = record.audit
     sub_goals = _plan(request, goal, root, holder, record.sink, model)
-    if sub_goals is None:
-        return Outcome("failed", "", 0, error=_plan_problem(audit, holder.id))
+    if isinstance(sub_goals, str):
+        return Outcome("failed", "", 0, error=sub_goals)
     unseeded = checkpoint_seed(root, holder.id, settings, record.sink, goal)
     if unseeded:
         return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
@@ -147,7 +147,8 @@ def _swarm(
 
 def _plan(
     request: Request, goal: GoalRequest, root: Path, holder: Holder, sink: RunRecorder, model: ChatModel
-) -> list[str] | None:
+) -> list[str] | str:
+    """The sub-goals, recorded as the swarm's `plan` step; or why there are none (recorded too)."""
     assert request.swarm is not None
     n = request.swarm.max_workers
     question = f"## Goal\n{goal.goal}\n\n## Files in the workspace\n{listing(root)}"
@@ -157,15 +158,10 @@ def _plan(
         detail = f"the planner's answer was unusable: {answer.problem}; nothing was queued"
         unusable = {"detail": detail, "output": "\n---\n".join(answer.replies), "ok": 0}
         sink.record(StepRecorded(holder.id, "plan", unusable))
-        return None
+        return detail
     shown = "; ".join(f"{i}. {text[:120]}" for i, text in enumerate(answer.value, 1))
     sink.record(StepRecorded(holder.id, "plan", {"detail": f"{len(answer.value)} sub-goals: {shown}", "ok": 1}))
     return answer.value
-
-
-def _plan_problem(audit: AuditStore, run_id: str) -> str:
-    plans = [s for s in audit.steps(run_id) if s["kind"] == "plan"]
-    return str(plans[-1]["detail"]) if plans else "the planner gave no plan"
 
 
 def _enqueue(request: Request, goal: GoalRequest, settings: Settings, sink: RunRecorder, n: int, text: str) -> Child:
