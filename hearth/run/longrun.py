@@ -1,10 +1,10 @@
 """What a marathon and a swarm share: the run that holds the others, derived ids, signals.
 
 The holding run (kind `marathon` or `swarm`) is an ordinary row in `runs`, recorded here (through
-the holding run's recorder, hearth/run/events.py) rather than by the runner because it has no
-loop of its own: its legs, children and synthesis are the
-runs, each through `run_goal` or the queue, each linked to it by `parent_run`. Its status is the
-whole effort's (`done`, `leg_limit`, `no_progress`, `failed`, `interrupted`, a leg's own ending).
+its recorder, hearth/run/events.py) rather than by the runner because it has no loop of its own:
+its legs, children and synthesis are the runs, each through `run_goal` or the queue, each linked
+to it by `parent_run`. Its status is the whole effort's (`done`, `leg_limit`, `no_progress`,
+`failed`, `interrupted`, a leg's own ending).
 """
 
 from __future__ import annotations

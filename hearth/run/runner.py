@@ -154,9 +154,8 @@ def _execute(
         context = "\n\n".join(part for part in (request.preface, recalled) if part)
         kept = replace(request, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
         outcome = _drive(loop, kept, run.recorder, run.state, context, run.redactor, prompt)
-    run.recorder.record(
-        RunUpdated(run.id, {"sandbox": _sandbox_label(settings.sandbox)})
-    )  # its probe has long finished
+    sandbox = _sandbox_label(settings.sandbox)  # its probe has long finished
+    run.recorder.record(RunUpdated(run.id, {"sandbox": sandbox}))
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
