@@ -14,6 +14,7 @@ from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
+from hearth.run.events import SqliteRecorder
 from hearth.run.goal import GoalRequest
 from hearth.run.recorder import Recorder
 from hearth.run.services import run_services
@@ -52,7 +53,7 @@ def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -
     with AuditStore(tmp_path / "audit.db") as audit:
         audit.start_run(RunRecord(id="r1", agent_name="a", model="m", goal="g", mode="auto"))
         recorder = Recorder(
-            audit,
+            SqliteRecorder(audit),
             StateFile(tmp_path / "state", "r1"),
             "r1",
             json_lines=True,

@@ -40,6 +40,7 @@ from agent.parsing import ToolCall
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
 from agent.tools.registry import ToolResult
+from hearth.run.events import ConnectionMade, TripwireTripped
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
@@ -155,25 +156,19 @@ class Walls:
         """After hook: what the command proxy connected to (or refused) while the call ran, into the audit."""
         if self.proxy is None:
             return
-        audit, run_id = self.recorder.audit, self.recorder.run_id
+        run_id = self.recorder.run_id
         for c in self.proxy.drain():
-            audit.record_connection(
-                run_id,
-                host=c.host,
-                port=c.port,
-                method=c.method,
-                allowed=int(c.allowed),
-                reason=c.reason or None,
-                bytes_up=c.bytes_up,
-                bytes_down=c.bytes_down,
+            made = ConnectionMade(
+                run_id, c.host, c.port, c.method, c.allowed, c.reason or None, c.bytes_up, c.bytes_down
             )
+            self.recorder.record(made)
 
     def _trip(self, hits: list[tuple[tripwires.Decoy, str]], call: ToolCall) -> None:
         if not hits:
             return
-        audit, run_id = self.recorder.audit, self.recorder.run_id
+        run_id = self.recorder.run_id
         for decoy, how in hits:
-            audit.record_tripwire(run_id, decoy=decoy.name, how=how, tool=call.name, action=self.action)
+            self.recorder.record(TripwireTripped(run_id, decoy=decoy.name, how=how, tool=call.name, action=self.action))
         text = "; ".join(f"{decoy.name}: {how}" for decoy, how in hits)
         message = f"tripwire: {text}" + ("" if self.action == "stop" else " (record only: the run goes on)")
         self.recorder.notice("tripwire", message, data={"tool": call.name, "decoys": [d.name for d, _ in hits]})
