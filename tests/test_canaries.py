@@ -23,10 +23,10 @@ from agent.services import RunServices
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
+from tests.cli_support import run_cli_input
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.netfixtures import Answer, Seen, TestNet, Web
-from tests.test_credentials import run_cli_input
 
 STORE_CANARY = "hc-store-canary-4d1f8e2b9a"
 SYSTEMD_CANARY = "hc-systemd-canary-77c3e0a5d1"

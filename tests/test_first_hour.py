@@ -20,21 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import loop_process, start_blocked_run
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, Held, final_answer, tool_call
 from tests.queue_support import wait_for
-
-
-def loop_process(fake_url: str, *args: str, **popen: object) -> subprocess.Popen[str]:
-    """`hearth-loop` as a real process, as a person starts it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(  # type: ignore[call-overload]
-        [sys.executable, "-m", "hearth.loop_cli", "--ollama-host", fake_url, *args],
-        env=env,
-        cwd=ROOT,
-        text=True,
-        **popen,
-    )
 
 
 def run_row(state_dir: Path, run_id: str | None = None) -> dict[str, object]:
@@ -122,15 +111,6 @@ def blocked() -> Iterator[tuple[FakeOllama, threading.Event]]:
     with FakeOllama([Held(final_answer("all done here"), 1, release)]) as fake:
         yield fake, release
         release.set()
-
-
-def start_blocked_run(state_dir: Path, fake: FakeOllama, tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
-    loop = loop_process(fake.url, "--workspace", str(tmp_path / "ws"), "wait here", stdout=subprocess.PIPE)
-    assert loop.stdout is not None
-    first = loop.stdout.readline()  # the run id comes first: the marker that the run is recorded
-    run_id = re.match(r"== run (\S+) ", first).group(1)  # type: ignore[union-attr]
-    wait_for(lambda: fake.requests, what="the model to be asked")
-    return loop, run_id
 
 
 @pytest.mark.parametrize(

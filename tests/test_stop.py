@@ -18,10 +18,9 @@ from hearth.errors import NotFound
 from hearth.queue import Queue
 from hearth.request import Request
 from hearth.settings import Settings
+from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import FakeSystemctl, Gate, listing, rows, wait_for
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
 
 HOLDER = """
 import fcntl, os, signal, sys, time
