@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, HearthError
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
@@ -118,7 +118,8 @@ class Route:
 
 
 def is_auto(model: str | None) -> bool:
-    return not (model or "").strip() or model.strip() == AUTO  # type: ignore[union-attr]
+    name = (model or "").strip()
+    return not name or name == AUTO
 
 
 def load_router(config_dir: Path) -> Router:
@@ -317,9 +318,9 @@ class _Runs(Protocol):
 
 
 def linked_request(
-    request: GoalRequest, chosen: Route, status: str, run_id: str, root: Path, audit: _Runs
+    plan: RunPlan, chosen: Route, status: str, run_id: str, root: Path, audit: _Runs
 ) -> GoalRequest | None:
-    """The linked run that follows one that ended `status`: on the next model, in the same workspace.
+    """The linked run that follows one that ended `status` (its `plan`): on the next model, in the same workspace.
 
     `model_unavailable` falls back to the next model; `iteration_limit` or `failed` escalates to it
     once when the route says `escalate`; anything else, or no next model, ends the chain.
@@ -333,7 +334,7 @@ def linked_request(
     else:
         return None
     return replace(
-        request,
+        plan.as_request(),
         model=chosen.fallbacks[0],
         model_reason=link,
         model_requested=chosen.requested,

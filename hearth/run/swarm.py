@@ -36,7 +36,7 @@ from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.errors import UsageError
 from hearth.request import Request
 from hearth.run.exits import Interrupted
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.judge import ask_json
 from hearth.run.longrun import Holder, admit_holder, derived_id, finish_holder, signals_interrupt
 from hearth.run.runner import model_client, run_goal
@@ -62,12 +62,12 @@ def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: T
     """The whole swarm; its outcome is the synthesis's (or why there was none). UsageError if it cannot start."""
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
-        goal, root, holder = _admit(audit, goal, settings, request.id)
-        state = StateFile(settings.runs_state_dir, request.id, agent_name=goal.agent_name, model=goal.model)
-        own = model_client(goal, settings)
+        plan, root, holder = _admit(audit, goal, settings, request.id)
+        state = StateFile(settings.runs_state_dir, request.id, agent_name=plan.agent_name, model=plan.model)
+        own = model_client(plan, settings)
         try:
             with signals_interrupt():
-                outcome = _swarm(request, goal, root, holder, audit, settings, own, state, out)
+                outcome = _swarm(request, plan, root, holder, audit, settings, own, state, out)
         except (Interrupted, KeyboardInterrupt):
             audit.record_step(holder.id, "stop", detail="the swarm was interrupted; its children are stopped with it")
             outcome = Outcome("interrupted", "", 0, error="interrupted by a signal")
@@ -79,14 +79,14 @@ def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: T
     return outcome
 
 
-def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
-    goal, root, holder = admit_holder(audit, goal, settings, run_id, "swarm")
-    return replace(goal, workspace=root), root, holder
+def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[RunPlan, Path, Holder]:
+    plan, root, holder = admit_holder(audit, goal, settings, run_id, "swarm")
+    return replace(plan, workspace=root, fresh=False), root, holder
 
 
 def _swarm(
     request: Request,
-    goal: GoalRequest,
+    goal: RunPlan,
     root: Path,
     holder: Holder,
     audit: AuditStore,
@@ -103,11 +103,11 @@ def _swarm(
         return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
     children = [_enqueue(request, goal, settings, audit, root, n, text) for n, text in enumerate(sub_goals, 1)]
     state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
-    wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))
+    wait_for_children(children, settings, audit, limit_s=(goal.timeout_s or 3600.0) * len(children))
     state.update("synthesis", "merging the children's work")
     collect(children, settings, audit, root)
     synthesis = replace(
-        goal,
+        goal.as_request(),
         run_id=derived_id(holder.id, "synthesis"),
         parent_run=holder.id,
         link="synthesis",
@@ -124,7 +124,7 @@ def _swarm(
 
 
 def _plan(
-    request: Request, goal: GoalRequest, root: Path, holder: Holder, audit: AuditStore, model: ChatModel
+    request: Request, goal: RunPlan, root: Path, holder: Holder, audit: AuditStore, model: ChatModel
 ) -> list[str] | None:
     assert request.swarm is not None
     n = request.swarm.max_workers
@@ -146,7 +146,7 @@ def _plan_problem(audit: AuditStore, run_id: str) -> str:
 
 
 def _enqueue(
-    request: Request, goal: GoalRequest, settings: Settings, audit: AuditStore, root: Path, n: int, text: str
+    request: Request, goal: RunPlan, settings: Settings, audit: AuditStore, root: Path, n: int, text: str
 ) -> Child:
     """One sub-goal as a child request: recorded as a `child` step first (a stop finds it), then queued."""
     child = Child(derived_id(request.id, f"w{n}"), text)
@@ -158,7 +158,7 @@ def _enqueue(
     return child
 
 
-def _child_request(request: Request, goal: GoalRequest, child: Child) -> Request:
+def _child_request(request: Request, goal: RunPlan, child: Child) -> Request:
     """The swarm's request for one sub-goal: every limit the same, the profile's values pinned."""
     update: dict[str, Any] = {
         "id": child.id,
@@ -169,6 +169,6 @@ def _child_request(request: Request, goal: GoalRequest, child: Child) -> Request
         "model": goal.model,
         "mode": goal.mode,
         "max_iterations": goal.max_iters,
-        "allowed_tools": goal.allowed_tools,
+        "allowed_tools": goal.manifest,
     }
     return request.model_copy(update=update)
