@@ -106,6 +106,7 @@ def test_the_plan_is_frozen_and_no_field_may_be_none(tmp_path: Path) -> None:
     plan = _plan(Request.model_validate({"id": "r1", "goal": "g"}), _settings(tmp_path, {}))
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.model = "other"  # type: ignore[misc]
+    assert hash(plan) == hash(dataclasses.replace(plan))  # every value inside is immutable too
 
 
 def test_a_plan_as_a_request_plans_to_the_same_plan(tmp_path: Path) -> None:

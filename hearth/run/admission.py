@@ -313,7 +313,7 @@ def _plan(
         kind=request.kind or "",
         continues=request.continues or "",
         preface=request.preface,
-        prompt_values=dict(request.prompt_values or {}),
+        prompt_values=tuple((request.prompt_values or {}).items()),
         prompt_sha256=request.prompt_sha256,
         restore_from=request.restore_from or (),
         config_repo=str(request.config_repo or ""),

@@ -12,7 +12,6 @@ earlier run's plan (`RunPlan.as_request()` with `dataclasses.replace`), linked b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,15 +67,15 @@ class GoalRequest:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run as admission resolved it: every value decided, none of them None.
+    """One run as admission resolved it: every value decided, none of them None, all immutable.
 
-    Where "none" is a value it is written as the empty value of the field's type, never None:
-    `every_tool` True means every tool hearth has (`allowed_tools` is then empty), `timeout_s` 0 no
-    time limit, `max_tokens` 0 no token cap of the run's own (the daily budgets still apply), "" no
-    label, link, parent, kind, follow-up or config repository, an empty `prompt_values` values
-    frozen at run start, an empty `restore_from` nothing to restore. `workspace` is the directory
-    the run was given, else its fresh one (`<state>/agents/<run id>`, made once the run is admitted;
-    `fresh` says which)."""
+    Where "none" is a value it is the empty value of the field's type, never None: `every_tool`
+    True is every tool hearth has (`allowed_tools` is then empty), `timeout_s` 0 no time limit,
+    `max_tokens` 0 no token cap of the run's own (the daily budgets still apply), "" no label, link,
+    parent, kind, follow-up or config repository, an empty `prompt_values` placeholder values frozen
+    at run start (none reused), an empty `restore_from` nothing to restore. `workspace` is the
+    directory the run was given, else its fresh one (`<state>/agents/<run id>`, made once the run
+    is admitted); `fresh` says which."""
 
     run_id: str
     goal: str
@@ -102,7 +101,7 @@ class RunPlan:
     kind: str
     continues: str
     preface: str
-    prompt_values: Mapping[str, str]
+    prompt_values: tuple[tuple[str, str], ...]  # (placeholder, value) pairs, as GoalRequest.prompt_values
     prompt_sha256: str
     restore_from: tuple[str, ...]  # (the run, hearth's git dir, the commit), as GoalRequest.restore_from
     config_repo: str
