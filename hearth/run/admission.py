@@ -31,7 +31,7 @@ from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.goal import MAX_ITERATIONS, GoalRequest, RunPlan
 from hearth.run.history import NoHistory, Point, restore, source_of
-from hearth.run.profiles import Profile, agent_for_label, apply_network, apply_profile, load_profile
+from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
 from hearth.run.router import AUTO, Route, route_request
@@ -278,27 +278,24 @@ def plan_of(
         allowed_tools=request.allowed_tools,
         defaults=settings,
     )
-    chosen |= apply_network(profile, network=request.network, egress=request.egress)
+    chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
     route, warning = route_request(request, profile, chosen, settings, pulled)
     return _plan(request, chosen, route.model, profile, settings.agents_dir / run_id, run_id), route, parts, warning
 
 
-def _plan(
-    request: GoalRequest, chosen: dict[str, Any], model: str, profile: Profile, fresh_dir: Path, run_id: str
-) -> RunPlan:
-    """The plan: what profiles.apply_profile/apply_network chose, the routed model, and the request's own."""
-    tools: list[str] | None = chosen["allowed_tools"]
+def _plan(request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fresh_dir: Path, run_id: str) -> RunPlan:
+    """The plan: what the profile settled (`chosen`), the routed model, and the request's own."""
     return RunPlan(
         run_id=run_id,
         goal=request.goal,
         agent_name=request.agent_name,
         model=model,
-        mode=chosen["mode"],
-        max_iters=chosen["max_iters"],
-        every_tool=tools is None,
-        allowed_tools=tuple(tools or ()),
-        network=chosen["network"],
-        egress=tuple(chosen["egress"]),
+        mode=chosen.mode,
+        max_iters=chosen.max_iters,
+        every_tool=chosen.allowed_tools is None,
+        allowed_tools=chosen.allowed_tools or (),
+        network=chosen.network,
+        egress=chosen.egress,
         credentials=tuple(request.credentials),
         timeout_s=request.timeout_s or 0.0,
         max_tokens=request.max_tokens or profile.max_tokens or 0,
