@@ -19,7 +19,8 @@ from agent.model.scripted import ScriptedModel
 from agent.safety.policy import Decision
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import ConfigError
-from hearth.run.goal import GoalRequest
+from hearth.request import Request
+from hearth.run.admission import goal_request
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
@@ -87,17 +88,13 @@ def run_self_test(*, json_lines: bool = False, settings: Settings | None = None,
             return _summary(messages)
 
         model = ScriptedModel(script(last), model="self-test-script", tokens=(50, 10))
-        request = GoalRequest(
-            run_id=run_id,
-            goal=GOAL,
-            model=model.model,
-            agent_name="self-test",
-            mode="auto",
-            workspace=workspace,
-            source="self-test",
-            max_iters=8,
+        # a queue request, copied as the queue copies one: the self-test proves that path too
+        request = Request.model_validate(
+            {"id": run_id, "goal": GOAL, "model": model.model, "agent_name": "self-test", "mode": "auto"}
+            | {"source": "self-test", "max_iterations": 8}
         )
-        run_id, outcome = run_goal(request, settings, model=model, approve=_approve, out=io.StringIO())
+        goal = goal_request(request, settings, workspace=workspace)
+        run_id, outcome = run_goal(goal, settings, model=model, approve=_approve, out=io.StringIO())
         with AuditStore(settings.audit_path) as audit:
             checks = _checks(outcome.status, workspace, audit, run_id, model, settings, seen)
     elapsed = time.monotonic() - started

@@ -345,7 +345,7 @@ def test_an_agent_s_max_mode_and_max_tools_are_written_as_the_ceilings_hearth_en
     ran = resolved(
         GoalRequest(goal="g", agent_name="reader", mode="auto", allowed_tools=["list_files"], model="m"), settings
     )
-    assert (ran.mode, ran.allowed_tools) == ("auto", ["list_files"])
+    assert (ran.mode, ran.allowed_tools) == ("auto", ("list_files",))
 
 
 def test_a_profile_above_its_own_ceilings_fails_the_build(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS
 from hearth.run.goal import GoalRequest
-from hearth.run.profiles import apply_profile, load_profile, profile_names
+from hearth.run.profiles import Chosen, apply_profile, load_profile, profile_names
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
@@ -115,19 +115,19 @@ def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(t
     profile = load_profile(tmp_path, "builder")
     defaults = Settings.from_env({"HEARTH_MODEL": "dflt"})
     unset = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults)
-    assert unset == {"model": "small-model", "mode": "plan", "max_iters": 5, "allowed_tools": ["read_file"]}
+    assert unset == Chosen(model="small-model", mode="plan", max_iters=5, allowed_tools=("read_file",))
     given = apply_profile(
         profile, model="big", mode="bypass", max_iters=9, allowed_tools=["list_files"], defaults=defaults
     )
-    assert given == {"model": "big", "mode": "bypass", "max_iters": 9, "allowed_tools": ["list_files"]}
+    assert given == Chosen(model="big", mode="bypass", max_iters=9, allowed_tools=("list_files",))
     bare = apply_profile(
         load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None, allowed_tools=None, defaults=defaults
     )
-    assert bare == {"model": "dflt", "mode": "auto", "max_iters": 12, "allowed_tools": None}
+    assert bare == Chosen(model="dflt", mode="auto", max_iters=12, allowed_tools=None)
     site = Settings.from_env({"HEARTH_MODE": "plan", "HEARTH_MAX_ITERATIONS": "30"})
     assert apply_profile(
         load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None, allowed_tools=None, defaults=site
-    ) == {"model": "qwen2.5-coder", "mode": "plan", "max_iters": 30, "allowed_tools": None}
+    ) == Chosen(model="qwen2.5-coder", mode="plan", max_iters=30, allowed_tools=None)
 
 
 def test_the_profile_ceiling_is_the_runners() -> None:

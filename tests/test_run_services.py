@@ -14,6 +14,7 @@ from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
+from hearth.run.admission import resolved
 from hearth.run.events import SqliteRecorder
 from hearth.run.goal import GoalRequest
 from hearth.run.recorder import Recorder
@@ -39,9 +40,11 @@ def test_network_and_recall_settings_come_from_the_environment(tmp_path: Path) -
 
 
 def test_a_runs_services_carry_its_egress_list_the_operators_lan_hosts_and_the_store(tmp_path: Path) -> None:
-    settings = Settings.from_env({"HEARTH_STATE_DIR": str(tmp_path), "HEARTH_NET_PRIVATE_HOSTS": "NAS.lan"})
-    request = GoalRequest(goal="g", model="m", agent_name="builder", egress=["*.github.com"])
-    with run_services(request, "r1", settings, SandboxPolicy(), Redactor()) as services:
+    (tmp_path / "etc" / "agents" / "builder").mkdir(parents=True)
+    env = {"HEARTH_STATE_DIR": str(tmp_path), "HEARTH_CONFIG_DIR": str(tmp_path / "etc")}
+    settings = Settings.from_env(env | {"HEARTH_NET_PRIVATE_HOSTS": "NAS.lan"})
+    plan = resolved(GoalRequest(goal="g", model="m", agent_name="builder", egress=["*.github.com"]), settings, "r1")
+    with run_services(plan, "r1", settings, SandboxPolicy(), Redactor()) as services:
         assert services.net.egress == ("*.github.com",) and services.net.private_hosts == frozenset({"nas.lan"})
         assert services.agent_name == "builder" and services.run_id == "r1"
         assert run_store(services).path == tmp_path / "knowledge.db"

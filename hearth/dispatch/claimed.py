@@ -30,37 +30,12 @@ from hearth.locks import RunLock, lock_holder
 from hearth.queue import Queue, read_request_bytes
 from hearth.render import visible_line
 from hearth.request import Request
+from hearth.run.admission import goal_request
 from hearth.run.exits import Interrupted, exit_code
-from hearth.run.goal import GoalRequest
-from hearth.run.profiles import agent_for_label
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
 
 LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live run for good
-
-
-def goal_request(request: Request, settings: Settings) -> GoalRequest:
-    return GoalRequest(
-        goal=request.goal,
-        model=request.model,
-        agent_name=agent_for_label(settings.config_dir, request.agent_name, request.label),
-        label=request.label,
-        max_tokens=request.max_tokens,
-        mode=request.mode,
-        max_iters=request.max_iterations,
-        workspace=None,  # a fresh run directory, <state>/agents/<id>, made by the runner
-        run_id=request.id,
-        source=request.source,
-        requested_by=request.requested_by,
-        allowed_tools=request.allowed_tools,
-        timeout_s=float(request.timeout_s),
-        credentials=request.credentials or [],
-        egress=request.egress or [],
-        continues=request.continues,
-        parent_run=request.child_of,
-        link="child" if request.child_of else None,
-        network=request.network,
-    )
 
 
 def run_claimed(request_id: str, settings: Settings, *, out: TextIO = sys.stdout, json_lines: bool = False) -> int:

@@ -1,18 +1,23 @@
-"""Admission: a request becomes a recorded run, or a recorded refusal.
+"""Admission: a request becomes a resolved plan and a recorded run, or a recorded refusal.
 
-`admit` applies the agent's profile and routes the model, records the run's row and what it is
-allowed, checks everything that can be checked before a model call (limits, tools, egress,
+`admit` makes the run's plan (`plan_of`: the agent's profile applied, the model routed, hearth's
+defaults for the rest; a frozen `RunPlan`, hearth/run/goal.py), records the run's row and what it
+is allowed, checks everything that can be checked before a model call (limits, tools, egress,
 credentials, the workspace), and builds what the run needs: its recorder, live state, sandbox
-policy and checkpoints. A run that cannot start is recorded `rejected` and raises.
+policy and checkpoints. A run that cannot start is recorded `rejected` and raises. From here on
+the runner, its services and its record read the plan, never the request.
+
+`goal_request` is the one place a queue Request (hearth/request.py) becomes a run's input.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agent.context.prompt import PromptPart
 from agent.safety.policy import MODES
@@ -26,9 +31,9 @@ from hearth.limits import MAX_ITERATIONS
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.history import NoHistory, Point, restore, source_of
-from hearth.run.profiles import apply_network, apply_profile, load_profile
+from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
 from hearth.run.router import AUTO, Route, route_request
@@ -41,15 +46,47 @@ from hearth.run.state import StateFile
 from hearth.run.workdir import run_root
 from hearth.settings import Settings, check_tool_names
 
+if TYPE_CHECKING:  # the queue's model needs pydantic; a run from hearth-loop never loads it
+    from hearth.request import Request
+
+
+def goal_request(request: Request, settings: Settings, *, workspace: Path | None = None) -> GoalRequest:
+    """A queue request as a run's input, field by field (tests/test_run_plan.py holds every field to it).
+
+    The fields that choose how it runs (`evolve`, `marathon`, `swarm`) are hearth/dispatch/claimed.py's;
+    `version` and `created_at` stay in the request's row. `workspace` is for a caller that is not
+    the queue (the self-test): a queued request always gets a fresh directory, made by admission."""
+    return GoalRequest(
+        goal=request.goal,
+        model=request.model,
+        agent_name=agent_for_label(settings.config_dir, request.agent_name, request.label),
+        label=request.label,
+        max_tokens=request.max_tokens,
+        mode=request.mode,
+        max_iters=request.max_iterations,
+        workspace=workspace,
+        run_id=request.id,
+        source=request.source,
+        requested_by=request.requested_by,
+        allowed_tools=request.allowed_tools,
+        timeout_s=float(request.timeout_s),
+        credentials=request.credentials or [],
+        egress=request.egress or [],
+        continues=request.continues,
+        parent_run=request.child_of,
+        link="child" if request.child_of else None,
+        network=request.network,
+    )
+
 
 @dataclass
 class AdmittedRun:
     """One admitted run: what `admit` built and recorded, and what the rest of the run uses."""
 
     id: str
-    request: GoalRequest  # with its profile applied
+    plan: RunPlan
     root: Path
-    audit: AuditStore  # for reading other runs (a parent, a swarm, the day's spend); the run records through `recorder`
+    audit: AuditStore
     recorder: Recorder
     state: StateFile
     redactor: Redactor
@@ -70,48 +107,94 @@ def admit(
     out: TextIO,
     sink: RunRecorder,
 ) -> AdmittedRun:
-    """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
+    """Plan, record (through `sink`) and check the run; one that cannot start is recorded `rejected`
+    and raises."""
     run_id = request.run_id or new_run_id()
     redactor = load_redactor(settings)
     install_log_redaction(redactor)  # from here on, no log record of this process holds a value
     request, unfollowed = _continued(request, settings, audit)
-    request, parts, problem, chosen, warning = _with_profile(request, settings, pulled)
-    problem = unfollowed or problem
     kept_goal = redactor(request.goal)
-    sink.record(RunStarted.of(_record_of(request, run_id, kept_goal, chosen)))
-    sink.record(RunUpdated(run_id, _allowances(request, settings)))
+    plan, chosen, parts, warning = _recorded_plan(request, settings, sink, pulled, run_id, kept_goal, unfollowed)
     try:
-        if problem:
-            raise problem
-        root = _checked(request, settings, run_id)
+        if unfollowed:
+            raise unfollowed
+        root = _checked(plan, settings)
     except HearthError as exc:
-        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
-        alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=request.agent_name)
-        raise
-    if request.link == "child":
-        _seed_child(audit, sink, request, root, run_id, settings)
-    if request.restore_from is not None:
-        _restore_follow_up(sink, request.restore_from, root, run_id)
+        _refuse(sink, settings, run_id, kept_goal, plan.agent_name, exc)
+    if plan.link == "child":
+        _seed_child(audit, sink, plan, root, run_id, settings)
+    if plan.restore_from:
+        _restore_follow_up(sink, plan.restore_from, root, run_id)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
     state = StateFile(
-        settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
+        settings.runs_state_dir, run_id, agent_name=plan.agent_name, model=plan.model, label=plan.label or None
     )
     recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     recorder.announce()
     _warn_unsandboxed(settings, recorder)
     if warning:
         recorder.notice("warning", f"{warning}; the router's rules were not used")
-    sandbox = SandboxPolicy(kind=settings.sandbox, network=bool(request.network), hide=(str(settings.state_dir),))
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
     checkpoints = Checkpoints(
-        root, run_id, sandbox, exclude=exclude, fresh=request.workspace is None, history=settings.checkpoints_dir
+        root, run_id, sandbox, exclude=exclude, fresh=plan.fresh, history=settings.checkpoints_dir
     )
     return AdmittedRun(
-        run_id, request, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen
+        run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen
     )
 
 
-def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route) -> RunRecord:
+def _recorded_plan(
+    request: GoalRequest,
+    settings: Settings,
+    sink: RunRecorder,
+    pulled: list[str] | None,
+    run_id: str,
+    kept_goal: str,
+    unfollowed: HearthError | None,
+) -> tuple[RunPlan, Route, list[PromptPart], str]:
+    """`plan_of`, with the run's row and allowances recorded; a request no profile can be applied
+    to is recorded as it was asked, rejected, and raises (a follow-up's own problem first)."""
+    try:
+        planned = plan_of(request, settings, pulled, run_id)
+    except HearthError as exc:
+        sink.record(RunStarted.of(_asked_record(request, run_id, kept_goal)))
+        sink.record(RunUpdated(run_id, _asked_allowances(request, settings)))
+        _refuse(sink, settings, run_id, kept_goal, request.agent_name, unfollowed or exc)
+    sink.record(RunStarted.of(_record_of(planned[0], kept_goal, planned[1])))
+    sink.record(RunUpdated(run_id, _allowances(planned[0], settings)))
+    return planned
+
+
+def _refuse(
+    sink: RunRecorder, settings: Settings, run_id: str, kept_goal: str, agent: str, exc: HearthError
+) -> NoReturn:
+    """The run recorded `rejected` for `exc`, the operator alerted, and `exc` raised."""
+    sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
+    alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=agent)
+    raise exc
+
+
+def _record_of(plan: RunPlan, kept_goal: str, chosen: Route) -> RunRecord:
+    return RunRecord(
+        id=plan.run_id,
+        agent_name=plan.agent_name,
+        model=plan.model,
+        goal=kept_goal,
+        mode=plan.mode,
+        source=plan.source,
+        requested_by=plan.requested_by,
+        parent_run=plan.parent_run or None,  # the audit keeps NULL for "none"
+        link=plan.link or None,
+        kind=plan.kind or None,
+        label=plan.label or None,
+        model_requested=chosen.requested,
+        model_reason=chosen.reason,
+    )
+
+
+def _asked_record(request: GoalRequest, run_id: str, kept_goal: str) -> RunRecord:
+    """The row of a run refused before it had a plan (its profile could not be applied)."""
     return RunRecord(
         id=run_id,
         agent_name=request.agent_name,
@@ -124,17 +207,17 @@ def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route)
         link=request.link,
         kind=request.kind,
         label=request.label,
-        model_requested=chosen.requested,
-        model_reason=chosen.reason,
+        model_requested=request.model or AUTO,
+        model_reason="request",
     )
 
 
 def _seed_child(
-    audit: AuditStore, sink: RunRecorder, request: GoalRequest, root: Path, run_id: str, settings: Settings
+    audit: AuditStore, sink: RunRecorder, plan: RunPlan, root: Path, run_id: str, settings: Settings
 ) -> None:
     """A swarm's child starts in its own new directory holding the swarm's files, restored from
     the checkpoint the swarm made of them before queuing its children (hearth/run/history.py)."""
-    swarm = audit.run(request.parent_run or "")
+    swarm = audit.run(plan.parent_run)
     if swarm is None or swarm.get("kind") != "swarm":
         return  # not a swarm's child after all: an empty workspace, as any fresh run
     try:
@@ -152,7 +235,7 @@ def _seed_child(
     sink.record(StepRecorded(run_id, "restore", seeded))
 
 
-def _restore_follow_up(sink: RunRecorder, source: tuple[str, str, str], root: Path, run_id: str) -> None:
+def _restore_follow_up(sink: RunRecorder, source: tuple[str, ...], root: Path, run_id: str) -> None:
     """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
     earlier, git_dir, commit = source
     point = Point(Path(git_dir), commit) if commit else None
@@ -181,85 +264,155 @@ def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> t
         return replace(request, parent_run=request.continues, link="follow-up"), exc
 
 
-def _with_profile(
-    request: GoalRequest, settings: Settings, pulled: list[str] | None
-) -> tuple[GoalRequest, list[PromptPart], HearthError | None, Route, str]:
-    """The request with its profile applied and its model routed, the operator's prompt parts, and
-    the reason it cannot run (or None); a broken router file is a warning, never a refusal."""
-    unrouted = Route(request.model or AUTO, request.model or "", "request")
-    try:
-        profile = load_profile(settings.config_dir, request.agent_name)
-        parts = config_parts(settings.config_dir, profile)
-        resolved = apply_profile(
-            profile,
-            model=request.model,
-            mode=request.mode,
-            max_iters=request.max_iters,
-            allowed_tools=request.allowed_tools,
-            defaults=settings,
-        )
-    except HearthError as exc:
-        return request, [], exc, unrouted, ""
-    resolved |= apply_network(profile, network=request.network, egress=request.egress)
-    chosen, warning = route_request(request, profile, resolved, settings, pulled)
-    resolved["model"] = chosen.model
-    max_tokens = request.max_tokens or profile.max_tokens
-    return replace(request, **resolved, max_tokens=max_tokens), parts, None, chosen, warning
+def plan_of(
+    request: GoalRequest, settings: Settings, pulled: list[str] | None, run_id: str
+) -> tuple[RunPlan, Route, list[PromptPart], str]:
+    """The run `request` asks for, resolved: its profile applied (hearth/run/profiles.py), its model
+    routed (hearth/run/router.py), hearth's defaults (settings) for the rest; with the route, the
+    operator's prompt parts and a warning when router.toml is broken (never a refusal). HearthError
+    when the profile cannot be applied; what else cannot run is `validate`'s to say."""
+    profile = load_profile(settings.config_dir, request.agent_name)
+    parts = config_parts(settings.config_dir, profile)
+    chosen = apply_profile(
+        profile,
+        model=request.model,
+        mode=request.mode,
+        max_iters=request.max_iters,
+        allowed_tools=request.allowed_tools,
+        defaults=settings,
+    )
+    chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
+    route, warning = route_request(request, profile, chosen, settings, pulled)
+    return _plan(request, chosen, route.model, profile, settings.agents_dir / run_id, run_id), route, parts, warning
 
 
-def resolved(request: GoalRequest, settings: Settings) -> GoalRequest:
-    """The request with its profile applied and checked as a run's would be; the error if it cannot run."""
-    request, _, problem, _, _ = _with_profile(request, settings, None)
-    if problem:
-        raise problem
-    reason = validate(request)
+def _plan(request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fresh_dir: Path, run_id: str) -> RunPlan:
+    """The plan: what the profile settled (`chosen`), the routed model, and the request's own."""
+    return RunPlan(
+        run_id=run_id,
+        goal=request.goal,
+        agent_name=request.agent_name,
+        model=model,
+        mode=chosen.mode,
+        max_iters=chosen.max_iters,
+        every_tool=chosen.allowed_tools is None,
+        allowed_tools=chosen.allowed_tools or (),
+        network=chosen.network,
+        egress=chosen.egress,
+        credentials=tuple(request.credentials),
+        timeout_s=request.timeout_s or 0.0,
+        max_tokens=request.max_tokens or profile.max_tokens or 0,
+        num_ctx=request.num_ctx,
+        workspace=request.workspace or fresh_dir,
+        fresh=request.workspace is None,
+        source=request.source,
+        requested_by=request.requested_by,
+        label=request.label or "",
+        parent_run=request.parent_run or "",
+        link=request.link or "",
+        kind=request.kind or "",
+        continues=request.continues or "",
+        preface=request.preface,
+        prompt_values=tuple((request.prompt_values or {}).items()),
+        prompt_sha256=request.prompt_sha256,
+        restore_from=request.restore_from or (),
+        config_repo=str(request.config_repo or ""),
+    )
+
+
+def resolved(request: GoalRequest, settings: Settings, run_id: str | None = None) -> RunPlan:
+    """The request's plan, checked as a run's would be; the error if it cannot run (nothing recorded)."""
+    plan = plan_of(request, settings, None, run_id or request.run_id or new_run_id())[0]
+    reason = validate(plan)
     if reason:
         raise UsageError(reason)
-    return request
+    return plan
 
 
-def validate(request: GoalRequest) -> str | None:
-    """The one-line reason a request (with its profile applied) cannot run, or None."""
-    if not request.goal.strip():
+def validate(plan: RunPlan) -> str | None:
+    """The one-line reason a plan cannot run, or None."""
+    if not plan.goal.strip():
         return "the goal is empty; say what the agent should do"
-    if request.mode not in MODES:
-        return f"unknown mode {request.mode!r}; use one of {', '.join(MODES)}"
-    if request.max_iters is None or not 1 <= request.max_iters <= MAX_ITERATIONS:
-        return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {request.max_iters}"
-    if not (request.model or "").strip():
+    if plan.mode not in MODES:
+        return f"unknown mode {plan.mode!r}; use one of {', '.join(MODES)}"
+    if not 1 <= plan.max_iters <= MAX_ITERATIONS:
+        return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {plan.max_iters}"
+    if not plan.model.strip():
         return "no model given; pass --model NAME"
-    if request.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
+    if plan.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
         try:
-            check_tool_names(request.allowed_tools)
+            check_tool_names(list(plan.allowed_tools))
         except UsageError as exc:
             return str(exc)
     return None
 
 
-def _checked(request: GoalRequest, settings: Settings, run_id: str) -> Path:
-    problem = validate(request)
+def _checked(plan: RunPlan, settings: Settings) -> Path:
+    problem = validate(plan)
     if problem:
         raise UsageError(problem)
-    check_egress(request.egress)
-    check_run_credentials(request.credentials, credential_store(settings))
-    return run_root(request.workspace, settings.agents_dir, run_id, settings.unit_state_dirs)
+    check_egress(plan.egress)
+    check_run_credentials(plan.credentials, credential_store(settings))
+    return run_dir(plan, settings)
 
 
-def _allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
+def run_dir(plan: RunPlan, settings: Settings) -> Path:
+    """The directory the plan's run works in, made or checked now: its own workspace, else a fresh one."""
+    return run_root(None if plan.fresh else plan.workspace, settings.agents_dir, plan.run_id, settings.unit_state_dirs)
+
+
+def _allowances(plan: RunPlan, settings: Settings) -> dict[str, Any]:
     """What the run is allowed, for its row: network, egress, credentials with their hosts, tools,
     limits (iterations, seconds, context tokens) and the hearth that runs it."""
+    return _allowance_row(
+        settings,
+        network=plan.network,
+        egress=plan.egress,
+        credentials=plan.credentials,
+        tools=plan.manifest,
+        max_iterations=plan.max_iters,
+        timeout_s=plan.timeout_s or None,  # NULL: no time limit
+        num_ctx=plan.num_ctx,
+    )
+
+
+def _asked_allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:
+    """The same for a run refused before it had a plan: what it asked for."""
+    return _allowance_row(
+        settings,
+        network=bool(request.network),
+        egress=request.egress,
+        credentials=request.credentials,
+        tools=request.allowed_tools,
+        max_iterations=request.max_iters,
+        timeout_s=request.timeout_s,
+        num_ctx=request.num_ctx,
+    )
+
+
+def _allowance_row(
+    settings: Settings,
+    *,
+    network: bool,
+    egress: Sequence[str],
+    credentials: Sequence[str],
+    tools: list[str] | None,
+    max_iterations: int | None,
+    timeout_s: float | None,
+    num_ctx: int,
+) -> dict[str, Any]:
     try:
         bound = credential_store(settings).load()
     except HearthError:
         bound = {}  # an unusable store rejects the run below; the names are still worth keeping
     return {
-        "network": int(bool(request.network)),
-        "egress": json.dumps(list(request.egress)),
-        "credentials": json.dumps({name: bound.get(name, {}).get("hosts", []) for name in request.credentials}),
-        "allowed_tools": json.dumps(request.allowed_tools) if request.allowed_tools is not None else None,
-        "max_iterations": request.max_iters,
-        "timeout_s": request.timeout_s,
-        "num_ctx": request.num_ctx,
+        "network": int(network),
+        "egress": json.dumps(list(egress)),
+        "credentials": json.dumps({name: bound.get(name, {}).get("hosts", []) for name in credentials}),
+        "allowed_tools": json.dumps(tools) if tools is not None else None,
+        "max_iterations": max_iterations,
+        "timeout_s": timeout_s,
+        "num_ctx": num_ctx,
         "hearth_version": __version__,
     }
 

@@ -1,9 +1,14 @@
-"""GoalRequest: one goal to run, as every source hands it to the runner (its ceilings: hearth/limits.py).
+"""A run's input and its plan: GoalRequest (what a source asks, unresolved) and RunPlan (what admission
+resolved); their ceilings are in hearth/limits.py.
 
-`hearth-loop`, the queue (`hearth agent ID`), the demo, the self-test and self-evolution all
-build one of these; hearth/run/runner.py runs it and hearth/run/services.py builds its services.
-Follow-ups, marathon legs, swarm children and syntheses are GoalRequests too, linked by
-`parent_run` and `link` (hearth/run/followup.py, marathon.py, swarm.py).
+    source -> GoalRequest -> admission (profile, router, settings) -> RunPlan -> runner, services, audit
+
+`hearth-loop`, the queue (`hearth agent ID`, through `hearth.run.admission.goal_request`, the one
+copy of a queue Request), the demo, the self-test and self-evolution each build a GoalRequest;
+hearth/run/admission.py resolves it into a RunPlan, and nothing after admission reads the
+GoalRequest again. Follow-ups, marathon legs, swarm syntheses and linked runs start from an
+earlier run's plan (`RunPlan.as_request()` with `dataclasses.replace`), linked by `parent_run` and
+`link` (hearth/run/followup.py, marathon.py, swarm.py, router.py).
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from pathlib import Path
 
 @dataclass
 class GoalRequest:
-    """One goal to run. model, mode, max_iters and allowed_tools left as None come from the agent
-    profile named by agent_name, else hearth's defaults (see hearth/run/profiles.py); a model of
-    None, "" or `auto` is chosen by the router (hearth/run/router.py)."""
+    """One goal to run, as asked: admission resolves it into a RunPlan and nothing after reads it.
+    model, mode, max_iters and allowed_tools left as None come from the agent profile named by
+    agent_name, else hearth's defaults (see hearth/run/profiles.py); a model of None, "" or `auto`
+    is chosen by the router (hearth/run/router.py)."""
 
     goal: str
     model: str | None = None
@@ -52,3 +58,83 @@ class GoalRequest:
     model_requested: str | None = None
     fallbacks: tuple[str, ...] = ()
     escalate: bool = False
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run as admission resolved it: every value decided, none of them None, all immutable.
+
+    Where "none" is a value it is the empty value of the field's type, never None: `every_tool`
+    True is every tool hearth has (`allowed_tools` is then empty), `timeout_s` 0 no time limit,
+    `max_tokens` 0 no token cap of the run's own (the daily budgets still apply), "" no label, link,
+    parent, kind, follow-up or config repository, an empty `prompt_values` placeholder values frozen
+    at run start (none reused), an empty `restore_from` nothing to restore. `workspace` is the
+    directory the run was given, else its fresh one (`<state>/agents/<run id>`, made once the run
+    is admitted); `fresh` says which."""
+
+    run_id: str
+    goal: str
+    agent_name: str
+    model: str  # routed: the request's, the profile's, a router rule's or the host's (hearth/run/router.py)
+    mode: str
+    max_iters: int
+    every_tool: bool
+    allowed_tools: tuple[str, ...]
+    network: bool
+    egress: tuple[str, ...]
+    credentials: tuple[str, ...]
+    timeout_s: float
+    max_tokens: int
+    num_ctx: int
+    workspace: Path
+    fresh: bool
+    source: str
+    requested_by: str
+    label: str
+    parent_run: str
+    link: str
+    kind: str
+    continues: str
+    preface: str
+    prompt_values: tuple[tuple[str, str], ...]  # (placeholder, value) pairs, as GoalRequest.prompt_values
+    prompt_sha256: str
+    restore_from: tuple[str, ...]  # (the run, hearth's git dir, the commit), as GoalRequest.restore_from
+    config_repo: str
+
+    @property
+    def manifest(self) -> list[str] | None:
+        """The tools as the engine takes them (agent/tools/gate.py): None for every tool."""
+        return None if self.every_tool else list(self.allowed_tools)
+
+    def as_request(self) -> GoalRequest:
+        """The plan as a request naming each resolved value: what a linked run, a marathon's leg and
+        a swarm's synthesis start from (with `dataclasses.replace`), admitted again as any request."""
+        restore = self.restore_from
+        return GoalRequest(
+            goal=self.goal,
+            model=self.model,
+            agent_name=self.agent_name,
+            mode=self.mode,
+            max_iters=self.max_iters,
+            workspace=None if self.fresh else self.workspace,
+            run_id=self.run_id,
+            source=self.source,
+            requested_by=self.requested_by,
+            allowed_tools=self.manifest,
+            network=self.network,
+            timeout_s=self.timeout_s or None,
+            num_ctx=self.num_ctx,
+            config_repo=Path(self.config_repo) if self.config_repo else None,
+            credentials=list(self.credentials),
+            egress=list(self.egress),
+            parent_run=self.parent_run or None,
+            link=self.link or None,
+            kind=self.kind or None,
+            continues=self.continues or None,
+            preface=self.preface,
+            prompt_values=dict(self.prompt_values) or None,
+            prompt_sha256=self.prompt_sha256,
+            restore_from=(restore[0], restore[1], restore[2]) if restore else None,
+            label=self.label or None,
+            max_tokens=self.max_tokens or None,
+        )

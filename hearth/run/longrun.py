@@ -21,11 +21,10 @@ from typing import Any
 from agent.loop import Outcome
 from hearth.audit.store import RunRecord
 from hearth.errors import HearthError, UsageError
-from hearth.run.admission import resolved
+from hearth.run.admission import resolved, run_dir
 from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted
-from hearth.run.goal import GoalRequest
-from hearth.run.workdir import run_root
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.settings import Settings
 
 MAX_ID = 64
@@ -54,18 +53,19 @@ def derived_id(parent: str, suffix: str) -> str:
     return f"{parent[: MAX_ID - len(suffix) - 8]}-{digest}-{suffix}"
 
 
-def start_holder(sink: RunRecorder, request: GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
+def start_holder(sink: RunRecorder, run: RunPlan | GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
+    """The holding run's row, from its plan (or, refused before it had one, from the request)."""
     record = RunRecord(
         id=run_id,
-        agent_name=request.agent_name,
-        model=request.model or "",
-        goal=request.goal,
-        mode=request.mode or "",
-        source=request.source,
-        requested_by=request.requested_by,
+        agent_name=run.agent_name,
+        model=run.model or "",  # a request refused before its plan may name none
+        goal=run.goal,
+        mode=run.mode or "",
+        source=run.source,
+        requested_by=run.requested_by,
         workspace=str(root or ""),
-        parent_run=request.parent_run,
-        link=request.link,
+        parent_run=run.parent_run or None,
+        link=run.link or None,
         kind=kind,
     )
     sink.record(RunStarted.of(record))
@@ -74,17 +74,18 @@ def start_holder(sink: RunRecorder, request: GoalRequest, run_id: str, kind: str
 
 def admit_holder(
     sink: RunRecorder, request: GoalRequest, settings: Settings, run_id: str, kind: str
-) -> tuple[GoalRequest, Path, Holder]:
-    """The request checked as a run's would be, its directory, and the holding run recorded; one that
-    cannot start is recorded `rejected` and raises UsageError."""
+) -> tuple[RunPlan, Path, Holder]:
+    """The request's plan, checked as a run's would be, its directory, and the holding run recorded;
+    one that cannot start is recorded `rejected` and raises UsageError."""
+    asked: RunPlan | GoalRequest = request
     try:
-        request = resolved(request, settings)
-        root = run_root(request.workspace, settings.agents_dir, run_id, settings.unit_state_dirs)
+        plan = asked = resolved(request, settings, run_id)
+        root = run_dir(plan, settings)
     except HearthError as exc:
-        holder = start_holder(sink, request, run_id, kind, None)
+        holder = start_holder(sink, asked, run_id, kind, None)
         sink.record(RunFinished(holder.id, "rejected", {"error": str(exc), "iterations": 0}))
         raise UsageError(str(exc)) from None
-    return request, root, start_holder(sink, request, run_id, kind, root)
+    return plan, root, start_holder(sink, plan, run_id, kind, root)
 
 
 def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome) -> None:

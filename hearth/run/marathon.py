@@ -41,7 +41,7 @@ from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, 
 from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.judge import Verdict, ask_json, read_verdict
 from hearth.run.lock import hold_run
 from hearth.run.longrun import (
@@ -129,7 +129,7 @@ class _Io:
 @dataclass
 class _Marathon:
     holder: Holder
-    request: GoalRequest  # resolved: its profile applied
+    planned: RunPlan  # the marathon's request as admission resolved it, in the marathon's directory
     plan: Marathon
     root: Path
     legs: list[Leg] = field(default_factory=list)
@@ -156,9 +156,9 @@ def run_marathon(
         sink = recorder or SqliteRecorder(audit)
         run = _admit(sink, request, plan, settings, marathon_id)
         state = StateFile(
-            settings.runs_state_dir, marathon_id, agent_name=run.request.agent_name, model=run.request.model
+            settings.runs_state_dir, marathon_id, agent_name=run.planned.agent_name, model=run.planned.model
         )
-        own = model_client(run.request, settings) if model is None else None
+        own = model_client(run.planned, settings) if model is None else None
         try:
             with signals_interrupt():
                 io = _Io(model, out, json_lines, _Heard(sink))
@@ -176,11 +176,11 @@ def run_marathon(
 
 def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
-    request, root, holder = admit_holder(sink, request, settings, run_id, "marathon")
+    planned, root, holder = admit_holder(sink, request, settings, run_id, "marathon")
     with Workspace(root) as ws:  # the workspace's own containment: `.hearth` may be a planted link
         if ws.stat(PROGRESS) is None:
             ws.write_bytes(PROGRESS, PROGRESS_TEMPLATE.encode())
-    return _Marathon(holder, replace(request, workspace=root), plan, root)
+    return _Marathon(holder, replace(planned, workspace=root, fresh=False), plan, root)
 
 
 def _legs(run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io) -> Outcome:
@@ -206,7 +206,7 @@ def _legs(run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile
 def _run_leg(run: _Marathon, settings: Settings, number: int, io: _Io) -> Leg:
     leg_id = derived_id(run.holder.id, f"leg{number}")
     request = replace(
-        run.request,
+        run.planned.as_request(),
         run_id=leg_id,
         parent_run=run.holder.id,
         link="leg",
@@ -301,7 +301,7 @@ def _last_leg(leg: Leg) -> str:
 def judge_question(run: _Marathon, leg: Leg) -> str:
     check = f"\nThe deliverable check: {leg.check.detail}" if leg.check else ""
     return (
-        f"## Goal\n{run.request.goal}\n\n## Progress note\n{_note(run.root)}\n\n"
+        f"## Goal\n{run.planned.goal}\n\n## Progress note\n{_note(run.root)}\n\n"
         f"## The last work session (leg {leg.number})\nIt ended {leg.outcome.status}. Its summary:\n"
         f"{leg.outcome.summary or '(none)'}\nIt {'changed' if leg.changed else 'did not change'} the workspace.{check}"
     )

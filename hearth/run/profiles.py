@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,18 @@ def agent_for_label(config_dir: Path, agent_name: str, label: str | None) -> str
     return label if label in profile_names(config_dir) else agent_name
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A run's settings as its profile settles them (admission routes the model and plans the rest)."""
+
+    model: str  # `auto` or "" still: the router's to choose (hearth/run/router.py)
+    mode: str
+    max_iters: int
+    allowed_tools: tuple[str, ...] | None  # None: every tool
+    network: bool = False
+    egress: tuple[str, ...] = ()
+
+
 def apply_profile(
     profile: Profile,
     *,
@@ -208,7 +220,7 @@ def apply_profile(
     max_iters: int | None,
     allowed_tools: list[str] | None,
     defaults: Settings,
-) -> dict[str, Any]:
+) -> Chosen:
     """The run's settings: what was given explicitly, else the profile's, else hearth's default,
     within the profile's ceilings; UsageError when an explicit value is above one."""
     _within_ceilings(profile, mode, allowed_tools)
@@ -218,20 +230,21 @@ def apply_profile(
     chosen = mode or profile.mode or defaults.mode
     if profile.max_mode and _rank(chosen) > _rank(profile.max_mode):
         chosen = profile.max_mode  # a default above the ceiling: the ceiling
-    return {
-        "model": model or profile.model or defaults.model,
-        "mode": chosen,
-        "max_iters": max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
-        "allowed_tools": list(tools) if tools is not None else None,
-    }
+    return Chosen(
+        model=model or profile.model or defaults.model,
+        mode=chosen,
+        max_iters=max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
+        allowed_tools=tuple(tools) if tools is not None else None,
+    )
 
 
-def apply_network(profile: Profile, *, network: bool | None, egress: list[str]) -> dict[str, Any]:
+def apply_network(profile: Profile, chosen: Chosen, *, network: bool | None, egress: list[str]) -> Chosen:
     """Whether commands get network, and the egress list: the request's when given, else the profile's."""
-    return {
-        "network": network if network is not None else bool(profile.network),
-        "egress": list(egress) if egress else list(profile.egress or ()),
-    }
+    return replace(
+        chosen,
+        network=network if network is not None else bool(profile.network),
+        egress=tuple(egress) if egress else tuple(profile.egress or ()),
+    )
 
 
 def _within_ceilings(profile: Profile, mode: str | None, tools: list[str] | None) -> None:

@@ -130,7 +130,7 @@ def preview(
     Without a workspace the project part is absent and the git placeholders take their fallbacks.
     """
     run = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=settings)
-    schemas = [t.schema() for t in visible_tools(run["allowed_tools"], run["mode"])]
+    schemas = [t.schema() for t in visible_tools(run.allowed_tools, run.mode)]
     found, git, root = None, {}, ""
     if workspace is not None:
         with Workspace(workspace) as ws:
@@ -143,7 +143,7 @@ def preview(
         workspace_root=root,
         agent_name=profile.name,
         run_id="(doctor)",
-        model=run["model"],
+        model=run.model,
         now=datetime.now().astimezone(),
         git=git,
     )

@@ -34,8 +34,8 @@ from typing import Any, Protocol
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, HearthError
-from hearth.run.goal import GoalRequest
-from hearth.run.profiles import Profile
+from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.profiles import Chosen, Profile
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
 
@@ -118,7 +118,8 @@ class Route:
 
 
 def is_auto(model: str | None) -> bool:
-    return not (model or "").strip() or model.strip() == AUTO  # type: ignore[union-attr]
+    name = (model or "").strip()
+    return not name or name == AUTO
 
 
 def load_router(config_dir: Path) -> Router:
@@ -284,9 +285,9 @@ def _full(near: str, pulled: list[str]) -> str:
 
 
 def route_request(
-    request: GoalRequest, profile: Profile, resolved: dict[str, Any], settings: Settings, pulled: list[str] | None
+    request: GoalRequest, profile: Profile, chosen: Chosen, settings: Settings, pulled: list[str] | None
 ) -> tuple[Route, str]:
-    """The route of a request with its profile applied (`resolved`), and a warning when router.toml
+    """The route of a request with its profile applied (`chosen`), and a warning when router.toml
     is broken (its rules are then not used; a run never fails for it)."""
     if request.model_reason:  # a linked run: its model was chosen by the run before it
         given = Route(request.model_requested or AUTO, request.model or "", request.model_reason)
@@ -295,11 +296,8 @@ def route_request(
         router, warning = load_router(settings.config_dir), ""
     except HearthError as exc:
         router, warning = Router(), str(exc)
-    tools = resolved["allowed_tools"]
-    facts = Facts(
-        request.agent_name, resolved["mode"], None if tools is None else tuple(tools), request.source, request.goal
-    )
-    chosen = route(
+    facts = Facts(request.agent_name, chosen.mode, chosen.allowed_tools, request.source, request.goal)
+    routed = route(
         router,
         facts,
         requested=request.model,
@@ -308,7 +306,7 @@ def route_request(
         profile_escalate=profile.escalate,
         host_default=settings.model,
     )
-    return against_pulled(chosen, pulled), warning
+    return against_pulled(routed, pulled), warning
 
 
 # -- the run after ---------------------------------------------------------------------------------
@@ -317,9 +315,9 @@ class _Runs(Protocol):
 
 
 def linked_request(
-    request: GoalRequest, chosen: Route, status: str, run_id: str, root: Path, audit: _Runs
+    plan: RunPlan, chosen: Route, status: str, run_id: str, root: Path, audit: _Runs
 ) -> GoalRequest | None:
-    """The linked run that follows one that ended `status`: on the next model, in the same workspace.
+    """The linked run that follows one that ended `status` (its `plan`): on the next model, in the same workspace.
 
     `model_unavailable` falls back to the next model; `iteration_limit` or `failed` escalates to it
     once when the route says `escalate`; anything else, or no next model, ends the chain.
@@ -333,7 +331,7 @@ def linked_request(
     else:
         return None
     return replace(
-        request,
+        plan.as_request(),
         model=chosen.fallbacks[0],
         model_reason=link,
         model_requested=chosen.requested,

@@ -36,7 +36,7 @@ from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder
 from hearth.run.exits import Interrupted
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.lock import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
@@ -78,13 +78,15 @@ def run_goal(
     with AuditStore(settings.audit_path) as audit:
         sink = recorder or SqliteRecorder(audit)
         while True:
-            request = replace(request, run_id=request.run_id or new_run_id())
+            run_id = request.run_id or new_run_id()
             # held from before the run's row exists until after its final status: a `running` row whose
             # lock is free is a dead run, and the next command that looks settles it (dispatch/settle.py)
-            with hold_run(settings, request.run_id or ""):
-                run = admit(request, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
+            with hold_run(settings, run_id):
+                run = admit(
+                    replace(request, run_id=run_id), settings, audit, pulled, json_lines=json_lines, out=out, sink=sink
+                )
                 outcome = _attempt(run, settings, model, approve, configure_services)
-            follow = linked_request(run.request, run.route, outcome.status, run.id, run.root, audit)
+            follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
                 return run.id, outcome
             request = follow
@@ -98,7 +100,7 @@ def _attempt(
     else:
         outcome = _with_model(run, settings, model, approve, hook)
     detail = outcome.error or outcome.summary
-    alerts.run_ended(settings, run.id, outcome.status, goal=run.kept_goal, detail=detail, agent=run.request.agent_name)
+    alerts.run_ended(settings, run.id, outcome.status, goal=run.kept_goal, detail=detail, agent=run.plan.agent_name)
     return outcome
 
 
@@ -107,11 +109,11 @@ def _with_model(
 ) -> Outcome:
     if approve is None:
         approve = approvers.choose(
-            run.recorder, settings, run_timeout_s=run.request.timeout_s, on_pending=alerts.pending_alert(settings)
+            run.recorder, settings, run_timeout_s=run.plan.timeout_s, on_pending=alerts.pending_alert(settings)
         )
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
-        model = own = model_client(run.request, settings, run.recorder)
+        model = own = model_client(run.plan, settings, run.recorder)
     try:
         return _execute(run, settings, model, approve, hook)
     except UsageError as exc:  # found once the prompt is built (a window too small for it)
@@ -135,24 +137,24 @@ def _execute(
     run: AdmittedRun, settings: Settings, model: ChatModel, approve: Approver, configure_services: ServicesHook | None
 ) -> Outcome:
     """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
-    request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
+    plan, trailers = run.plan, {"agent_name": run.plan.agent_name, "model": run.plan.model}
     points = run.checkpoints
     record_checkpoint(run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir)
     with (
         raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
-        run_services(request, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
+        run_services(plan, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
         Workspace(run.root, services=services) as ws,
     ):
         if configure_services:
             configure_services(services)
         walls.connect(services)
-        values = request.prompt_values or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
-        loop, tools = _build_loop(request, ws, model, approve, run.recorder, run.parts, values, walls)
-        loop.guard = _guard(request, settings, run.audit)
+        values = dict(plan.prompt_values) or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
+        loop, tools = _build_loop(plan, ws, model, approve, run.recorder, run.parts, values, walls)
+        loop.guard = _guard(plan, settings, run.audit)
         prompt = _prompt_record(run, loop.messages[0]["content"], values)
-        recalled = recall_preface(services, request.goal, settings, run.recorder)
-        context = "\n\n".join(part for part in (request.preface, recalled) if part)
-        kept = replace(request, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
+        recalled = recall_preface(services, plan.goal, settings, run.recorder)
+        context = "\n\n".join(part for part in (plan.preface, recalled) if part)
+        kept = replace(plan, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
         outcome = _drive(loop, kept, run.recorder, run.state, context, run.redactor, prompt)
     sandbox = _sandbox_label(settings.sandbox)  # its probe has long finished
     run.recorder.record(RunUpdated(run.id, {"sandbox": sandbox}))
@@ -166,24 +168,24 @@ def _execute(
 def _prompt_record(run: AdmittedRun, text: str, values: dict[str, str]) -> str:
     """What the audit keeps of the system prompt (its values and digest); a follow-up says if its is the same."""
     digest = hashlib.sha256(text.encode()).hexdigest()
-    if run.request.prompt_sha256:
-        same = digest == run.request.prompt_sha256
+    if run.plan.prompt_sha256:
+        same = digest == run.plan.prompt_sha256
         detail = (
-            f"system prompt: the same bytes as run {run.request.parent_run}'s (Ollama can reuse its cache)"
+            f"system prompt: the same bytes as run {run.plan.parent_run}'s (Ollama can reuse its cache)"
             if same
-            else f"system prompt: differs from run {run.request.parent_run}'s (the profile, tools or workspace notes changed)"
+            else f"system prompt: differs from run {run.plan.parent_run}'s (the profile, tools or workspace notes changed)"
         )
         run.recorder.note("prompt", detail=detail)
     return json.dumps({"values": values, "sha256": digest}, ensure_ascii=False)
 
 
-def _guard(request: GoalRequest, settings: Settings, audit: AuditStore) -> RunGuard | None:
+def _guard(plan: RunPlan, settings: Settings, audit: AuditStore) -> RunGuard | None:
     """The run's token budgets, checked before each model call; a broken budget file is doctor's to report."""
     try:
         budget = load_budget(settings.config_dir, settings.daily_tokens)
     except HearthError:
         budget = Budget()
-    guard = RunGuard(budget, audit, request.agent_name, request.max_tokens)
+    guard = RunGuard(budget, audit, plan.agent_name, plan.max_tokens or None)
     return guard if guard.active else None
 
 
@@ -194,11 +196,11 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def model_client(request: GoalRequest, settings: Settings, recorder: Recorder | None = None) -> OllamaClient:
+def model_client(plan: RunPlan, settings: Settings, recorder: Recorder | None = None) -> OllamaClient:
     return OllamaClient(
-        request.model or "",
+        plan.model,
         settings.ollama_host,
-        num_ctx=request.num_ctx,
+        num_ctx=plan.num_ctx,
         timeout_s=settings.ollama_timeout_s,
         backoff_s=settings.ollama_backoff_s,
         on_retry=recorder.retrying if recorder else None,
@@ -217,7 +219,7 @@ def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> No
 
 
 def _build_loop(
-    request: GoalRequest,
+    plan: RunPlan,
     ws: Workspace,
     model: ChatModel,
     approve: Approver | None,
@@ -228,35 +230,35 @@ def _build_loop(
 ) -> tuple[Loop, ToolRunner]:
     tools = ToolRunner(
         ws,
-        mode=request.mode or "auto",
-        allowed=request.allowed_tools,
+        mode=plan.mode,
+        allowed=plan.manifest,
         approve=approve,
-        spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
+        spill=OutputSpill(ws, recorder.run_id, spill_threshold(plan.num_ctx)),
         notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
         before=[walls.prepare_for, walls.scan_arguments],
         after=[walls.record_connections, walls.check_after],
     )
     prompt = run_system_prompt(
-        ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
+        ws, tools.schemas, parts, recorder, values, num_ctx=plan.num_ctx, look_above=not plan.fresh
     )
-    check_window(request.num_ctx, prompt, tools.schemas)
-    deadline = time.monotonic() + request.timeout_s if request.timeout_s else None
+    check_window(plan.num_ctx, prompt, tools.schemas)
+    deadline = time.monotonic() + plan.timeout_s if plan.timeout_s else None
     ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(
         model,
         tools,
         system_prompt=prompt,
-        max_iters=request.max_iters or 12,
+        max_iters=plan.max_iters,
         on_event=recorder,
         deadline=deadline,
-        compactor=Compactor(request.num_ctx, model),
+        compactor=Compactor(plan.num_ctx, model),
     )
     return loop, tools
 
 
 def _drive(
     loop: Loop,
-    request: GoalRequest,
+    plan: RunPlan,
     recorder: Recorder,
     state: StateFile,
     context: str = "",
@@ -266,7 +268,7 @@ def _drive(
     started = time.monotonic()
     previous = _trap_signals()
     try:
-        outcome = loop.run(request.goal, context=context)
+        outcome = loop.run(plan.goal, context=context)
     except (Interrupted, KeyboardInterrupt):
         outcome = loop.outcome
         outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration

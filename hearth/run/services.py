@@ -1,6 +1,6 @@
 """What the appliance hands one run's tools: the knowledge store, the network guard, credentials.
 
-Built once per run from settings and the request, closed when the run ends. The redactor is
+Built once per run from settings and the run's plan, closed when the run ends. The redactor is
 filled with every credential value hearth could hand out before the run starts, so a value that
 reaches an output by any path (a reflecting server, a file, an error) is redacted everywhere.
 """
@@ -8,7 +8,8 @@ reaches an output by any path (a reflecting server, a file, an error) is redacte
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from agent.net.guard import NetGuard, NetRefused, Record
 from agent.safety.redaction import Redactor, SecretFinder
@@ -16,7 +17,7 @@ from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
@@ -31,7 +32,7 @@ def load_redactor(settings: Settings) -> Redactor:
     return Redactor(credential_store(settings).values())
 
 
-def check_egress(patterns: list[str]) -> None:
+def check_egress(patterns: Sequence[str]) -> None:
     try:
         NetGuard(egress=tuple(patterns))
     except NetRefused as exc:
@@ -40,7 +41,7 @@ def check_egress(patterns: list[str]) -> None:
 
 @contextlib.contextmanager
 def run_services(
-    request: GoalRequest,
+    plan: RunPlan,
     run_id: str,
     settings: Settings,
     sandbox: SandboxPolicy,
@@ -53,18 +54,18 @@ def run_services(
     store = credential_store(settings)
     services = RunServices(
         sandbox=sandbox,
-        agent_name=request.agent_name,
+        agent_name=plan.agent_name,
         run_id=run_id,
         knowledge_path=settings.knowledge_path,
         net=NetGuard(
-            egress=tuple(request.egress),
+            egress=plan.egress,
             private_hosts=frozenset(settings.net_private_hosts),
             secrets=SecretFinder(store.bindings()),
             record=record,
         ),
-        credentials=RunCredentials(store, request.credentials, redactor, record),
+        credentials=RunCredentials(store, plan.credentials, redactor, record),
         redact=redactor,
-        config_repo=request.config_repo,
+        config_repo=Path(plan.config_repo) if plan.config_repo else None,
         ollama_host=settings.ollama_host,
         auto_commands=settings.auto_commands,
         protected=(str(settings.checkpoints_dir),),

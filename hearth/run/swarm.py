@@ -36,7 +36,7 @@ from hearth.errors import UsageError
 from hearth.request import Request
 from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
-from hearth.run.goal import GoalRequest
+from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.judge import ask_json
 from hearth.run.longrun import Holder, admit_holder, derived_id, finish_holder, signals_interrupt
 from hearth.run.runner import model_client, run_goal
@@ -81,12 +81,12 @@ def run_swarm(
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
         sink = recorder or SqliteRecorder(audit)
-        goal, root, holder = _admit(sink, goal, settings, request.id)
-        state = StateFile(settings.runs_state_dir, request.id, agent_name=goal.agent_name, model=goal.model)
-        own = model_client(goal, settings)
+        plan, root, holder = _admit(sink, goal, settings, request.id)
+        state = StateFile(settings.runs_state_dir, request.id, agent_name=plan.agent_name, model=plan.model)
+        own = model_client(plan, settings)
         try:
             with signals_interrupt():
-                outcome = _swarm(request, goal, root, holder, _Record(audit, sink), settings, own, state, out, submit)
+                outcome = _swarm(request, plan, root, holder, _Record(audit, sink), settings, own, state, out, submit)
         except (Interrupted, KeyboardInterrupt):
             stopped = "the swarm was interrupted; its children are stopped with it"
             sink.record(StepRecorded(holder.id, "stop", {"detail": stopped}))
@@ -107,14 +107,14 @@ class _Record:
     sink: RunRecorder
 
 
-def _admit(sink: RunRecorder, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
-    goal, root, holder = admit_holder(sink, goal, settings, run_id, "swarm")
-    return replace(goal, workspace=root), root, holder
+def _admit(sink: RunRecorder, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[RunPlan, Path, Holder]:
+    plan, root, holder = admit_holder(sink, goal, settings, run_id, "swarm")
+    return replace(plan, workspace=root, fresh=False), root, holder
 
 
 def _swarm(
     request: Request,
-    goal: GoalRequest,
+    goal: RunPlan,
     root: Path,
     holder: Holder,
     record: _Record,
@@ -133,11 +133,11 @@ def _swarm(
         return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
     children = [_enqueue(request, goal, settings, record.sink, submit, n, text) for n, text in enumerate(sub_goals, 1)]
     state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
-    wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))
+    wait_for_children(children, settings, audit, limit_s=(goal.timeout_s or 3600.0) * len(children))
     state.update("synthesis", "merging the children's work")
     collect(children, settings, audit, root)
     synthesis = replace(
-        goal,
+        goal.as_request(),
         run_id=derived_id(holder.id, "synthesis"),
         parent_run=holder.id,
         link="synthesis",
@@ -154,7 +154,7 @@ def _swarm(
 
 
 def _plan(
-    request: Request, goal: GoalRequest, root: Path, holder: Holder, sink: RunRecorder, model: ChatModel
+    request: Request, goal: RunPlan, root: Path, holder: Holder, sink: RunRecorder, model: ChatModel
 ) -> list[str] | str:
     """The sub-goals, recorded as the swarm's `plan` step; or why there are none (recorded too)."""
     assert request.swarm is not None
@@ -173,7 +173,7 @@ def _plan(
 
 
 def _enqueue(
-    request: Request, goal: GoalRequest, settings: Settings, sink: RunRecorder, submit: Submit, n: int, text: str
+    request: Request, goal: RunPlan, settings: Settings, sink: RunRecorder, submit: Submit, n: int, text: str
 ) -> Child:
     """One sub-goal as a child request: recorded as a `child` step first (a stop finds it), then queued."""
     child = Child(derived_id(request.id, f"w{n}"), text)
@@ -185,7 +185,7 @@ def _enqueue(
     return child
 
 
-def _child_request(request: Request, goal: GoalRequest, child: Child) -> Request:
+def _child_request(request: Request, goal: RunPlan, child: Child) -> Request:
     """The swarm's request for one sub-goal: every limit the same, the profile's values pinned."""
     update: dict[str, Any] = {
         "id": child.id,
@@ -196,6 +196,6 @@ def _child_request(request: Request, goal: GoalRequest, child: Child) -> Request
         "model": goal.model,
         "mode": goal.mode,
         "max_iterations": goal.max_iters,
-        "allowed_tools": goal.allowed_tools,
+        "allowed_tools": goal.manifest,
     }
     return request.model_copy(update=update)
