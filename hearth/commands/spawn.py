@@ -7,13 +7,15 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from hearth.cli import positive
-from hearth.dispatch.spawner import Report, Spawner, choose_launcher
 from hearth.render import json_line, visible_line
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.dispatch.spawner import Report, Spawner
 
 SPAWN_EPILOG = (
     "exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
@@ -66,6 +68,8 @@ def _stop_on_sigterm() -> None:
 
 
 def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.spawner import Spawner, choose_launcher
+
     launcher = choose_launcher(settings, local=args.local, concurrency=args.concurrency)
     _stop_on_sigterm()
     with Spawner(settings, launcher, report=printer(args.json)) as spawner:

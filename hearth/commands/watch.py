@@ -6,13 +6,13 @@ import argparse
 import signal
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from hearth.commands.spawn import positive, printer, summary
-from hearth.dispatch.launchers import LocalLauncher
-from hearth.dispatch.spawner import Spawner
-from hearth.dispatch.watch import Watch
-from hearth.missions import Timetable
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.dispatch.spawner import Spawner
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.launchers import LocalLauncher
+    from hearth.dispatch.spawner import Spawner
+    from hearth.dispatch.watch import Watch
+    from hearth.missions import Timetable
+
     launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
     with Spawner(settings, launcher) as spawner:
         report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
