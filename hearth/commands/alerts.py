@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import socket
 from typing import TYPE_CHECKING
 
 from hearth.render import print_json, table
@@ -46,6 +45,8 @@ def alerts(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _test(args: argparse.Namespace, settings: Settings, destinations: list[Destination]) -> int:
+    import socket
+
     from hearth.alerts import Alert, send_now
 
     if not destinations:

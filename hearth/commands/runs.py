@@ -11,7 +11,6 @@ How one run is printed (header, legs, tree, chain, checkpoints, walls, steps) is
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def open_audit(settings: Settings) -> AuditStore:
     """The audit, with dead runs settled; NotFound when nothing has run yet."""
+    import sqlite3
+
     from hearth.audit.store import AuditStore
     from hearth.dispatch.settle import settle_dead
 
