@@ -2,6 +2,10 @@
 
 The workspace carries one of these (`Workspace.services`), so a tool stays a function of
 (args, workspace) while the appliance decides the sandbox, the network and the stores.
+
+On the safety floor, beside the workspace that carries it: it names no module of agent/net/ or
+agent/knowledge/ (both sit above). The knowledge base and the network guard it holds are typed
+where they are taken out: `run_store` (agent/knowledge/store.py), `run_guard` (agent/net/guard.py).
 """
 
 from __future__ import annotations
@@ -9,14 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent.safety.redaction import no_redaction
 from agent.safety.sandbox import ProxyPort, SandboxPolicy
 
-if TYPE_CHECKING:
-    from agent.knowledge.store import KnowledgeStore
-    from agent.net.guard import NetGuard
+
+class Closable(Protocol):
+    """The run's knowledge base as the services hold it (an agent.knowledge.store.KnowledgeStore):
+    opened on first use by `run_store`, closed by the appliance when the run ends."""
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -41,9 +48,9 @@ class RunServices:
     # Knowledge, memory and the web (issue 4). None means: not available to this run.
     agent_name: str = "default"
     run_id: str = ""
-    knowledge: KnowledgeStore | None = None
+    knowledge: Closable | None = None
     knowledge_path: Path | None = None  # opened there on first use when `knowledge` is not given
-    net: NetGuard | None = None  # None: the default guard (public addresses only, system DNS)
+    net: object | None = None  # a NetGuard, read through agent.net.guard.run_guard; None: the default guard
     credentials: Callable[[str, str], str] | None = None  # (name, host) -> value, or CredentialRefused
     redact: Callable[[str], str] = no_redaction  # applied to every tool result by call_tool
     search_backend: Any = None  # an object with ddgs' `text(query, max_results=)`; None: ddgs itself
@@ -51,12 +58,3 @@ class RunServices:
     # and the sha256 of each config file as the run last read or wrote it (write_self_config)
     counts: dict[str, int] = field(default_factory=dict)
     config_seen: dict[str, str] = field(default_factory=dict)
-
-    def knowledge_store(self) -> KnowledgeStore | None:
-        """The run's knowledge store: `knowledge`, else the one at `knowledge_path`, opened on first use
-        (a run that never touches knowledge never opens the file)."""
-        if self.knowledge is None and self.knowledge_path is not None:
-            from agent.knowledge.store import KnowledgeStore
-
-            self.knowledge = KnowledgeStore(self.knowledge_path)
-        return self.knowledge

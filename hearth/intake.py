@@ -14,7 +14,6 @@ a request must take is hearth/request.py.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from hearth.errors import HearthError
+from hearth.ids import printable
 from hearth.request import RULES, LegacyRequest, Request
 
 MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood or a mistake
@@ -30,7 +31,7 @@ MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 o
 UNSUPPORTED_FLAGS = ("checkin", "grow")
 
 
-class RequestRefused(Exception):
+class RequestRefused(HearthError):
     """A request that must not run; str() is the one-line reason recorded beside it."""
 
 
@@ -60,13 +61,6 @@ def parse_request(data: bytes, name: str) -> Parsed:
     if not name.endswith(".json"):
         raise RequestRefused("not a .json file; requests are named <id>.json")
     return build_request(load_json(data), file_id=name[: -len(".json")])
-
-
-def printable(name: str) -> str:
-    """A file name as one line of text that JSON, SQLite and a terminal take as it is:
-    undecodable bytes and control characters are shown escaped (\\xe9, \\n)."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def load_json(data: bytes) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from agent.clock import utc_now
 from hearth.atomic import write_atomic
+from hearth.dispatch.launchers import heal
 from hearth.dispatch.submit import Submitted, submit
 from hearth.errors import NotFound
 from hearth.intake import describe
@@ -204,7 +205,7 @@ def fire(
         seen = history(settings, mission.name)
         _note(settings, mission.name, last_skipped=utc_now(), skipped=int(seen.get("skipped", 0)) + 1)
         return None
-    done = submit(mission.request(source=source, now=now), settings, requested_by=by)
+    done = submit(mission.request(source=source, now=now), settings, requested_by=by, heal=heal)
     _note(settings, mission.name, last_fired=utc_now(), last_request=done.id)
     return done
 

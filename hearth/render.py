@@ -35,8 +35,9 @@ JSON_HELP = "print JSON for programs instead of text (times as UTC ISO 8601, as 
 JSON_EVENTS_HELP = "print events as JSON lines, one object per line, nothing else on stdout"
 
 
-def print_json(data: Any, out: TextIO = sys.stdout) -> None:
-    print(json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)), file=out)
+def print_json(data: Any, out: TextIO | None = None) -> None:
+    """`out` defaults to sys.stdout as it is at the call (a caller may have redirected it)."""
+    print(json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)), file=out or sys.stdout)
 
 
 def json_line(data: Any) -> str:

@@ -3,22 +3,25 @@
 p50/p95 duration and iterations; tokens; rejections; long work (marathons, swarms and the runs
 linked to them: legs, children, syntheses, follow-ups); commands' connections through the run's
 proxy (allowed and refused, per host) and tripwires.
+
+It reports and writes nothing: a caller that wants dead runs settled first (so that what is
+listed is alive) calls hearth.dispatch.settle.settle_dead_runs before `active_runs`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
-from hearth.locks import lock_holder, lock_is_held, pid_exists
+from hearth.locks import lock_holder
 from hearth.queue import Queue, is_temp_name
 from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
@@ -46,17 +49,18 @@ _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
 
 
 # -- now ------------------------------------------------------------------------------------------
-def active_runs(settings: Settings) -> dict[str, Any]:
+def active_runs(settings: Settings, launcher: Launcher | None = None) -> dict[str, Any]:
     """Claimed requests and unfinished runs with their live state; what waits in the queue.
-    Dead runs are settled first (dispatch/settle.py), so what is listed is alive."""
-    _settle_dead(settings)
+    Whether each is alive, and the live state of runs elsewhere, are the launcher's word
+    (default: HEARTH_LAUNCHER's)."""
+    launcher = launcher or launcher_for(settings)
     queue = Queue(settings.queue_dir)
-    states = {str(s.get("run_id")): s for s in read_states(settings.runs_state_dir)}
-    active = [_claimed(queue, name, states) for name in _names(queue.claimed) if name.endswith(".json")]
+    states = {str(s.get("run_id")): s for s in [*read_states(settings.runs_state_dir), *launcher.live()]}
+    active = [_claimed(queue, name, states, launcher) for name in _names(queue.claimed) if name.endswith(".json")]
     seen = {run["id"] for run in active}
     for run_id, state in states.items():
         if run_id not in seen and state.get("state") not in FINAL_STATES:
-            active.append({"id": run_id, "queued": False, "alive": _pid_alive(state.get("pid")), **_live(state)})
+            active.append({"id": run_id, "queued": False, "alive": launcher.alive(run_id), **_live(state)})
     queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
     held = paused(settings)
     return {
@@ -66,25 +70,11 @@ def active_runs(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _settle_dead(settings: Settings) -> None:
-    """Settle what is dead, if this reader may write the audit (a viewer may not: it shows what is recorded)."""
-    if not settings.audit_path.exists():
-        return
-    from hearth.audit.store import AuditStore
-    from hearth.dispatch.settle import settle_dead
-
-    try:
-        with AuditStore(settings.audit_path) as audit:
-            settle_dead(audit, settings)
-    except (OSError, sqlite3.Error):
-        pass
-
-
-def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]], launcher: Launcher) -> dict[str, Any]:
     run_id = name.removesuffix(".json")
-    lock = queue.lock_path(run_id)
-    alive = lock_is_held(lock)
-    row = {"id": run_id, "queued": True, "alive": alive, "pid": lock_holder(lock) if alive else None}
+    alive = launcher.alive(run_id)
+    pid = lock_holder(queue.lock_path(run_id)) if alive else None  # shown only; a state's pid wins
+    row = {"id": run_id, "queued": True, "alive": alive, "pid": pid}
     return {**row, **_live(states.get(run_id) or {"state": "starting" if alive else "claimed"})}
 
 
@@ -98,12 +88,6 @@ def _names(directory: Any) -> list[str]:
         return sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
-
-
-def _pid_alive(pid: Any) -> bool | None:
-    if not isinstance(pid, int) or pid <= 0:
-        return None
-    return pid_exists(pid)
 
 
 # -- a period -------------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hearth.ids import ID_PATTERN
+from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS
 from hearth.longwork import Marathon, Swarm
-from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
 
 MAX_GOAL_CHARS = 100_000
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from hearth.errors import HearthError
+
 SHORTHANDS = {
     "minutely": "*-*-* *:*:00",
     "hourly": "*-*-* *:00:00",
@@ -34,7 +36,7 @@ FULL_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 SEARCH_DAYS = 366 * 8  # far enough for any expression that can elapse (Feb 29 on a weekday)
 
 
-class CalendarError(ValueError):
+class CalendarError(HearthError, ValueError):
     """An expression this parser does not read; str() is the one-line reason."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS
+from hearth.limits import MAX_ITERATIONS
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
@@ -41,7 +42,7 @@ class Settings:
     max_iterations: int = 12
     queue_path: Path | None = None  # HEARTH_QUEUE_DIR; None means <state_dir>/queue
     max_local_runs: int = 4  # runs `hearth spawn --local` and `hearth watch` keep going at once
-    launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local
+    launcher: str = "auto"  # how `hearth spawn` starts runs: auto | systemd | local | a registered row
     # the walls around commands (agent/safety/): read-only paths beyond the system's, the run's
     # caps (its cgroup: processes and memory; CPU seconds of all its commands), the tripwires
     sandbox_expose: tuple[str, ...] = ()  # HEARTH_SANDBOX_EXPOSE, e.g. /opt/tool:/srv/sdk
@@ -76,7 +77,7 @@ class Settings:
             max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, MAX_ITERATIONS),
             queue_path=Path(env["HEARTH_QUEUE_DIR"]) if env.get("HEARTH_QUEUE_DIR") else None,
             max_local_runs=_whole(env, "HEARTH_MAX_LOCAL_RUNS", 4, 1, 64),
-            launcher=_choice(env, "HEARTH_LAUNCHER", ("auto", "systemd", "local"), "auto"),
+            launcher=_launcher(env),
             sandbox_expose=_paths(env, "HEARTH_SANDBOX_EXPOSE"),
             command_max_procs=_whole(env, "HEARTH_COMMAND_MAX_PROCS", 256, 8, 65_536),
             command_memory_mb=_whole(env, "HEARTH_COMMAND_MEMORY_MB", 1024, 64, 1 << 20),
@@ -142,6 +143,16 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default
     raw = env.get(name) or default
     if raw not in choices:
         raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+def _launcher(env: Mapping[str, str]) -> str:
+    """A launcher's name; which names exist is the launchers' table's to say (hearth/dispatch/launchers/)."""
+    raw = env.get("HEARTH_LAUNCHER") or "auto"
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", raw):
+        raise ConfigError(
+            f"HEARTH_LAUNCHER must name a launcher (auto, systemd, local or a registered one), got {raw!r}"
+        )
     return raw
 
 

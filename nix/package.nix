@@ -41,7 +41,7 @@ py.buildPythonApplication {
     src = ../.;
     filter = path: type:
       let rel = lib.removePrefix (toString ../. + "/") (toString path); top = builtins.head (lib.splitString "/" rel); in
-      builtins.elem top [ "pyproject.toml" "README.md" "agent" "hearth" "tests" ]
+      builtins.elem top [ "pyproject.toml" "README.md" "docs" "agent" "hearth" "tests" ]
       && !(lib.hasSuffix ".pyc" rel) && builtins.baseNameOf rel != "__pycache__";
   };
 

@@ -207,3 +207,17 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
         "content": item.get("content", ""),
         **({"tool_calls": item["tool_calls"]} if item.get("tool_calls") else {}),
     }
+
+
+def assert_roles_legal(messages: list[dict[str, Any]]) -> None:
+    assert [m["role"] for m in messages[:2]] == ["system", "user"]
+    for prev, cur in zip(messages, messages[1:]):
+        assert not (prev["role"] == cur["role"] and cur["role"] in ("user", "assistant", "system"))
+        if cur["role"] == "tool":
+            assert prev["role"] == "tool" or (prev["role"] == "assistant" and prev.get("tool_calls"))
+        if prev["role"] == "assistant" and prev.get("tool_calls"):
+            assert cur["role"] == "tool"
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            following = messages[i + 1 : i + 1 + len(m["tool_calls"])]
+            assert [f["role"] for f in following] == ["tool"] * len(m["tool_calls"])

@@ -14,11 +14,13 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpcore
@@ -179,3 +181,44 @@ class Tripwire:
     def close(self) -> None:
         for sock in self.sockets:
             sock.close()
+
+
+class Backend:
+    """Stands in for ddgs.DDGS: same text() signature, scripted answers or ddgs' own exceptions."""
+
+    def __init__(self, answer: list[dict[str, Any]] | Exception) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def text(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        self.calls.append((query, options))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            f"subjectAltName=DNS:{name}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return key, cert

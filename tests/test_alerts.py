@@ -6,7 +6,6 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,56 +16,12 @@ from hearth.credentials import CredentialStore
 from hearth.errors import ConfigError
 from hearth.queue import Queue
 from hearth.request import Request
+from tests.alert_support import Receiver
+from tests.alert_support import write_alerts_toml as _alerts
+from tests.cli_support import start_watch, stop_watch
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 from tests.queue_support import drop, rows, wait_for
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1:0 that records every POST (path, headers, JSON body); it can
-    hold its answers until `release()` to play a slow destination."""
-
-    def __init__(self, *, hold: bool = False) -> None:
-        self.got: list[dict[str, Any]] = []
-        self.released = threading.Event()
-        if not hold:
-            self.released.set()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def release(self) -> None:
-        self.released.set()
-
-    def close(self) -> None:
-        self.release()
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.got.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-                receiver.released.wait(30)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-        return Handler
 
 
 @pytest.fixture
@@ -81,15 +36,6 @@ def hook() -> Iterator[Receiver]:
     receiver = Receiver()
     yield receiver
     receiver.close()
-
-
-def _alerts(config: Path, *destinations: tuple[str, str, list[str] | None]) -> None:
-    config.mkdir(parents=True, exist_ok=True)
-    text = ""
-    for name, url, events in destinations:
-        text += f"[[destination]]\nname = {json.dumps(name)}\nurl = {json.dumps(url)}\n"
-        text += f"events = {json.dumps(events)}\n\n" if events else "\n"
-    (config / "alerts.toml").write_text(text)
 
 
 def _closed_port() -> int:
@@ -237,8 +183,8 @@ def test_a_refused_request_is_alerted(state_dir: Path, tmp_path: Path, ntfy: Rec
 def test_a_run_killed_outright_is_alerted_by_the_next_command_that_finds_it_dead(
     state_dir: Path, tmp_path: Path, ntfy: Receiver
 ) -> None:
+    from tests.cli_support import start_blocked_run
     from tests.fake_ollama import Held
-    from tests.test_first_hour import start_blocked_run
 
     _alerts(tmp_path / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["interrupted"]))
     release = threading.Event()

@@ -20,6 +20,7 @@ from hearth.audit.approvals import ApprovalClosed
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import NotFound
 from hearth.run.approvers import HeadlessApprover, TerminalApprover, choose
+from hearth.run.events import SqliteRecorder
 from hearth.run.recorder import Recorder
 from hearth.run.state import StateFile
 from hearth.settings import Settings
@@ -53,7 +54,7 @@ def printed() -> io.StringIO:
 
 @pytest.fixture
 def recorder(audit: AuditStore, tmp_path: Path, printed: io.StringIO) -> Recorder:
-    return Recorder(audit, StateFile(tmp_path / "state", "run1"), "run1", out=printed)
+    return Recorder(SqliteRecorder(audit), StateFile(tmp_path / "state", "run1"), "run1", out=printed)
 
 
 def other_shell(tmp_path: Path) -> AuditStore:
@@ -146,7 +147,7 @@ def test_two_shells_deciding_at_once_have_exactly_one_winner(audit: AuditStore, 
 
 
 def test_headless_waits_then_runs_what_another_shell_approved(
-    recorder: Recorder, printed: io.StringIO, tmp_path: Path
+    recorder: Recorder, printed: io.StringIO, tmp_path: Path, audit: AuditStore
 ) -> None:
     clock, seen_state = Clock(), []
 
@@ -161,7 +162,7 @@ def test_headless_waits_then_runs_what_another_shell_approved(
     assert decision.granted and decision.by == "cli:alice" and decision.ref
     assert seen_state == ["waiting_approval"]
     assert "hearth approve " + decision.ref in printed.getvalue()
-    [step] = recorder.audit.steps("run1")
+    [step] = audit.steps("run1")
     detail = json.loads(step["detail"])
     assert (step["kind"], step["verdict"], detail["by"], detail["timeout_s"]) == (
         "approval",
@@ -171,23 +172,23 @@ def test_headless_waits_then_runs_what_another_shell_approved(
     )
 
 
-def test_headless_silence_until_the_timeout_is_a_deny(recorder: Recorder) -> None:
+def test_headless_silence_until_the_timeout_is_a_deny(recorder: Recorder, audit: AuditStore) -> None:
     clock = Clock()
     decision = HeadlessApprover(recorder, 5, now=clock, sleep=clock.advance, poll_s=1)(*CALL, "dangerous")
     assert not decision.granted and decision.by == "timeout"
     assert decision.detail == "nobody approved it within 5s, and an unanswered approval is a deny"
-    row = approvals.find(recorder.audit, decision.ref)
+    row = approvals.find(audit, decision.ref)
     assert (row.status, row.decided_at) == ("expired", "2026-01-01T12:00:05.000Z")
 
 
-def test_no_approval_waits_past_the_end_of_its_run(recorder: Recorder) -> None:
+def test_no_approval_waits_past_the_end_of_its_run(recorder: Recorder, audit: AuditStore) -> None:
     clock = Clock()
     approver = HeadlessApprover(
         recorder, 300, now=clock, sleep=clock.advance, poll_s=5, run_ends=clock() + timedelta(seconds=12)
     )
     first = approver(*CALL, "dangerous")
     later = approver(*CALL, "dangerous")  # the run's time is up: it does not wait at all
-    assert [approvals.find(recorder.audit, d.ref).timeout_s for d in (first, later)] == [12, 0]
+    assert [approvals.find(audit, d.ref).timeout_s for d in (first, later)] == [12, 0]
     assert not first.granted and not later.granted
 
 
@@ -206,12 +207,12 @@ def test_headless_refuses_an_approval_that_no_longer_matches_its_call(recorder: 
     assert not decision.granted and decision.detail == "the approval on record does not match this call"
 
 
-def test_arguments_too_long_to_review_are_denied_without_asking(recorder: Recorder) -> None:
+def test_arguments_too_long_to_review_are_denied_without_asking(recorder: Recorder, audit: AuditStore) -> None:
     decision = HeadlessApprover(recorder, 300, sleep=lambda s: pytest.fail("it waited"))(
         "run_command", {"command": "x" * 70_000}, "dangerous"
     )
     assert not decision.granted and "more than anyone can review" in decision.detail
-    assert approvals.find(recorder.audit, decision.ref).status == "denied"
+    assert approvals.find(audit, decision.ref).status == "denied"
 
 
 # --- the terminal approver -----------------------------------------------------------------------
@@ -239,13 +240,13 @@ def terminal(
     return TerminalApprover(recorder, timeout_s, Keyboard(typed, close).stream, out), out
 
 
-def test_terminal_once_runs_this_call_and_asks_again_next_time(recorder: Recorder) -> None:
+def test_terminal_once_runs_this_call_and_asks_again_next_time(recorder: Recorder, audit: AuditStore) -> None:
     approver, out = terminal(recorder, "o\nd\n")
     assert approver(*CALL, "dangerous").granted
     second = approver(*CALL, "dangerous")
     assert not second.granted and second.detail == "denied by " + approver.who
     assert out.getvalue().count("approval needed: dangerous") == 2
-    statuses = [r.status for r in approvals.listing(recorder.audit, everything=True)]
+    statuses = [r.status for r in approvals.listing(audit, everything=True)]
     assert statuses == ["denied", "approved"]
 
 
@@ -260,11 +261,11 @@ def test_terminal_always_covers_the_same_programs_for_the_rest_of_the_run(record
     assert out.getvalue().count("approval needed") == 2
 
 
-def test_terminal_always_for_other_tools_covers_the_tool(recorder: Recorder) -> None:
+def test_terminal_always_for_other_tools_covers_the_tool(recorder: Recorder, audit: AuditStore) -> None:
     approver, _ = terminal(recorder, "always\n")
     assert approver("http_request", {"url": "http://a"}, "dangerous").granted
     assert approver("http_request", {"url": "http://b"}, "dangerous").granted
-    assert [r.decided_by for r in approvals.listing(recorder.audit, everything=True)] == [
+    assert [r.decided_by for r in approvals.listing(audit, everything=True)] == [
         approver.who + " (always for this run)",
         approver.who,
     ]
@@ -282,12 +283,12 @@ def test_terminal_end_of_input_or_no_clear_answer_is_a_deny(recorder: Recorder, 
     assert not approver(*CALL, "dangerous").granted
 
 
-def test_terminal_silence_until_the_timeout_is_a_deny(recorder: Recorder) -> None:
+def test_terminal_silence_until_the_timeout_is_a_deny(recorder: Recorder, audit: AuditStore) -> None:
     approver, out = terminal(recorder, "", timeout_s=0.2)
     decision = approver(*CALL, "dangerous")
     assert not decision.granted and decision.by == "timeout"
     assert "no answer: denied" in out.getvalue()
-    assert approvals.find(recorder.audit, decision.ref).status == "expired"
+    assert approvals.find(audit, decision.ref).status == "expired"
 
 
 def test_choose_asks_at_a_terminal_only_when_both_ends_are_one(recorder: Recorder) -> None:
@@ -303,13 +304,13 @@ def test_choose_asks_at_a_terminal_only_when_both_ends_are_one(recorder: Recorde
         os.close(slave)
 
 
-def test_a_run_stopped_while_waiting_cancels_its_approval(recorder: Recorder) -> None:
+def test_a_run_stopped_while_waiting_cancels_its_approval(recorder: Recorder, audit: AuditStore) -> None:
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         HeadlessApprover(recorder, 300, sleep=interrupted)(*CALL, "dangerous")
-    [row] = approvals.listing(recorder.audit, everything=True)
+    [row] = approvals.listing(audit, everything=True)
     assert row.status == "cancelled" and "stopped while waiting" in row.note
     with pytest.raises(ApprovalClosed, match="already cancelled"):
-        approvals.decide(recorder.audit, row.id, granted=True, by="cli:late")
+        approvals.decide(audit, row.id, granted=True, by="cli:late")

@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 
+from agent.knowledge.store import run_store
 from agent.services import RunServices
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
+from tests.cli_support import run_cli_input
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.netfixtures import Answer, Seen, TestNet, Web
-from tests.test_credentials import run_cli_input
 
 STORE_CANARY = "hc-store-canary-4d1f8e2b9a"
 SYSTEMD_CANARY = "hc-systemd-canary-77c3e0a5d1"
@@ -91,7 +92,7 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
 
     def configure(services: RunServices) -> None:
         services.net.resolver, services.net.connector = net.resolve, net.connect
-        services.knowledge_store()  # opened now (a run opens it on first use) so its -wal can be kept
+        run_store(services)  # opened now (a run opens it on first use) so its -wal can be kept
         for name in ("audit.db", "knowledge.db"):  # a second reader keeps each -wal file on disk
             keep_wal.append(sqlite3.connect(state_dir / name))
             keep_wal[-1].execute("select count(*) from sqlite_master").fetchall()

@@ -21,7 +21,7 @@ from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
-from tests.test_sandbox import accepted, wait_until_gone
+from tests.walls_support import accepted, wait_until_gone
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parent.parent

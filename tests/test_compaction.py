@@ -16,8 +16,7 @@ from agent.tools.spill import SPILL_DIR, spill_threshold
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
-from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
-from tests.test_loop import assert_roles_legal
+from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer, tool_call
 
 NUM_CTX = 4096  # small enough that twelve reads of 1,400 characters need compacting
 SPILL_CTX = 4096  # the smallest window that holds the prompt and tools; its spill threshold is 2,730

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,8 @@ from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from hearth.credentials import CredentialStore, RunCredentials, check_run_credentials
 from hearth.errors import ConfigError, UsageError
-from tests.conftest import ROOT, run_cli
+from tests.cli_support import run_cli_input
+from tests.conftest import run_cli
 
 VALUE = "hc-canary-5f0e9d2a7b"
 
@@ -124,20 +123,6 @@ def test_creds_cli_bad_input_is_one_line_and_stores_nothing(state_dir: Path) -> 
         proc = run_cli_input(argv, stdin)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert not (state_dir / "credentials.json").exists()
-
-
-def run_cli_input(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
-    """`hearth ARGV` as a real process with this text on its stdin."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "hearth.cli", *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        cwd=ROOT,
-    )
 
 
 def test_a_child_process_sees_no_credential_value_directory_or_store(

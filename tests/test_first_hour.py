@@ -20,22 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from hearth.run.profiles import BUILTIN
+from tests.cli_support import loop_process, start_blocked_run
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, Held, final_answer, tool_call
 from tests.queue_support import wait_for
-
-
-def loop_process(fake_url: str, *args: str, **popen: object) -> subprocess.Popen[str]:
-    """`hearth-loop` as a real process, as a person starts it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(  # type: ignore[call-overload]
-        [sys.executable, "-m", "hearth.loop_cli", "--ollama-host", fake_url, *args],
-        env=env,
-        cwd=ROOT,
-        text=True,
-        **popen,
-    )
 
 
 def run_row(state_dir: Path, run_id: str | None = None) -> dict[str, object]:
@@ -61,7 +49,7 @@ def read_until(fd: int, pattern: str, seen: bytearray, timeout: float = 30) -> r
     raise AssertionError(f"never saw {pattern!r} in {seen.decode(errors='replace')!r}")
 
 
-# -- the README's own path ------------------------------------------------------------------------
+# -- the README's own path (tests/test_docs.py checks every page's commands) -----------------------
 
 
 def test_the_demo_ends_with_commands_that_work_when_pasted_into_a_clean_shell(tmp_path: Path) -> None:
@@ -86,14 +74,6 @@ def test_the_demo_says_it_approves_every_command_before_it_starts(state_dir: Pat
     assert "approves every command the model proposes" in before and "hearth demo --ask" in before
     readme = (ROOT / "README.md").read_text()
     assert "approves every command" in readme and "--ask" in readme
-
-
-def test_the_readme_examples_name_only_profiles_a_fresh_machine_has() -> None:
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
-    named = {m for block in blocks for m in re.findall(r"--agent(?:-name)? (\S+)", block)}
-    assert named <= set(BUILTIN), named - set(BUILTIN)
-    assert any("hearth-loop" in block for block in blocks)
 
 
 def test_the_bootstrap_says_what_it_installs_and_lets_pip_show_its_progress(tmp_path: Path) -> None:
@@ -131,15 +111,6 @@ def blocked() -> Iterator[tuple[FakeOllama, threading.Event]]:
     with FakeOllama([Held(final_answer("all done here"), 1, release)]) as fake:
         yield fake, release
         release.set()
-
-
-def start_blocked_run(state_dir: Path, fake: FakeOllama, tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
-    loop = loop_process(fake.url, "--workspace", str(tmp_path / "ws"), "wait here", stdout=subprocess.PIPE)
-    assert loop.stdout is not None
-    first = loop.stdout.readline()  # the run id comes first: the marker that the run is recorded
-    run_id = re.match(r"== run (\S+) ", first).group(1)  # type: ignore[union-attr]
-    wait_for(lambda: fake.requests, what="the model to be asked")
-    return loop, run_id
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from hearth.audit.store import AuditStore, RunRecord
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.long_support import Script, verdict, write
 from tests.queue_support import rows, wait_for
-from tests.test_marathon import Script, verdict, write
 from tests.web_support import Center
 
 

@@ -15,7 +15,7 @@ from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import ToolRunner
-from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer, tool_call
 
 
 @pytest.fixture
@@ -45,20 +45,6 @@ def run_loop(
         on_event=(events.append if events is not None else lambda e: None),
     )
     return loop, loop.run(goal)
-
-
-def assert_roles_legal(messages: list[dict[str, Any]]) -> None:
-    assert [m["role"] for m in messages[:2]] == ["system", "user"]
-    for prev, cur in zip(messages, messages[1:]):
-        assert not (prev["role"] == cur["role"] and cur["role"] in ("user", "assistant", "system"))
-        if cur["role"] == "tool":
-            assert prev["role"] == "tool" or (prev["role"] == "assistant" and prev.get("tool_calls"))
-        if prev["role"] == "assistant" and prev.get("tool_calls"):
-            assert cur["role"] == "tool"
-    for i, m in enumerate(messages):
-        if m["role"] == "assistant" and m.get("tool_calls"):
-            following = messages[i + 1 : i + 1 + len(m["tool_calls"])]
-            assert [f["role"] for f in following] == ["tool"] * len(m["tool_calls"])
 
 
 def tool_results(request: dict[str, Any]) -> list[str]:

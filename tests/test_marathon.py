@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -15,36 +14,9 @@ from typing import Any
 from hearth.dispatch.stop import stop_run
 from hearth.settings import Settings
 from tests.conftest import ROOT, run_cli
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, final_answer
+from tests.long_support import Script, verdict, write
 from tests.queue_support import rows, wait_for
-
-
-def verdict(done: bool, reason: str, next_step: str = "") -> dict[str, Any]:
-    return final_answer(json.dumps({"done": done, "reason": reason, "next": next_step}))
-
-
-class Script:
-    """Answers as the judge (`judged` in order) or as leg N (`legs[N]`: its replies in order)."""
-
-    def __init__(self, legs: dict[int, list[dict[str, Any]]], judged: list[dict[str, Any]]) -> None:
-        self.legs, self.judged = legs, list(judged)
-        self.seen: dict[str, list[dict[str, Any]]] = {}
-        self.lock = threading.Lock()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        first = body["messages"][1]["content"]
-        with self.lock:
-            if body["messages"][0]["content"].startswith("You judge whether"):
-                self.seen.setdefault("judge", []).append(body)
-                return self.judged.pop(0)
-            leg = int(re.search(r"leg (\d+) of at most", first).group(1))  # type: ignore[union-attr]
-            self.seen.setdefault(f"leg{leg}", []).append(body)
-            turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        return self.legs[leg][turn]
-
-
-def write(text: str) -> dict[str, Any]:
-    return tool_call("write_file", {"path": "report.md", "content": text})
 
 
 def test_a_marathon_goes_on_until_the_judge_says_done_and_the_deliverable_is_there(state_dir: Path) -> None:

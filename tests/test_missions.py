@@ -12,12 +12,10 @@ from pathlib import Path
 import pytest
 
 from hearth.schedule import CalendarError, parse_calendar
+from tests.cli_support import Lines, start_watch, stop_watch
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import listing, rows, wait_for
-from tests.test_stop_pause import Lines
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
 
 NOTES = """
 schedule = "daily"

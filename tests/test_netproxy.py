@@ -14,8 +14,7 @@ from agent.net.proxy import GuardProxy
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
-from tests.netfixtures import Answer, TestNet, Tripwire, Web
-from tests.test_tls import certificate
+from tests.netfixtures import Answer, TestNet, Tripwire, Web, certificate
 
 
 @pytest.fixture

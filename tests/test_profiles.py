@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.limits import MAX_ITERATIONS
+from hearth.run.goal import GoalRequest
 from hearth.run.profiles import apply_profile, load_profile, profile_names
 from hearth.run.runner import run_goal
 from hearth.settings import Settings

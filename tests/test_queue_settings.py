@@ -28,7 +28,10 @@ def test_local_run_concurrency_and_launcher_have_defaults_and_are_read() -> None
     [
         ({"HEARTH_MAX_LOCAL_RUNS": "0"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got '0'"),
         ({"HEARTH_MAX_LOCAL_RUNS": "many"}, "HEARTH_MAX_LOCAL_RUNS must be a whole number from 1 to 64, got 'many'"),
-        ({"HEARTH_LAUNCHER": "docker"}, "HEARTH_LAUNCHER must be one of auto, systemd, local, got 'docker'"),
+        (
+            {"HEARTH_LAUNCHER": "Docker!"},
+            "HEARTH_LAUNCHER must name a launcher (auto, systemd, local or a registered one), got 'Docker!'",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:

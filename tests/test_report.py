@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from agent.safety.policy import NO_APPROVER, denied_message
-from hearth.audit.requests import FileFacts, record_rejection
+from hearth.audit.requests import FileFacts
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import UsageError
+from hearth.ledger import record_rejection
 from hearth.queue import Queue
 from hearth.report import parse_since
 from hearth.request import Request

@@ -24,10 +24,10 @@ from hearth import __version__
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
+from tests.cli_support import run_cli_input
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import drop, rows, wait_for
-from tests.test_credentials import run_cli_input
 
 
 def needs_sandbox() -> None:
@@ -249,7 +249,7 @@ def test_fetch_to_kb_shares_kb_add_s_allowance_and_index_dir_has_a_file_allowanc
 
 
 def test_once_the_run_s_time_is_spent_no_command_request_or_search_goes_out(tmp_path: Path) -> None:
-    from tests.test_web_search import Backend
+    from tests.netfixtures import Backend
 
     backend = Backend([{"title": "t", "href": "https://example.com", "body": "b"}])
     services = RunServices(search_backend=backend, knowledge_path=tmp_path / "knowledge.db")

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from agent.knowledge.store import run_store
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError
+from hearth.run.events import SqliteRecorder
 from hearth.run.goal import GoalRequest
 from hearth.run.recorder import Recorder
 from hearth.run.services import run_services
@@ -42,7 +44,7 @@ def test_a_runs_services_carry_its_egress_list_the_operators_lan_hosts_and_the_s
     with run_services(request, "r1", settings, SandboxPolicy(), Redactor()) as services:
         assert services.net.egress == ("*.github.com",) and services.net.private_hosts == frozenset({"nas.lan"})
         assert services.agent_name == "builder" and services.run_id == "r1"
-        assert services.knowledge_store().path == tmp_path / "knowledge.db"
+        assert run_store(services).path == tmp_path / "knowledge.db"
 
 
 def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -> None:
@@ -51,7 +53,7 @@ def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -
     with AuditStore(tmp_path / "audit.db") as audit:
         audit.start_run(RunRecord(id="r1", agent_name="a", model="m", goal="g", mode="auto"))
         recorder = Recorder(
-            audit,
+            SqliteRecorder(audit),
             StateFile(tmp_path / "state", "r1"),
             "r1",
             json_lines=True,

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from agent.safety.sandbox import CommandResult, SandboxPolicy, SandboxUnavailable, detect, run_sandboxed, scrubbed_env
 from tests.conftest import require
+from tests.walls_support import accepted, wait_until_gone
 
 # The real interpreter, not the venv link, and its tree exposed read-only: it lives outside the
 # system paths a command sees (a pyenv under /root here), which is what `expose` is for.
@@ -51,36 +51,6 @@ def run(
         timeout_s=timeout_s,
         output_limit=output_limit,  # type: ignore[arg-type]
     )
-
-
-def accepted(server: socket.socket) -> int:
-    count = 0
-    while True:
-        try:
-            server.accept()[0].close()
-        except BlockingIOError:
-            return count
-        count += 1
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue  # exited while we looked
-        if marker.encode() in cmdline:
-            found.append(int(pid))
-    return found
-
-
-def wait_until_gone(marker: str, within_s: float = 2.0) -> list[int]:
-    # SIGKILL is delivered asynchronously; give the kernel a moment to finish tearing down
-    deadline = time.monotonic() + within_s
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 # --- filesystem ----------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from agent.services import RunServices
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
+from tests.cli_support import run_cli_input
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.netfixtures import Answer, Seen, TestNet, Web
 from tests.queue_support import rows
-from tests.test_credentials import run_cli_input
 
 CANARY = "hc-spelling-canary-5e2a9c71"
 

@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import sqlite_utils
 from hearth.dispatch.settle import GONE
 from hearth.queue import Queue
 from hearth.request import Request
+from tests.cli_support import start_cli
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import Gate, drop, listing, rows, runs_by_status, wait_for
@@ -33,17 +32,6 @@ def profiles(state_dir: Path) -> None:
     """The agents these requests and the spec's examples name exist as profiles (unknown ones are refused)."""
     for name in ("scout", "writer", "builder"):
         (state_dir.parent / "config" / "agents" / name).mkdir(parents=True)
-
-
-def start_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hearth.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-    )
 
 
 def queue_is_empty(state_dir: Path) -> bool:

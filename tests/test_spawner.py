@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.dispatch.launchers import SystemdLauncher
+from hearth.dispatch.launchers import launcher_for
 from hearth.dispatch.spawner import Spawner
 from hearth.errors import ConfigError
 from hearth.settings import Settings
@@ -30,7 +30,8 @@ def systemctl(tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def spawner(**kwargs: float) -> Spawner:
-    return Spawner(Settings.from_env(), SystemdLauncher(), **kwargs)
+    settings = Settings.from_env()
+    return Spawner(settings, launcher_for(settings, "systemd"), **kwargs)
 
 
 def error_of(kept: Path) -> dict[str, object]:

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
+from hearth.dispatch.launchers import launcher_for
 from hearth.dispatch.stop import NotRunning, stop_all, stop_run
 from hearth.errors import NotFound
 from hearth.queue import Queue
 from hearth.request import Request
 from hearth.settings import Settings
+from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import FakeSystemctl, Gate, listing, rows, wait_for
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
 
 HOLDER = """
 import fcntl, os, signal, sys, time
@@ -89,7 +89,7 @@ def test_a_running_local_run_gets_sigterm_records_interrupted_with_who_and_keeps
         try:
             Queue(state_dir / "queue").ensure().enqueue(Request(id="held", goal="wait at the gate"))
             assert gate.reached.wait(30)
-            stopped = stop_run(_settings(), "held", by="web:ana", use_systemd=False)
+            stopped = stop_run(_settings(), "held", by="web:ana", launcher=launcher_for(_settings(), "local"))
         finally:
             gate.opened.set()
             stop_watch(watch)
@@ -109,7 +109,7 @@ def test_stopping_a_run_that_waits_for_approval_cancels_the_approval(state_dir: 
         try:
             Queue(state_dir / "queue").ensure().enqueue(Request(id="asks", goal="run echo", mode="auto"))
             wait_for(lambda: _pending(state_dir), what="an approval")
-            stopped = stop_run(_settings(), "asks", by="web:ana", use_systemd=False)
+            stopped = stop_run(_settings(), "asks", by="web:ana", launcher=launcher_for(_settings(), "local"))
         finally:
             stop_watch(watch)
     assert stopped.status == "interrupted"
@@ -120,7 +120,7 @@ def test_stopping_a_run_that_waits_for_approval_cancels_the_approval(state_dir: 
 def test_a_run_that_ignores_sigterm_is_killed_after_the_grace(state_dir: Path, holders: list) -> None:
     queue = _claimed_running(state_dir, "stubborn")
     proc = _hold(holders, queue, "stubborn", "ignore")
-    stopped = stop_run(_settings(), "stubborn", by="cli:root", grace_s=0.3, use_systemd=False)
+    stopped = stop_run(_settings(), "stubborn", by="cli:root", grace_s=0.3, launcher=launcher_for(_settings(), "local"))
     assert stopped.how == "killed" and proc.wait(5) < 0
     run = _run(state_dir, "stubborn")
     assert run["status"] == "interrupted" and run["error"] == "stopped by cli:root"
@@ -134,7 +134,7 @@ def test_under_systemd_the_unit_is_stopped_and_what_it_could_not_record_is_recor
     for name, value in systemctl.env().items():
         monkeypatch.setenv(name, value)
     queue = _claimed_running(state_dir, "unit-run")
-    stopped = stop_run(_settings(), "unit-run", by="web:ana", use_systemd=True)
+    stopped = stop_run(_settings(), "unit-run", by="web:ana", launcher=launcher_for(_settings(), "systemd"))
     assert systemctl.calls == ["stop hearth-agent@unit-run.service"]
     assert (stopped.how, stopped.status) == ("systemd", "interrupted")
     assert "unit-run.json" in listing(queue.failed)

@@ -5,42 +5,17 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import queue as lines_queue
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.queue import Queue
 from hearth.request import Request
+from tests.cli_support import Lines, start_watch, stop_watch
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import FakeSystemctl, Gate, listing, rows, runs_by_status, wait_for
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
-
-
-class Lines:
-    """A process's stdout read line by line in a thread, so a test can wait for a marker."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.seen: list[str] = []
-        self._lines: lines_queue.Queue[str] = lines_queue.Queue()
-        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self._lines.put(line)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        found = next((line for line in self.seen if text in line), None)
-        while found is None:
-            line = self._lines.get(timeout=timeout)
-            self.seen.append(line)
-            found = line if text in line else None
-        return found
 
 
 def _watch(env: dict[str, str]) -> tuple[subprocess.Popen[str], Lines]:

@@ -10,10 +10,10 @@ from typing import Any
 
 from hearth.dispatch.stop import stop_run
 from hearth.settings import Settings
+from tests.cli_support import start_cli
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import listing, rows, wait_for
-from tests.test_spawn import start_cli
 
 GOAL = "Write the three parts of the report: a.txt, b.txt and c.txt."
 PLAN = ["Write part A into a.txt.", "Write part B into b.txt.", "Write part C into c.txt."]

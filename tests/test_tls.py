@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,36 +11,9 @@ import pytest
 
 from agent.net.client import request
 from agent.net.guard import FetchFailed
-from tests.netfixtures import Answer, TestNet, Web
+from tests.netfixtures import Answer, TestNet, Web, certificate
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-
-
-def certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
-    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            f"/CN={name}",
-            "-addext",
-            f"subjectAltName=DNS:{name}",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return key, cert
 
 
 @pytest.fixture

@@ -216,7 +216,8 @@ def test_decoys_are_fresh_per_run_and_look_like_secrets(tmp_path: Path) -> None:
 
 def test_a_tripped_run_sends_its_alert(state_dir: Path) -> None:
     from hearth.alerts import flush
-    from tests.test_alerts import Receiver, _alerts
+    from tests.alert_support import Receiver
+    from tests.alert_support import write_alerts_toml as _alerts
 
     ntfy = Receiver()
     try:

@@ -4,34 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.queue import Queue
 from hearth.request import Request
-from tests.conftest import ROOT, run_cli
+from tests.cli_support import start_watch
+from tests.cli_support import stop_watch as stop
+from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import Gate, drop, listing, rows, runs_by_status, wait_for
-
-
-def start_watch(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hearth.cli", "watch", "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-    )
-
-
-def stop(watch: subprocess.Popen[str]) -> tuple[str, str]:
-    watch.send_signal(signal.SIGTERM)
-    return watch.communicate(timeout=60)
 
 
 def test_watch_takes_what_is_waiting_then_each_new_arrival_and_stops_on_sigterm(state_dir: Path) -> None:

@@ -199,8 +199,7 @@ def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir:
     import sys
 
     from tests.conftest import ROOT
-    from tests.test_web_security import wait_for_answer
-    from tests.web_support import Client, free_port
+    from tests.web_support import Client, free_port, wait_for_answer
 
     port = free_port()
     with FakeOllama([final_answer("served and done")]) as fake:

@@ -13,21 +13,7 @@ from agent.net.guard import NetGuard
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
-
-
-class Backend:
-    """Stands in for ddgs.DDGS: same text() signature, scripted answers or ddgs' own exceptions."""
-
-    def __init__(self, answer: list[dict[str, Any]] | Exception) -> None:
-        self.answer = answer
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def text(self, query: str, **options: Any) -> list[dict[str, Any]]:
-        self.calls.append((query, options))
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
+from tests.netfixtures import Backend
 
 RESULTS = [
     {"title": f"Result {n}", "href": f"https://example.com/{n}", "body": f"snippet   {n}\nmore"} for n in range(1, 9)

@@ -16,7 +16,7 @@ from hearth.settings import Settings
 from hearth.web.config import check_bind, load_tokens
 from hearth.web.security import CSP, Throttle, check_csrf
 from tests.conftest import run_cli
-from tests.web_support import Center
+from tests.web_support import Center, wait_for_answer
 
 OPERATOR = "operator-token-0123456789abcdef"
 VIEWER = "viewer-token-0123456789abcdef"
@@ -165,7 +165,7 @@ def test_hearth_serve_refuses_a_public_address_without_a_token(state_dir: Path) 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_over_tls_the_session_cookie_is_secure(state_dir: Path, tmp_path: Path) -> None:
-    from tests.test_tls import certificate
+    from tests.netfixtures import certificate
 
     with Center(Settings.from_env(), tls=certificate(tmp_path, "localhost")) as served, served.client() as client:
         answer = client.get("/api/session")
@@ -180,8 +180,6 @@ def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_
     import signal
     import subprocess
     import sys
-
-    import httpx
 
     from tests.conftest import ROOT
     from tests.web_support import free_port
@@ -215,16 +213,3 @@ def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_
         if serve.poll() is None:
             serve.kill()
             serve.wait()
-
-
-def wait_for_answer(url: str, headers: dict[str, str]) -> httpx.Response:
-    import time
-
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            return httpx.get(url, headers=headers, timeout=5)
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -74,3 +76,33 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def accepted(server: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            server.accept()[0].close()
+        except BlockingIOError:
+            return count
+        count += 1
+
+
+def wait_until_gone(marker: str, within_s: float = 2.0) -> list[int]:
+    # SIGKILL is delivered asynchronously; give the kernel a moment to finish tearing down
+    deadline = time.monotonic() + within_s
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # exited while we looked
+        if marker.encode() in cmdline:
+            found.append(int(pid))
+    return found

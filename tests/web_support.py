@@ -23,9 +23,8 @@ from hearth.audit.store import AuditStore, RunRecord, immediate
 from hearth.settings import Settings
 from hearth.web.app import create_app
 from hearth.web.config import WebConfig
+from tests.cli_support import start_watch, stop_watch
 from tests.queue_support import rows
-from tests.test_watch import start_watch
-from tests.test_watch import stop as stop_watch
 
 
 def free_port() -> int:
@@ -142,3 +141,16 @@ def seed_runs(state_dir: Path, count: int, *, prefix: str = "seed", steps: int =
             audit.finish_run(run_id, status=status, iterations=3, tokens_in=100, tokens_out=20, duration_ms=1000 + i)
             ids.append(run_id)
     return ids
+
+
+def wait_for_answer(url: str, headers: dict[str, str]) -> httpx.Response:
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return httpx.get(url, headers=headers, timeout=5)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

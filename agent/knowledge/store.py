@@ -19,13 +19,16 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from agent.knowledge.chunking import chunk_text
 from agent.knowledge.migrations import MIGRATIONS
 from agent.knowledge.query import chunk_match, fts_query, scope_token, snippet
 from agent.sqlite_store import SqliteFile, immediate
+
+if TYPE_CHECKING:
+    from agent.services import RunServices
 
 
 def content_hash(text: str) -> str:
@@ -288,3 +291,14 @@ def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[
         return "", []
     wanted = list(scopes)
     return f" and {column} in ({','.join('?' * len(wanted))})", wanted
+
+
+def run_store(services: RunServices) -> KnowledgeStore | None:
+    """The run's knowledge store: `services.knowledge`, else the one at `services.knowledge_path`,
+    opened on first use (a run that never touches knowledge never opens the file)."""
+    if services.knowledge is None and services.knowledge_path is not None:
+        services.knowledge = KnowledgeStore(services.knowledge_path)
+    store = services.knowledge
+    if store is not None and not isinstance(store, KnowledgeStore):
+        raise TypeError(f"a run's knowledge must be a KnowledgeStore, not {type(store).__name__}")
+    return store

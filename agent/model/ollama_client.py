@@ -32,13 +32,14 @@ from typing import Any, Protocol
 
 import httpx
 
+from agent.errors import AgentError
 from agent.model import DEFAULT_NUM_CTX
 from agent.parsing import ToolCall, coerce_arguments
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
-class ModelError(Exception):
+class ModelError(AgentError):
     """A model call failed; str(error) is the one line a user sees."""
 
 

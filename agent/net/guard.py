@@ -38,12 +38,16 @@ import ssl
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agent.errors import AgentError
 from agent.net.special import special_purpose
 from agent.safety.display import shorten
 from agent.safety.redaction import SecretFinder
+
+if TYPE_CHECKING:
+    from agent.services import RunServices
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -80,7 +84,7 @@ _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1:
 _IPV4_COMPAT = ipaddress.ip_network("::/96")
 
 
-class NetError(Exception):
+class NetError(AgentError):
     """A network tool failed; str(error) is the one line the model reads."""
 
 
@@ -377,3 +381,13 @@ def matching(host: str, patterns: Iterable[str]) -> bool:
 
 class CredentialRefused(NetRefused):
     """A `cred:NAME` that may not be used here: unknown, unlisted, odd name, or another host."""
+
+
+def run_guard(services: RunServices) -> NetGuard:
+    """The run's network guard (`services.net`), else the default one (public addresses only,
+    system DNS)."""
+    if services.net is None:
+        return NetGuard()
+    if not isinstance(services.net, NetGuard):
+        raise TypeError(f"a run's network guard must be a NetGuard, not {type(services.net).__name__}")
+    return services.net

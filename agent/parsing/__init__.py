@@ -9,6 +9,7 @@ tagged.py        families that name the tool in their own syntax (Mistral, DeepS
 json_calls.py    calls as JSON values, bare, fenced or after a marker
 python_calls.py  calls in Python syntax
 names.py         tool names as weak models spell them (resolve, suggest)
+sieve.py         may_hold_a_call: the cheap test a reply passes before any reader loads
 json_repair.py   lenient JSON: the repairs a weak model's output needs, and nothing more
 
 The names below load their module on first use (PEP 562): the readers compile many patterns, and
@@ -18,8 +19,9 @@ a reply that cannot hold a call (`may_hold_a_call`) never needs them.
 from __future__ import annotations
 
 import importlib
-import re
 from typing import TYPE_CHECKING, Any
+
+from agent.parsing.sieve import may_hold_a_call
 
 if TYPE_CHECKING:
     from agent.parsing.calls import ToolCall, coerce_arguments, parameter_order
@@ -44,14 +46,6 @@ _HOMES = {
     "looks_like_tool_call": "extractors", "parse_tool_calls": "extractors",
     "loads_lenient": "json_repair", "resolve_tool_name": "names", "suggest_tool_name": "names",
 }  # fmt: skip
-# Every format a call can take holds one of these (JSON, a list, Python's parentheses, a tag or
-# special token, Functionary's >>>); prose without any of them holds no call and no attempt.
-_CALL_CHARACTERS = re.compile(r"[{\[(<>]")
-
-
-def may_hold_a_call(text: str) -> bool:
-    """False when `text` cannot hold a tool call or a cut-off attempt at one, in any format."""
-    return _CALL_CHARACTERS.search(text) is not None
 
 
 def __getattr__(name: str) -> Any:

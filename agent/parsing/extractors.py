@@ -43,10 +43,11 @@ span is a call only if all of these hold; check a case against them in order:
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from agent.parsing import json_calls, may_hold_a_call, python_calls, tagged, xml_calls
+from agent.parsing import json_calls, python_calls, tagged, xml_calls
 from agent.parsing.calls import Hit, Reader, ToolCall, ToolSet, dedupe
 from agent.parsing.layout import OPENER, Layout, framing
 from agent.parsing.reasoning import visible_text
+from agent.parsing.sieve import may_hold_a_call
 
 Tools = Iterable[str] | Mapping[str, Sequence[str]]
 

@@ -8,33 +8,11 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import TYPE_CHECKING
 
 from agent.safety import landlock, netns, seccomp
 
-if TYPE_CHECKING:
-    from agent.safety.sandbox import SandboxPolicy
-
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 _libc = landlock._libc
-
-
-def rlimits(policy: SandboxPolicy, *, cgroup: bool) -> list[tuple[int, int]]:
-    # with a cgroup holding the run's memory, RLIMIT_AS only stops one absurd allocation (twice
-    # the cap), so a bomb that really uses memory meets the cgroup and is killed there
-    wanted = [
-        (resource.RLIMIT_AS, policy.memory_bytes * (2 if cgroup else 1)),
-        (resource.RLIMIT_NPROC, policy.max_procs),
-        (resource.RLIMIT_FSIZE, policy.file_size_bytes),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    if policy.cpu_seconds is not None:
-        wanted.append((resource.RLIMIT_CPU, max(1, policy.cpu_seconds)))
-    limits = []
-    for which, value in wanted:
-        hard = resource.getrlimit(which)[1]
-        limits.append((which, value if hard == resource.RLIM_INFINITY else min(value, hard)))
-    return limits
 
 
 def _apply_limits(limits: list[tuple[int, int]], joins: list[int]) -> None:

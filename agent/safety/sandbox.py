@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from agent.errors import AgentError
 from agent.safety import bwrap, landlock
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ _DRAIN_GRACE_S = 1.0  # how long output may keep flowing after the main process 
 _CHUNK = 1 << 16
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(AgentError):
     """The asked sandbox kind cannot be set up on this host; str() is one line saying why."""
 
 
@@ -257,6 +258,25 @@ def run_sandboxed(
     )
 
 
+def _rlimits(policy: SandboxPolicy, *, cgroup: bool) -> list[tuple[int, int]]:
+    """The rlimits of a command under `policy`, worked out in the parent (the child only applies them)."""
+    # with a cgroup holding the run's memory, RLIMIT_AS only stops one absurd allocation (twice
+    # the cap), so a bomb that really uses memory meets the cgroup and is killed there
+    wanted = [
+        (resource.RLIMIT_AS, policy.memory_bytes * (2 if cgroup else 1)),
+        (resource.RLIMIT_NPROC, policy.max_procs),
+        (resource.RLIMIT_FSIZE, policy.file_size_bytes),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if policy.cpu_seconds is not None:
+        wanted.append((resource.RLIMIT_CPU, max(1, policy.cpu_seconds)))
+    limits = []
+    for which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        limits.append((which, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return limits
+
+
 @dataclass
 class _Launch:
     argv: list[str]
@@ -274,7 +294,7 @@ def _launch(kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[s
     """
     from agent.safety import child, netns, seccomp
 
-    limits = child.rlimits(policy, cgroup=bool(policy.cgroup))
+    limits = _rlimits(policy, cgroup=bool(policy.cgroup))
     joins = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in policy.cgroup]
     if kind == "none":
         return _Launch(["/bin/sh", "-c", command], functools.partial(child.enter_none, limits, joins), joins, (), None)

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.errors import AgentError
 from agent.safety import gitsafe
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed, scrubbed_env
 from agent.safety.workspace import PathRefused, Workspace
@@ -61,7 +62,7 @@ _GIT_FAILED = "@@hearth-git-failed"
 _GIT_SCRIPT = '{ err=$(git "$@" 2>&1 >&3 3>&-); } 3>&1; c=$?; [ $c -eq 0 ] || printf \'\\n%s %s\\n%s\\n\' "$MARK" $c "$err"; exit $c'
 
 
-class GitFailed(Exception):
+class GitFailed(AgentError):
     """A git command failed; str() is one line with its error."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from agent.errors import AgentError
 from agent.safety.resolve import _CLOEXEC, _DIR_PATH, _openat2, _walk_open, openat2_available
 from agent.services import RunServices
 
@@ -35,7 +36,7 @@ __all__ = ["Entry", "PathRefused", "Workspace"]
 _BINARY_SNIFF = 8192
 
 
-class PathRefused(Exception):
+class PathRefused(AgentError):
     """A path the workspace will not touch; str() is one line naming the path and the reason."""
 
 

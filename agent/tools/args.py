@@ -123,7 +123,9 @@ def within_run(timeout: float, deadline: float | None, undone: str) -> float:
 
 
 def store_of(ws: Workspace) -> KnowledgeStore:
-    store = ws.services.knowledge_store()
+    from agent.knowledge.store import run_store
+
+    store = run_store(ws.services)
     if store is None:
         raise ToolFailed("no knowledge base is configured for this run")
     return store
@@ -135,8 +137,6 @@ def scope_arg(args: dict[str, Any], ws: Workspace, default: str) -> str:
 
 def guard_of(ws: Workspace) -> NetGuard:
     """The run's network guard, else the default one (public addresses only, system DNS)."""
-    if ws.services.net is not None:
-        return ws.services.net
-    from agent.net.guard import NetGuard
+    from agent.net.guard import run_guard
 
-    return NetGuard()
+    return run_guard(ws.services)

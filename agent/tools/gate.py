@@ -2,6 +2,9 @@
 
 One call, in this order, in one place:
 
+    before      the run's before hooks (`ToolRunner(before=...)`), in order: the first that
+                refuses makes its refusal the result (a `denied` like the policy's, and no step
+                below runs, nor any later before hook); one may raise a StopRun to end the run
     lookup      the exact name (look-alikes never run; the loop repairs names before this)
     policy      the run's manifest and mode (agent/safety/policy.py), then with the checked
                 arguments: the command floor and the auto-approved heads
@@ -12,10 +15,14 @@ One call, in this order, in one place:
     spill       an output too long for the window is saved in the workspace, a preview shown
     notes       context files of subdirectories the call reached first, once each
     cap         ONE cap of what the model reads (`output_limit`)
+    after       the run's after hooks (`ToolRunner(after=...)`), in order, each with the call and
+                its result as the model will read it, refused or not; one may raise a StopRun
 
-`call_tool()` is that path for one call; `ToolRunner` is it for a run (its tools' schemas, its
-spill and notes). Neither raises because a tool failed: the failure is the result the model
-reads. The appliance only records what comes back.
+`call_tool()` is that path for one call, without hooks; `ToolRunner` is it for a run (its tools'
+schemas, its spill and notes, its hooks). Neither raises because a tool failed: the failure is
+the result the model reads. Only a hook's StopRun leaves the gate, and the loop catches it. The
+appliance extends a run's calls by hooks (hearth/run/walls.py: the tripwires, the proxy's
+connections), never by subclassing; it records only what comes back.
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agent.context.files import SubdirectoryNotes
 from agent.parsing import ToolCall, suggest_tool_name
@@ -40,6 +47,8 @@ from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
 __all__ = [
     "OUTPUT_LIMIT",
     "TOOLS",
+    "AfterHook",
+    "BeforeHook",
     "Clearance",
     "ToolRunner",
     "call_tool",
@@ -50,7 +59,20 @@ __all__ = [
 ]
 
 _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
-After = Callable[[str, Any, ToolResult], str]  # (name, raw arguments, result) -> the output to keep
+Finish = Callable[[str, Any, ToolResult], str]  # (name, raw arguments, result) -> the output to keep
+
+
+class BeforeHook(Protocol):
+    """Asked before the gate about each call: a reason to refuse it (the model reads it as a denial,
+    the audit records it as one), or None to let the gate decide. It may raise a StopRun."""
+
+    def __call__(self, call: ToolCall, /) -> str | None: ...
+
+
+class AfterHook(Protocol):
+    """Shown each call and its result as the model will read it (refusals too). It may raise a StopRun."""
+
+    def __call__(self, call: ToolCall, result: ToolResult, /) -> None: ...
 
 
 def risk_of(name: str) -> str:
@@ -136,11 +158,13 @@ def pass_through(
     allowed: Iterable[str] | None,
     approve: policy.Approver | None,
     output_limit: int,
-    after: After | None = None,
+    refused: Clearance | None = None,
+    finish: Finish | None = None,
 ) -> ToolResult:
-    """The whole path of one call on an open workspace: clear, run, redact, `after`, cap."""
+    """The whole path of one call on an open workspace: clear (unless a hook `refused` it already),
+    run, redact, `finish`, cap."""
     started = time.monotonic()
-    clearance = clear(name, args, ws, mode, allowed, approve)
+    clearance = refused or clear(name, args, ws, mode, allowed, approve)
     if clearance.cleared and clearance.tool is not None:
         result = _run(clearance.tool, clearance.arguments, ws)
         if result.verdict == "run":
@@ -149,8 +173,8 @@ def pass_through(
         result = ToolResult(False, bounded(clearance.refusal), verdict=clearance.verdict)
     result.detail.update(clearance.detail)
     result.output = ws.services.redact(result.output)  # the choke point: no credential value leaves a tool
-    if after is not None:
-        result.output = after(name, args, result)
+    if finish is not None:
+        result.output = finish(name, args, result)
     result.output, result.truncated = cap_output(result.output, output_limit)
     result.duration_s = time.monotonic() - started
     return result
@@ -185,7 +209,8 @@ class ToolRunner:
     """A run's tools: what its model is shown, and the gate every one of its calls goes through.
 
     `spill` and `notes` are the run's (the appliance builds them: the spill knows the run id, the
-    notes report flagged files); without them an output is only capped.
+    notes report flagged files); without them an output is only capped. `before` and `after` are
+    its hooks, asked in the order given (the module's docstring says where in the path).
     """
 
     def __init__(
@@ -198,6 +223,8 @@ class ToolRunner:
         spill: OutputSpill | None = None,
         notes: SubdirectoryNotes | None = None,
         output_limit: int = OUTPUT_LIMIT,
+        before: Sequence[BeforeHook] = (),
+        after: Sequence[AfterHook] = (),
     ) -> None:
         self.workspace = workspace
         self.mode = mode
@@ -206,6 +233,8 @@ class ToolRunner:
         self.spill = spill
         self.notes = notes
         self.output_limit = output_limit
+        self.before = tuple(before)
+        self.after = tuple(after)
         visible = visible_tools(self.allowed, mode, workspace.services)
         self.schemas = [t.schema() for t in visible]
         self.names = [t.name for t in visible]
@@ -220,13 +249,27 @@ class ToolRunner:
             allowed=self.allowed,
             approve=self.approve,
             output_limit=self.output_limit,
-            after=self._after,
+            refused=self._refusal(call),
+            finish=self._finish,
         )
         tool = TOOLS.get(call.name)
         self.touched |= tool is not None and tool.writes and result.verdict in ("run", "approved")
+        for hook in self.after:
+            hook(call, result)
         return result
 
-    def _after(self, name: str, arguments: Any, result: ToolResult) -> str:
+    def _refusal(self, call: ToolCall) -> Clearance | None:
+        """The first before hook's refusal, as the gate's own denials read and are recorded."""
+        for hook in self.before:
+            reason = hook(call)
+            if reason is not None:
+                refusal = policy.denied_message(shorten(call.name), reason)
+                return Clearance(
+                    "denied", TOOLS.get(call.name), refusal=refusal, detail={"reason": reason, "decided_by": "hook"}
+                )
+        return None
+
+    def _finish(self, name: str, arguments: Any, result: ToolResult) -> str:
         output = self.spill(name, arguments, result.output) if self.spill else result.output
         return output + (self.notes.after_tool(arguments, result.ok) if self.notes else "")
 

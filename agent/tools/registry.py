@@ -1,7 +1,7 @@
 """The tool record: what a capability is, what it takes, what it does, and how risky it is.
 
-A leaf: it imports nothing of agent/ at run time, so every tool kind (agent/tools/files.py, ...)
-can import it first. A kind declares its tools as a list, `TOOLS = [Tool(...), ...]`;
+A leaf: it imports nothing of agent/ at run time but the errors leaf (agent/errors.py), so every
+tool kind (agent/tools/files.py, ...) can import it first. A kind declares its tools as a list, `TOOLS = [Tool(...), ...]`;
 agent/tools/builtin.py gathers the lists, agent/tools/gate.py runs the calls.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from agent.errors import AgentError
 
 if TYPE_CHECKING:
     from agent.safety.workspace import Workspace
@@ -22,7 +24,7 @@ ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine
 GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "binary_ok"})
 
 
-class ToolFailed(Exception):
+class ToolFailed(AgentError):
     """Raised by a tool function; str(error) is the one line the model reads."""
 
 

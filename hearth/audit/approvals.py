@@ -96,8 +96,17 @@ def ask(
     now: Clock = utc_clock,
 ) -> Approval:
     """Write a pending approval for this exact call; it expires ``timeout_s`` from now."""
+    approval = pending(run_id, tool, args, reason, timeout_s=timeout_s, via=via, now=now)
+    audit.insert("approvals", asdict(approval))
+    return approval
+
+
+def pending(
+    run_id: str, tool: str, args: dict[str, Any], reason: str, *, timeout_s: float, via: str = "queue", now: Clock
+) -> Approval:
+    """A pending approval for this exact call, not yet written anywhere; it expires ``timeout_s`` from now."""
     started = now()
-    approval = Approval(
+    return Approval(
         id=secrets.token_hex(5),
         run_id=run_id,
         tool=tool,
@@ -110,12 +119,9 @@ def ask(
         expires_at=stamp(started + timedelta(seconds=timeout_s)),
         timeout_s=timeout_s,
     )
-    audit.insert("approvals", asdict(approval))
-    return approval
 
 
-def record(
-    audit: AuditStore,
+def on_the_spot(
     run_id: str,
     tool: str,
     args: dict[str, Any],
@@ -128,12 +134,11 @@ def record(
     asked_at: datetime | None = None,
     now: Clock = utc_clock,
 ) -> Approval:
-    """An approval decided on the spot (at a terminal), recorded like any other."""
+    """An approval decided on the spot (at a terminal, or by policy), born decided: recorded like any other."""
     asked = asked_at or now()
-    approval = ask(audit, run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
+    approval = pending(run_id, tool, args, reason, timeout_s=timeout_s, via="terminal", now=lambda: asked)
     status = "approved" if granted else "expired" if by == "timeout" else "denied"
     decided = {"status": status, "decided_at": stamp(now()), "decided_by": by, "note": note or None}
-    audit.update("approvals", approval.id, decided)
     return Approval(**{**asdict(approval), **decided})
 
 
@@ -143,19 +148,19 @@ def find(audit: AuditStore, ident: str) -> Approval | None:
         row = audit.find_by_id_or_prefix("approvals", ident)
     else:
         row = next(iter(audit.rows("select * from approvals where id = ?", [ident])), None)
-    return _from_row(row) if row else None
+    return from_row(row) if row else None
 
 
 def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:
     """Pending approvals still open (oldest first), or with ``everything`` the latest of any status."""
     if everything:
         rows = audit.rows("select * from approvals order by requested_at desc, rowid desc limit ?", [limit])
-        return [_from_row(r) for r in rows]
+        return [from_row(r) for r in rows]
     rows = audit.rows(
         "select * from approvals where status = 'pending' and expires_at > ? order by requested_at, rowid limit ?",
         [stamp(now()), limit],
     )
-    return [_from_row(r) for r in rows]
+    return [from_row(r) for r in rows]
 
 
 def decide(
@@ -170,9 +175,9 @@ def decide(
         closed = _closed_reason(approval, moment)
         if closed is None:
             status = "approved" if granted else "denied"
-            _move(audit, approval.id, status, moment, by, note or None)
+            close(audit, approval.id, status, moment, by, note or None)
         elif approval.status == "pending":  # past its deadline: say so in the row too
-            _move(audit, approval.id, "expired", approval.expires_at, "timeout", _timeout_note(approval))
+            close(audit, approval.id, "expired", approval.expires_at, "timeout", timeout_note(approval))
     if closed is not None:
         raise ApprovalClosed(closed)
     found = find(audit, approval.id)
@@ -189,34 +194,19 @@ def _closed_reason(approval: Approval, moment: str) -> str | None:
     return f"approval {approval.id} was already {status} by {approval.decided_by} at {approval.decided_at}; nothing changed"
 
 
-def _timeout_note(approval: Approval) -> str:
+def timeout_note(approval: Approval) -> str:
     return f"no decision within {approval.timeout_s:g}s; an unanswered approval is a deny"
 
 
-def _move(audit: AuditStore, approval_id: str, status: str, moment: str, by: str, note: str | None) -> bool:
+def close(
+    audit: AuditStore, approval_id: str, status: str, moment: str | None, by: str | None, note: str | None
+) -> bool:
     """Compare-and-set out of pending; False when someone else moved it first."""
     cursor = audit.conn.execute(
         "update approvals set status = ?, decided_at = ?, decided_by = ?, note = ? where id = ? and status = 'pending'",
         [status, moment, by, note, approval_id],
     )
     return cursor.rowcount == 1
-
-
-def expire(audit: AuditStore, approval_id: str) -> Approval:
-    """Close a pending approval as expired (if nobody decided it first) and return the final row."""
-    with immediate(audit.conn):
-        approval = find(audit, approval_id)
-        assert approval is not None
-        _move(audit, approval_id, "expired", approval.expires_at, "timeout", _timeout_note(approval))
-    final = find(audit, approval_id)
-    assert final is not None
-    return final
-
-
-def cancel(audit: AuditStore, approval_id: str, note: str) -> None:
-    """Close a pending approval whose run stopped waiting, so nobody approves a call that cannot run."""
-    with immediate(audit.conn):
-        _move(audit, approval_id, "cancelled", stamp(utc_clock()), "run", note)
 
 
 def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
@@ -229,27 +219,6 @@ def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
     return cursor.rowcount
 
 
-def wait(
-    audit: AuditStore,
-    approval: Approval,
-    *,
-    now: Clock = utc_clock,
-    sleep: Callable[[float], None],
-    poll_s: float = 0.2,
-) -> Approval:
-    """Poll until the approval is decided or expires; returns the final row."""
-    deadline = parse_stamp(approval.expires_at)
-    while True:
-        current = find(audit, approval.id)
-        assert current is not None
-        if current.status != "pending":
-            return current
-        left = (deadline - now()).total_seconds()
-        if left <= 0:
-            return expire(audit, approval.id)
-        sleep(min(poll_s, left))
-
-
-def _from_row(row: dict[str, Any]) -> Approval:
+def from_row(row: dict[str, Any]) -> Approval:
     names = {f.name for f in fields(Approval)}
     return Approval(**{k: v for k, v in row.items() if k in names})

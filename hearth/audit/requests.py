@@ -2,6 +2,11 @@
 
 Part of the audit store (it writes only through an open `AuditStore`); kept in its own module so
 the queue's records live in one place. Tables come from migrations m030 and m031.
+
+It speaks in rows and values, never in the queue's types: a request reaches it as its JSON body
+with the fields its row indexes (`Accepted`, which hearth/ledger.py makes of a
+`Parsed` request on the queue's side), so the audit sits
+below the queue and never imports it.
 """
 
 from __future__ import annotations
@@ -9,14 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hearth.audit.approvals import cancel_pending_of_run
 from hearth.audit.store import AuditStore, RunRecord, immediate, new_run_id
-from hearth.intake import Parsed, RequestRefused
-from hearth.queue import printable
-from hearth.request import Request
+from hearth.ids import printable
 
 
 @dataclass(frozen=True)
@@ -35,48 +38,57 @@ class FileFacts:
         return cls(printable(file), len(data), hashlib.sha256(data).hexdigest())
 
 
-def admit(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) -> None:
-    """Record an accepted request; RequestRefused if its id already names a run or a request.
+@dataclass(frozen=True)
+class Accepted:
+    """A request as the audit keeps it: the fields its row indexes, and its body (the request's JSON)."""
+
+    id: str
+    shape: str  # "v1" | "legacy"
+    source: str
+    requested_by: str
+    created_at: str | None  # ISO 8601, as the sender gave it
+    body: str
+
+
+def insert_request(audit: AuditStore, accepted: Accepted, facts: FileFacts, claimed_at: str) -> str | None:
+    """Record an accepted request; the reason instead when its id already names a run or a request.
 
     Checked and written in one transaction, so two spawners cannot both admit one id.
     """
-    request = parsed.request
     with immediate(audit.conn):
-        taken = _taken(audit, request.id)
+        taken = _taken(audit, accepted.id)
         if taken:
-            raise RequestRefused(f"duplicate id: {taken}; give the request a new id")
-        audit.insert("requests", _request_row(parsed, facts, claimed_at))
+            return taken
+        audit.insert("requests", _request_row(accepted, facts, claimed_at))
+    return None
 
 
-def ensure_request_row(audit: AuditStore, parsed: Parsed, facts: FileFacts, claimed_at: str) -> None:
+def ensure_request(audit: AuditStore, accepted: Accepted, facts: FileFacts, claimed_at: str) -> None:
     """Record the request if its spawner did not (a request moved into claimed/ by hand)."""
-    audit.insert("requests", _request_row(parsed, facts, claimed_at), or_ignore=True)
+    audit.insert("requests", _request_row(accepted, facts, claimed_at), or_ignore=True)
 
 
-def recorded_request(audit: AuditStore, request_id: str) -> tuple[Parsed, str | None] | None:
-    """The request as the spawner checked and recorded it, with the sha256 of the bytes it read.
-
-    The run executes this, never a second reading of the file: what runs is what was recorded.
-    """
+def recorded(audit: AuditStore, request_id: str) -> tuple[str, str, str | None] | None:
+    """The shape and body of a request as the spawner recorded it, with the sha256 of the bytes it
+    read; None if absent."""
     row = next(iter(audit.rows("select shape, sha256, body from requests where id = ?", [request_id])), None)
     if row is None:
         return None
-    return Parsed(Request.model_validate_json(row["body"]), row["shape"]), row["sha256"]
+    return row["shape"], row["body"], row["sha256"]
 
 
-def _request_row(parsed: Parsed, facts: FileFacts, claimed_at: str) -> dict[str, object]:
-    request = parsed.request
+def _request_row(accepted: Accepted, facts: FileFacts, claimed_at: str) -> dict[str, object]:
     return {
-        "id": request.id,
-        "shape": parsed.shape,
+        "id": accepted.id,
+        "shape": accepted.shape,
         "file": facts.file,
         "size": facts.size,
         "sha256": facts.sha256,
-        "source": request.source,
-        "requested_by": request.requested_by,
-        "created_at": request.created_at.isoformat() if request.created_at else None,
+        "source": accepted.source,
+        "requested_by": accepted.requested_by,
+        "created_at": accepted.created_at,
         "claimed_at": claimed_at,
-        "body": request.model_dump_json(exclude_none=True),
+        "body": accepted.body,
     }
 
 
@@ -89,21 +101,22 @@ def _taken(audit: AuditStore, request_id: str) -> str | None:
     return None
 
 
-def record_rejection(
+def record_rejected(
     audit: AuditStore,
     reason: str,
     facts: FileFacts,
     *,
     kept_as: str,
-    request: Request | None = None,
+    run: RunRecord | None = None,
     request_id: str | None = None,
     run_id: str | None = None,
 ) -> str:
-    """A `rejected` run row (a fresh id unless the run exists) and the rejection's file facts."""
+    """A `rejected` run row (`run`, else a bare one; a fresh id unless the run exists) and the
+    rejection's file facts."""
     run_id = run_id or new_run_id()
     with immediate(audit.conn):
         if audit.run(run_id) is None:
-            audit.start_run(_rejected_run(run_id, request))
+            audit.start_run(_rejected_run(run_id, run))
         audit.finish_run(run_id, status="rejected", error=reason, iterations=0)
         audit.insert(
             "rejections",
@@ -111,7 +124,7 @@ def record_rejection(
                 "run_id": run_id,
                 "at": audit.clock(),
                 "file": facts.file,
-                "request_id": request.id if request else request_id,
+                "request_id": request_id,
                 "size": facts.size,
                 "sha256": facts.sha256,
                 "reason": reason,
@@ -121,20 +134,10 @@ def record_rejection(
     return run_id
 
 
-def _rejected_run(run_id: str, request: Request | None) -> RunRecord:
-    if request is None:  # nothing trustworthy was read: the rejections row says what the file was
+def _rejected_run(run_id: str, run: RunRecord | None) -> RunRecord:
+    if run is None:  # nothing trustworthy was read: the rejections row says what the file was
         return RunRecord(id=run_id, agent_name="", model="", goal="", mode="", source="unknown", status="rejected")
-    return RunRecord(
-        id=run_id,
-        agent_name=request.agent_name,
-        model=request.model or "",
-        goal=request.goal,
-        mode=request.mode or "",
-        source=request.source,
-        requested_by=request.requested_by,
-        status="rejected",
-        label=request.label,
-    )
+    return replace(run, id=run_id, status="rejected")
 
 
 def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: str) -> None:

@@ -64,7 +64,10 @@ RUN_LINKS = ("follow-up", "leg", "child", "synthesis", "escalation", "fallback")
 
 
 class AuditStore(SqliteFile):
-    """The audit: runs, steps, checkpoints here; the queue's and approvals' rows in their modules."""
+    """The audit: runs, steps, checkpoints here; the queue's and approvals' rows in their modules.
+
+    A run writes it only through hearth/run/events.py's SqliteRecorder (its times come with its
+    records, as `at`); the queue, settle and the operator's commands write their own rows here."""
 
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
         super().__init__(path, MIGRATIONS)
@@ -96,11 +99,17 @@ class AuditStore(SqliteFile):
         run.started_at = run.started_at or self.clock()
         self.insert("runs", asdict(run))
 
-    def finish_run(self, run_id: str, **fields: Any) -> None:
+    def finish_run(self, run_id: str, *, if_running: bool = False, **fields: Any) -> None:
+        """The run's final status and totals; with `if_running`, only while it has none yet."""
         fields.setdefault("ended_at", self.clock())
         if "error" in fields:
             fields["error"] = cap(fields["error"], ARGUMENTS_CAP)
-        self.update("runs", run_id, fields)
+        if not if_running:
+            self.update("runs", run_id, fields)
+            return
+        assignments = ", ".join(f'"{name}" = ?' for name in fields)
+        sql = f"update runs set {assignments} where id = ? and status = 'running'"
+        self.conn.execute(sql, [*fields.values(), run_id])
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         self.update("runs", run_id, fields)

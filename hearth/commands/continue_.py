@@ -12,6 +12,7 @@ import getpass
 import json
 import os
 
+from hearth.dispatch.launchers import heal
 from hearth.errors import UsageError
 from hearth.settings import Settings
 
@@ -50,6 +51,6 @@ def continue_run(args: argparse.Namespace, settings: Settings) -> int:
         request = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser())
+    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     return 0

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from hearth.dispatch.launchers import heal
 from hearth.errors import UsageError
 from hearth.settings import Settings, tool_names
 from hearth.sources import SOURCES
@@ -77,7 +78,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
         request = _request_from_args(args)
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser())
+    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     for note in submitted.notes:
         print(f"hearth enqueue: {note}", file=sys.stderr)

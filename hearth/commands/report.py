@@ -21,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def show_state(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.settle import settle_dead_runs
     from hearth.report import active_runs
 
+    settle_dead_runs(settings)  # so what is listed is alive
     state = active_runs(settings)
     if args.json:
         print_json(state)

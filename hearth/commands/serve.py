@@ -33,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from hearth.report import active_runs
+    from hearth.dispatch.settle import settle_dead_runs
     from hearth.web.app import create_app
     from hearth.web.config import WebConfig, check_bind, load_tokens
 
-    active_runs(settings)  # settles runs whose process is gone before anyone looks at the page
+    settle_dead_runs(settings)  # runs whose process is gone, before anyone looks at the page
     tokens = load_tokens(args.token_file, args.viewer_token_file, settings.credentials_dir)
     check_bind(args.host, tokens)
     config = WebConfig(settings, args.host, args.port, tokens, tuple(args.allowed_host))
@@ -95,12 +95,12 @@ class _Watcher:
         self.thread = threading.Thread(target=self._run, name="hearth-watch", daemon=True)
 
     def _run(self) -> None:
-        from hearth.dispatch.launchers import LocalLauncher
+        from hearth.dispatch.launchers import launcher_for
         from hearth.dispatch.spawner import Spawner
         from hearth.dispatch.watch import Watch
 
         try:
-            with Spawner(self.settings, LocalLauncher(self.settings, self.settings.max_local_runs)) as spawner:
+            with Spawner(self.settings, launcher_for(self.settings, "local")) as spawner:
                 self.watch = Watch(spawner)
                 self.ready.set()
                 self.watch.run()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from hearth.cli import positive
+from hearth.dispatch.launchers import launcher_for
 from hearth.render import json_line, visible_line
 from hearth.settings import Settings
 
@@ -27,7 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     spawn = sub.add_parser(
         "spawn", help="start every queued request (what hearth-spawn.service runs)", epilog=SPAWN_EPILOG
     )
-    spawn.add_argument("--local", action="store_true", help="run as local processes instead of systemd units")
+    spawn.add_argument(
+        "--local",
+        action="store_true",
+        help="run as local processes (the `local` launcher), whatever HEARTH_LAUNCHER says",
+    )
     spawn.add_argument("--concurrency", type=positive, help="local runs at once (default $HEARTH_MAX_LOCAL_RUNS or 4)")
     spawn.add_argument("--json", action="store_true", help="print what happens as JSON lines")
     spawn.set_defaults(handler=spawn_requests)
@@ -68,15 +73,15 @@ def _stop_on_sigterm() -> None:
 
 
 def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
-    from hearth.dispatch.spawner import Spawner, choose_launcher
+    from hearth.dispatch.spawner import Spawner
 
-    launcher = choose_launcher(settings, local=args.local, concurrency=args.concurrency)
+    launcher = launcher_for(settings, "local" if args.local else None, concurrency=args.concurrency)
     _stop_on_sigterm()
     with Spawner(settings, launcher, report=printer(args.json)) as spawner:
         try:
             code = spawner.run()
         except KeyboardInterrupt:
-            launcher.stop()
+            launcher.shutdown()
             spawner.reap()
             code = 130
         summary(spawner, args.json)

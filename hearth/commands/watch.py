@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hearth.commands.spawn import positive, printer, summary
+from hearth.dispatch.launchers import launcher_for
 from hearth.settings import Settings
 
 if TYPE_CHECKING:
@@ -23,12 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
-    from hearth.dispatch.launchers import LocalLauncher
     from hearth.dispatch.spawner import Spawner
     from hearth.dispatch.watch import Watch
     from hearth.missions import Timetable
 
-    launcher = LocalLauncher(settings, args.concurrency or settings.max_local_runs)
+    launcher = launcher_for(settings, "local", concurrency=args.concurrency)
     with Spawner(settings, launcher) as spawner:
         report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
         spawner.report = report
@@ -39,7 +39,7 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
         print(
-            f"hearth watch: watching {spawner.queue.root} ({launcher.concurrency} runs at once); stop with Ctrl-C",
+            f"hearth watch: watching {spawner.queue.root} ({launcher.free_slots()} runs at once); stop with Ctrl-C",
             file=sys.stderr,
             flush=True,
         )

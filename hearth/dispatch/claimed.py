@@ -17,13 +17,15 @@ from typing import TextIO
 
 from agent.clock import utc_now
 from hearth import alerts
-from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished, recorded_request
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
+from hearth.dispatch.submit import submit
 from hearth.errors import NotFound, UsageError
 from hearth.evolve import run_evolve_request
 from hearth.ids import ID_PATTERN
 from hearth.intake import Parsed, RequestRefused, check, parse_request
+from hearth.ledger import ensure_request_row, recorded_request
 from hearth.locks import RunLock, lock_holder
 from hearth.queue import Queue, read_request_bytes
 from hearth.render import visible_line
@@ -170,7 +172,7 @@ def _run_long(request: Request, settings: Settings, out: _Output) -> tuple[str, 
     else:
         from hearth.run.swarm import run_swarm
 
-        outcome = run_swarm(request, goal_request(request, settings), settings, out=out.out)
+        outcome = run_swarm(request, goal_request(request, settings), settings, submit=submit, out=out.out)
     return outcome.status, outcome.error
 
 

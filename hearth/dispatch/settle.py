@@ -1,18 +1,22 @@
 """Settlement: what becomes of a claimed request once its run has ended or its process is gone.
 
-The run's process holds queue/locks/<id>.lock (flock) from before its run row exists until after its
-request file is placed, so "the lock is free and the run is still `running`" can only mean the
-process died (SIGKILL, OOM, power loss). `settle()` turns that into an `interrupted` run and a
-request kept in failed/; the spawner and `hearth watch` call it on every sweep.
+Whether a run's process is gone is its launcher's word (`Launcher.alive`, hearth/dispatch/launchers/):
+the systemd and local rows answer by the run's flocks on this host, a launcher of runs elsewhere
+by what that place says. A run the launcher calls gone and whose lock no process of this host
+holds, while its row still says `running`, died (SIGKILL, OOM, power loss). `settle()` turns that
+into an `interrupted` run and a request kept in failed/; the spawner and `hearth watch` call it
+on every sweep. Settling takes the request's lock (queue/locks/<id>.lock) so that one settler
+settles it, once, and a run starting on this host cannot begin meanwhile.
 
 Final places by the run's recorded status: `interrupted` -> failed/ (kept to run again under a
 new id), `rejected` -> rejected/, anything else -> the file is removed (the audit keeps its body).
 
-Every run, from the queue or not, also holds <state>/state/<id>.lock (`hold_run`, hearth/run/lock.py) from before its
-row exists until after its final status. `settle_dead()` is what every command that looks at
-runs calls first (`hearth runs`, `show`, `state`, `spawn`, `watch`, `serve`): a `running` row whose
-lock is free is a run whose process is gone, however it went (killed, crashed, a broken pipe, a
-power cut), and becomes `interrupted`; a claimed request goes through `settle()` as above.
+`settle_dead()` is what every command that looks at runs calls first (`hearth runs`, `show`,
+`state`, `spawn`, `watch`, `serve`; the command center's overview and metrics through
+`settle_dead_runs()`): a `running` row whose process is gone, however it went (killed, crashed,
+a broken pipe, a power cut), becomes `interrupted`; a claimed request goes through `settle()`
+as above. A run not from the queue (a `hearth-loop`) holds <state>/state/<id>.lock
+(`hold_run`, hearth/run/lock.py), which settling takes the same way.
 
 This module is the spawner's (the path unit's oneshot): it reads and writes the queue and the
 audit and never imports the engine, so a sweep starts fast.
@@ -28,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
-from hearth.audit.requests import FileFacts, record_rejection, record_unfinished
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
+from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.ids import ID_PATTERN
 from hearth.intake import RequestRefused
+from hearth.ledger import record_rejection
 from hearth.locks import RunLock
 from hearth.queue import Queue, read_request_bytes
 from hearth.request import Request
@@ -43,34 +49,48 @@ CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent nev
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
 
 
-def settle_dead(audit: AuditStore, settings: Settings) -> list[str]:
+def settle_dead(audit: AuditStore, settings: Settings, launcher: Launcher | None = None) -> list[str]:
     """Settle every run recorded `running` whose process is gone as `interrupted`; their ids.
 
-    A reader who may not write the audit or the state directory settles nothing, and is not
-    stopped by that: what it shows is what is recorded.
+    `launcher` says which are gone (default: HEARTH_LAUNCHER's). A reader who may not write the
+    audit or the state directory settles nothing, and is not stopped by that: what it shows is
+    what is recorded.
     """
+    launcher = launcher or launcher_for(settings)
     try:
         running = [row["id"] for row in audit.rows("select id from runs where status = 'running'")]
         settled = []
         for run_id in running:
-            if _settle_one(audit, settings, run_id):
+            if _settle_one(audit, settings, run_id, launcher):
                 settled.append(run_id)
         return settled
     except (OSError, sqlite3.Error):
         return []
 
 
-def _settle_one(audit: AuditStore, settings: Settings, run_id: str) -> bool:
+def settle_dead_runs(settings: Settings, launcher: Launcher | None = None) -> list[str]:
+    """`settle_dead` over the audit at its place, if there is one and this reader may write it
+    (a viewer may not: it shows what is recorded); what a report of what runs now calls first."""
+    if not settings.audit_path.exists():
+        return []
+    try:
+        with AuditStore(settings.audit_path) as audit:
+            return settle_dead(audit, settings, launcher)
+    except (OSError, sqlite3.Error):
+        return []
+
+
+def _settle_one(audit: AuditStore, settings: Settings, run_id: str, launcher: Launcher) -> bool:
     queue = Queue(settings.queue_dir)
     name = f"{run_id}.json"
-    if (queue.claimed / name).exists():  # a queue run: its request lock says, and its file is placed
-        return settle(queue, audit, settings, name) == "interrupted"
-    if not re.fullmatch(ID_PATTERN, run_id):
+    if (queue.claimed / name).exists():  # a queue run: its file is placed too
+        return settle(queue, audit, settings, name, launcher) == "interrupted"
+    if not re.fullmatch(ID_PATTERN, run_id) or launcher.alive(run_id):
         return False
     settings.runs_state_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock.try_acquire(run_lock_path(settings, run_id))
     if lock is None:
-        return False  # its process is alive
+        return False  # a process of this host holds it: alive, whatever the launcher knows
     try:
         run = audit.run(run_id)
         if run is None or run["status"] != "running":
@@ -139,18 +159,21 @@ def settle(
     audit: AuditStore,
     settings: Settings,
     name: str,
+    launcher: Launcher,
     *,
     grace_s: float = CLAIM_GRACE_S,
     now: Callable[[], float] = time.time,
 ) -> str | None:
-    """Settle one claimed file if nobody runs it; what became of it, or None if left as is."""
+    """Settle one claimed file if nobody runs it (its launcher's word); what became of it, or None."""
     path = queue.claimed / name
     request_id = name.removesuffix(".json")
     if not (name.endswith(".json") and re.fullmatch(ID_PATTERN, request_id)):
         return _junk(queue, audit, path, grace_s, now)
+    if launcher.alive(request_id):
+        return None
     lock = RunLock.try_acquire(queue.lock_path(request_id))
     if lock is None:
-        return None  # its process is alive
+        return None  # a process of this host took it this moment (its run, or another settler)
     outcome: str | None = None
     try:
         run = audit.run(request_id) if path.exists() else None

@@ -9,6 +9,8 @@ drive a `Spawner`. One pass (`drain`) looks at each incoming name once, oldest f
                                     or rejected with its reason, never both, never twice
 
 A claim is the only way to own a file, so two spawners over one queue start each request once.
+Where a run executes is its `Launcher`'s (hearth/dispatch/launchers/): the spawner is handed one
+(`launcher_for(settings)`) and never asks which.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from pathlib import Path
 from agent.clock import utc_now
 from agent.safety.display import bounded
 from hearth import alerts
-from hearth.audit.requests import FileFacts, admit, record_unfinished
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.budget import load_budget, local_now, refusal
-from hearth.dispatch.launchers import Launcher, LaunchError, LocalLauncher, SystemdLauncher, systemd_booted
+from hearth.dispatch.launchers import Launcher, LaunchError
 from hearth.dispatch.pause import Paused, paused
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
 from hearth.intake import Parsed, RequestRefused, check, parse_request, printable
+from hearth.ledger import admit
 from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
 from hearth.request import Request
 from hearth.run.profiles import agent_for_label
@@ -54,14 +57,6 @@ class Pass:
     blocked: bool  # stopped early: every run slot is taken
     took: int = 0  # names claimed or moved out of the queue directory in this pass
     paused: bool = False  # requests wait, but hearth is paused (hearth/dispatch/pause.py)
-
-
-def choose_launcher(settings: Settings, *, local: bool = False, concurrency: int | None = None) -> Launcher:
-    """`--local`, or HEARTH_LAUNCHER, or (auto) systemd when this host runs it."""
-    use_systemd = not local and (settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted()))
-    if use_systemd:
-        return SystemdLauncher()
-    return LocalLauncher(settings, concurrency or settings.max_local_runs)
 
 
 class Spawner:
@@ -128,10 +123,11 @@ class Spawner:
         mine = {f"{rid}.json" for rid in self.launcher.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
-                self._settled(
-                    name, settle(self.queue, self.audit, self.settings, name, grace_s=self.grace_s, now=self.clock)
+                settled = settle(
+                    self.queue, self.audit, self.settings, name, self.launcher, grace_s=self.grace_s, now=self.clock
                 )
-        for run_id in settle_dead(self.audit, self.settings):
+                self._settled(name, settled)
+        for run_id in settle_dead(self.audit, self.settings, self.launcher):
             self._settled(run_id, "interrupted")
 
     def reap(self) -> None:
@@ -139,7 +135,7 @@ class Spawner:
         for request_id, code in self.launcher.reap():
             self.report("ended", request_id, f"exit {code}")
             name = f"{request_id}.json"
-            self._settled(name, settle(self.queue, self.audit, self.settings, name, grace_s=0.0))
+            self._settled(name, settle(self.queue, self.audit, self.settings, name, self.launcher, grace_s=0.0))
 
     def _settled(self, name: str, outcome: str | None) -> None:
         if outcome is not None:

@@ -3,9 +3,9 @@
     stop_run(settings, run_id, by=...)   one run, wherever it is:
         waiting at the top of the queue -> claimed here and kept in failed/ (it never starts)
         claimed, its agent not started  -> kept in failed/
-        running under systemd           -> `systemctl stop hearth-agent@<id>.service` (SIGTERM,
-                                           then systemd's SIGKILL after the unit's TimeoutStopSec)
-        running as a local process      -> SIGTERM, then SIGKILL to its process group after `grace_s`
+        running                         -> its launcher's `stop` (hearth/dispatch/launchers/): a
+                                           unit stopped under systemd, a local process SIGTERMed
+                                           then SIGKILLed after `grace_s`, wherever else it runs
         already finished                -> NotRunning (nothing changed)
     stop_all(settings, by=...)           every run that is claimed or running now
 
@@ -22,26 +22,21 @@ and the CLI's stop command are both this module.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.clock import utc_now
 from hearth.audit.approvals import cancel_pending_of_run
-from hearth.audit.requests import FileFacts, ensure_request_row, record_unfinished
+from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
-from hearth.dispatch.launchers import STOP_GRACE_S, LaunchError, agent_unit, systemctl, systemd_booted
+from hearth.dispatch.launchers import STOP_GRACE_S, Launcher, LaunchError, launcher_for
 from hearth.errors import HearthError, NotFound
 from hearth.intake import RequestRefused, parse_request
-from hearth.locks import RunLock, lock_holder, lock_is_held, pid_exists
+from hearth.ledger import ensure_request_row
+from hearth.locks import RunLock
 from hearth.queue import Queue, read_request_bytes
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
-
-POLL_S = 0.02
 
 
 class NotRunning(HearthError):
@@ -67,9 +62,10 @@ def stop_run(
     *,
     by: str,
     grace_s: float = STOP_GRACE_S,
-    use_systemd: bool | None = None,
+    launcher: Launcher | None = None,
 ) -> Stopped:
-    """Stop one run and record who did; NotFound for an unknown id, NotRunning for a finished run."""
+    """Stop one run and record who did; NotFound for an unknown id, NotRunning for a finished run.
+    `launcher` is the one that started it (default: HEARTH_LAUNCHER's)."""
     queue = Queue(settings.queue_dir)
     reason = f"stopped by {by}"
     if (queue.root / f"{run_id}.json").is_file():
@@ -82,14 +78,13 @@ def stop_run(
         raise NotRunning(f"run {run_id} has already ended ({status}); nothing changed")
     if status == "running":
         _mark(settings, run_id, reason)
-    how = _end_process(settings, queue, run_id, grace_s, _systemd(settings, use_systemd))
+    launcher = launcher or launcher_for(settings)
+    how = _end_process(launcher, run_id, grace_s)
     stopped = _settle(settings, queue, run_id, reason, how)
-    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, use_systemd))
+    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, launcher))
 
 
-def _stop_linked(
-    settings: Settings, run_id: str, by: str, grace_s: float, use_systemd: bool | None
-) -> tuple[Stopped, ...]:
+def _stop_linked(settings: Settings, run_id: str, by: str, grace_s: float, launcher: Launcher) -> tuple[Stopped, ...]:
     """The runs made from this one that may still go: a swarm's children, a running leg or synthesis."""
     with AuditStore(settings.audit_path) as audit:
         ids = [
@@ -99,37 +94,33 @@ def _stop_linked(
     stopped = []
     for linked in dict.fromkeys(i for i in ids if i):
         try:
-            stopped.append(
-                stop_run(settings, linked, by=f"{by}, with {run_id}", grace_s=grace_s, use_systemd=use_systemd)
-            )
+            stopped.append(stop_run(settings, linked, by=f"{by}, with {run_id}", grace_s=grace_s, launcher=launcher))
         except (NotRunning, NotFound):
             continue
     return tuple(stopped)
 
 
-def stop_all(settings: Settings, *, by: str, grace_s: float = STOP_GRACE_S) -> list[Stopped]:
+def stop_all(
+    settings: Settings, *, by: str, grace_s: float = STOP_GRACE_S, launcher: Launcher | None = None
+) -> list[Stopped]:
     """Stop every claimed or running run (each as stop_run); those that ended meanwhile are skipped."""
+    launcher = launcher or launcher_for(settings)
     stopped = []
-    for run_id in active_ids(settings):
+    for run_id in active_ids(settings, launcher):
         try:
-            stopped.append(stop_run(settings, run_id, by=by, grace_s=grace_s))
+            stopped.append(stop_run(settings, run_id, by=by, grace_s=grace_s, launcher=launcher))
         except (NotRunning, NotFound):
             continue
     return stopped
 
 
-def active_ids(settings: Settings) -> list[str]:
-    """Runs claimed from the queue or with a live state file that is not final."""
+def active_ids(settings: Settings, launcher: Launcher) -> list[str]:
+    """Runs claimed from the queue or with a live state (here, or as the launcher reports) not final."""
     claimed = Queue(settings.queue_dir).claimed
     names = {p.name.removesuffix(".json") for p in claimed.glob("*.json")} if claimed.is_dir() else set()
-    live = {str(s.get("run_id")) for s in read_states(settings.runs_state_dir) if s.get("state") not in FINAL_STATES}
+    states = [*read_states(settings.runs_state_dir), *launcher.live()]
+    live = {str(s.get("run_id")) for s in states if s.get("state") not in FINAL_STATES}
     return sorted(names | live)
-
-
-def _systemd(settings: Settings, explicit: bool | None) -> bool:
-    if explicit is not None:
-        return explicit
-    return settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted())
 
 
 def _status(settings: Settings, run_id: str) -> str | None:
@@ -168,68 +159,12 @@ def _admit_quietly(audit: AuditStore, path: Path) -> None:
         pass  # a request the spawner would have rejected: its run row still says it was stopped
 
 
-def _end_process(settings: Settings, queue: Queue, run_id: str, grace_s: float, use_systemd: bool) -> str:
-    """Make the run's process go; how it went (`cancelled` when there was none)."""
-    if use_systemd:
-        done = _systemctl_stop(run_id)
-        return "systemd" if done else "cancelled"
-    pid = _pid(settings, queue, run_id)
-    if pid is None:
-        return "cancelled"
-    return _signal(pid, lambda: _alive(settings, queue, run_id, pid), grace_s)
-
-
-def _systemctl_stop(run_id: str) -> bool:
+def _end_process(launcher: Launcher, run_id: str, grace_s: float) -> str:
+    """Make the run's process go, through the launcher that started it; how it went."""
     try:
-        done = systemctl("stop", agent_unit(run_id), timeout=STOP_GRACE_S + 30)
+        return launcher.stop(run_id, grace_s)
     except LaunchError as exc:
         raise StopFailed(f"cannot stop run {run_id}: {exc}") from None
-    if done.returncode != 0:
-        said = (done.stderr.strip() or f"exit {done.returncode}").splitlines()[0]
-        raise StopFailed(f"systemctl stop {agent_unit(run_id)} failed: {said}")
-    return True
-
-
-def _pid(settings: Settings, queue: Queue, run_id: str) -> int | None:
-    """The run's process: the holder of its lock, else the pid its live state file names."""
-    lock = queue.lock_path(run_id)
-    if lock_is_held(lock):
-        return lock_holder(lock)
-    state = next((s for s in read_states(settings.runs_state_dir) if s.get("run_id") == run_id), None)
-    pid = state.get("pid") if state else None
-    return pid if isinstance(pid, int) and pid > 0 and pid_exists(pid) else None
-
-
-def _alive(settings: Settings, queue: Queue, run_id: str, pid: int) -> bool:
-    lock = queue.lock_path(run_id)
-    return lock_is_held(lock) if lock.exists() else pid_exists(pid)
-
-
-def _signal(pid: int, alive: Callable[[], bool], grace_s: float) -> str:
-    """SIGTERM, wait up to `grace_s`, then SIGKILL the process group; `signal` or `killed`."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return "signal"
-    except PermissionError as exc:
-        raise StopFailed(f"cannot signal pid {pid}: {exc.strerror}; run this as the runs' user") from None
-    if _wait(alive, grace_s):
-        return "signal"
-    try:
-        os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return "signal"
-    _wait(alive, 5.0)
-    return "killed"
-
-
-def _wait(alive: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
 
 
 def _settle(settings: Settings, queue: Queue, run_id: str, reason: str, how: str) -> Stopped:

@@ -1,9 +1,12 @@
-"""Submitting a request: the one path `hearth enqueue` and the command center write the queue through.
+"""Submitting a request: the queue's front door, the one path `hearth enqueue`, the command center,
+missions and swarms write the queue through.
 
 `submit(request, settings)` stamps when and by whom, checks the request against this host,
-refuses an id already queued or used, writes the file atomically (queue-spec/README.md) and,
-on a systemd host, makes sure the path unit will see it. A refusal is `SubmitRefused`, whose
-text is the one line the sender reads and whose `kind` says which wall it hit:
+refuses an id already queued or used and writes the file atomically (queue-spec/README.md).
+It knows nothing of who starts requests: a caller that wants the launcher to make sure the
+request will be seen passes `heal` (hearth.dispatch.launchers.heal), whose notes come back in
+`Submitted.notes`. A refusal is `SubmitRefused`, whose text is the one line the sender reads and
+whose `kind` says which wall it hit:
 
     invalid     the request itself (its text is the queue's own reason)
     duplicate   the id is queued already or names a run
@@ -12,13 +15,13 @@ text is the one line the sender reads and whose `kind` says which wall it hit:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hearth.audit.requests import run_status_readonly
-from hearth.dispatch.launchers import LaunchError, heal_spawn_units, systemd_booted
 from hearth.errors import UsageError
 from hearth.intake import RequestRefused, check
 from hearth.queue import Queue
@@ -41,8 +44,12 @@ class Submitted:
     notes: list[str] = field(default_factory=list)  # what the launcher check did, one line each
 
 
-def submit(request: Request, settings: Settings, *, requested_by: str) -> Submitted:
-    """Queue `request` (stamped now and by `requested_by` where it says nothing); SubmitRefused if not."""
+Heal = Callable[[Settings], list[str]]  # after the write: make sure the request will be seen; notes
+
+
+def submit(request: Request, settings: Settings, *, requested_by: str, heal: Heal | None = None) -> Submitted:
+    """Queue `request` (stamped now and by `requested_by` where it says nothing), then `heal`;
+    SubmitRefused if it was not queued."""
     request = stamped(request, requested_by)
     try:
         check(request)
@@ -51,7 +58,7 @@ def submit(request: Request, settings: Settings, *, requested_by: str) -> Submit
     queue = Queue(settings.queue_dir)
     refuse_duplicate(request.id, queue, settings)
     path = _write(queue, request)
-    return Submitted(request.id, path, heal(settings))
+    return Submitted(request.id, path, heal(settings) if heal else [])
 
 
 def stamped(request: Request, requested_by: str) -> Request:
@@ -84,15 +91,3 @@ def _write(queue: Queue, request: Request) -> Path:
         raise SubmitRefused(f"duplicate id: a request {request.id} is already queued", "duplicate") from None
     except OSError as exc:
         raise SubmitRefused(f"cannot write to the queue {queue.root}: {exc.strerror or exc}", "queue") from None
-
-
-def heal(settings: Settings) -> list[str]:
-    """On a systemd host, make sure the path unit will see the request (never swallow a launch)."""
-    if not (settings.launcher == "systemd" or (settings.launcher == "auto" and systemd_booted())):
-        return []
-    try:
-        healing = heal_spawn_units()
-    except LaunchError as exc:
-        return [f"queued, but the launcher could not be checked: {exc}"]
-    notes = [f"launcher healed: {action}" for action in healing.actions]
-    return notes + ([f"warning: {healing.warning}"] if healing.warning else [])

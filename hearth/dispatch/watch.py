@@ -5,8 +5,8 @@ arrival wakes it; a burst is drained pass after pass as run slots free up; a swe
 `sweep_every_s` settles runs that died under another spawner. While hearth is paused nothing
 is claimed (hearth/dispatch/pause.py). With a `Timetable` it also fires the missions a systemd
 timer does not (hearth/missions.py), on their schedules, re-reading their files at each sweep.
-`stop()` (SIGTERM, SIGINT) ends it: no new claims, each running run gets SIGTERM and records
-`interrupted` (request kept).
+`stop()` (SIGTERM, SIGINT) ends it: no new claims, and the launcher's `shutdown()` (the local
+one: each running run gets SIGTERM and records `interrupted`, request kept).
 
 It also watches the runs' live state: a run that starts waiting for an approval is reported once
 per approval (`waiting`), with the commands that decide it, since its own output goes to its log.
@@ -126,7 +126,7 @@ class Watch:
         finally:
             observer.stop()
             observer.join()
-            self.spawner.launcher.stop()
+            self.spawner.launcher.shutdown()
             self.spawner.reap()
             self.waker.close()
 

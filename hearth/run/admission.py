@@ -22,9 +22,11 @@ from hearth import __version__, alerts
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.limits import MAX_ITERATIONS
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
-from hearth.run.goal import MAX_ITERATIONS, GoalRequest
+from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
+from hearth.run.goal import GoalRequest
 from hearth.run.history import NoHistory, Point, restore, source_of
 from hearth.run.profiles import apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
@@ -47,7 +49,7 @@ class AdmittedRun:
     id: str
     request: GoalRequest  # with its profile applied
     root: Path
-    audit: AuditStore
+    audit: AuditStore  # for reading other runs (a parent, a swarm, the day's spend); the run records through `recorder`
     recorder: Recorder
     state: StateFile
     redactor: Redactor
@@ -66,6 +68,7 @@ def admit(
     *,
     json_lines: bool,
     out: TextIO,
+    sink: RunRecorder,
 ) -> AdmittedRun:
     """Record the run and check it; one that cannot start is recorded `rejected` and raises."""
     run_id = request.run_id or new_run_id()
@@ -75,25 +78,25 @@ def admit(
     request, parts, problem, chosen, warning = _with_profile(request, settings, pulled)
     problem = unfollowed or problem
     kept_goal = redactor(request.goal)
-    audit.start_run(_record_of(request, run_id, kept_goal, chosen))
-    audit.update_run(run_id, **_allowances(request, settings))
+    sink.record(RunStarted.of(_record_of(request, run_id, kept_goal, chosen)))
+    sink.record(RunUpdated(run_id, _allowances(request, settings)))
     try:
         if problem:
             raise problem
         root = _checked(request, settings, run_id)
     except HearthError as exc:
-        audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
         alerts.run_ended(settings, run_id, "rejected", goal=kept_goal, detail=str(exc), agent=request.agent_name)
         raise
     if request.link == "child":
-        _seed_child(audit, request, root, run_id, settings)
+        _seed_child(audit, sink, request, root, run_id, settings)
     if request.restore_from is not None:
-        _restore_follow_up(audit, request.restore_from, root, run_id)
-    audit.update_run(run_id, workspace=str(root))
+        _restore_follow_up(sink, request.restore_from, root, run_id)
+    sink.record(RunUpdated(run_id, {"workspace": str(root)}))
     state = StateFile(
         settings.runs_state_dir, run_id, agent_name=request.agent_name, model=request.model, label=request.label
     )
-    recorder = Recorder(audit, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+    recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     recorder.announce()
     _warn_unsandboxed(settings, recorder)
     if warning:
@@ -126,7 +129,9 @@ def _record_of(request: GoalRequest, run_id: str, kept_goal: str, chosen: Route)
     )
 
 
-def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str, settings: Settings) -> None:
+def _seed_child(
+    audit: AuditStore, sink: RunRecorder, request: GoalRequest, root: Path, run_id: str, settings: Settings
+) -> None:
     """A swarm's child starts in its own new directory holding the swarm's files, restored from
     the checkpoint the swarm made of them before queuing its children (hearth/run/history.py)."""
     swarm = audit.run(request.parent_run or "")
@@ -136,35 +141,32 @@ def _seed_child(audit: AuditStore, request: GoalRequest, root: Path, run_id: str
         point = source_of(swarm["id"], audit.checkpoints(swarm["id"]), settings.checkpoints_dir)
         count = restore(point, root)
     except (NoHistory, OSError) as exc:
-        audit.finish_run(run_id, status="rejected", error=f"cannot seed the swarm's files: {exc}", iterations=0)
+        sink.record(
+            RunFinished(run_id, "rejected", {"error": f"cannot seed the swarm's files: {exc}", "iterations": 0})
+        )
         raise UsageError(f"cannot seed the swarm's files into {root}: {exc}") from None
     where = (
         f"checkpoint {point.commit[:12]} of swarm {swarm['id']}" if point else f"swarm {swarm['id']} (it had no files)"
     )
-    audit.record_step(run_id, "restore", iteration=0, detail=f"seeded {count} files from {where}", ok=1)
+    seeded = {"iteration": 0, "detail": f"seeded {count} files from {where}", "ok": 1}
+    sink.record(StepRecorded(run_id, "restore", seeded))
 
 
-def _restore_follow_up(audit: AuditStore, source: tuple[str, str, str], root: Path, run_id: str) -> None:
+def _restore_follow_up(sink: RunRecorder, source: tuple[str, str, str], root: Path, run_id: str) -> None:
     """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
     earlier, git_dir, commit = source
     point = Point(Path(git_dir), commit) if commit else None
     try:
         count = restore(point, root)
     except OSError as exc:
-        audit.finish_run(run_id, status="rejected", error=str(exc), iterations=0)
+        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
         raise UsageError(f"cannot restore run {earlier}'s workspace into {root}: {exc}") from None
     what = f"checkpoint {commit[:12]} ({count} files)" if point else "nothing (its workspace was empty)"
     detail = (
         f"restored run {earlier}'s workspace from {what} into {root}; run {earlier}'s own directory is left as it was"
     )
-    audit.record_step(
-        run_id,
-        "restore",
-        iteration=0,
-        detail=detail,
-        arguments={"run": earlier, "commit": commit, "git_dir": git_dir},
-        ok=1,
-    )
+    restored = {"iteration": 0, "detail": detail, "arguments": {"run": earlier, "commit": commit, "git_dir": git_dir}}
+    sink.record(StepRecorded(run_id, "restore", {**restored, "ok": 1}))
 
 
 def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:

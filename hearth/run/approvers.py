@@ -1,9 +1,10 @@
 """Who answers when the policy says `ask`: a person at this terminal, or an operator in another shell.
 
 `choose()` picks: the terminal approver when stdin and stdout are both a TTY, else the headless
-one. Both record every decision in the audit store (`hearth.audit.approvals`, plus an `approval` step
-in the run's timeline) and both treat silence until the timeout as a deny, so a run with nobody
-watching never runs a dangerous call on its own.
+one. Both record every decision through the run's recorder (an `ApprovalAsked` row as
+`hearth.audit.approvals` keeps it, its `ApprovalDecided`, and an `approval` step in the run's
+timeline: hearth/run/events.py) and both treat silence until the timeout as a deny, so a run with
+nobody watching never runs a dangerous call on its own.
 
 - TerminalApprover: asks once / always for this run / deny. "Always" covers the same tool for the
   rest of the run; for run_command it covers commands whose every program is one this command
@@ -23,9 +24,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
+from agent.clock import stamp
 from agent.safety.policy import COMMAND_ARGUMENTS, Approver, Decision
 from hearth.audit import approvals
-from hearth.audit.approvals import Approval, Clock, utc_clock
+from hearth.audit.approvals import Approval, Clock, parse_stamp, utc_clock
+from hearth.run.events import ApprovalAsked, ApprovalDecided
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
@@ -115,9 +118,10 @@ def _too_big(recorder: Recorder, name: str, args: dict[str, Any], reason: str, t
     if size <= approvals.REVIEW_LIMIT:
         return None
     note = f"its arguments are {size} characters, more than anyone can review ({approvals.REVIEW_LIMIT})"
-    approval = approvals.record(
-        recorder.audit, recorder.run_id, name, args, reason, granted=False, by="policy", note=note, timeout_s=timeout_s
+    approval = approvals.on_the_spot(
+        recorder.run_id, name, args, reason, granted=False, by="policy", note=note, timeout_s=timeout_s
     )
+    recorder.record(ApprovalAsked.of(approval))
     _record_step(recorder, approval)
     return Decision(False, by="policy", detail=note, ref=approval.id)
 
@@ -158,16 +162,20 @@ class HeadlessApprover(_Bounded):
         refused = _too_big(self.recorder, name, args, reason, timeout_s)
         if refused:
             return refused
-        audit = self.recorder.audit
-        approval = approvals.ask(audit, self.recorder.run_id, name, args, reason, timeout_s=timeout_s, now=self.now)
+        approval = approvals.pending(self.recorder.run_id, name, args, reason, timeout_s=timeout_s, now=self.now)
+        self.recorder.record(ApprovalAsked.of(approval))
         self._announce(approval, name, args)
         if self.on_pending is not None:
             self.on_pending(approval, _show_call(name, args))
         try:
-            final = approvals.wait(audit, approval, now=self.now, sleep=self.sleep, poll_s=self.poll_s)
+            final = self._wait(approval)
         except BaseException as exc:  # SIGTERM, Ctrl-C: the run stops; the question must not stay open
-            approvals.cancel(audit, approval.id, f"the run stopped while waiting ({type(exc).__name__})")
+            note = f"the run stopped while waiting ({type(exc).__name__})"
+            self.recorder.record(ApprovalDecided(approval.id, "cancelled", stamp(utc_clock()), "run", note))
             raise
+        # what the run saw decided, into its own stream: a recorder that did not see the decision
+        # being written (a replay, another machine's) has it too; where it was written, a no-op
+        self.recorder.record(ApprovalDecided.of(final))
         _record_step(self.recorder, final)
         self.recorder.state.update("tool", f"{final.status}: {name}", self.recorder.iteration, name)
         if final.call_hash != approvals.call_hash(name, args) or final.tool != name:
@@ -175,6 +183,23 @@ class HeadlessApprover(_Bounded):
         if final.status == "approved":
             return Decision(True, by=final.decided_by or "operator", ref=final.id)
         return Decision(False, by=final.decided_by or "timeout", detail=_denial_detail(final), ref=final.id)
+
+    def _wait(self, approval: Approval) -> Approval:
+        """Poll until someone decides it or it expires (closed as expired by the run); the final row."""
+        deadline = parse_stamp(approval.expires_at)
+        while True:
+            current = self.recorder.sink.approval(approval.id)
+            assert current is not None, f"approval {approval.id} is not where the run recorded it"
+            if current.status != "pending":
+                return current
+            left = (deadline - self.now()).total_seconds()
+            if left <= 0:
+                note = approvals.timeout_note(approval)
+                self.recorder.record(ApprovalDecided(approval.id, "expired", approval.expires_at, "timeout", note))
+                final = self.recorder.sink.approval(approval.id)
+                assert final is not None
+                return final
+            self.sleep(min(self.poll_s, left))
 
     def _announce(self, approval: Approval, name: str, args: dict[str, Any]) -> None:
         rec = self.recorder
@@ -301,8 +326,7 @@ class TerminalApprover(_Bounded):
     def _decided(
         self, name: str, args: dict[str, Any], reason: str, asked: datetime, granted: bool, by: str, note: str
     ) -> Decision:
-        approval = approvals.record(
-            self.recorder.audit,
+        approval = approvals.on_the_spot(
             self.recorder.run_id,
             name,
             args,
@@ -313,6 +337,7 @@ class TerminalApprover(_Bounded):
             timeout_s=self.timeout_s,
             asked_at=asked,
         )
+        self.recorder.record(ApprovalAsked.of(approval))
         _record_step(self.recorder, approval)
         detail = (
             ""

@@ -43,7 +43,7 @@ from pathlib import Path
 from agent.safety import gitsafe
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from agent.tools.spill import SPILL_DIR
-from hearth.audit.store import AuditStore
+from hearth.run.events import CheckpointKept, RunRecorder
 from hearth.run.recorder import Recorder
 
 IDENTITY = {
@@ -329,27 +329,27 @@ class Checkpoints:
         return result.exit_code or 0, result.output
 
 
-def record_checkpoint(
-    audit: AuditStore, recorder: Recorder, root: Path, point: Checkpoint, git_dir: str | None = None
-) -> None:
-    """Into the audit's checkpoints table, and in front of the operator unless nothing happened."""
-    keep_checkpoint(audit, recorder.run_id, root, point, git_dir)
+def record_checkpoint(recorder: Recorder, root: Path, point: Checkpoint, git_dir: str | None = None) -> None:
+    """Into the run's record (the audit's checkpoints table), and in front of the operator unless nothing happened."""
+    keep_checkpoint(recorder.sink, recorder.run_id, root, point, git_dir)
     if point.status != "unchanged":
         recorder.notice("checkpoint", point.describe(), step=False)
 
 
-def keep_checkpoint(audit: AuditStore, run_id: str, root: Path, point: Checkpoint, git_dir: str | None) -> None:
-    """The checkpoint's row in the audit (what `hearth show` lists and a follow-up restores from)."""
-    audit.record_checkpoint(
-        run_id,
-        phase=point.phase,
-        status=point.status,
-        commit_sha=point.commit,
-        tag=point.tag,
-        files=point.files,
-        detail=point.detail or None,
-        workspace=str(root),
-        git_dir=git_dir,
+def keep_checkpoint(sink: RunRecorder, run_id: str, root: Path, point: Checkpoint, git_dir: str | None) -> None:
+    """The checkpoint's row (what `hearth show` lists and a follow-up restores from)."""
+    sink.record(
+        CheckpointKept(
+            run_id,
+            phase=point.phase,
+            status=point.status,
+            commit_sha=point.commit,
+            tag=point.tag,
+            files=point.files,
+            detail=point.detail or None,
+            workspace=str(root),
+            git_dir=git_dir,
+        )
     )
 
 

@@ -4,8 +4,8 @@
 the workspace's own containment: no `..`, no symlink out) and its command must exit 0, run like
 the agent's commands in the command sandbox (no network, hearth's state hidden, a time limit).
 
-`leg_changed`: the leg's workspace checkpoints (hearth/run/checkpoints.py) say whether it changed
-anything: a commit after the run is a change, `unchanged` is none. Where git cannot checkpoint
+`leg_changed`: the leg's after-checkpoint (hearth/run/checkpoints.py, as the marathon heard it
+recorded) says whether it changed anything: a commit after the run is a change, `unchanged` is none. Where git cannot checkpoint
 the workspace (no git, or inside another repository) a fingerprint of the tree (paths, sizes,
 modification times) taken before the leg is compared instead.
 """
@@ -20,7 +20,6 @@ from pathlib import Path
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from agent.safety.workspace import PathRefused, Workspace
 from agent.tools.spill import SPILL_DIR
-from hearth.audit.store import AuditStore
 from hearth.longwork import Deliverable
 from hearth.settings import Settings
 
@@ -75,10 +74,8 @@ def _command_fails(command: str, root: Path, settings: Settings) -> str:
     return f"the check command exited {result.exit_code}: {tail[:500]}"
 
 
-def leg_changed(audit: AuditStore, run_id: str, before: str | None, root: Path) -> bool:
-    """Whether the leg changed the workspace, by its checkpoint, else by the tree's fingerprint."""
-    after = [row for row in audit.checkpoints(run_id) if row["phase"] == "after"]
-    status = after[-1]["status"] if after else None
+def leg_changed(status: str | None, before: str | None, root: Path) -> bool:
+    """Whether the leg changed the workspace, by its after-checkpoint's status, else by the tree's fingerprint."""
     if status in ("committed", "tagged"):
         return True
     if status == "unchanged":

@@ -1,4 +1,4 @@
-"""GoalRequest: one goal to run, as every source hands it to the runner; and the iteration ceiling.
+"""GoalRequest: one goal to run, as every source hands it to the runner (its ceilings: hearth/limits.py).
 
 `hearth-loop`, the queue (`hearth agent ID`), the demo, the self-test and self-evolution all
 build one of these; hearth/run/runner.py runs it and hearth/run/services.py builds its services.
@@ -10,12 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-# The most iterations any run may have: a request, a profile and HEARTH_MAX_ITERATIONS are each
-# checked against it (the queue's schema and the NixOS module's option type say the same).
-MAX_ITERATIONS = 100
-# The most tokens one run may be allowed (a request's or a profile's max_tokens).
-MAX_RUN_TOKENS = 100_000_000
 
 
 @dataclass

@@ -27,13 +27,14 @@ from typing import Any
 
 from agent.safety import gitsafe
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
+from hearth.errors import HearthError
 from hearth.run.checkpoints import ISOLATION
 
 TIMEOUT_S = 120
 _SHA = re.compile(r"^[0-9a-f]{40,64}$")
 
 
-class NoHistory(Exception):
+class NoHistory(HearthError):
     """The run left nothing hearth can restore from; str() is the one-line reason."""
 
 

@@ -1,9 +1,10 @@
 """What a marathon and a swarm share: the run that holds the others, derived ids, signals.
 
-The holding run (kind `marathon` or `swarm`) is an ordinary row in `runs`, written here rather
-than by the runner because it has no loop of its own: its legs, children and synthesis are the
-runs, each through `run_goal` or the queue, each linked to it by `parent_run`. Its status is the
-whole effort's (`done`, `leg_limit`, `no_progress`, `failed`, `interrupted`, a leg's own ending).
+The holding run (kind `marathon` or `swarm`) is an ordinary row in `runs`, recorded here (through
+its recorder, hearth/run/events.py) rather than by the runner because it has no loop of its own:
+its legs, children and synthesis are the runs, each through `run_goal` or the queue, each linked
+to it by `parent_run`. Its status is the whole effort's (`done`, `leg_limit`, `no_progress`,
+`failed`, `interrupted`, a leg's own ending).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.loop import Outcome
-from hearth.audit.store import AuditStore, RunRecord
+from hearth.audit.store import RunRecord
 from hearth.errors import HearthError, UsageError
 from hearth.run.admission import resolved
+from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
 from hearth.run.workdir import run_root
@@ -52,27 +54,26 @@ def derived_id(parent: str, suffix: str) -> str:
     return f"{parent[: MAX_ID - len(suffix) - 8]}-{digest}-{suffix}"
 
 
-def start_holder(audit: AuditStore, request: GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
-    audit.start_run(
-        RunRecord(
-            id=run_id,
-            agent_name=request.agent_name,
-            model=request.model or "",
-            goal=request.goal,
-            mode=request.mode or "",
-            source=request.source,
-            requested_by=request.requested_by,
-            workspace=str(root or ""),
-            parent_run=request.parent_run,
-            link=request.link,
-            kind=kind,
-        )
+def start_holder(sink: RunRecorder, request: GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
+    record = RunRecord(
+        id=run_id,
+        agent_name=request.agent_name,
+        model=request.model or "",
+        goal=request.goal,
+        mode=request.mode or "",
+        source=request.source,
+        requested_by=request.requested_by,
+        workspace=str(root or ""),
+        parent_run=request.parent_run,
+        link=request.link,
+        kind=kind,
     )
+    sink.record(RunStarted.of(record))
     return Holder(run_id, time.monotonic())
 
 
 def admit_holder(
-    audit: AuditStore, request: GoalRequest, settings: Settings, run_id: str, kind: str
+    sink: RunRecorder, request: GoalRequest, settings: Settings, run_id: str, kind: str
 ) -> tuple[GoalRequest, Path, Holder]:
     """The request checked as a run's would be, its directory, and the holding run recorded; one that
     cannot start is recorded `rejected` and raises UsageError."""
@@ -80,30 +81,27 @@ def admit_holder(
         request = resolved(request, settings)
         root = run_root(request.workspace, settings.agents_dir, run_id, settings.unit_state_dirs)
     except HearthError as exc:
-        holder = start_holder(audit, request, run_id, kind, None)
-        audit.finish_run(holder.id, status="rejected", error=str(exc), iterations=0)
+        holder = start_holder(sink, request, run_id, kind, None)
+        sink.record(RunFinished(holder.id, "rejected", {"error": str(exc), "iterations": 0}))
         raise UsageError(str(exc)) from None
-    return request, root, start_holder(audit, request, run_id, kind, root)
+    return request, root, start_holder(sink, request, run_id, kind, root)
 
 
-def finish_holder(audit: AuditStore, holder: Holder, outcome: Outcome) -> None:
-    audit.finish_run(
-        holder.id,
-        status=outcome.status,
-        iterations=outcome.iterations,
-        tokens_in=holder.tokens_in,
-        tokens_out=holder.tokens_out,
-        duration_ms=int((time.monotonic() - holder.started) * 1000),
-        error=outcome.error or None,
-        summary=outcome.summary,
-    )
+def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome) -> None:
+    totals = {
+        "iterations": outcome.iterations,
+        "tokens_in": holder.tokens_in,
+        "tokens_out": holder.tokens_out,
+        "duration_ms": int((time.monotonic() - holder.started) * 1000),
+        "error": outcome.error or None,
+        "summary": outcome.summary,
+    }
+    sink.record(RunFinished(holder.id, outcome.status, totals))
 
 
-def close_if_running(audit: AuditStore, run_id: str, status: str, reason: str) -> None:
+def close_if_running(sink: RunRecorder, run_id: str, status: str, reason: str) -> None:
     """A run cut off outside its loop (a signal during its checkpoint) still gets its final status."""
-    run = audit.run(run_id)
-    if run is not None and run["status"] == "running":
-        audit.finish_run(run_id, status=status, error=reason)
+    sink.record(RunFinished(run_id, status, {"error": reason}, if_running=True))
 
 
 @contextmanager

@@ -33,10 +33,12 @@ from typing import TextIO
 from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from agent.safety.workspace import PathRefused, Workspace
+from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
 from hearth.longwork import Marathon
 from hearth.run.deliverable import CheckResult, check_deliverable, fingerprint, leg_changed
+from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.followup import prompt_record
 from hearth.run.goal import GoalRequest
@@ -93,13 +95,35 @@ class Leg:
         return bool(self.verdict and self.verdict.done) and (self.check is None or self.check.ok)
 
 
+class _Heard:
+    """The marathon's recorder, noting on the way what it needs of its legs' record: the prompt
+    each leg kept, and how its after-checkpoint ended (read back from no audit: the record may be
+    going to another machine's)."""
+
+    def __init__(self, sink: RunRecorder) -> None:
+        self.sink = sink
+        self.prompts: dict[str, str] = {}
+        self.after: dict[str, str] = {}
+
+    def record(self, event: RunEvent) -> None:
+        self.sink.record(event)
+        if isinstance(event, RunFinished) and event.columns.get("prompt"):
+            self.prompts[event.run_id] = event.columns["prompt"]
+        elif isinstance(event, CheckpointKept) and event.phase == "after":
+            self.after[event.run_id] = event.status
+
+    def approval(self, approval_id: str) -> Approval | None:
+        return self.sink.approval(approval_id)
+
+
 @dataclass(frozen=True)
 class _Io:
-    """How legs run: a model to use (tests), where their events go."""
+    """How legs run: a model to use (tests), where their events go, where the record goes."""
 
     model: ChatModel | None
     out: TextIO
     json_lines: bool
+    sink: _Heard
 
 
 @dataclass
@@ -120,51 +144,54 @@ def run_marathon(
     model: ChatModel | None = None,
     out: TextIO = sys.stdout,
     json_lines: bool = False,
+    recorder: RunRecorder | None = None,
 ) -> tuple[str, Outcome]:
-    """Run legs until done or stopped; (the marathon's run id, its outcome). UsageError if it cannot start."""
+    """Run legs until done or stopped; (the marathon's run id, its outcome). UsageError if it cannot start.
+
+    `recorder` takes the marathon's record and its legs'; without it, this machine's audit does."""
     settings.writable_state_dir()
     marathon_id = request.run_id or new_run_id()
     # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
     with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
-        run = _admit(audit, request, plan, settings, marathon_id)
+        sink = recorder or SqliteRecorder(audit)
+        run = _admit(sink, request, plan, settings, marathon_id)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.request.agent_name, model=run.request.model
         )
         own = model_client(run.request, settings) if model is None else None
         try:
             with signals_interrupt():
-                outcome = _legs(run, audit, settings, model or own, state, _Io(model, out, json_lines))  # type: ignore[arg-type]
+                io = _Io(model, out, json_lines, _Heard(sink))
+                outcome = _legs(run, settings, model or own, state, io)  # type: ignore[arg-type]
         except (Interrupted, KeyboardInterrupt):
-            outcome = _interrupted(run, audit)
+            outcome = _interrupted(run, sink)
         finally:
             state.remove()
             if own is not None:
                 own.close()
-        finish_holder(audit, run.holder, outcome)
+        finish_holder(sink, run.holder, outcome)
     _show(out, json_lines, marathon_id, outcome)
     return marathon_id, outcome
 
 
-def _admit(audit: AuditStore, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
+def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
-    request, root, holder = admit_holder(audit, request, settings, run_id, "marathon")
+    request, root, holder = admit_holder(sink, request, settings, run_id, "marathon")
     with Workspace(root) as ws:  # the workspace's own containment: `.hearth` may be a planted link
         if ws.stat(PROGRESS) is None:
             ws.write_bytes(PROGRESS, PROGRESS_TEMPLATE.encode())
     return _Marathon(holder, replace(request, workspace=root), plan, root)
 
 
-def _legs(
-    run: _Marathon, audit: AuditStore, settings: Settings, judge: ChatModel, state: StateFile, io: _Io
-) -> Outcome:
+def _legs(run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io) -> Outcome:
     quiet = 0
     for number in range(1, run.plan.max_legs + 1):
         state.update("marathon", f"leg {number} of at most {run.plan.max_legs}", number)
-        leg = _run_leg(run, audit, settings, number, io)
+        leg = _run_leg(run, settings, number, io)
         if leg.outcome.status not in GOES_ON_AFTER:
             return _ended(run, leg.outcome.status, f"leg {number} ended {leg.outcome.status}: {leg.outcome.error}")
         _decide(run, leg, judge, settings)
-        _record(audit, run, leg)
+        _record(io.sink, run, leg)
         if leg.done:
             return _ended(run, "done", "", summary=leg.outcome.summary)
         quiet = 0 if leg.changed else quiet + 1
@@ -176,7 +203,7 @@ def _legs(
     return _ended(run, "leg_limit", f"not done after {run.plan.max_legs} legs: {reason}")
 
 
-def _run_leg(run: _Marathon, audit: AuditStore, settings: Settings, number: int, io: _Io) -> Leg:
+def _run_leg(run: _Marathon, settings: Settings, number: int, io: _Io) -> Leg:
     leg_id = derived_id(run.holder.id, f"leg{number}")
     request = replace(
         run.request,
@@ -189,16 +216,16 @@ def _run_leg(run: _Marathon, audit: AuditStore, settings: Settings, number: int,
     )
     before = fingerprint(run.root)
     try:
-        _, outcome = run_goal(request, settings, model=io.model, out=io.out, json_lines=io.json_lines)
+        _, outcome = run_goal(request, settings, model=io.model, out=io.out, json_lines=io.json_lines, recorder=io.sink)
     except UsageError as exc:  # recorded by the runner as a rejected leg
         outcome = Outcome("rejected", "", 0, error=str(exc))
     except (Interrupted, KeyboardInterrupt):
-        close_if_running(audit, leg_id, "interrupted", "interrupted by a signal")
+        close_if_running(io.sink, leg_id, "interrupted", "interrupted by a signal")
         raise
     leg = Leg(number, leg_id, outcome)
     if run.values is None:
-        run.values = prompt_record(audit.run(leg_id) or {}).get("values")
-    leg.changed = leg_changed(audit, leg_id, before, run.root)
+        run.values = prompt_record({"prompt": io.sink.prompts.get(leg_id)}).get("values")
+    leg.changed = leg_changed(io.sink.after.get(leg_id), before, run.root)
     run.legs.append(leg)
     return leg
 
@@ -211,7 +238,7 @@ def _decide(run: _Marathon, leg: Leg, judge: ChatModel, settings: Settings) -> N
     leg.verdict, leg.problem, leg.replies = answer.value, answer.problem, answer.replies
 
 
-def _record(audit: AuditStore, run: _Marathon, leg: Leg) -> None:
+def _record(sink: RunRecorder, run: _Marathon, leg: Leg) -> None:
     """The decision as a `judge` step of the marathon's run: what `hearth show` lists per leg."""
     verdict = leg.verdict
     data = {
@@ -229,15 +256,8 @@ def _record(audit: AuditStore, run: _Marathon, leg: Leg) -> None:
     judged = "done" if leg.done else "not done"
     detail = f"leg {leg.number} ({leg.run_id}) ended {leg.outcome.status}; judged {judged}: {said}{check}"
     replies = "\n---\n".join(leg.replies)
-    audit.record_step(
-        run.holder.id,
-        "judge",
-        iteration=leg.number,
-        detail=detail,
-        output=replies,
-        ok=int(leg.done),
-        data=json.dumps(data),
-    )
+    columns = {"iteration": leg.number, "detail": detail, "output": replies, "ok": int(leg.done)}
+    sink.record(StepRecorded(run.holder.id, "judge", {**columns, "data": json.dumps(data)}))
 
 
 def _ended(run: _Marathon, status: str, error: str, *, summary: str = "") -> Outcome:
@@ -245,8 +265,8 @@ def _ended(run: _Marathon, status: str, error: str, *, summary: str = "") -> Out
     return Outcome(status, summary or last, len(run.legs), error=error)
 
 
-def _interrupted(run: _Marathon, audit: AuditStore) -> Outcome:
-    audit.record_step(run.holder.id, "stop", detail="the marathon was interrupted; no further legs")
+def _interrupted(run: _Marathon, sink: RunRecorder) -> Outcome:
+    sink.record(StepRecorded(run.holder.id, "stop", {"detail": "the marathon was interrupted; no further legs"}))
     return _ended(run, "interrupted", "interrupted by a signal")
 
 

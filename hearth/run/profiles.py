@@ -39,7 +39,7 @@ from typing import Any
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.run.goal import MAX_ITERATIONS, MAX_RUN_TOKENS
+from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")

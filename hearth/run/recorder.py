@@ -1,4 +1,8 @@
-"""Turns the loop's events into audit steps, live state and what the user sees.
+"""Turns the loop's events into the run's record, live state and what the user sees.
+
+The record goes out as hearth/run/events.py's records into the run's `RunRecorder` (the SQLite
+audit today; that module says how another plugs in), redacted here first: this class is the one
+choke point between what a run does and what is kept of it.
 
 What the user sees: one line per event, the run id first; at a terminal, while the model thinks,
 one live line with the seconds waited and the tokens streamed so far (redrawn in place, at most
@@ -17,8 +21,8 @@ from typing import Any, TextIO
 
 from agent.loop import Event
 from agent.safety.redaction import Redactor
-from hearth.audit.store import AuditStore
 from hearth.render import json_line, tolerant, visible_line
+from hearth.run.events import RunEvent, RunRecorder, StepClosed, StepRecorded
 from hearth.run.state import StateFile
 
 THINKING_EVERY_S = 0.5
@@ -28,7 +32,7 @@ CLEAR_LINE = "\r\x1b[K"
 class Recorder:
     def __init__(
         self,
-        audit: AuditStore,
+        sink: RunRecorder,
         state: StateFile,
         run_id: str,
         *,
@@ -36,7 +40,7 @@ class Recorder:
         out: TextIO = sys.stdout,
         redactor: Redactor | None = None,
     ) -> None:
-        self.audit = audit
+        self.sink = sink  # where every record of the run goes
         self.redactor = redactor or Redactor()
         self.state = state
         self.run_id = run_id
@@ -46,7 +50,8 @@ class Recorder:
         self.thinking = Thinking(self.out, self._lock) if not json_lines and self.out.isatty() else None
         self.iteration = 0  # the loop's current iteration, for records made between its events
         self.tool = ""  # the tool running now, for the decisions made inside it
-        self._open_tool: int | None = None  # the audit row of the tool step that has started
+        self._open_tool: str | None = None  # the key of the tool step that has started
+        self._opened = 0  # tool steps started so far, for their keys
         self._announced = False  # the run's id is on the screen already
 
     def __call__(self, event: Event) -> None:
@@ -82,30 +87,32 @@ class Recorder:
         """The model client is about to try again: say what failed and when the next try is."""
         self._show(Event("retry", self.iteration, {"message": message}))
 
+    def record(self, event: RunEvent) -> None:
+        """A record of the run made outside the loop's events (its row, an approval, a checkpoint)."""
+        self.sink.record(event)
+
     def note(self, kind: str, **fields: Any) -> None:
         """A step that does not come from the loop (a rejection, a compaction, a checkpoint)."""
-        self.audit.record_step(self.run_id, kind, **self.redactor.data(fields))
+        self.sink.record(StepRecorded(self.run_id, kind, self.redactor.data(fields)))
 
     def decision(self, kind: str, detail: dict[str, Any]) -> None:
         """A decision made inside a tool (a credential used or refused, a header dropped at a
         redirect), kept with the tool, the run and the iteration it was made in."""
         detail = self.redactor.data(detail)
-        self.audit.record_step(
-            self.run_id,
-            kind,
-            iteration=self.iteration,
-            tool=self.tool or None,
-            verdict=detail.get("verdict"),
-            detail=json.dumps(detail, ensure_ascii=False),
-        )
+        columns = {
+            "iteration": self.iteration,
+            "tool": self.tool or None,
+            "verdict": detail.get("verdict"),
+            "detail": json.dumps(detail, ensure_ascii=False),
+        }
+        self.sink.record(StepRecorded(self.run_id, kind, columns))
 
     def notice(self, kind: str, message: str, *, data: dict[str, Any] | None = None, step: bool = True) -> None:
         """Something the operator should see (a flagged context file, a checkpoint), shown and, if `step`, audited."""
         message, data = self.redactor(message), self.redactor.data(data) if data else None
         if step:
-            self.audit.record_step(
-                self.run_id, kind, iteration=0, detail=message, data=json.dumps(data, default=str) if data else None
-            )
+            columns = {"iteration": 0, "detail": message, "data": json.dumps(data, default=str) if data else None}
+            self.sink.record(StepRecorded(self.run_id, kind, columns))
         self._show(Event("notice", 0, {"kind": kind, "message": message, **({"data": data} if data else {})}))
 
     def _on_run_started(self, event: Event) -> None:
@@ -116,29 +123,29 @@ class Recorder:
 
     def _on_model(self, event: Event) -> None:
         d = event.data
-        self.audit.record_step(
-            self.run_id,
-            "model",
-            iteration=event.iteration,
-            output=d["content"],
-            tokens_in=d["tokens_in"],
-            tokens_out=d["tokens_out"],
-            duration_ms=_ms(d["duration_s"]),
-        )
+        columns = {
+            "iteration": event.iteration,
+            "output": d["content"],
+            "tokens_in": d["tokens_in"],
+            "tokens_out": d["tokens_out"],
+            "duration_ms": _ms(d["duration_s"]),
+        }
+        self.sink.record(StepRecorded(self.run_id, "model", columns))
 
     def _on_tool_started(self, event: Event) -> None:
         """Recorded before it runs (one insert): a run killed mid-command still shows the command."""
         d = event.data
         self.tool = d["tool"]
-        self._open_tool = self.audit.open_step(
-            self.run_id,
-            "tool",
-            iteration=event.iteration,
-            tool=d["tool"],
-            arguments=d["arguments"],
-            verdict="started",
-            called_as=d.get("called_as"),
-        )
+        self._opened += 1
+        self._open_tool = f"{self.run_id}/tool/{self._opened}"
+        columns = {
+            "iteration": event.iteration,
+            "tool": d["tool"],
+            "arguments": d["arguments"],
+            "verdict": "started",
+            "called_as": d.get("called_as"),
+        }
+        self.sink.record(StepRecorded(self.run_id, "tool", columns, opens=self._open_tool))
         self.state.update("tool", f"running {d['tool']}", event.iteration, d["tool"])
 
     def _on_tool(self, event: Event) -> None:
@@ -152,21 +159,15 @@ class Recorder:
             "detail": json.dumps(d["detail"]) if d.get("detail") else None,
         }
         if self._open_tool is None:  # a tool event without its start (a caller of the loop's own)
-            self.audit.record_step(
-                self.run_id,
-                "tool",
-                iteration=event.iteration,
-                tool=d["tool"],
-                arguments=d["arguments"],
-                called_as=d.get("called_as"),
-                **outcome,
-            )
+            call = {"iteration": event.iteration, "tool": d["tool"], "arguments": d["arguments"]}
+            self.sink.record(StepRecorded(self.run_id, "tool", {**call, "called_as": d.get("called_as"), **outcome}))
         else:
-            self.audit.close_step(self._open_tool, **outcome)
+            self.sink.record(StepClosed(self.run_id, self._open_tool, outcome))
         self._open_tool, self.tool = None, ""
 
     def _on_nudge(self, event: Event) -> None:
-        self.audit.record_step(self.run_id, "nudge", iteration=event.iteration, detail=event.data["reason"])
+        columns = {"iteration": event.iteration, "detail": event.data["reason"]}
+        self.sink.record(StepRecorded(self.run_id, "nudge", columns))
 
     def _on_compaction(self, event: Event) -> None:
         d = event.data
@@ -185,14 +186,13 @@ class Recorder:
                 "error",
             )
         }
-        self.audit.record_step(
-            self.run_id,
-            "compaction",
-            iteration=event.iteration,
-            detail=_compaction_line(d),
-            output=d["summary"],
-            data=json.dumps(sizes),
-        )
+        columns = {
+            "iteration": event.iteration,
+            "detail": _compaction_line(d),
+            "output": d["summary"],
+            "data": json.dumps(sizes),
+        }
+        self.sink.record(StepRecorded(self.run_id, "compaction", columns))
 
     def _on_run_finished(self, event: Event) -> None:
         self.state.remove()

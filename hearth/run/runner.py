@@ -2,6 +2,8 @@
 
 `hearth-loop` and `hearth agent` (the queue's per-run unit) both come through `run_goal`, so a
 run from any source is recorded the same way. Bad input is recorded too (status `rejected`).
+Everything the run records goes through its `RunRecorder` (hearth/run/events.py: this machine's
+audit unless one is handed in); the audit it opens is for reading other runs' history.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.run import approvers
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
+from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
 from hearth.run.lock import hold_run
@@ -44,7 +47,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
-from hearth.run.walls import WalledTools, Walls, raised
+from hearth.run.walls import Walls, raised
 from hearth.settings import Settings
 
 PROBE_S = 3.0  # how long to wait for Ollama's list of pulled models before routing without it
@@ -59,24 +62,27 @@ def run_goal(
     json_lines: bool = False,
     out: TextIO = sys.stdout,
     configure_services: ServicesHook | None = None,
+    recorder: RunRecorder | None = None,
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
     A run whose model is not available, or (with `escalate`) that ends iteration_limit or failed,
     is followed by a linked run on the next model of its route; the last run's id and outcome are
     returned. `configure_services` may adjust the run's services before the loop starts (tests
-    inject a resolver and connector into the network guard there).
+    inject a resolver and connector into the network guard there). `recorder` takes the run's
+    record (and its linked runs'); without it, this machine's audit does.
     """
     settings.writable_state_dir()
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
     pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
+        sink = recorder or SqliteRecorder(audit)
         while True:
             request = replace(request, run_id=request.run_id or new_run_id())
             # held from before the run's row exists until after its final status: a `running` row whose
             # lock is free is a dead run, and the next command that looks settles it (dispatch/settle.py)
             with hold_run(settings, request.run_id or ""):
-                run = admit(request, settings, audit, pulled, json_lines=json_lines, out=out)
+                run = admit(request, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
                 outcome = _attempt(run, settings, model, approve, configure_services)
             follow = linked_request(run.request, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
@@ -109,7 +115,7 @@ def _with_model(
     try:
         return _execute(run, settings, model, approve, hook)
     except UsageError as exc:  # found once the prompt is built (a window too small for it)
-        run.audit.finish_run(run.id, status="rejected", error=str(exc), iterations=0)
+        run.recorder.record(RunFinished(run.id, "rejected", {"error": str(exc), "iterations": 0}))
         run.state.remove()
         raise
     finally:
@@ -120,7 +126,7 @@ def _with_model(
 def _unavailable(run: AdmittedRun) -> Outcome:
     """No model the run could use is pulled: recorded as the loop would, without a model call."""
     outcome = Outcome("model_unavailable", "", 0, error=run.route.problem)
-    run.audit.finish_run(run.id, status=outcome.status, iterations=0, error=outcome.error, summary="")
+    run.recorder.record(RunFinished(run.id, outcome.status, {"iterations": 0, "error": outcome.error, "summary": ""}))
     run.recorder(Event("run_finished", 0, {"status": outcome.status, "summary": "", "error": outcome.error}))
     return outcome
 
@@ -131,9 +137,7 @@ def _execute(
     """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
     request, trailers = run.request, {"agent_name": run.request.agent_name, "model": run.request.model or ""}
     points = run.checkpoints
-    record_checkpoint(
-        run.audit, run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir
-    )
+    record_checkpoint(run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir)
     with (
         raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
         run_services(request, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
@@ -149,12 +153,13 @@ def _execute(
         recalled = recall_preface(services, request.goal, settings, run.recorder)
         context = "\n\n".join(part for part in (request.preface, recalled) if part)
         kept = replace(request, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
-        outcome = _drive(loop, kept, run.audit, run.id, run.state, context, run.redactor, prompt)
-    run.audit.update_run(run.id, sandbox=_sandbox_label(settings.sandbox))  # its probe has long finished
+        outcome = _drive(loop, kept, run.recorder, run.state, context, run.redactor, prompt)
+    sandbox = _sandbox_label(settings.sandbox)  # its probe has long finished
+    run.recorder.record(RunUpdated(run.id, {"sandbox": sandbox}))
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )
-    record_checkpoint(run.audit, run.recorder, run.root, after, points.history_dir)
+    record_checkpoint(run.recorder, run.root, after, points.history_dir)
     return outcome
 
 
@@ -221,14 +226,15 @@ def _build_loop(
     values: dict[str, str],
     walls: Walls,
 ) -> tuple[Loop, ToolRunner]:
-    tools = WalledTools(
+    tools = ToolRunner(
         ws,
-        walls=walls,
         mode=request.mode or "auto",
         allowed=request.allowed_tools,
         approve=approve,
         spill=OutputSpill(ws, recorder.run_id, spill_threshold(request.num_ctx)),
         notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
+        before=[walls.prepare_for, walls.scan_arguments],
+        after=[walls.record_connections, walls.check_after],
     )
     prompt = run_system_prompt(
         ws, tools.schemas, parts, recorder, values, num_ctx=request.num_ctx, look_above=request.workspace is not None
@@ -251,8 +257,7 @@ def _build_loop(
 def _drive(
     loop: Loop,
     request: GoalRequest,
-    audit: AuditStore,
-    run_id: str,
+    recorder: Recorder,
     state: StateFile,
     context: str = "",
     redactor: Redactor | None = None,
@@ -270,18 +275,17 @@ def _drive(
         _restore_signals(previous)
     if redactor:
         outcome.summary, outcome.error = redactor(outcome.summary), redactor(outcome.error)
-    audit.finish_run(
-        run_id,
-        status=outcome.status,
-        iterations=outcome.iterations,
-        tokens_in=outcome.tokens_in,
-        tokens_out=outcome.tokens_out,
-        latency_ms=int(outcome.model_seconds * 1000),
-        duration_ms=int((time.monotonic() - started) * 1000),
-        error=outcome.error or None,
-        summary=outcome.summary,
-        prompt=prompt,
-    )
+    totals = {
+        "iterations": outcome.iterations,
+        "tokens_in": outcome.tokens_in,
+        "tokens_out": outcome.tokens_out,
+        "latency_ms": int(outcome.model_seconds * 1000),
+        "duration_ms": int((time.monotonic() - started) * 1000),
+        "error": outcome.error or None,
+        "summary": outcome.summary,
+        "prompt": prompt,
+    }
+    recorder.record(RunFinished(recorder.run_id, outcome.status, totals))
     return outcome
 
 

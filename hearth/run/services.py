@@ -80,10 +80,12 @@ def recall_preface(services: RunServices, goal: str, settings: Settings, recorde
     """The auto-recall preface for the first user message; recorded as a step when there is one."""
     if settings.recall_chars <= 0 or not (services.knowledge or settings.knowledge_path.exists()):
         return ""  # nothing was ever stored: nothing to recall, and no file to create
-    store = services.knowledge_store()
+    from agent.knowledge.recall import recall_context  # a knowledge base exists: only then is its code loaded
+    from agent.knowledge.store import run_store
+
+    store = run_store(services)
     if store is None:
         return ""
-    from agent.knowledge.recall import recall_context  # a knowledge base exists: only then is its code loaded
 
     preface = services.redact(recall_context(store, goal, services.agent_name, settings.recall_chars))
     if preface:

@@ -1,17 +1,17 @@
 """Swarms: split a goal, run the parts side by side through the queue, merge them in one synthesis.
 
-    run_swarm(request, goal, settings)       the claimed request's process (`hearth agent ID`)
+    run_swarm(request, goal, settings, submit=...)   the claimed request's process (`hearth agent ID`)
         1. the swarm's own run (kind `swarm`) is recorded; a planner call with no tools
            (hearth/run/judge.py) answers a JSON list of sub-goals, validated: at most max_workers,
            each non-empty and bounded; one repair; otherwise the swarm fails with the reason and
            nothing is queued
-        2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue
-           (hearth/dispatch/submit.py), a copy of the swarm's request (profile, mode, allowed
-           tools, egress, credentials, limits: never wider) with `child_of` set, in its own
-           workspace seeded with the swarm's files (committed as the swarm's `seed` checkpoint
-           first, restored by each child's admission); the launcher runs them as
-           concurrently as it allows (systemd units, or the local launcher's limit, where the
-           waiting swarm holds no slot)
+        2. each sub-goal becomes a child request `<id>-w<n>` through the ordinary queue (the
+           `submit` it is handed: hearth/dispatch/claimed.py hands it the queue's front door),
+           a copy of the swarm's request (profile, mode, allowed tools, egress, credentials,
+           limits: never wider) with `child_of` set, in its own workspace seeded with the
+           swarm's files (committed as the swarm's `seed` checkpoint first, restored by each
+           child's admission); the launcher runs them as concurrently as it allows (systemd
+           units, or the local launcher's limit, where the waiting swarm holds no slot)
         3. once every child has ended, the synthesis `<id>-synthesis` runs in the swarm's
            workspace with each child's goal, status, summary and changed files (the diffs under
            `.hearth/swarm/<child>/`, hearth/run/swarm_results.py) and merges what should be merged
@@ -23,18 +23,18 @@ A failed child is reported to the synthesis, not fatal. Stopping the swarm stops
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, Protocol, TextIO
 
 from pydantic import Field, StringConstraints, TypeAdapter
 
 from agent.loop import Outcome
 from agent.model.ollama_client import ChatModel
 from hearth.audit.store import AuditStore
-from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.errors import UsageError
 from hearth.request import Request
+from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest
 from hearth.run.judge import ask_json
@@ -53,34 +53,62 @@ array of at most {n} strings, one sub-goal each, like ["...", "..."]. If the goa
 answer with an array of one string."""
 
 
+class Submit(Protocol):
+    """The queue's front door (hearth/dispatch/submit.py's `submit`); UsageError when it refuses."""
+
+    def __call__(self, request: Request, settings: Settings, *, requested_by: str) -> object: ...
+
+
 def plan_reader(max_workers: int) -> TypeAdapter[list[str]]:
     sub_goal = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUBGOAL_CHARS)]
     return TypeAdapter(Annotated[list[sub_goal], Field(min_length=1, max_length=max_workers)])
 
 
-def run_swarm(request: Request, goal: GoalRequest, settings: Settings, *, out: TextIO = sys.stdout) -> Outcome:
-    """The whole swarm; its outcome is the synthesis's (or why there was none). UsageError if it cannot start."""
+def run_swarm(
+    request: Request,
+    goal: GoalRequest,
+    settings: Settings,
+    *,
+    submit: Submit,
+    out: TextIO = sys.stdout,
+    recorder: RunRecorder | None = None,
+) -> Outcome:
+    """The whole swarm, its children queued through `submit`; its outcome is the synthesis's (or why
+    there was none). UsageError if it cannot start.
+
+    `recorder` takes the swarm's record and its synthesis's (each child records its own, through the
+    queue); without it, this machine's audit does."""
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
-        goal, root, holder = _admit(audit, goal, settings, request.id)
+        sink = recorder or SqliteRecorder(audit)
+        goal, root, holder = _admit(sink, goal, settings, request.id)
         state = StateFile(settings.runs_state_dir, request.id, agent_name=goal.agent_name, model=goal.model)
         own = model_client(goal, settings)
         try:
             with signals_interrupt():
-                outcome = _swarm(request, goal, root, holder, audit, settings, own, state, out)
+                outcome = _swarm(request, goal, root, holder, _Record(audit, sink), settings, own, state, out, submit)
         except (Interrupted, KeyboardInterrupt):
-            audit.record_step(holder.id, "stop", detail="the swarm was interrupted; its children are stopped with it")
+            stopped = "the swarm was interrupted; its children are stopped with it"
+            sink.record(StepRecorded(holder.id, "stop", {"detail": stopped}))
             outcome = Outcome("interrupted", "", 0, error="interrupted by a signal")
         finally:
             state.remove()
             own.close()
-        finish_holder(audit, holder, outcome)
+        finish_holder(sink, holder, outcome)
     print(f"== swarm {outcome.status}: {outcome.summary or outcome.error}", file=out, flush=True)
     return outcome
 
 
-def _admit(audit: AuditStore, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
-    goal, root, holder = admit_holder(audit, goal, settings, run_id, "swarm")
+@dataclass(frozen=True)
+class _Record:
+    """The audit the swarm reads (its children's rows and checkpoints), and where its own record goes."""
+
+    audit: AuditStore
+    sink: RunRecorder
+
+
+def _admit(sink: RunRecorder, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[GoalRequest, Path, Holder]:
+    goal, root, holder = admit_holder(sink, goal, settings, run_id, "swarm")
     return replace(goal, workspace=root), root, holder
 
 
@@ -89,19 +117,21 @@ def _swarm(
     goal: GoalRequest,
     root: Path,
     holder: Holder,
-    audit: AuditStore,
+    record: _Record,
     settings: Settings,
     model: ChatModel,
     state: StateFile,
     out: TextIO,
+    submit: Submit,
 ) -> Outcome:
-    sub_goals = _plan(request, goal, root, holder, audit, model)
-    if sub_goals is None:
-        return Outcome("failed", "", 0, error=_plan_problem(audit, holder.id))
-    unseeded = checkpoint_seed(root, holder.id, settings, audit, goal)
+    audit = record.audit
+    sub_goals = _plan(request, goal, root, holder, record.sink, model)
+    if isinstance(sub_goals, str):
+        return Outcome("failed", "", 0, error=sub_goals)
+    unseeded = checkpoint_seed(root, holder.id, settings, record.sink, goal)
     if unseeded:
         return Outcome("failed", "", 0, error=f"{unseeded}; nothing was queued")
-    children = [_enqueue(request, goal, settings, audit, root, n, text) for n, text in enumerate(sub_goals, 1)]
+    children = [_enqueue(request, goal, settings, record.sink, submit, n, text) for n, text in enumerate(sub_goals, 1)]
     state.update("waiting", f"waiting for {len(children)} children")  # the local launcher frees its slot
     wait_for_children(children, settings, audit, limit_s=float(goal.timeout_s or 3600) * len(children))
     state.update("synthesis", "merging the children's work")
@@ -115,7 +145,7 @@ def _swarm(
         preface=synthesis_preface(holder.id, children),
     )
     try:
-        _, outcome = run_goal(synthesis, settings, out=out)
+        _, outcome = run_goal(synthesis, settings, out=out, recorder=record.sink)
     except UsageError as exc:
         return Outcome("rejected", "", len(children), error=f"the synthesis was refused: {exc}")
     failed = [f"{c.id} {c.status}" for c in children if c.status != "done"]
@@ -124,8 +154,9 @@ def _swarm(
 
 
 def _plan(
-    request: Request, goal: GoalRequest, root: Path, holder: Holder, audit: AuditStore, model: ChatModel
-) -> list[str] | None:
+    request: Request, goal: GoalRequest, root: Path, holder: Holder, sink: RunRecorder, model: ChatModel
+) -> list[str] | str:
+    """The sub-goals, recorded as the swarm's `plan` step; or why there are none (recorded too)."""
     assert request.swarm is not None
     n = request.swarm.max_workers
     question = f"## Goal\n{goal.goal}\n\n## Files in the workspace\n{listing(root)}"
@@ -133,27 +164,23 @@ def _plan(
     holder.spent(answer.tokens_in, answer.tokens_out)
     if answer.value is None:
         detail = f"the planner's answer was unusable: {answer.problem}; nothing was queued"
-        audit.record_step(holder.id, "plan", detail=detail, output="\n---\n".join(answer.replies), ok=0)
-        return None
+        unusable = {"detail": detail, "output": "\n---\n".join(answer.replies), "ok": 0}
+        sink.record(StepRecorded(holder.id, "plan", unusable))
+        return detail
     shown = "; ".join(f"{i}. {text[:120]}" for i, text in enumerate(answer.value, 1))
-    audit.record_step(holder.id, "plan", detail=f"{len(answer.value)} sub-goals: {shown}", ok=1)
+    sink.record(StepRecorded(holder.id, "plan", {"detail": f"{len(answer.value)} sub-goals: {shown}", "ok": 1}))
     return answer.value
 
 
-def _plan_problem(audit: AuditStore, run_id: str) -> str:
-    plans = [s for s in audit.steps(run_id) if s["kind"] == "plan"]
-    return str(plans[-1]["detail"]) if plans else "the planner gave no plan"
-
-
 def _enqueue(
-    request: Request, goal: GoalRequest, settings: Settings, audit: AuditStore, root: Path, n: int, text: str
+    request: Request, goal: GoalRequest, settings: Settings, sink: RunRecorder, submit: Submit, n: int, text: str
 ) -> Child:
     """One sub-goal as a child request: recorded as a `child` step first (a stop finds it), then queued."""
     child = Child(derived_id(request.id, f"w{n}"), text)
-    audit.record_step(request.id, "child", iteration=n, detail=child.id, output=text)
+    sink.record(StepRecorded(request.id, "child", {"iteration": n, "detail": child.id, "output": text}))
     try:
         submit(_child_request(request, goal, child), settings, requested_by=request.requested_by or "hearth")
-    except (OSError, SubmitRefused) as exc:
+    except (OSError, UsageError) as exc:  # the door's refusal (SubmitRefused) is a UsageError
         child.status, child.error = "failed", f"not queued: {exc}"
     return child
 

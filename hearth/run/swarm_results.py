@@ -29,6 +29,7 @@ from hearth.audit.store import AuditStore
 from hearth.queue import Queue
 from hearth.run.checkpoints import Checkpoints, keep_checkpoint, state_inside
 from hearth.run.diffs import checkpoint_range, history_of, workspace_diff
+from hearth.run.events import RunRecorder
 from hearth.run.goal import GoalRequest
 from hearth.run.history import file_at
 from hearth.settings import Settings
@@ -58,13 +59,13 @@ def listing(root: Path) -> str:
     return shown + (f"\n- ... and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
-def checkpoint_seed(root: Path, swarm_id: str, settings: Settings, audit: AuditStore, goal: GoalRequest) -> str:
+def checkpoint_seed(root: Path, swarm_id: str, settings: Settings, sink: RunRecorder, goal: GoalRequest) -> str:
     """Commit the swarm's files for its children to start from; '' or why it could not."""
     sandbox = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
     exclude = (*state_inside(settings.state_dir, root), SWARM_DIR)
     points = Checkpoints(root, swarm_id, sandbox, exclude=exclude, history=settings.checkpoints_dir)
     point = points.before(agent_name=goal.agent_name, model=goal.model or "", goal=goal.goal)
-    keep_checkpoint(audit, swarm_id, root, replace(point, phase="seed"), points.history_dir)
+    keep_checkpoint(sink, swarm_id, root, replace(point, phase="seed"), points.history_dir)
     if point.status in ("committed", "unchanged") and (point.commit or not os.listdir(root)):
         return ""
     return f"the swarm's files could not be checkpointed for its children: {point.status} {point.detail}".strip()

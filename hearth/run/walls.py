@@ -8,11 +8,15 @@
   these two are made when the first command is about to run (workspace decoys: at the start);
 - with network granted, the command proxy (agent/net/cmdproxy.py) behind the run's network guard.
 
-`WalledTools` is the run's ToolRunner with two checks around each call: before it, the arguments
-are scanned for a canary (a tripped call never runs); after it, the proxy's connections go into
-the audit (`connections`) and the output, the proxy's traffic and the decoys' inotify watch are
-checked. A trip is recorded (`tripwires` table, a step, the log, an alert line in the journal)
-and, unless the operator chose record-only, stops the run with status `tripped`.
+The walls check every tool call through the run's ToolRunner hooks (agent/tools/gate.py), which
+hearth/run/runner.py hands it in this order:
+    before  `prepare_for`       the cgroup and the home with its decoys, before the first command
+            `scan_arguments`    a canary in the arguments trips before the tool runs
+    after   `record_connections`  the proxy's connections go into the audit (`connections`)
+            `check_after`       a canary in the output or sent through the proxy, a decoy opened
+A trip is recorded (`tripwires` table, a step, the log, an alert line in the journal) and,
+unless the operator chose record-only, stops the run with status `tripped` (the hook raises
+`Tripped`, a StopRun, through the gate to the loop).
 """
 
 from __future__ import annotations
@@ -31,12 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.loop import StopRun
-from agent.net.guard import NetGuard
+from agent.net.guard import run_guard
 from agent.parsing import ToolCall
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
-from agent.tools.gate import ToolRunner
 from agent.tools.registry import ToolResult
+from hearth.run.events import ConnectionMade, TripwireTripped
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
@@ -44,7 +48,7 @@ if TYPE_CHECKING:  # imported where used: a run that runs no command loads none 
     from agent.net.cmdproxy import CommandProxy
     from agent.safety import cgroups, tripwires
 
-__all__ = ["Tripped", "Walls", "WalledTools", "raised"]
+__all__ = ["Tripped", "Walls", "raised"]
 
 
 class Tripped(StopRun):
@@ -79,7 +83,7 @@ class Walls:
         if self.policy.network:
             from agent.net.cmdproxy import CommandProxy  # with the HTTP client: only runs granted network pay for it
 
-            self.proxy = CommandProxy(services.net or NetGuard(), scan=self._scan_sent)
+            self.proxy = CommandProxy(run_guard(services), scan=self._scan_sent)
             services.command_proxy = self.proxy
         if self.settings.tripwires == "workspace":
             self.prepare()  # the workspace's decoys are there for the file tools from the start
@@ -117,16 +121,20 @@ class Walls:
         if self.cgroup is not None:
             self.cgroup.remove()
 
-    def before(self, call: ToolCall) -> None:
+    def prepare_for(self, call: ToolCall) -> None:
+        """Before hook: the walls of commands are up before a command runs."""
         if call.name == "run_command":
             self.prepare()
+
+    def scan_arguments(self, call: ToolCall) -> None:
+        """Before hook: a canary in the arguments trips before the tool runs (and, unless record-only, stops the run)."""
         if self.wires is None:
             return
         hits = self.wires.seen(json.dumps(call.arguments, ensure_ascii=False, default=str))
         self._trip([(d, f"its canary was in the arguments of {call.name} (the call did not run)") for d in hits], call)
 
-    def after(self, call: ToolCall, result: ToolResult) -> None:
-        self._record_connections()
+    def check_after(self, call: ToolCall, result: ToolResult) -> None:
+        """After hook: a canary in the output or sent through the proxy, or a decoy opened, trips."""
         if self.wires is None:
             return
         hits = [(d, f"its canary was in the output of {call.name}") for d in self.wires.seen(result.output)]
@@ -144,48 +152,29 @@ class Walls:
                 self._proxy_hits += [(d, f"its canary was sent through the proxy in {where}") for d in found]
         return found[0].name if found else None
 
-    def _record_connections(self) -> None:
+    def record_connections(self, call: ToolCall, result: ToolResult) -> None:
+        """After hook: what the command proxy connected to (or refused) while the call ran, into the audit."""
         if self.proxy is None:
             return
-        audit, run_id = self.recorder.audit, self.recorder.run_id
+        run_id = self.recorder.run_id
         for c in self.proxy.drain():
-            audit.record_connection(
-                run_id,
-                host=c.host,
-                port=c.port,
-                method=c.method,
-                allowed=int(c.allowed),
-                reason=c.reason or None,
-                bytes_up=c.bytes_up,
-                bytes_down=c.bytes_down,
+            made = ConnectionMade(
+                run_id, c.host, c.port, c.method, c.allowed, c.reason or None, c.bytes_up, c.bytes_down
             )
+            self.recorder.record(made)
 
     def _trip(self, hits: list[tuple[tripwires.Decoy, str]], call: ToolCall) -> None:
         if not hits:
             return
-        audit, run_id = self.recorder.audit, self.recorder.run_id
+        run_id = self.recorder.run_id
         for decoy, how in hits:
-            audit.record_tripwire(run_id, decoy=decoy.name, how=how, tool=call.name, action=self.action)
+            self.recorder.record(TripwireTripped(run_id, decoy=decoy.name, how=how, tool=call.name, action=self.action))
         text = "; ".join(f"{decoy.name}: {how}" for decoy, how in hits)
         message = f"tripwire: {text}" + ("" if self.action == "stop" else " (record only: the run goes on)")
         self.recorder.notice("tripwire", message, data={"tool": call.name, "decoys": [d.name for d, _ in hits]})
         _alert(f"hearth run {run_id}: {message}")
         if self.action == "stop":
             raise Tripped(message)
-
-
-class WalledTools(ToolRunner):
-    """The run's tools, with the walls' checks around every call."""
-
-    def __init__(self, *args: object, walls: Walls, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.walls = walls
-
-    def run(self, call: ToolCall) -> ToolResult:
-        self.walls.before(call)
-        result = super().run(call)
-        self.walls.after(call, result)
-        return result
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """The command center's app: `create_app(config)` wires the walls, the live map and the routes.
 
-Routes live by area in hearth/web/routes/; each area's data is one function used by its page
-and by its /api twin, so a script can do all the page can. The OpenAPI description is at
+Routes live by area in hearth/web/routes/, reaching the app's parts through hearth/web/context.py
+(never this module); each area's data is one function used by its page and by its /api twin, so a
+script can do all the page can. The OpenAPI description is at
 /api/openapi.json (no docs page: it would load scripts from another origin).
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -18,30 +18,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from hearth.web.config import WebConfig
+from hearth.web.context import Web, error_response, wants_json
 from hearth.web.live import Live
 from hearth.web.pages import Pages
 from hearth.web.reader import Reader
 from hearth.web.security import Guard, Sessions, SignInNeeded, Throttle, WebError
-
-
-@dataclass
-class Web:
-    """Everything a route needs, on app.state.web."""
-
-    config: WebConfig
-    reader: Reader
-    live: Live
-    pages: Pages
-    sessions: Sessions
-    throttle: Throttle
-
-
-def web_of(request: Request) -> Web:
-    web: Web = request.app.state.web
-    return web
 
 
 def _migrated(path: Path) -> None:
@@ -90,12 +74,8 @@ def _handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
 
 
-def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or request.url.path == "/metrics"
-
-
 async def _web_error(request: Request, exc: WebError) -> Response:
-    if isinstance(exc, SignInNeeded) and not _wants_json(request):
+    if isinstance(exc, SignInNeeded) and not wants_json(request):
         return RedirectResponse(f"/signin?next={request.url.path}", status_code=303)
     return error_response(request, exc.status, exc.reason)
 
@@ -109,10 +89,3 @@ async def _invalid(request: Request, exc: RequestValidationError) -> Response:
     first = exc.errors()[0] if exc.errors() else {}
     where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
     return error_response(request, 400, f"{where}: {first.get('msg', 'is not valid')}")
-
-
-def error_response(request: Request, status: int, reason: str) -> Response:
-    """One line, as JSON for scripts or as a page for a person."""
-    if _wants_json(request):
-        return JSONResponse({"error": reason}, status_code=status)
-    return web_of(request).pages.render(request, "error.html", status, status=status, reason=reason)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import stamp
+from hearth.dispatch.settle import settle_dead_runs
 from hearth.report import active_runs
 from hearth.run.profiles import load_profile
 from hearth.web.config import WebConfig
@@ -29,6 +30,7 @@ KEEPALIVE_S = 15.0
 
 def snapshot(config: WebConfig, reader: Reader) -> dict[str, Any]:
     """What the overview shows, as /api/state returns it."""
+    settle_dead_runs(config.settings)
     state = active_runs(config.settings)
     now = datetime.now(UTC)
     state["active"] = [_enriched(run, config, reader, now) for run in state["active"]]

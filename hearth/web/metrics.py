@@ -13,6 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from agent.clock import utc_now
+from hearth.dispatch.settle import settle_dead_runs
 from hearth.report import active_runs
 from hearth.web.config import WebConfig
 from hearth.web.reader import Reader
@@ -68,6 +69,7 @@ class AuditCollector(Collector):
         return family
 
     def _now(self) -> Iterator[Metric]:
+        settle_dead_runs(self.config.settings)
         state = active_runs(self.config.settings)
         yield GaugeMetricFamily("hearth_queue_depth", "Requests waiting in the queue", value=len(state["queued"]))
         yield GaugeMetricFamily("hearth_runs_active", "Runs claimed or running now", value=len(state["active"]))

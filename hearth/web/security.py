@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fastapi import Request
 from starlette.responses import JSONResponse, Response
 
+from hearth.errors import HearthError
 from hearth.web.config import WebConfig
 
 COOKIE = "hearth_session"
@@ -46,7 +47,7 @@ HEADERS = {
 ROLES = ("viewer", "operator")
 
 
-class WebError(Exception):
+class WebError(HearthError):
     """A request refused with a status and a one-line reason."""
 
     def __init__(self, status: int, reason: str) -> None:

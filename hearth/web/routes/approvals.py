@@ -21,7 +21,7 @@ from hearth.audit import approvals
 from hearth.audit.approvals import Approval, ApprovalClosed
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
-from hearth.web.app import error_response, web_of
+from hearth.web.context import error_response, web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.security import COOKIE, Identity, check_csrf, role_of, set_cookie
 
 router = APIRouter()

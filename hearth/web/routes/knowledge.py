@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.knowledge.store import KnowledgeStore
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()

@@ -19,11 +19,12 @@ from agent.tools.builtin import TOOLS
 from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
+from hearth.dispatch.launchers import heal
 from hearth.dispatch.submit import SubmitRefused, submit
 from hearth.intake import RequestRefused, build_request, load_json
 from hearth.longwork import DEFAULT_LEGS, DEFAULT_WORKERS
 from hearth.run.profiles import profile_names
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator
 
 router = APIRouter()
@@ -111,7 +112,7 @@ def _queue(request: Request, obj: dict[str, Any], me: Identity) -> dict[str, str
         built = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise SubmitRefused(f"invalid request: {exc}", "invalid") from None
-    done = submit(built, web_of(request).config.settings, requested_by=me.user)
+    done = submit(built, web_of(request).config.settings, requested_by=me.user, heal=heal)
     return {"id": done.id, "path": str(done.path), "notes": done.notes}  # type: ignore[dict-item]
 
 

@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from hearth.dispatch.pause import pause, resume
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.live import snapshot
 from hearth.web.security import Identity, check_csrf, operator, viewer
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse
 
 from hearth.run.diffs import diff_lines
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.security import Identity, viewer
 
 router = APIRouter()

@@ -10,7 +10,7 @@ from starlette.responses import HTMLResponse, Response
 from hearth.errors import UsageError
 from hearth.report import build_report, parse_since
 from hearth.web import charts
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.metrics import exposition
 from hearth.web.security import Identity, WebError, viewer
 

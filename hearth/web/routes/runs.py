@@ -16,7 +16,7 @@ from hearth.ids import ID_PATTERN
 from hearth.queue import Queue
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
-from hearth.web.app import web_of
+from hearth.web.context import web_of
 from hearth.web.reader import PAGE_SIZE, RunFilter
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
