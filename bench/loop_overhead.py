@@ -9,7 +9,8 @@ so a machine that slows down mid-way slows both sides of a pair; the median rati
 What the hearth side does: start, read settings, open the audit, check a fresh workspace in,
 run 11 `list_files` calls and a final answer, record every step, exit. hearth's bytecode is
 compiled first, as an installed package's is (so a checkout with PYTHONDONTWRITEBYTECODE set
-does not time the compiler). Target: <= 1.5x the httpx floor.
+does not time the compiler). Target: <= 1.25x the httpx floor (issue 31); the standard-library
+ratio is printed beside it for reference (the upstream loop, standard library only, is about 2.3x).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def main() -> None:
         f"hearth-loop, {ITERATIONS} iterations: median {med[0] * 1000:.0f} ms; httpx floor {med[1] * 1000:.0f} ms; "
         f"stdlib floor {med[2] * 1000:.0f} ms ({PAIRS} interleaved runs each)"
     )
-    print(f"ratio hearth-loop / httpx floor: {statistics.median(ratios):.2f} (target <= 1.5)")
+    print(f"ratio hearth-loop / httpx floor: {statistics.median(ratios):.2f} (target <= 1.25)")
     print(f"ratio hearth-loop / stdlib floor: {statistics.median(stdlib_ratios):.2f} (for reference)")
 
 

@@ -11,13 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 
 from hearth.commands import modules_for
 from hearth.errors import HearthError
-from hearth.logs import configure as configure_logging
 from hearth.render import fill_json_help, visible_line
-from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
 GLOBAL_VALUED = ("--state-dir",)  # options before the command that take a value
@@ -104,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # here, not at the top: a usage or --help needs neither the settings nor the logging set up
+    from hearth.logs import configure as configure_logging
+    from hearth.settings import Settings
+
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
@@ -117,6 +118,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     except Exception as exc:  # a bug: one line, the traceback only on request
         if args.debug or os.environ.get("HEARTH_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         print(
             visible_line(f"hearth {args.command}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),

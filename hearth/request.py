@@ -33,7 +33,6 @@ TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
-SOURCES = ("command-center", "cli", "timer", "self-test")
 EXCLUSIVE = ("continues", "marathon", "swarm", "evolve")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.

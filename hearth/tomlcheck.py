@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ def read_toml(path: Path) -> dict[str, Any]:
     """The file's tables ({} when there is no file); ConfigError names the file and what is wrong."""
     if not path.exists():
         return {}
+    import tomllib  # only when there is a file: most hosts have none of hearth's TOML files
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

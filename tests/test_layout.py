@@ -60,6 +60,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.errors",
         "hearth.ids",
         "hearth.limits",
+        "hearth.sources",
         "hearth.atomic",
         "hearth.locks",
         "hearth.logs",

@@ -33,10 +33,10 @@ from typing import Any, Protocol
 import httpx
 
 from agent.errors import AgentError
+from agent.model import DEFAULT_NUM_CTX
 from agent.parsing import ToolCall, coerce_arguments
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_NUM_CTX = 8192
 
 
 class ModelError(AgentError):

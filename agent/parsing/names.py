@@ -7,7 +7,6 @@ closest name for a "did you mean X?" message, and never runs it.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -35,6 +34,8 @@ def resolve_tool_name(name: str, tool_names: Iterable[str]) -> str | None:
 
 def suggest_tool_name(name: str, tool_names: Iterable[str]) -> str | None:
     """The closest real tool name, for a "did you mean X?" message, or None."""
+    import difflib  # only for a name that is no tool's
+
     names = list(tool_names)
     resolved = resolve_tool_name(name, names)
     if resolved is not None:

@@ -28,10 +28,13 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agent.errors import AgentError
-from agent.safety import allowlist, bwrap, cgroups, child, landlock, netns, seccomp
+from agent.safety import bwrap, landlock
+
+if TYPE_CHECKING:
+    from agent.safety import netns
 
 __all__ = [
     "CommandResult",
@@ -169,6 +172,8 @@ def scrubbed_env(
 
 
 def _command_env(kind: str, ws: str, policy: SandboxPolicy, env: Mapping[str, str] | None) -> dict[str, str]:
+    from agent.safety import allowlist, netns  # the command's side: only once a command runs
+
     if kind == "bwrap":
         home, tmp = (allowlist.SANDBOX_HOME if policy.home else ws), "/tmp"
     else:
@@ -206,6 +211,8 @@ def run_sandboxed(
     ``env`` is the environment to scrub (default os.environ): only allowlisted names survive.
     ``proxy`` is the run's proxy, required when the policy grants network (under bwrap).
     """
+    from agent.safety import cgroups
+
     ws = os.path.realpath(workspace)
     if not os.path.isdir(ws):
         raise ValueError(f"workspace {os.fspath(workspace)!r} is not a directory")
@@ -285,6 +292,8 @@ def _launch(kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[s
     Everything that allocates or may fail is done here in the parent, so the hook that runs
     between fork and exec only makes system calls (forking a threaded Python is fragile).
     """
+    from agent.safety import child, netns, seccomp
+
     limits = _rlimits(policy, cgroup=bool(policy.cgroup))
     joins = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in policy.cgroup]
     if kind == "none":

@@ -14,7 +14,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from agent.safety.selfconfig import GitFailed, git, guard, is_git_repo, nix_flake_check
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.args import integer
@@ -37,6 +36,8 @@ def _repo(ws: Workspace) -> Path:
 
 
 def read_self_config(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.safety.selfconfig import guard
+
     with Workspace(_repo(ws)) as repo:
         rel = guard(repo, args.get("path") or ".", writing=False)
         entry = repo.stat(rel)
@@ -52,6 +53,8 @@ def read_self_config(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def write_self_config(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.safety.selfconfig import guard, is_git_repo
+
     path = _repo(ws)
     with Workspace(path) as repo:
         rel = guard(repo, args["path"], writing=True)
@@ -76,6 +79,8 @@ def _digest(data: bytes) -> str:
 
 
 def _git_or_fail(repo: Path, *args: str, ws: Workspace) -> str:
+    from agent.safety.selfconfig import GitFailed, git
+
     try:
         return git(repo, *args, sandbox=ws.services.sandbox)
     except GitFailed as exc:
@@ -83,6 +88,8 @@ def _git_or_fail(repo: Path, *args: str, ws: Workspace) -> str:
 
 
 def git_status(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.safety.selfconfig import is_git_repo
+
     repo = _repo(ws)
     if not is_git_repo(repo):
         raise ToolFailed(f"the config repository {repo} is not a git checkout")
@@ -90,6 +97,8 @@ def git_status(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def git_diff(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.safety.selfconfig import guard, is_git_repo
+
     repo = _repo(ws)
     if not is_git_repo(repo):
         raise ToolFailed(f"the config repository {repo} is not a git checkout")
@@ -102,6 +111,8 @@ def git_diff(args: dict[str, Any], ws: Workspace) -> str:
 
 
 def nix_check(args: dict[str, Any], ws: Workspace) -> str:
+    from agent.safety.selfconfig import nix_flake_check
+
     timeout = args.get("timeout_s", ws.services.nix_check_timeout_s)
     result = nix_flake_check(_repo(ws), timeout_s=timeout, sandbox=ws.services.sandbox)
     report = f"{result.summary()}\n{result.log}".rstrip()

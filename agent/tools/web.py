@@ -11,13 +11,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agent.net.guard import NetError
-from agent.net.readable import Page, readable
 from agent.safety.workspace import Workspace
 from agent.tools.args import MAX_KB_DOCUMENTS_PER_RUN, count_use, guard_of, integer, scope_arg, store_of, within_run
 from agent.tools.registry import Tool, ToolFailed
 
 if TYPE_CHECKING:
     from agent.net.client import Reply
+    from agent.net.readable import Page
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000
@@ -35,6 +35,7 @@ def _timeout(args: dict[str, Any], ws: Workspace) -> float:
 
 def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
     from agent.net.client import request  # httpx: imported when a tool first goes out
+    from agent.net.readable import readable
 
     try:
         reply = request(
@@ -133,6 +134,8 @@ def _header_lines(text: str) -> dict[str, str]:
 
 
 def describe_reply(reply: Reply, method: str) -> str:
+    from agent.net.readable import readable
+
     lines = [f"HTTP {reply.status} {reply.reason}".rstrip()]
     if reply.redirects:
         lines.append(f"(after {len(reply.redirects)} redirect(s); final URL {reply.url})")

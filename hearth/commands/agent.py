@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.dispatch.claimed import run_claimed
 from hearth.settings import Settings
 
 AGENT_EPILOG = (
@@ -21,4 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_agent(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.claimed import run_claimed
+
     return run_claimed(args.request_id, settings, json_lines=args.json)

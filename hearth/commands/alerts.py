@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import socket
+from typing import TYPE_CHECKING
 
-from hearth.alerts import Alert, Destination, load_destinations, send_now
-from hearth.audit.store import AuditStore
 from hearth.render import print_json, table
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.alerts import Destination
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def alerts(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.alerts import load_destinations
+    from hearth.audit.store import AuditStore
+
     destinations = load_destinations(settings.config_dir)
     if args.action == "test":
         return _test(args, settings, destinations)
@@ -41,6 +45,10 @@ def alerts(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _test(args: argparse.Namespace, settings: Settings, destinations: list[Destination]) -> int:
+    import socket
+
+    from hearth.alerts import Alert, send_now
+
     if not destinations:
         print(f"no alert destinations to test (add {settings.config_dir / 'alerts.toml'})")
         return 1

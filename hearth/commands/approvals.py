@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hearth.audit import approvals
-from hearth.audit.approvals import Approval
-from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
 from hearth.render import print_json, table, visible_line
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.audit.approvals import Approval
 
 EPILOG = "exit codes: 0 done, 1 the approval was already decided or has expired, 2 no such approval"
 
@@ -44,6 +44,9 @@ def _row(approval: Approval, now: str) -> dict[str, Any]:
 
 
 def list_approvals(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore
+
     if not settings.audit_path.exists():
         rows: list[dict[str, Any]] = []
     else:
@@ -69,6 +72,9 @@ def deny_one(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> int:
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore
+
     if not settings.audit_path.exists():
         raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
     with AuditStore(settings.audit_path) as audit:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.audit.store import AuditStore
-from hearth.budget import load_budget, local_now, overview
 from hearth.render import print_json, table
 from hearth.settings import Settings
 
@@ -17,6 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def show_budget(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.store import AuditStore
+    from hearth.budget import load_budget, local_now, overview
+
     budget = load_budget(settings.config_dir, settings.daily_tokens)
     # no audit yet is nothing spent, and reading must not create the file
     where = settings.audit_path if settings.audit_path.exists() else ":memory:"

@@ -12,12 +12,8 @@ import getpass
 import json
 import os
 
-from hearth.audit.requests import run_status_readonly
-from hearth.audit.store import new_run_id
 from hearth.dispatch.launchers import heal
-from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
-from hearth.intake import RequestRefused, build_request
 from hearth.settings import Settings
 
 EPILOG = "exit codes: 0 queued (the id is printed), 2 unknown or running run, invalid request, or unusable queue"
@@ -38,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def continue_run(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.requests import run_status_readonly
+    from hearth.audit.store import new_run_id
+    from hearth.dispatch.submit import submit
+    from hearth.intake import RequestRefused, build_request
+
     status = run_status_readonly(settings.audit_path, args.run_id)
     if status is None and os.access(settings.audit_path, os.R_OK):  # else the run itself checks
         raise UsageError(f"no run {args.run_id!r} to continue; see: hearth runs")

@@ -6,10 +6,8 @@ import argparse
 import getpass
 import sys
 
-from hearth.credentials import check_hosts, usage_name
 from hearth.errors import UsageError
 from hearth.render import print_json, table
-from hearth.run.services import credential_store
 from hearth.settings import Settings
 
 
@@ -58,6 +56,9 @@ def read_value(name: str) -> str:
 
 
 def set_credential(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.credentials import check_hosts, usage_name
+    from hearth.run.services import credential_store
+
     usage_name(args.name)  # the name and hosts first: nobody types a secret for a command that will refuse it
     hosts = check_hosts(args.host)
     settings.writable_state_dir()
@@ -72,6 +73,8 @@ def set_credential(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def list_credentials(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.run.services import credential_store
+
     rows = credential_store(settings).entries()
     if args.json:
         print_json(rows)
@@ -83,6 +86,8 @@ def list_credentials(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def remove_credential(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.run.services import credential_store
+
     credential_store(settings).remove(args.name)
     print_json({"removed": args.name}) if args.json else print(f"removed {args.name}")
     return 0

@@ -16,16 +16,13 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.model.scripted import ScriptedModel
-from agent.safety.policy import Approver, Decision
-from hearth.demo import GOAL, demo_script, pick_real_model
 from hearth.render import JSON_EVENTS_HELP, visible_line
-from hearth.run.exits import exit_code
-from hearth.run.goal import GoalRequest
-from hearth.run.runner import run_goal
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.safety.policy import Approver
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _approver(say: Callable[[str], None]) -> Approver:
+    from agent.safety.policy import Decision
+
     def approve(name: str, args: dict[str, Any], reason: str) -> Decision:
         say(visible_line(f"[demo] approving {name} {args} ({reason})"))
         return Decision(True, by="demo", detail="the demo approves its commands; they still run in the sandbox")
@@ -45,6 +44,12 @@ def _approver(say: Callable[[str], None]) -> Approver:
 
 
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.model.scripted import ScriptedModel
+    from hearth.demo import GOAL, demo_script, pick_real_model
+    from hearth.run.exits import exit_code
+    from hearth.run.goal import GoalRequest
+    from hearth.run.runner import run_goal
+
     real = None if args.scripted else pick_real_model(settings.ollama_host, settings.model)
     model = None if real else ScriptedModel(demo_script(), model="demo-script")
     name = real or "demo-script"

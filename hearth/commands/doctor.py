@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.context.compaction import CHARS_PER_TOKEN
-from agent.model.ollama_client import DEFAULT_NUM_CTX, probe
-from hearth.doctor import diagnose
-from hearth.doctor.finding import Finding, summary_counts
+from agent.model import DEFAULT_NUM_CTX
 from hearth.errors import HearthError, UsageError
 from hearth.render import print_json
-from hearth.run.profiles import Profile
-from hearth.run.prompting import preview
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.doctor.finding import Finding
+    from hearth.run.profiles import Profile
 
 EPILOG = """\
 exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 bad usage.
@@ -54,6 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.model.ollama_client import probe
+    from hearth.doctor import diagnose
+    from hearth.doctor.finding import summary_counts
+
     if args.workspace is not None and not args.workspace.is_dir():
         raise UsageError(f"workspace {args.workspace} is not a directory")
     findings, profiles = diagnose(settings, agent_name=args.agent_name, probe=probe)
@@ -79,6 +82,8 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _preview(settings: Settings, profile: Profile, args: argparse.Namespace) -> dict[str, Any] | None:
+    from hearth.run.prompting import preview
+
     workspace = args.workspace if args.context and profile.name == (args.agent_name or "default") else None
     try:
         prompt, schema_chars = preview(settings, profile, num_ctx=args.num_ctx, workspace=workspace)
@@ -89,10 +94,14 @@ def _preview(settings: Settings, profile: Profile, args: argparse.Namespace) -> 
 
 
 def _tokens(shown: dict[str, Any]) -> int:
+    from agent.context.compaction import CHARS_PER_TOKEN
+
     return (shown["prompt_chars"] + shown["tool_schema_chars"]) // CHARS_PER_TOKEN
 
 
 def _size_finding(name: str, shown: dict[str, Any], num_ctx: int) -> Finding:
+    from hearth.doctor.finding import Finding
+
     tokens = _tokens(shown)
     share = tokens / num_ctx
     status = "error" if share > ERROR_SHARE else "warn" if share > WARN_SHARE else "ok"

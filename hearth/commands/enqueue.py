@@ -6,16 +6,15 @@ import argparse
 import getpass
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hearth.audit.store import new_run_id
 from hearth.dispatch.launchers import heal
-from hearth.dispatch.submit import submit
 from hearth.errors import UsageError
-from hearth.intake import MAX_BYTES, RequestRefused, build_request, is_legacy, load_json
-from hearth.request import SOURCES, Request
-from hearth.run.profiles import load_profile
 from hearth.settings import Settings, tool_names
+from hearth.sources import SOURCES
+
+if TYPE_CHECKING:
+    from hearth.request import Request
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
 REQUEST_FLAGS = (
@@ -67,6 +66,10 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
 
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.submit import submit
+    from hearth.intake import RequestRefused
+    from hearth.run.profiles import load_profile
+
     if args.tools is not None:
         tool_names(args.tools)  # refused now, the way hearth-loop refuses it, not at spawn
     if args.agent_name:
@@ -83,6 +86,9 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _request_from_args(args: argparse.Namespace) -> Request:
+    from hearth.audit.store import new_run_id
+    from hearth.intake import build_request, is_legacy, load_json
+
     if args.goal is not None and args.goal_option is not None:
         raise UsageError("give the goal once: as an argument or with --goal")
     args.goal = args.goal if args.goal is not None else args.goal_option
@@ -101,6 +107,8 @@ def _request_from_args(args: argparse.Namespace) -> Request:
 
 
 def _flags_object(args: argparse.Namespace) -> dict[str, Any]:
+    from hearth.audit.store import new_run_id
+
     obj: dict[str, Any] = {"id": args.id or new_run_id(), "goal": args.goal}
     pairs = {
         "model": args.model,
@@ -126,6 +134,8 @@ def _split(tools: str | None) -> list[str] | None:
 
 
 def _read_file(name: str) -> bytes:
+    from hearth.intake import MAX_BYTES
+
     try:
         if name == "-":
             return sys.stdin.buffer.read(MAX_BYTES + 1)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hearth.cli import positive
 from hearth.errors import NotFound
-from hearth.evolve import Proposal, find_proposal, proposals, run_evolve_request
 from hearth.render import print_json, table, visible, visible_line
-from hearth.run.goal import GoalRequest
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.evolve import Proposal
 
 EPILOG = """\
 The proposal is a branch of the config repository (hearth/proposal-<id>) with a passing
@@ -49,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_evolve(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.evolve import run_evolve_request
+    from hearth.run.goal import GoalRequest
+
     request = GoalRequest(
         goal=args.goal,
         model=args.model or settings.model,
@@ -65,6 +70,8 @@ def run_evolve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def list_proposals(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.evolve import find_proposal, proposals
+
     if not settings.audit_path.exists():
         raise NotFound(f"no audit database at {settings.audit_path}; nothing has run yet (HEARTH_STATE_DIR)")
     if args.id:

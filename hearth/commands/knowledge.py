@@ -6,15 +6,15 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.knowledge.indexing import MAX_FILE_BYTES, index_directory
-from agent.knowledge.store import KnowledgeStore, scopes_for
-from agent.safety.workspace import PathRefused, Workspace
 from hearth.cli import positive
 from hearth.errors import NotFound, UsageError
 from hearth.render import print_json, table
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.knowledge.store import KnowledgeStore
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,11 +62,15 @@ def _scope_args(parser: argparse.ArgumentParser, agent_help: str) -> None:
 
 
 def open_store(settings: Settings) -> KnowledgeStore:
+    from agent.knowledge.store import KnowledgeStore
+
     settings.writable_state_dir()
     return KnowledgeStore(settings.knowledge_path)
 
 
 def _view(args: argparse.Namespace) -> tuple[str, ...] | None:
+    from agent.knowledge.store import scopes_for
+
     return scopes_for(args.agent) if args.agent else None
 
 
@@ -86,6 +90,9 @@ def kb_add(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _add_path(store: KnowledgeStore, path: str, args: argparse.Namespace, scope: str) -> dict[str, Any]:
+    from agent.knowledge.indexing import index_directory
+    from agent.safety.workspace import Workspace
+
     if path == "-":
         return _add_text(store, sys.stdin.read(), args, scope, "stdin")
     target = Path(path).resolve()
@@ -97,6 +104,9 @@ def _add_path(store: KnowledgeStore, path: str, args: argparse.Namespace, scope:
 
 
 def _read_file(target: Path, shown: str) -> str:
+    from agent.knowledge.indexing import MAX_FILE_BYTES
+    from agent.safety.workspace import PathRefused, Workspace
+
     if not target.is_file():
         raise UsageError(f"{shown} is not a file or directory")
     if target.stat().st_size > MAX_FILE_BYTES:

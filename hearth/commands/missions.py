@@ -6,8 +6,6 @@ import argparse
 import sys
 from datetime import datetime
 
-from hearth.audit.approvals import operator_name
-from hearth.missions import find_mission, fire, listing, load_missions, pause_mission, resume_mission
 from hearth.render import print_json, table
 from hearth.settings import Settings
 
@@ -36,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def list_missions(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.missions import listing, load_missions
+
     rows = listing(settings, datetime.now())
     _, problems = load_missions(settings)
     if args.json:
@@ -57,6 +57,9 @@ def _last(row: dict[str, object]) -> str:
 
 
 def run_now(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.approvals import operator_name
+    from hearth.missions import find_mission, fire
+
     mission = find_mission(settings, args.name)
     done = fire(settings, mission, source="cli", by=f"cli:{operator_name()}", now=datetime.now(), force=True)
     if args.json:
@@ -69,6 +72,9 @@ def run_now(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def pause(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.approvals import operator_name
+    from hearth.missions import find_mission, pause_mission
+
     record = pause_mission(settings, find_mission(settings, args.name), by=f"cli:{operator_name()}")
     if args.json:
         print_json({"mission": args.name, "paused": record})
@@ -78,6 +84,8 @@ def pause(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def resume(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.missions import find_mission, resume_mission
+
     was = resume_mission(settings, find_mission(settings, args.name))
     if args.json:
         print_json({"mission": args.name, "resumed": bool(was)})
@@ -87,6 +95,8 @@ def resume(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def fire_timer(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.missions import find_mission, fire
+
     done = fire(settings, find_mission(settings, args.name), source="timer", by="timer", now=datetime.now())
     if args.json:
         print_json({"mission": args.name, "enqueued": done.id if done else None, "skipped": done is None})

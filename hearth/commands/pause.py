@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from hearth.audit.approvals import operator_name
-from hearth.dispatch.pause import pause, paused, resume
 from hearth.render import print_json
 from hearth.settings import Settings
 
@@ -22,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def pause_starts(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.approvals import operator_name
+    from hearth.dispatch.pause import pause, paused
+
     before = paused(settings)
     held = pause(settings, by=f"cli:{operator_name()}", reason=args.reason)
     if args.json:
@@ -33,6 +34,8 @@ def pause_starts(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def resume_starts(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.pause import resume
+
     was = resume(settings)
     if args.json:
         print_json({"resumed": was is not None, "was": asdict(was) if was else None})

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.audit.store import AuditStore
-from hearth.dispatch.settle import settle_dead_runs
 from hearth.render import print_json, table
-from hearth.report import active_runs, build_report, headline, markdown, parse_since, sections
 from hearth.settings import Settings
 
 
@@ -24,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def show_state(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.settle import settle_dead_runs
+    from hearth.report import active_runs
+
     settle_dead_runs(settings)  # so what is listed is alive
     state = active_runs(settings)
     if args.json:
@@ -44,6 +44,9 @@ def show_state(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def show_report(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.store import AuditStore
+    from hearth.report import build_report, headline, markdown, parse_since, sections
+
     since = parse_since(args.since)
     # No audit yet is an empty report, not an error, and reading must not create the file.
     where = settings.audit_path if settings.audit_path.exists() else ":memory:"

@@ -11,18 +11,16 @@ How one run is printed (header, legs, tree, chain, checkpoints, walls, steps) is
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hearth.audit.store import AuditStore
 from hearth.cli import positive
-from hearth.dispatch.settle import settle_dead
 from hearth.errors import NotFound
 from hearth.render import ago, duration, json_line, local_time, print_json, table, visible_line
-from hearth.report import parse_since
-from hearth.runview import print_checkpoints, print_run, print_walls, show_chain, step_line
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.audit.store import AuditStore
 
 FOLLOW_EVERY_S = 0.5
 SHOW_EPILOG = (
@@ -54,6 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def open_audit(settings: Settings) -> AuditStore:
     """The audit, with dead runs settled; NotFound when nothing has run yet."""
+    import sqlite3
+
+    from hearth.audit.store import AuditStore
+    from hearth.dispatch.settle import settle_dead
+
     if not settings.audit_path.exists():
         raise NotFound(
             f"no audit database at {settings.audit_path}; nothing has run yet "
@@ -68,6 +71,8 @@ def open_audit(settings: Settings) -> AuditStore:
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    from hearth.report import parse_since
+
     where = {k: getattr(args, k) for k in ("status", "agent_name", "model", "source") if getattr(args, k)}
     return {**where, "since": parse_since(args.since), "search": args.search}
 
@@ -114,6 +119,8 @@ def _follow_runs(
     audit: AuditStore, settings: Settings, args: argparse.Namespace, filters: dict[str, Any], rows: list[Any]
 ) -> None:
     """New runs and status changes, one line each, as they happen (until Ctrl-C)."""
+    from hearth.dispatch.settle import settle_dead
+
     seen = {r["id"]: r["status"] for r in rows}
     while True:
         time.sleep(FOLLOW_EVERY_S)
@@ -150,6 +157,8 @@ def find_run(audit: AuditStore, prefix: str | None) -> dict[str, Any]:
 
 
 def show_run(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.runview import print_checkpoints, print_run, print_walls, show_chain, step_line
+
     with open_audit(settings) as audit:
         run = find_run(audit, args.run_id)
         if args.chain:
@@ -176,7 +185,9 @@ def _follow_run(
     audit: AuditStore, settings: Settings, run: dict[str, Any], steps: list[dict[str, Any]], json_lines: bool
 ) -> int:
     """Each step once it is complete (a tool also when it starts), until the run's status is final."""
+    from hearth.dispatch.settle import settle_dead
     from hearth.run.exits import exit_code  # the run's exit codes, only when following one
+    from hearth.runview import step_line
 
     if not json_lines:
         print(visible_line(f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']}"))

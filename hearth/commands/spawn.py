@@ -7,14 +7,16 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from hearth.cli import positive
 from hearth.dispatch.launchers import launcher_for
-from hearth.dispatch.spawner import Report, Spawner
 from hearth.render import json_line, visible_line
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.dispatch.spawner import Report, Spawner
 
 SPAWN_EPILOG = (
     "exit codes: 0 every request was started, rejected or settled, 1 a run could not be "
@@ -71,6 +73,8 @@ def _stop_on_sigterm() -> None:
 
 
 def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.spawner import Spawner
+
     launcher = launcher_for(settings, "local" if args.local else None, concurrency=args.concurrency)
     _stop_on_sigterm()
     with Spawner(settings, launcher, report=printer(args.json)) as spawner:

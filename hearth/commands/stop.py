@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.audit.approvals import operator_name
 from hearth.dispatch.launchers import STOP_GRACE_S
-from hearth.dispatch.stop import stop_all, stop_run, stopped_line
 from hearth.errors import UsageError
 from hearth.render import print_json
 from hearth.settings import Settings
@@ -33,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def stop(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.approvals import operator_name
+    from hearth.dispatch.stop import stop_all, stop_run, stopped_line
+
     if bool(args.run_id) == bool(args.all):
         raise UsageError("name one run to stop, or --all")
     by = f"cli:{operator_name()}"

@@ -6,13 +6,14 @@ import argparse
 import signal
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from hearth.commands.spawn import positive, printer, summary
 from hearth.dispatch.launchers import launcher_for
-from hearth.dispatch.spawner import Spawner
-from hearth.dispatch.watch import Watch
-from hearth.missions import Timetable
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.dispatch.spawner import Spawner
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.dispatch.spawner import Spawner
+    from hearth.dispatch.watch import Watch
+    from hearth.missions import Timetable
+
     launcher = launcher_for(settings, "local", concurrency=args.concurrency)
     with Spawner(settings, launcher) as spawner:
         report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))

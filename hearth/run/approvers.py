@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from agent.clock import stamp
-from agent.safety import command_approval
 from agent.safety.policy import COMMAND_ARGUMENTS, Approver, Decision
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval, Clock, parse_stamp, utc_clock
@@ -261,6 +260,8 @@ class TerminalApprover(_Bounded):
         return self._decided(name, args, reason, asked, False, "timeout" if answer == "timeout" else self.who, note)
 
     def _heads(self, name: str, args: dict[str, Any]) -> list[str] | None:
+        from agent.safety import command_approval  # the shell reader: only once a command is asked about
+
         key = COMMAND_ARGUMENTS.get(name)
         return command_approval.heads(args.get(key, "")) if key else None
 
@@ -278,6 +279,8 @@ class TerminalApprover(_Bounded):
             self.always_tools.add(name)
 
     def _remembered(self, name: str, args: dict[str, Any]) -> bool:
+        from agent.safety import command_approval
+
         if name not in COMMAND_ARGUMENTS:
             return name in self.always_tools
         return bool(self.always_heads) and command_approval.auto_approved(

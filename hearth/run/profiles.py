@@ -33,7 +33,6 @@ profiles there are.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -147,6 +146,8 @@ def read_config_text(path: Path) -> str:
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
+    import tomllib  # only when a profile has settings to read
+
     if not path.exists():
         return {}
     try:

@@ -26,7 +26,6 @@ pulled model. Each choice says why: the rule's name, `default`, `request`, `prof
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -272,6 +271,8 @@ def resolve_tag(name: str, pulled: list[str]) -> str | None:
 
 def not_pulled(name: str, pulled: list[str]) -> str:
     """`model X is not pulled; pulled models: ...; did you mean Y?` (one line)."""
+    import difflib
+
     shown = ", ".join(pulled) if pulled else "none"
     near = difflib.get_close_matches(name, pulled, n=1, cutoff=0.5) or difflib.get_close_matches(
         name.split(":", 1)[0], [p.split(":", 1)[0] for p in pulled], n=1, cutoff=0.5
