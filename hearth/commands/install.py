@@ -46,13 +46,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _programs() -> tuple[str, str]:
-    """The installed hearth and hearth-loop the units run: beside this interpreter's scripts, else on PATH."""
+    """The hearth and hearth-loop the units run: this interpreter's own (its venv's bin), else on PATH."""
     found = []
     for name in ("hearth", "hearth-loop"):
-        beside = Path(sys.argv[0]).resolve().parent / name if Path(sys.argv[0]).name == "hearth" else None
-        path = str(beside) if beside and beside.exists() else shutil.which(name)
+        beside = Path(sys.executable).parent / name
+        path = str(beside) if beside.exists() else shutil.which(name)
         if path is None:
-            raise InstallError(f"cannot find {name} (looked beside {sys.argv[0]} and on PATH); install hearth first")
+            raise InstallError(f"cannot find {name} beside {sys.executable} or on PATH; install hearth first")
         found.append(str(Path(path).absolute()))
     return found[0], found[1]
 
