@@ -86,6 +86,8 @@ def read_config(root: Path, hearth: str, hearth_loop: str) -> InstallConfig:
     values.setdefault("credentials", _credential_files(root))
     if values.get("web"):
         values.setdefault("operator_token_file", f"{CREDENTIALS}/operator-token")
+    if values.get("self_test_calendar") == "":  # TOML has no null: "" means no self-test timer
+        values["self_test_calendar"] = None
     if "agent_address_allow" in values:
         values["agent_address_allow"] = tuple(values["agent_address_allow"])
     return InstallConfig(**{"hearth": hearth, "hearth_loop": hearth_loop, **values})
