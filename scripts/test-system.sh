@@ -95,7 +95,24 @@ if [ ! -d "$ROOTFS" ]; then
   mv "$ROOTFS.tmp" "$ROOTFS"
 fi
 
+# the booted copy lives here; the tests power it off and remove it, and this trap does it again
+# whatever happens to them (the nspawn they started is named in nspawn.pid)
+RUN=$(mktemp -d /var/tmp/hearth-system.XXXXXX)
+cleanup() {
+  if [ -f "$RUN/nspawn.pid" ]; then
+    pid=$(cat "$RUN/nspawn.pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      n=0; while kill -0 "$pid" 2>/dev/null && [ $n -lt 60 ]; do sleep 1; n=$((n + 1)); done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$RUN" "$DIST"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 say "root $ROOTFS, wheel $(basename "$WHEEL")"
 # shellcheck disable=SC2086
-HEARTH_SYSTEM_ROOT="$ROOTFS" HEARTH_SYSTEM_WHEEL="$WHEEL" \
+HEARTH_SYSTEM_ROOT="$ROOTFS" HEARTH_SYSTEM_WHEEL="$WHEEL" HEARTH_SYSTEM_RUN="$RUN" \
   "$VENV/bin/python" -m pytest -p no:cacheprovider -m system tests/system -v ${PYTEST_ARGS:-}

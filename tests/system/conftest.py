@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.container import Container, copy_root, wait_for
+from tests.system.container import Container, copy_root
+from tests.system.support import start_fake_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = os.environ.get("HEARTH_SYSTEM_ROOT")
@@ -62,15 +63,6 @@ def _install(machine: Container) -> str:
     return done.stdout
 
 
-def _fake_model(machine: Container) -> None:
-    machine.run(["systemd-run", "--unit=fake-model", "--setenv=PYTHONPATH=/opt/hearth-test",
-                 "python3", "/opt/hearth-test/fake_model.py"])  # fmt: skip
-    probe = "import socket; socket.create_connection(('127.0.0.1', 11434), 1)"
-    wait_for(
-        "the fake model on 127.0.0.1:11434", lambda: machine.run(["python3", "-c", probe], check=False).returncode == 0
-    )
-
-
 @pytest.fixture(scope="session")
 def machine() -> Iterator[Container]:
     if os.environ.get("HEARTH_SYSTEM_PID"):  # a machine already booted and set up (scripts/system-dev.py)
@@ -87,7 +79,7 @@ def machine() -> Iterator[Container]:
     box = Container(run / "root", run / "nspawn.log")
     try:
         box.boot()
-        _fake_model(box)
+        start_fake_model(box)
         box.installed = _install(box)  # type: ignore[attr-defined]
         yield box
     finally:

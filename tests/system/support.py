@@ -7,7 +7,7 @@ import re
 import time
 from typing import Any
 
-from tests.system.container import Container
+from tests.system.container import Container, wait_for
 
 STATE = "/var/lib/hearth"
 
@@ -87,3 +87,12 @@ def exposure(text: str) -> float:
     if not found:
         raise AssertionError(f"no exposure score in: {text[-500:]}")
     return float(found.group(1))
+
+
+def start_fake_model(machine: Container) -> None:
+    """tests/system/fake_model.py as a transient unit (gone at a reboot: start it again after one)."""
+    machine.run(["systemd-run", "--unit=fake-model", "--setenv=PYTHONPATH=/opt/hearth-test",
+                 "python3", "/opt/hearth-test/fake_model.py"])  # fmt: skip
+    probe = "import socket; socket.create_connection(('127.0.0.1', 11434), 1)"
+    up = lambda: machine.run(["python3", "-c", probe], check=False).returncode == 0  # noqa: E731
+    wait_for("the fake model on 127.0.0.1:11434", up)

@@ -23,6 +23,7 @@ from tests.system.support import (
     proc_status,
     release,
     show,
+    start_fake_model,
     status,
     unit_state,
     wait_active,
@@ -40,6 +41,8 @@ def rid(name: str) -> str:
 
 
 def test_install_wrote_the_units_and_started_the_path_unit(machine: Container) -> None:
+    wait_for("the booted system to be running", lambda: machine.state() in {"running", "degraded"}, timeout=120)
+    assert machine.state() == "running", machine.systemctl("--failed", check=False)
     for unit in ("hearth-spawn.path", "hearth-self-test.timer", "hearth-schedule-tick.timer", "hearth-web.service"):
         assert unit_state(machine, unit) == "active", f"{unit}: {machine.systemctl('status', unit, check=False)}"
     again = machine.run(["hearth", "install", "--systemd"]).stdout
@@ -149,7 +152,7 @@ def test_commands_inside_the_unit_run_as_nobody_inside_the_allow_list_under_bwra
     assert rid("hello") not in read["agents"], f"a command sees other runs' workspaces: {read['agents']}"
 
 
-def test_hearth_stop_ends_a_running_unit_and_records_who(machine: Container) -> None:
+def test_hearth_stop_ends_a_running_unit_and_records_it_interrupted(machine: Container) -> None:
     enqueue(machine, rid("stop"), f"HOLD: {rid('stop')}")
     wait_active(machine, rid("stop"))
     as_hearth(machine, "stop", rid("stop"))
@@ -233,5 +236,8 @@ def test_a_reboot_loses_no_request_and_no_run(machine: Container) -> None:
     assert before <= after, f"runs lost in the reboot: {sorted(before - after)}"
     assert machine.run(["test", "-e", f"{STATE}/queue/{rid('after-reboot')}.json"], check=False).returncode == 0
     assert show(machine, rid("hello")) is not None
+    start_fake_model(machine)
     as_hearth(machine, "resume")
     wait_status(machine, rid("after-reboot"), {"done"})
+    wait_for("the rebooted system to be running", lambda: machine.state() in {"running", "degraded"}, timeout=300)
+    assert machine.state() == "running", machine.systemctl("--failed", check=False)
