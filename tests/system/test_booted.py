@@ -152,6 +152,14 @@ def test_commands_inside_the_unit_run_as_nobody_inside_the_allow_list_under_bwra
     assert rid("hello") not in read["agents"], f"a command sees other runs' workspaces: {read['agents']}"
 
 
+def test_the_self_test_unit_runs_and_is_recorded(machine: Container) -> None:
+    done = machine.run(["systemctl", "start", "hearth-self-test.service"], check=False, timeout=300)
+    journal = machine.run(["journalctl", "--no-pager", "-n", "30", "-u", "hearth-self-test.service"], check=False)
+    assert done.returncode == 0, f"hearth-self-test.service failed:\n{done.stderr}\n{journal.stdout}"
+    runs = json.loads(as_hearth(machine, "runs", "--json", "--source", "self-test") or "[]")
+    assert runs, f"no self-test run recorded:\n{journal.stdout}"
+
+
 def test_hearth_stop_ends_a_running_unit_and_records_it_interrupted(machine: Container) -> None:
     enqueue(machine, rid("stop"), f"HOLD: {rid('stop')}")
     wait_active(machine, rid("stop"))
