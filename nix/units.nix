@@ -52,8 +52,10 @@ let
     builtins.foldl' (acc: l: acc // fill { } data.${l}) hardening layers
     // fill extra u.service // host
     // optionalAttrs ((u.bwrap or false) && cfg.sandbox == "bwrap") bwrapRelaxations;
-  unitHead = name: extra: let u = fill extra data.services.${name}; in
+  # a unit's description and wantedBy, from its table in units.toml (kind: services, paths, timers)
+  head = kind: name: extra: let u = fill extra data.${kind}.${name}; in
     { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; };
+  unitHead = head "services";
 
   environment = {
     HEARTH_STATE_DIR = stateDir;
@@ -170,9 +172,6 @@ let
 
   scheduleNames = attrNames cfg.schedules;
   named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
-  pathOrTimer = kind: name: extra: unitHead' kind name extra;
-  unitHead' = kind: name: extra: let u = fill extra data.${kind}.${name}; in
-    { inherit (u) description wantedBy; };
 in
 {
   inherit hardening bwrapRelaxations environment;
@@ -188,15 +187,15 @@ in
     // optionalAttrs web.enable { hearth-web = webService; }
     // mapAttrs (_: n: scheduleService n) (named (n: "hearth-schedule-${n}") scheduleNames);
 
-  paths.hearth-spawn = pathOrTimer "paths" "hearth-spawn" { } // {
+  paths.hearth-spawn = head "paths" "hearth-spawn" { } // {
     pathConfig = fill { } data.paths.hearth-spawn.path;
   };
 
   timers = optionalAttrs (cfg.selfTest.onCalendar != null) {
-    hearth-self-test = pathOrTimer "timers" "hearth-self-test" { } // {
+    hearth-self-test = head "timers" "hearth-self-test" { } // {
       timerConfig = data.timers.hearth-self-test.timer // { OnCalendar = cfg.selfTest.onCalendar; };
     };
-  } // mapAttrs (_: n: pathOrTimer "timers" "hearth-schedule-" { name = n; } // {
+  } // mapAttrs (_: n: head "timers" "hearth-schedule-" { name = n; } // {
     timerConfig = data.timers."hearth-schedule-".timer // { OnCalendar = cfg.schedules.${n}.onCalendar; };
   }) (named (n: "hearth-schedule-${n}") scheduleNames);
 }
