@@ -97,6 +97,27 @@ def test_the_agent_units_file_system_is_walled_as_its_directives_say(machine: Co
     assert "Read-only" in said, f"rejected/ is writable to the run: {said}"
 
 
+def test_the_units_task_cap_is_the_kernels_pids_max_for_the_run(machine: Container, held: int) -> None:
+    # TasksMax= (limits.tasksMax, 512) as the kernel enforces it: pids.max of the unit's cgroup
+    # (v1: the pids hierarchy; v2: the unit's own directory, above hearth's supervisor/ and commands/)
+    paths = {}
+    for line in machine.run(["cat", f"/proc/{held}/cgroup"]).stdout.splitlines():
+        _, controllers, path = line.split(":", 2)
+        paths[controllers] = path
+    unit = f"hearth-agent@{rid('probe')}.service"
+    found = [f"/sys/fs/cgroup/pids{paths['pids']}"] if "pids" in paths else []
+    if "" in paths:
+        v2 = paths[""]
+        found.append("/sys/fs/cgroup" + v2[: v2.index(unit) + len(unit)] if unit in v2 else "/sys/fs/cgroup" + v2)
+    values = [machine.run(["cat", f"{p}/pids.max"], check=False).stdout.strip() for p in found]
+    v2 = machine.run(["test", "-e", "/sys/fs/cgroup/cgroup.controllers"], check=False).returncode == 0
+    if not v2 and not any(values):
+        pytest.skip(
+            "cgroup v1 here: nspawn gives the container's systemd no pids hierarchy, so TasksMax= is not enforced"
+        )
+    assert "512" in values, f"no pids.max of 512 for {unit}: {dict(zip(found, values))}"
+
+
 def test_live_security_score_of_the_agent_unit_is_within_the_offline_bound(machine: Container, held: int) -> None:
     text = machine.run(
         ["systemd-analyze", "security", "--no-pager", f"hearth-agent@{rid('probe')}.service"], check=False
