@@ -7,6 +7,7 @@ on a booted Debian as root.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -125,3 +126,12 @@ def test_uninstall_removes_the_units_and_rules_and_keeps_the_state(root: Path) -
 def test_install_without_systemd_says_which_kind(root: Path) -> None:
     done = run_cli("hearth", "install", "--root", str(root))
     assert done.returncode == 2 and "hearth install --systemd" in done.stderr
+
+
+def test_json_lists_the_changes_and_then_none(root: Path) -> None:
+    first = json.loads(install(root, "--json"))
+    assert (
+        first["dry_run"] is False
+        and "user hearth (groups hearth, hearth-submit; home /var/lib/hearth)" in first["changes"]
+    )
+    assert json.loads(install(root, "--json"))["changes"] == []

@@ -12,6 +12,7 @@ from hearth.errors import UsageError
 from hearth.install.plan import TMPFILES, File, InstallError, enabled, read_config, steps
 from hearth.install.system import Root, describe, ours, systemd_running
 from hearth.install.units import Renderer
+from hearth.render import print_json
 from hearth.settings import Settings
 
 INSTALL_EPILOG = (
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would be written, change nothing")
     p.add_argument("--root", type=Path, default=Path("/"), help="install into this root file system (default /)")
+    p.add_argument("--json", action="store_true", help="print {root, dry_run, changes, started} as JSON")
 
 
 def _programs() -> tuple[str, str]:
@@ -64,19 +66,26 @@ def install(args: argparse.Namespace, settings: Settings) -> int:
     config = read_config(args.root, *_programs())
     todo = [step for step in steps(config) if root.pending(step)]
     for step in todo:
-        print(("would make " if args.dry_run else "made ") + describe(step))
-        if args.dry_run and isinstance(step, File) and not step.secret and step.text:
+        if not args.json:
+            print(("would make " if args.dry_run else "made ") + describe(step))
+        if args.dry_run and not args.json and isinstance(step, File) and not step.secret and step.text:
             print("".join(f"    {line}\n" for line in step.text.splitlines()), end="")
         if not args.dry_run:
             root.apply(step)
-    if not todo:
-        print(f"hearth is installed in {args.root}: nothing to change")
     units = enabled(Renderer(config).units())
-    if systemd_running(root) and not args.dry_run:
+    started = systemd_running(root) and not args.dry_run
+    if started:
         _systemctl("daemon-reload")
         _run(["systemd-tmpfiles", "--create", TMPFILES])
         _systemctl("start", *units)
-    elif not args.dry_run:
+    if args.json:
+        changes = [describe(step) for step in todo]
+        print_json(
+            {"root": str(args.root), "dry_run": args.dry_run, "changes": changes, "started": units if started else []}
+        )
+    elif not todo:
+        print(f"hearth is installed in {args.root}: nothing to change")
+    if not started and not args.dry_run and not args.json:
         print(f"start them when this root boots (they are enabled): {' '.join(units)}")
     return 0
 
@@ -84,15 +93,20 @@ def install(args: argparse.Namespace, settings: Settings) -> int:
 def uninstall(args: argparse.Namespace, settings: Settings) -> int:
     root = Root(args.root)
     found = list(ours(root))
-    if systemd_running(root) and not args.dry_run:
+    live = systemd_running(root) and not args.dry_run
+    if live:
         names = [p.name for p in found if p.parent.name == "system" and p.suffix in {".path", ".timer", ".service"}]
         _systemctl("stop", "hearth-agent@*.service", *names)
     for path in found:
-        print(("would remove " if args.dry_run else "removed ") + str(path))
+        if not args.json:
+            print(("would remove " if args.dry_run else "removed ") + str(path))
         if not args.dry_run:
             path.unlink()
-    if systemd_running(root) and not args.dry_run:
+    if live:
         _systemctl("daemon-reload")
+    if args.json:
+        print_json({"root": str(args.root), "dry_run": args.dry_run, "removed": [str(p) for p in found]})
+        return 0
     if not found:
         print(f"no hearth units in {args.root}: nothing to remove")
     print(f"kept: the state ({root.at('/var/lib/hearth')}), /etc/hearth, the hearth user and groups")
