@@ -17,8 +17,9 @@ CACHE="${HEARTH_SYSTEM_CACHE:-/var/cache/hearth-test-system}"
 VENV="${VENV:-.venv}"
 SUITE=bookworm
 # what the root needs: systemd as PID 1, the system bus and polkit (hearth-spawn starts the run
-# units as hearth through them), python3 for the venv, bubblewrap and git for the runs' commands
-PACKAGES=systemd,systemd-sysv,dbus,polkitd,python3,python3-venv,bubblewrap,git,procps,iproute2
+# units as hearth through them; polkitd needs a logind, which debootstrap does not pick for it:
+# libpam-systemd), python3 for the venv, bubblewrap and git for the runs' commands
+PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,polkitd,python3,python3-venv,bubblewrap,git,procps,iproute2
 
 say() { echo "test-system: $*"; }
 

@@ -270,3 +270,11 @@ def test_a_reboot_loses_no_request_and_no_run(machine: Container) -> None:
     wait_status(machine, rid("after-reboot"), {"done"})
     wait_for("the rebooted system to be running", lambda: machine.state() in {"running", "degraded"}, timeout=300)
     assert machine.state() == "running", machine.systemctl("--failed", check=False)
+
+
+def test_uninstall_stops_and_removes_the_units_and_keeps_the_state(machine: Container) -> None:
+    said = machine.run(["hearth", "uninstall"]).stdout
+    assert "removed /etc/systemd/system/hearth-spawn.path" in said, said
+    left = machine.systemctl("list-units", "--all", "--plain", "--no-legend", "hearth*")
+    assert left.strip() == "", f"units still loaded after uninstall:\n{left}"
+    assert show(machine, rid("hello")) is not None, "the audit went with the units"
