@@ -95,7 +95,9 @@ def uninstall(args: argparse.Namespace, settings: Settings) -> int:
     found = list(ours(root))
     live = systemd_running(root) and not args.dry_run
     if live:
-        names = [p.name for p in found if p.parent.name == "system" and p.suffix in {".path", ".timer", ".service"}]
+        # a template (hearth-agent@.service) is no unit to stop: its instances are, by the pattern
+        units = {".path", ".timer", ".service"}
+        names = [p.name for p in found if p.parent.name == "system" and p.suffix in units and not p.stem.endswith("@")]
         _systemctl("stop", "hearth-agent@*.service", *names)
     for path in found:
         if not args.json:
