@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 HEARTH_STATE_DIR ?= $(CURDIR)/.hearth
 export HEARTH_STATE_DIR
 
-.PHONY: demo test lint bench self-test clean
+.PHONY: demo test test-system lint bench self-test clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	VENV=$(VENV) sh scripts/bootstrap.sh
@@ -24,6 +24,11 @@ lint: $(STAMP)
 
 test: lint
 	$(VENV)/bin/python -m pytest -q
+
+# hearth's units under a real systemd: a Debian root (debootstrap, cached in /var/cache/hearth-test-system)
+# booted with systemd-nspawn, set up as docs/debian.md says, probed by tests/system/. Needs root.
+test-system: $(STAMP)
+	VENV=$(VENV) sh scripts/test-system.sh
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done

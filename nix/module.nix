@@ -269,7 +269,6 @@ let
   # what every agent's system prompt gets besides its role (hearth/run/prompting.py)
   promptFiles = lib.concatMapAttrs (name: text: { "hearth/prompts/${name}.md".text = text; }) cfg.prompts
     // (if cfg.soul != "" then { "hearth/SOUL.md".text = cfg.soul; } else { });
-  stopVerb = if cfg.web.enable then ''action.lookup("verb") == "stop" || '' else "";
   safeName = name: builtins.match "[A-Za-z0-9][A-Za-z0-9_.-]*" name != null;
 
   # The Ollama services.ollama serves, when this host runs it (its own or the operator's).
@@ -706,22 +705,8 @@ in
       users.groups.hearth = { };
       users.groups.hearth-submit.members = cfg.submitters;
 
-      systemd.tmpfiles.rules = [
-        # others may pass through (to reach the queue) but not list; setgid: what hearth creates
-        # here is the submitters' group, readable to them only where the mode says (below)
-        "d ${cfg.stateDir} 2711 hearth hearth-submit - -"
-        # submitters read the audit (`hearth runs`, `hearth show`); SQLite makes its -wal and -shm
-        # with the database's mode, so they are readable too. Everything else stays 0600/0700.
-        "f ${cfg.stateDir}/audit.db 0640 hearth hearth-submit - -"
-        "z ${cfg.stateDir}/audit.db 0640 hearth hearth-submit - -"
-        # submitters write requests; setgid keeps them in hearth-submit, which hearth reads
-        "d ${cfg.stateDir}/queue 2770 hearth hearth-submit - -"
-        "d ${cfg.stateDir}/agents 0700 hearth hearth - -"
-        "d ${cfg.stateDir}/state 0750 hearth hearth - -"
-        "d ${cfg.stateDir}/credentials 0700 hearth hearth - -"
-        # missions' pauses and skips (hearth missions pause NAME; the timers read and record them)
-        "d ${cfg.stateDir}/missions 0750 hearth hearth - -"
-      ];
+      # the state directory and its modes, from units.toml (hearth install --systemd writes the same)
+      systemd.tmpfiles.rules = units.tmpfiles;
 
       environment.etc = agentFiles // promptFiles // missionFiles // leashFiles // {
         # host bindings only; the secrets themselves never leave their files
@@ -738,14 +723,7 @@ in
       # hearth-spawn runs as hearth and may start (only) the per-run units; with the command center
       # on, hearth may also stop them (its Stop buttons, as `systemctl stop`)
       security.polkit.enable = true;
-      security.polkit.extraConfig = ''
-        polkit.addRule(function (action, subject) {
-          if (action.id == "org.freedesktop.systemd1.manage-units" && subject.user == "hearth" &&
-              ${stopVerb}(action.lookup("verb") == "start") && /^hearth-agent@[A-Za-z0-9_.:-]+\.service$/.test(action.lookup("unit"))) {
-            return polkit.Result.YES;
-          }
-        });
-      '';
+      security.polkit.extraConfig = units.polkit;
     }
     (mkIf cfg.web.enable {
       assertions = [

@@ -41,7 +41,9 @@ py.buildPythonApplication {
     src = ../.;
     filter = path: type:
       let rel = lib.removePrefix (toString ../. + "/") (toString path); top = builtins.head (lib.splitString "/" rel); in
-      builtins.elem top [ "pyproject.toml" "README.md" "docs" "agent" "hearth" "tests" ]
+      (builtins.elem top [ "pyproject.toml" "README.md" "docs" "agent" "hearth" "tests" ]
+        # the units' one source: hearth/install/units.toml is a link to it (hearth install --systemd)
+        || rel == "nix" || rel == "nix/units.toml")
       && !(lib.hasSuffix ".pyc" rel) && builtins.baseNameOf rel != "__pycache__";
   };
 

@@ -1,12 +1,18 @@
-# The systemd units of hearth, written once. nix/module.nix feeds them to systemd.services/paths/
-# timers; tests/test_nix_units.py evaluates this same file with plain `nix-instantiate` (no
-# nixpkgs), renders the unit text and runs `systemd-analyze verify` and `security` on it.
-# So this file uses builtins only, and everything host-specific comes in as an argument:
+# The systemd units of hearth, rendered from their one source, ./units.toml (which
+# `hearth install --systemd` renders too, for any systemd Linux). nix/module.nix feeds them to
+# systemd.services/paths/timers; tests/test_nix_units.py evaluates this same file with plain
+# `nix-instantiate` (no nixpkgs), renders the unit text and runs `systemd-analyze verify` and
+# `security` on it. So this file uses builtins only, and everything host-specific comes in as an
+# argument:
 #
 #   cfg     the services.hearth settings (see nix/module.nix for their meaning)
 #   bin     { hearth = "/path/to/hearth"; hearthLoop = "/path/to/hearth-loop"; }
 #   script  name: text: an executable running `text` with /bin/sh semantics (pkgs.writeShellScript)
 #   ollamaLocal  whether services.ollama runs on this host (the agent units then start after it)
+#
+# units.toml holds the directives, hardening, sandboxing and fixed limits; this file adds only what
+# comes from cfg: the environment, the limits and addresses the operator sets, credentials, the
+# schedules, and the relaxations some settings need (each says why).
 #
 # How the command sandbox coexists with the unit hardening (nix/README.md has the long form):
 # the agent unit itself is a mount namespace that shows a run only its own workspace, the audit
@@ -14,59 +20,42 @@
 # agent/safety/allowlist.py: under Landlock (sandbox = "landlock", the default) as read and write
 # rules, which need no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers and
 # every Protect* setting; under bwrap (sandbox = "bwrap", needed for commands' network) as the
-# only things mounted, which relaxes exactly what bubblewrap needs (see bwrapRelaxations).
+# only things mounted, which relaxes exactly what bubblewrap needs ([bwrap] in units.toml).
 { cfg, bin, script, ollamaLocal ? false }:
 let
   inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
+  data = builtins.fromTOML (builtins.readFile ./units.toml);
   stateDir = cfg.stateDir;
   configDir = "/etc/hearth";
   # the part of stateDir below /var/lib, for StateDirectory= (the module asserts the prefix)
   stateRel = replaceStrings [ "/var/lib/" ] [ "" ] stateDir;
-  shellArg = s: "'" + replaceStrings [ "'" ] [ "'\\''" ] s + "'";
   optional = cond: value: if cond then [ value ] else [ ];
   optionalAttrs = cond: attrs: if cond then attrs else { };
 
-  # Every hearth unit starts from this; each relaxation below says why.
-  hardening = {
-    User = "hearth";
-    Group = "hearth";
-    ProtectSystem = "strict";
-    ProtectHome = true;
-    PrivateTmp = true;
-    PrivateDevices = true;
-    PrivateIPC = true;
-    PrivateUsers = true;
-    NoNewPrivileges = true;
-    CapabilityBoundingSet = "";
-    AmbientCapabilities = "";
-    ProtectKernelTunables = true;
-    ProtectKernelModules = true;
-    ProtectKernelLogs = true;
-    ProtectControlGroups = true;
-    ProtectClock = true;
-    ProtectHostname = true;
-    ProtectProc = "invisible";
-    ProcSubset = "pid";
-    RestrictAddressFamilies = [ "AF_UNIX" ];
-    RestrictNamespaces = true;
-    RestrictRealtime = true;
-    RestrictSUIDSGID = true;
-    LockPersonality = true;
-    MemoryDenyWriteExecute = true;
-    RemoveIPC = true;
-    SystemCallArchitectures = "native";
-    SystemCallFilter = [ "@system-service" "~@privileged" ];
-    SystemCallErrorNumber = "EPERM";
-    DevicePolicy = "closed";
-    KeyringMode = "private";
-    UMask = "0077";
-  };
+  # units.toml's {placeholders}, filled in every string of a table (`extra`: a schedule's {name})
+  vars = { inherit stateDir stateRel; inherit (bin) hearth hearthLoop; inherit (data) landlock; };
+  fill = extra: value:
+    let v = vars // extra; names = attrNames v; in
+    if builtins.isString value then replaceStrings (map (n: "{${n}}") names) (map (n: v.${n}) names) value
+    else if builtins.isList value then map (fill extra) value
+    else if builtins.isAttrs value then mapAttrs (_: fill extra) value
+    else value;
 
-  # Units that never need the network.
-  offline = {
-    PrivateNetwork = true;
-    IPAddressDeny = "any";
-  };
+  hardening = fill { } data.hardening;
+  offline = fill { } data.offline;
+  bwrapRelaxations = fill { } data.bwrap;
+
+  # one service's serviceConfig as units.toml composes it, with `host` (the values from cfg) laid
+  # over the unit's own table; `layers` replaces the unit's (the spawner with alerts is not offline)
+  serviceConfig = name: { extra ? { }, host ? { }, layers ? data.services.${name}.layers }:
+    let u = data.services.${name}; in
+    builtins.foldl' (acc: l: acc // fill { } data.${l}) hardening layers
+    // fill extra u.service // host
+    // optionalAttrs ((u.bwrap or false) && cfg.sandbox == "bwrap") bwrapRelaxations;
+  # a unit's description and wantedBy, from its table in units.toml (kind: services, paths, timers)
+  head = kind: name: extra: let u = fill extra data.${kind}.${name}; in
+    { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; };
+  unitHead = head "services";
 
   environment = {
     HEARTH_STATE_DIR = stateDir;
@@ -104,78 +93,25 @@ let
   spawnAlerts = builtins.any (d: builtins.elem "rejected" d.events) destinations;
   urlCredentials = url: map builtins.head (builtins.filter builtins.isList (builtins.split "\\{cred:([A-Za-z][A-Za-z0-9_.-]*)}" url));
   alertCredentials = builtins.filter (n: cfg.credentials ? ${n}) (builtins.concatLists (map (d: urlCredentials d.url) destinations));
+  loadCredentials = names: map (name: "${name}:${toString cfg.credentials.${name}.file}") names;
 
-  # Landlock's three system calls are in no @group of systemd 252 to 256; the command sandbox
-  # (agent/sandbox.py) needs them to wall in each tool command.
-  landlockCalls = "landlock_create_ruleset landlock_add_rule landlock_restrict_self";
-
-  # sandbox = "bwrap": what bubblewrap needs from the unit, and nothing more.
-  bwrapRelaxations = {
-    # bwrap builds the command's sandbox from new user, mount, pid, net, ipc and uts namespaces
-    RestrictNamespaces = "user mnt pid net ipc uts cgroup";
-    # the kernel lets a user namespace mount a fresh /proc (bwrap --proc) only when the /proc it
-    # sees is fully visible: no read-only over-mounts (ProtectKernelTunables/Logs), no hidepid
-    ProtectKernelTunables = false;
-    ProtectKernelLogs = false;
-    ProtectProc = "default";
-    ProcSubset = "all";
-    # bwrap mounts (mount, pivot_root, umount2) and sets the capabilities of its namespace (capset)
-    SystemCallFilter = [ "@system-service" "@mount" "capset" landlockCalls ];
-  };
-
-  agentService = {
-    description = "hearth run %i (one sandboxed agent run from the queue)";
-    after = [ "network.target" ] ++ optional ollamaLocal "ollama.service";
+  agentService = unitHead "hearth-agent@" { } // {
+    after = data.services."hearth-agent@".after ++ optional ollamaLocal "ollama.service";
     wants = optional ollamaLocal "ollama.service";
-    # the unit's cgroup is hearth's to divide (Delegate= below)
+    # the unit's cgroup is hearth's to divide (Delegate= in units.toml)
     environment = environment // { HEARTH_CGROUP_DELEGATED = "1"; };
-    serviceConfig = hardening // {
-      Type = "exec";
-      ExecStart = "${bin.hearth} agent %i";
-      # systemd creates the run's workspace, owned by hearth, before the namespace is set up
-      StateDirectory = "${stateRel}/agents/%i";
-      StateDirectoryMode = "0700";
-      # writable, each for what the run writes: the audit and the knowledge base (SQLite creates
-      # their -wal and -shm beside them, hence the state directory's top level), its live state
-      # (state/), its workspace's checkpoint history (checkpoints/, also how a follow-up or a
-      # swarm's child gets another run's files: hearth/run/history.py); the queue where its
-      # claimed entry is settled (claimed/, failed/, under its lock in locks/) and where a swarm
-      # queues its children (new requests the spawner checks like any other), never what the
-      # spawner refused (rejected/); nothing else on the host
-      ReadWritePaths = [ stateDir ];
-      ReadOnlyPaths = [ "-${stateDir}/queue/rejected" ];
-      # the network: Ollama, and only what the operator adds (the web tools' and the commands'
-      # proxy's destinations); the network guard still refuses private addresses inside that
-      IPAddressDeny = "any";
-      IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
-      # the run's commands get a cgroup of their own below the unit's (agent/safety/cgroups.py):
-      # their process and memory caps hold whoever the user; hearth moves itself into
-      # <unit>/supervisor and its commands into <unit>/commands
-      Delegate = "pids memory cpu";
-      # ...which needs the cgroup hierarchy writable below the unit (ProtectControlGroups makes all of
-      # it read-only; systemd 256 has no per-unit middle ground)
-      ProtectControlGroups = false;
-      # other runs' workspaces are not even visible: an empty read-only directory over them,
-      # with this run's own workspace bound back in
-      TemporaryFileSystem = [ "${stateDir}/agents:ro" ];
-      BindPaths = [ "${stateDir}/agents/%i" ];
-      # the credential store is for the operator's tools; a run gets only LoadCredential= below
-      InaccessiblePaths = [ "-${stateDir}/credentials" ];
-      # the run talks to Ollama (and to the web when its manifest grants it) over TCP/IP
-      RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
-      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
-      LoadCredential = map (name: "${name}:${toString cfg.credentials.${name}.file}") (attrNames cfg.credentials);
-      MemoryMax = cfg.limits.memoryMax;
-      TasksMax = cfg.limits.tasksMax;
-      RuntimeMaxSec = cfg.limits.runtimeMaxSec;
-      # SIGTERM first: the run records itself as interrupted before it goes
-      KillMode = "mixed";
-      TimeoutStopSec = 30;
-    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations
-      // optionalAttrs (cfg.configRepo != null) {
-      # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
-      # workspace) in the config repository's git data; hearth runs git there with hooks off
-      ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
+    serviceConfig = serviceConfig "hearth-agent@" {
+      host = {
+        IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
+        LoadCredential = loadCredentials (attrNames cfg.credentials);
+        MemoryMax = cfg.limits.memoryMax;
+        TasksMax = cfg.limits.tasksMax;
+        RuntimeMaxSec = cfg.limits.runtimeMaxSec;
+      } // optionalAttrs (cfg.configRepo != null) {
+        # self-evolution adds a proposal branch and registers its scratch worktree (the run's own
+        # workspace) in the config repository's git data; hearth runs git there with hooks off
+        ReadWritePaths = [ stateDir "${toString cfg.configRepo}/.git" ];
+      };
     };
   } // optionalAttrs (cfg.extraPackages != [ ]) {
     # the operator's tools for run_command: in the Nix store, which every command sees read-only
@@ -185,98 +121,53 @@ let
   # services.hearth.submitters: the module makes them the hearth-submit group, and the spawner
   # then refuses a request file owned by anyone else (hearth/queue.py Owners)
   submitting = (cfg.submitters or [ ]) != [ ];
-  spawnService = {
-    description = "hearth queue: claim each request and start hearth-agent@ for it";
+  spawnService = unitHead "hearth-spawn" { } // {
     environment = environment // optionalAttrs submitting { HEARTH_SUBMITTERS_GROUP = "hearth-submit"; };
-    serviceConfig = hardening // (if spawnAlerts then spawnAlerting else offline) // optionalAttrs submitting {
-      # the owner check needs each file's real owner: in a private user namespace every user but
-      # hearth and root shows as nobody, so every submitter's request would be refused
-      PrivateUsers = false;
-    } // {
-      Type = "oneshot";
-      ExecStart = "${bin.hearth} spawn";
-      # claims and rejects requests (renames inside the queue) and records rejections in the audit
-      ReadWritePaths = [ stateDir ];
-      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
-      MemoryMax = "256M";
-      TasksMax = 16;
-      TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
+    serviceConfig = serviceConfig "hearth-spawn" ({
+      host = optionalAttrs submitting {
+        # the owner check needs each file's real owner: in a private user namespace every user but
+        # hearth and root shows as nobody, so every submitter's request would be refused
+        PrivateUsers = false;
+      } // optionalAttrs spawnAlerts {
+        # an alert destination wants refused requests: the spawner sends those (apprise, over TCP),
+        # with the credentials the destinations' URLs name and no others
+        RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+        LoadCredential = loadCredentials alertCredentials;
+      };
+    } // optionalAttrs spawnAlerts { layers = [ ]; });
+  };
+
+  selfTestService = unitHead "hearth-self-test" { } // {
+    inherit environment;
+    serviceConfig = serviceConfig "hearth-self-test" { };
+  };
+
+  scheduleText = name: fill { inherit name; } data.scripts.schedule;
+  scheduleService = name: unitHead "hearth-schedule-" { inherit name; } // {
+    inherit environment;
+    serviceConfig = serviceConfig "hearth-schedule-" {
+      extra = { inherit name; };
+      host.ExecStart = script "hearth-schedule-${name}" (scheduleText name);
     };
   };
 
-  spawnAlerting = {
-    # an alert destination wants refused requests: the spawner sends those (apprise, over TCP),
-    # with the credentials the destinations' URLs name and no others
-    RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
-    LoadCredential = map (name: "${name}:${toString cfg.credentials.${name}.file}") alertCredentials;
-  };
-
-  selfTestService = {
-    description = "hearth self-test: the whole run path against a scripted model, recorded";
-    inherit environment;
-    serviceConfig = hardening // offline // {
-      Type = "oneshot";
-      ExecStart = "${bin.hearthLoop} --self-test";
-      ReadWritePaths = [ stateDir ];
-      InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
-      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
-      MemoryMax = "1G";
-      TasksMax = 64;
-      TimeoutStartSec = 300;  # a oneshot's time limit (RuntimeMaxSec does not apply)
-    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
-  };
-
-  # What a schedule's service runs: its mission (/etc/hearth/missions/NAME.toml, written by the
-  # module) is enqueued through the same queue as any request, or skipped while it is paused.
-  scheduleText = name: s: "exec ${bin.hearth} missions fire ${shellArg name}\n";
-
-  scheduleService = name: s: {
-    description = "hearth schedule ${name}: enqueue its goal";
-    inherit environment;
-    serviceConfig = hardening // offline // {
-      Type = "oneshot";
-      ExecStart = script "hearth-schedule-${name}" (scheduleText name s);
-      # a schedule only drops a request into the queue (the queue does the rest), or records
-      # that its paused mission skipped this time
-      ReadWritePaths = [ "${stateDir}/queue" "${stateDir}/missions" ];
-      MemoryMax = "128M";
-      TasksMax = 8;
-      TimeoutStartSec = 60;  # a oneshot's time limit (RuntimeMaxSec does not apply)
-    };
-  };
-
-  # The command center (`hearth serve`, services.hearth.web). It runs as hearth, which is in the
-  # submitters' group, so it enqueues as any submitter does; it writes the audit only to record
-  # approval decisions and stops, reads the live state and the workspaces (for checkpoint diffs).
+  # The command center (`hearth serve`, services.hearth.web).
   web = cfg.web or { enable = false; };
   webTokens = builtins.filter (t: t.file != null) [
     { name = "operator-token"; file = web.operatorTokenFile or null; }
     { name = "viewer-token"; file = web.viewerTokenFile or null; }
   ];
-  webService = {
-    description = "hearth command center (hearth serve)";
-    after = [ "network.target" ];
-    wantedBy = [ "multi-user.target" ];
+  webService = unitHead "hearth-web" { } // {
+    inherit (data.services.hearth-web) after;
     inherit environment;
-    serviceConfig = hardening // {
-      Type = "exec";
-      ExecStart = concatStringsSep " " ([ bin.hearth "serve" "--host" web.listenAddress "--port" (toString web.port) ]
-        ++ builtins.concatMap (h: [ "--allowed-host" h ]) (web.allowedHosts or [ ]));
-      # writable: the queue (requests), the audit (decisions, stops) and the knowledge base (removals)
-      ReadWritePaths = [ stateDir ];
-      # the live state is the runs' to write; the workspaces are read for checkpoint diffs only
-      ReadOnlyPaths = [ "-${stateDir}/state" "-${stateDir}/agents" ];
-      InaccessiblePaths = [ "-${stateDir}/credentials" ];
-      # it listens on TCP and asks Ollama which models it has
-      RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
-      # checkpoint diffs run git inside the command sandbox, as the runs do
-      SystemCallFilter = hardening.SystemCallFilter ++ [ landlockCalls ];
-      # the tokens, read from $CREDENTIALS_DIRECTORY (operator-token, viewer-token), never the store
-      LoadCredential = map (t: "${t.name}:${toString t.file}") webTokens;
-      MemoryMax = "512M";
-      TasksMax = 64;
-      Restart = "on-failure";
-    } // optionalAttrs (cfg.sandbox == "bwrap") bwrapRelaxations;
+    serviceConfig = serviceConfig "hearth-web" {
+      host = {
+        ExecStart = concatStringsSep " " ([ bin.hearth "serve" "--host" web.listenAddress "--port" (toString web.port) ]
+          ++ builtins.concatMap (h: [ "--allowed-host" h ]) (web.allowedHosts or [ ]));
+        # the tokens, read from $CREDENTIALS_DIRECTORY (operator-token, viewer-token), never the store
+        LoadCredential = map (t: "${t.name}:${toString t.file}") webTokens;
+      };
+    };
   };
 
   scheduleNames = attrNames cfg.schedules;
@@ -284,35 +175,27 @@ let
 in
 {
   inherit hardening bwrapRelaxations environment;
+  tmpfiles = fill { } data.tmpfiles.rules;
+  polkit = fill { stop = if web.enable then data.polkit.stop else ""; } data.polkit.rule;
 
-  scripts = listToAttrs (map (n: { name = "hearth-schedule-${n}"; value = scheduleText n cfg.schedules.${n}; }) scheduleNames);
+  scripts = listToAttrs (map (n: { name = "hearth-schedule-${n}"; value = scheduleText n; }) scheduleNames);
 
   services = {
     "hearth-agent@" = agentService;
     hearth-spawn = spawnService;
   } // optionalAttrs (cfg.selfTest.onCalendar != null) { hearth-self-test = selfTestService; }
     // optionalAttrs web.enable { hearth-web = webService; }
-    // mapAttrs (_: n: scheduleService n cfg.schedules.${n}) (named (n: "hearth-schedule-${n}") scheduleNames);
+    // mapAttrs (_: n: scheduleService n) (named (n: "hearth-schedule-${n}") scheduleNames);
 
-  paths.hearth-spawn = {
-    description = "hearth queue: a request is waiting";
-    wantedBy = [ "multi-user.target" ];
-    pathConfig = {
-      # a request is <id>.json at the top of the queue; temp files start with a dot and do not match
-      PathExistsGlob = "${stateDir}/queue/*.json";
-      Unit = "hearth-spawn.service";
-    };
+  paths.hearth-spawn = head "paths" "hearth-spawn" { } // {
+    pathConfig = fill { } data.paths.hearth-spawn.path;
   };
 
   timers = optionalAttrs (cfg.selfTest.onCalendar != null) {
-    hearth-self-test = {
-      description = "hearth self-test, on a calendar";
-      wantedBy = [ "timers.target" ];
-      timerConfig = { OnCalendar = cfg.selfTest.onCalendar; Persistent = true; };
+    hearth-self-test = head "timers" "hearth-self-test" { } // {
+      timerConfig = data.timers.hearth-self-test.timer // { OnCalendar = cfg.selfTest.onCalendar; };
     };
-  } // mapAttrs (_: n: {
-    description = "hearth schedule ${n}";
-    wantedBy = [ "timers.target" ];
-    timerConfig = { OnCalendar = cfg.schedules.${n}.onCalendar; Persistent = true; };
+  } // mapAttrs (_: n: head "timers" "hearth-schedule-" { name = n; } // {
+    timerConfig = data.timers."hearth-schedule-".timer // { OnCalendar = cfg.schedules.${n}.onCalendar; };
   }) (named (n: "hearth-schedule-${n}") scheduleNames);
 }

@@ -32,6 +32,7 @@ MODULES = (
     "alerts",
     "missions",
     "docs",
+    "install",
 )
 COMMANDS = {
     "demo": "demo",
@@ -62,6 +63,8 @@ COMMANDS = {
     "missions": "missions",
     "completion": "docs",
     "man": "docs",
+    "install": "install",
+    "uninstall": "install",
 }
 
 

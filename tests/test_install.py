@@ -1,0 +1,137 @@
+"""`hearth install --systemd` and `hearth uninstall` on a temporary root: what they write, twice, and undo.
+
+The root is a directory with an /etc/passwd and /etc/group of its own, so nothing on this host changes
+(no useradd, no systemctl: those run only when the root is `/`). tests/system/ runs the same command
+on a booted Debian as root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n")
+    (tmp_path / "etc/group").write_text("root:x:0:\nalice:x:1000:\n")
+    return tmp_path
+
+
+def install(root: Path, *more: str) -> str:
+    done = run_cli("hearth", "install", "--systemd", "--root", str(root), *more)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_install_makes_the_user_groups_state_directory_and_units(root: Path) -> None:
+    install(root)
+    passwd = (root / "etc/passwd").read_text()
+    assert "hearth:x:999:999:hearth agent appliance:/var/lib/hearth:/usr/sbin/nologin" in passwd
+    assert "hearth-submit:x:998:hearth" in (root / "etc/group").read_text()
+    state = root / "var/lib/hearth"
+    assert mode(state) == 0o2711 and mode(state / "queue") == 0o2770 and mode(state / "agents") == 0o700
+    assert mode(state / "audit.db") == 0o640 and mode(root / "etc/hearth/credentials") == 0o700
+    units = sorted(p.name for p in (root / "etc/systemd/system").glob("hearth*"))
+    assert units == [
+        "hearth-agent@.service",
+        "hearth-self-test.service",
+        "hearth-self-test.timer",
+        "hearth-spawn.path",
+        "hearth-spawn.service",
+    ]
+    link = root / "etc/systemd/system/multi-user.target.wants/hearth-spawn.path"
+    assert os.readlink(link) == "/etc/systemd/system/hearth-spawn.path"
+    assert "hearth-agent@" in (root / "etc/polkit-1/rules.d/50-hearth.rules").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="owners are set only as root")
+def test_the_state_directory_belongs_to_hearth_and_the_submitters(root: Path) -> None:
+    install(root)
+    info = (root / "var/lib/hearth/queue").stat()
+    assert (info.st_uid, info.st_gid) == (999, 998)
+
+
+def test_a_second_install_changes_nothing(root: Path) -> None:
+    install(root)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert "nothing to change" in install(root)
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_dry_run_prints_the_unit_text_and_writes_nothing(root: Path) -> None:
+    said = install(root, "--dry-run")
+    assert "would make file /etc/systemd/system/hearth-agent@.service" in said
+    assert "    ProtectSystem=strict" in said and "    ExecStart=" in said
+    assert not (root / "var").exists() and not (root / "etc/systemd").exists()
+    assert "hearth" not in (root / "etc/passwd").read_text()
+
+
+def test_install_toml_and_systemd_missions_shape_the_units(root: Path) -> None:
+    (root / "etc/hearth/missions").mkdir(parents=True)
+    (root / "etc/hearth/install.toml").write_text('web = true\nollama_url = "http://127.0.0.1:11500"\n')
+    (root / "etc/hearth/missions/tick.toml").write_text('schedule = "minutely"\ntimer = "systemd"\ngoal = "g"\n')
+    (root / "etc/hearth/missions/manual.toml").write_text(
+        'schedule = "hourly"\ngoal = "g"\n'
+    )  # `hearth watch` fires it
+    install(root)
+    units = root / "etc/systemd/system"
+    assert "OnCalendar=minutely" in (units / "hearth-schedule-tick.timer").read_text()
+    assert not (units / "hearth-schedule-manual.timer").exists()
+    web = (units / "hearth-web.service").read_text()
+    assert "LoadCredential=operator-token:/etc/hearth/credentials/operator-token" in web
+    token = root / "etc/hearth/credentials/operator-token"
+    assert mode(token) == 0o600 and len(token.read_text().strip()) >= 32
+    assert '"OLLAMA_HOST=http://127.0.0.1:11500"' in (units / "hearth-agent@.service").read_text()
+    script = (root / "usr/local/lib/hearth/hearth-schedule-tick").read_text()
+    assert script.endswith("missions fire tick\n") and mode(root / "usr/local/lib/hearth/hearth-schedule-tick") == 0o755
+
+
+def test_the_token_is_kept_across_installs(root: Path) -> None:
+    (root / "etc/hearth").mkdir(parents=True)
+    (root / "etc/hearth/install.toml").write_text("web = true\n")
+    install(root)
+    token = (root / "etc/hearth/credentials/operator-token").read_text()
+    install(root)
+    assert (root / "etc/hearth/credentials/operator-token").read_text() == token
+
+
+def test_an_unknown_setting_is_one_line_naming_it(root: Path) -> None:
+    (root / "etc/hearth").mkdir(parents=True)
+    (root / "etc/hearth/install.toml").write_text("webb = true\n")
+    done = run_cli("hearth", "install", "--systemd", "--root", str(root))
+    assert done.returncode == 1 and "unknown setting 'webb'" in done.stderr
+
+
+def test_uninstall_removes_the_units_and_rules_and_keeps_the_state(root: Path) -> None:
+    install(root)
+    done = run_cli("hearth", "uninstall", "--root", str(root))
+    assert done.returncode == 0, done.stderr
+    assert not list((root / "etc/systemd/system").rglob("hearth*"))
+    assert not (root / "etc/polkit-1/rules.d/50-hearth.rules").exists()
+    assert (root / "var/lib/hearth/queue").is_dir() and "hearth:" in (root / "etc/passwd").read_text()
+
+
+def test_install_without_systemd_says_which_kind(root: Path) -> None:
+    done = run_cli("hearth", "install", "--root", str(root))
+    assert done.returncode == 2 and "hearth install --systemd" in done.stderr
+
+
+def test_json_lists_the_changes_and_then_none(root: Path) -> None:
+    first = json.loads(install(root, "--json"))
+    assert (
+        first["dry_run"] is False
+        and "user hearth (groups hearth, hearth-submit; home /var/lib/hearth)" in first["changes"]
+    )
+    assert json.loads(install(root, "--json"))["changes"] == []
