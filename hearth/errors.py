@@ -14,6 +14,7 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 ├── LaunchError         a run that could not be started: no systemctl, a unit refused, no local fork
 ├── NoHistory           a run left no checkpoint to restore its workspace from
 ├── CalendarError       a mission's schedule this parser does not read (also a ValueError)
+├── InstallError        hearth install cannot go on: a bad install.toml, a path taken by another kind of file (exit 1)
 └── WebError            a command-center request refused; it carries its HTTP status
     └── SignInNeeded    a page that needs a viewer or operator token, asked without one (401)
 
