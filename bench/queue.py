@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hearth.queue import Queue
-from hearth.request import Request
+from hearth.queue.directory import Queue
+from hearth.queue.request import Request
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
@@ -46,7 +46,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def hearth(*args: str, env: dict[str, str]) -> list[str]:
-    return [sys.executable, "-m", "hearth.cli", *args]
+    return [sys.executable, "-m", "hearth.cli.main", *args]
 
 
 def environment(state: Path, fake: FakeOllama) -> dict[str, str]:

@@ -3,7 +3,7 @@
 The kernel drops a flock when its process dies however it dies (SIGKILL, OOM, power), which is
 why hearth tells a live run from a dead one by a lock and not by a pid that may have been reused.
 Both a queued request's lock (queue/locks/<id>.lock) and every run's own (<state>/state/<id>.lock,
-hearth/run/lock.py) are these. Standard library only: a run takes its lock before anything else
+hearth/run/liveness.py) are these. Standard library only: a run takes its lock before anything else
 is loaded.
 """
 

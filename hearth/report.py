@@ -22,13 +22,13 @@ from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.locks import lock_holder
-from hearth.queue import Queue, is_temp_name
+from hearth.queue.directory import Queue, is_temp_name
 from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
 TOP = 10
-# (label, column, value): the runs of long work the report counts (hearth/run/longrun.py)
+# (label, column, value): the runs of long work the report counts (hearth/run/long/holding.py)
 LONG_WORK = (
     ("marathons", "kind", "marathon"),
     ("marathon legs", "link", "leg"),

@@ -19,7 +19,7 @@ from agent.model.scripted import ScriptedModel
 from agent.safety.policy import Decision
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import ConfigError
-from hearth.request import Request
+from hearth.queue.request import Request
 from hearth.run.admission import goal_request
 from hearth.run.runner import run_goal
 from hearth.settings import Settings

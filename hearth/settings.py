@@ -53,7 +53,7 @@ class Settings:
     tripwire_action: str = "stop"  # HEARTH_TRIPWIRE_ACTION: stop (status tripped) | record
     submitters_group: str = ""  # HEARTH_SUBMITTERS_GROUP: only its users (and hearth, root) may own requests
     log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
-    daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/budget.py)
+    daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/leash/budget.py)
     web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
 
     @classmethod

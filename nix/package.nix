@@ -68,12 +68,12 @@ py.buildPythonApplication {
   disabledTestPaths = [
     # evaluate and lint the NixOS module with nix-instantiate and systemd-analyze, which a Nix
     # build cannot run (no Nix store or daemon inside the build sandbox); `make test` runs them
-    "tests/test_nix_module.py"
-    "tests/test_nix_units.py"
-    "tests/test_web_nix.py"
+    "tests/nix/test_module.py"
+    "tests/nix/test_units.py"
+    "tests/nix/test_web_unit.py"
     # keeps its files in /var/tmp (bwrap hides /tmp), which a Nix build sandbox does not have;
-    # `make test` runs it (tests/test_audit_trail.py runs here when the build can nest a sandbox)
-    "tests/test_sandbox.py"
+    # `make test` runs it (tests/agent/safety/test_audit_trail.py runs here when the build can nest a sandbox)
+    "tests/agent/safety/test_sandbox.py"
   ];
 
   pythonImportsCheck = [ "agent" "hearth" ];

@@ -1,6 +1,6 @@
 # The systemd units of hearth, rendered from their one source, ./units.toml (which
 # `hearth install --systemd` renders too, for any systemd Linux). nix/module.nix feeds them to
-# systemd.services/paths/timers; tests/test_nix_units.py evaluates this same file with plain
+# systemd.services/paths/timers; tests/nix/test_units.py evaluates this same file with plain
 # `nix-instantiate` (no nixpkgs), renders the unit text and runs `systemd-analyze verify` and
 # `security` on it. So this file uses builtins only, and everything host-specific comes in as an
 # argument:
@@ -119,7 +119,7 @@ let
   };
 
   # services.hearth.submitters: the module makes them the hearth-submit group, and the spawner
-  # then refuses a request file owned by anyone else (hearth/queue.py Owners)
+  # then refuses a request file owned by anyone else (hearth/queue/directory.py Owners)
   submitting = (cfg.submitters or [ ]) != [ ];
   spawnService = unitHead "hearth-spawn" { } // {
     environment = environment // optionalAttrs submitting { HEARTH_SUBMITTERS_GROUP = "hearth-submit"; };

@@ -11,8 +11,8 @@ want bwrap bubblewrap
 want git git
 want nix-instantiate nix-bin
 want systemd-analyze systemd
-want openssl openssl  # tests/test_tls.py makes a throwaway certificate
-want chromium chromium  # tests/test_web_browser.py drives it with Playwright (its own browser download cannot work here)
+want openssl openssl  # tests/agent/net/test_tls.py makes a throwaway certificate
+want chromium chromium  # tests/hearth/web/test_browser.py drives it with Playwright (its own browser download cannot work here)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
 
 if [ -n "$missing" ]; then

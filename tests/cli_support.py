@@ -18,7 +18,7 @@ from tests.queue_support import wait_for
 
 def start_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "hearth.cli", *args],
+        [sys.executable, "-m", "hearth.cli.main", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -31,7 +31,7 @@ def run_cli_input(argv: list[str], stdin: str) -> subprocess.CompletedProcess[st
     """`hearth ARGV` as a real process with this text on its stdin."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "hearth.cli", *argv],
+        [sys.executable, "-m", "hearth.cli.main", *argv],
         input=stdin,
         capture_output=True,
         text=True,
@@ -43,7 +43,7 @@ def run_cli_input(argv: list[str], stdin: str) -> subprocess.CompletedProcess[st
 
 def start_watch(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "hearth.cli", "watch", "--json", *args],
+        [sys.executable, "-m", "hearth.cli.main", "watch", "--json", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -92,7 +92,7 @@ def loop_process(fake_url: str, *args: str, **popen: object) -> subprocess.Popen
     """`hearth-loop` as a real process, as a person starts it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(  # type: ignore[call-overload]
-        [sys.executable, "-m", "hearth.loop_cli", "--ollama-host", fake_url, *args],
+        [sys.executable, "-m", "hearth.cli.loop", "--ollama-host", fake_url, *args],
         env=env,
         cwd=ROOT,
         text=True,

@@ -77,7 +77,7 @@ def run_cli(
     program: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `hearth` or `hearth-loop` as a real process with the current interpreter."""
-    module = {"hearth": "hearth.cli", "hearth-loop": "hearth.loop_cli"}[program]
+    module = {"hearth": "hearth.cli.main", "hearth-loop": "hearth.cli.loop"}[program]
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", module, *args],

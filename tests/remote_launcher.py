@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hearth.dispatch.launchers.host import held_here, signal_then_kill
-from hearth.queue import Queue
+from hearth.queue.directory import Queue
 from hearth.run.state import read_states
 from hearth.settings import Settings
 
@@ -53,7 +53,7 @@ class RemoteLauncher:
         env.pop("HEARTH_QUEUE_DIR", None)
         with open(self.root / f"{request_id}.log", "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "hearth.cli", "agent", request_id],
+                [sys.executable, "-m", "hearth.cli.main", "agent", request_id],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,

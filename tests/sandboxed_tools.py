@@ -1,5 +1,5 @@
 """Run tool calls with the tool-layer checks OFF, so that only the OS sandbox around this process
-can contain them. tests/test_containment.py starts it inside bwrap or Landlock.
+can contain them. tests/agent/tools/test_containment.py starts it inside bwrap or Landlock.
 
     python sandboxed_tools.py PLAN.json
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hearth.cli import build_parser
-from hearth.loop_cli import build_parser as build_loop_parser
+from hearth.cli.loop import build_parser as build_loop_parser
+from hearth.cli.main import build_parser
 from hearth.run.profiles import BUILTIN
 from hearth.settings import Settings
 from tests.conftest import ROOT

@@ -60,15 +60,15 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.errors",
         "hearth.ids",
         "hearth.limits",
-        "hearth.sources",
+        "hearth.queue.sources",
         "hearth.atomic",
         "hearth.locks",
         "hearth.logs",
         "hearth.version",
         "hearth.tomlcheck",
-        "hearth.schedule",
+        "hearth.leash.schedule",
         "hearth.render",
-        "hearth.longwork",
+        "hearth.queue.longspec",
         "hearth.run.exits",
     ),  # leaves
     11: (
@@ -80,23 +80,31 @@ FLOORS: dict[int, tuple[str, ...]] = {
     ),  # settings read once, and the stores: the audit, the state map, the pause flag (a file in dispatch/)
     # the leash's rules, which a run and the spawner obey; the launcher seam's Protocol and table
     # (its rows, which start runs, stand with dispatch)
-    12: ("hearth.budget", "hearth.alerts", "hearth.dispatch.launchers"),
+    12: ("hearth.leash", "hearth.leash.budget", "hearth.leash.alerts", "hearth.dispatch.launchers"),
     # the queue: the request, its intake, the directory, its ledger in the audit, and the front door
-    # (dispatch/submit.py, which the lead moves beside them)
-    13: ("hearth.request", "hearth.intake", "hearth.queue", "hearth.ledger", "hearth.dispatch.submit"),
+    13: (
+        "hearth.queue",
+        "hearth.queue.request",
+        "hearth.queue.intake",
+        "hearth.queue.directory",
+        "hearth.queue.ledger",
+        "hearth.queue.submit",
+    ),
     # one run end to end; a follow-up is one run resumed (admission reads its earlier run through
-    # run/followup.py, which leans on nothing above this floor)
-    14: ("hearth.run",),
+    # run/long/followup.py, which leans on nothing above this floor: its room is long work, its
+    # floor the run's)
+    14: ("hearth.run", "hearth.run.long.followup"),
     15: (
-        "hearth.run.marathon",
-        "hearth.run.swarm",
-        "hearth.run.swarm_results",
-        "hearth.run.judge",
-        "hearth.run.deliverable",
-        "hearth.run.longrun",
+        "hearth.run.long",
+        "hearth.run.long.marathon",
+        "hearth.run.long.swarm",
+        "hearth.run.long.swarm_results",
+        "hearth.run.long.judge",
+        "hearth.run.long.deliverable",
+        "hearth.run.long.holding",
         "hearth.evolve",
     ),  # long work: runs made of runs
-    16: ("hearth.missions",),  # the leash's timetable: it submits
+    16: ("hearth.leash.missions",),  # the leash's timetable: it submits
     17: (
         "hearth.dispatch",
         "hearth.dispatch.launchers.host",
@@ -104,17 +112,19 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.dispatch.launchers.systemd",
         "hearth.report",
     ),  # who starts, stops and settles a waiting request; the report
-    18: ("hearth.doctor", "hearth.selftest", "hearth.demo"),  # checks and demonstrations the edges offer
+    # checks, demonstrations and the installer the edges offer
+    18: ("hearth.doctor", "hearth.selftest", "hearth.demo", "hearth.install"),
     19: ("hearth.web",),  # the command center's parts
     20: ("hearth.web.routes",),
     21: ("hearth.web.app",),
     22: (
         "hearth.cli",
-        "hearth.loop_cli",
-        "hearth.commands",
-        "hearth.completion",
-        "hearth.manpage",
-        "hearth.runview",
+        "hearth.cli.main",
+        "hearth.cli.loop",
+        "hearth.cli.commands",
+        "hearth.cli.completion",
+        "hearth.cli.manpage",
+        "hearth.cli.runview",
     ),  # the edges
 }
 ROOTS = {"agent", "hearth"}
@@ -274,7 +284,7 @@ def test_builtin_gathers_every_kind_in_its_folder() -> None:
 def test_the_command_table_names_the_module_of_every_subcommand() -> None:
     import argparse
 
-    from hearth.commands import COMMANDS, MODULES, modules_for
+    from hearth.cli.commands import COMMANDS, MODULES, modules_for
 
     registered: dict[str, str] = {}
     for module in modules_for(None):

@@ -249,7 +249,7 @@ def m071_run_allowances(db: sqlite_utils.Database) -> None:
 
 
 def m100_long_work(db: sqlite_utils.Database) -> None:
-    """Long work (hearth/run/followup.py, marathon.py, swarm.py): `kind` says a run is a marathon or
+    """Long work (hearth/run/long/followup.py, marathon.py, swarm.py): `kind` says a run is a marathon or
     a swarm (empty for a plain run, a leg, a child); `prompt` keeps, as JSON, the placeholder values
     a run's system prompt was frozen with and its sha256, so a follow-up renders the same bytes."""
     db.table("runs").add_column("kind", str)
@@ -260,7 +260,7 @@ def m100_long_work(db: sqlite_utils.Database) -> None:
 def m090_run_routing_and_labels(db: sqlite_utils.Database) -> None:
     """The operator's label of a run (the command center's `name`), the model it asked for
     (`auto` when the router chose) and why the chosen one was used (a rule's name, `default`,
-    `fallback`, `escalation`, `tag`); and steps by time, for the day's token spend (hearth/budget.py)."""
+    `fallback`, `escalation`, `tag`); and steps by time, for the day's token spend (hearth/leash/budget.py)."""
     db.table("runs").add_column("label", str)
     db.table("runs").add_column("model_requested", str)
     db.table("runs").add_column("model_reason", str)
@@ -268,7 +268,7 @@ def m090_run_routing_and_labels(db: sqlite_utils.Database) -> None:
 
 
 def m091_alerts(db: sqlite_utils.Database) -> None:
-    """Every alert hearth tried to send (hearth/alerts.py): to which destination, for what, and
+    """Every alert hearth tried to send (hearth/leash/alerts.py): to which destination, for what, and
     whether it was sent or failed with the error."""
     db.table("alerts").create(
         {

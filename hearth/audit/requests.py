@@ -4,7 +4,7 @@ Part of the audit store (it writes only through an open `AuditStore`); kept in i
 the queue's records live in one place. Tables come from migrations m030 and m031.
 
 It speaks in rows and values, never in the queue's types: a request reaches it as its JSON body
-with the fields its row indexes (`Accepted`, which hearth/ledger.py makes of a
+with the fields its row indexes (`Accepted`, which hearth/queue/ledger.py makes of a
 `Parsed` request on the queue's side), so the audit sits
 below the queue and never imports it.
 """

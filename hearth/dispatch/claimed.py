@@ -16,20 +16,20 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.clock import utc_now
-from hearth import alerts
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
-from hearth.dispatch.submit import submit
 from hearth.errors import NotFound, UsageError
 from hearth.evolve import run_evolve_request
 from hearth.ids import ID_PATTERN
-from hearth.intake import Parsed, RequestRefused, check, parse_request
-from hearth.ledger import ensure_request_row, recorded_request
+from hearth.leash import alerts
 from hearth.locks import RunLock, lock_holder
-from hearth.queue import Queue, read_request_bytes
+from hearth.queue.directory import Queue, read_request_bytes
+from hearth.queue.intake import Parsed, RequestRefused, check, parse_request
+from hearth.queue.ledger import ensure_request_row, recorded_request
+from hearth.queue.request import Request
+from hearth.queue.submit import submit
 from hearth.render import visible_line
-from hearth.request import Request
 from hearth.run.admission import goal_request
 from hearth.run.exits import Interrupted, exit_code
 from hearth.run.runner import run_goal
@@ -139,13 +139,13 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
 def _run_long(request: Request, settings: Settings, out: _Output) -> tuple[str, str]:
     """A marathon or a swarm: its code loads only for such a request."""
     if request.marathon:
-        from hearth.run.marathon import run_marathon
+        from hearth.run.long.marathon import run_marathon
 
         _, outcome = run_marathon(
             goal_request(request, settings), request.marathon, settings, out=out.out, json_lines=out.json_lines
         )
     else:
-        from hearth.run.swarm import run_swarm
+        from hearth.run.long.swarm import run_swarm
 
         outcome = run_swarm(request, goal_request(request, settings), settings, submit=submit, out=out.out)
     return outcome.status, outcome.error

@@ -16,7 +16,7 @@ new id), `rejected` -> rejected/, anything else -> the file is removed (the audi
 `settle_dead_runs()`): a `running` row whose process is gone, however it went (killed, crashed,
 a broken pipe, a power cut), becomes `interrupted`; a claimed request goes through `settle()`
 as above. A run not from the queue (a `hearth-loop`) holds <state>/state/<id>.lock
-(`hold_run`, hearth/run/lock.py), which settling takes the same way.
+(`hold_run`, hearth/run/liveness.py), which settling takes the same way.
 
 This module is the spawner's (the path unit's oneshot): it reads and writes the queue and the
 audit and never imports the engine, so a sweep starts fast.
@@ -36,12 +36,12 @@ from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.ids import ID_PATTERN
-from hearth.intake import RequestRefused
-from hearth.ledger import record_rejection
 from hearth.locks import RunLock
-from hearth.queue import Queue, read_request_bytes
-from hearth.request import Request
-from hearth.run.lock import run_lock_path
+from hearth.queue.directory import Queue, read_request_bytes
+from hearth.queue.intake import RequestRefused
+from hearth.queue.ledger import record_rejection
+from hearth.queue.request import Request
+from hearth.run.liveness import run_lock_path
 from hearth.run.state import remove_state
 from hearth.settings import Settings
 
@@ -223,7 +223,7 @@ def _never_started(queue: Queue, audit: AuditStore, path: Path, settings: Settin
 
 def alert_ended(audit: AuditStore, settings: Settings, run_id: str, status: str, reason: str) -> None:
     """A run that could not say it ended (killed, never started): alerted as it would have been."""
-    from hearth import alerts  # loaded only when a sweep finds such a run
+    from hearth.leash import alerts  # loaded only when a sweep finds such a run
 
     run = audit.run(run_id) or {}
     agent = str(run.get("agent_name") or "")

@@ -25,18 +25,18 @@ from pathlib import Path
 
 from agent.clock import utc_now
 from agent.safety.display import bounded
-from hearth import alerts
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
-from hearth.budget import load_budget, local_now, refusal
 from hearth.dispatch.launchers import Launcher, LaunchError
 from hearth.dispatch.pause import Paused, paused
 from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
-from hearth.intake import Parsed, RequestRefused, check, parse_request, printable
-from hearth.ledger import admit
-from hearth.queue import Entry, Owners, Queue, is_temp_name, read_request_bytes
-from hearth.request import Request
+from hearth.leash import alerts
+from hearth.leash.budget import load_budget, local_now, refusal
+from hearth.queue.directory import Entry, Owners, Queue, is_temp_name, read_request_bytes
+from hearth.queue.intake import Parsed, RequestRefused, check, parse_request, printable
+from hearth.queue.ledger import admit
+from hearth.queue.request import Request
 from hearth.run.profiles import agent_for_label
 from hearth.settings import Settings
 

@@ -31,10 +31,10 @@ from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import STOP_GRACE_S, Launcher, LaunchError, launcher_for
 from hearth.errors import HearthError, NotFound
-from hearth.intake import RequestRefused, parse_request
-from hearth.ledger import ensure_request_row
 from hearth.locks import RunLock
-from hearth.queue import Queue, read_request_bytes
+from hearth.queue.directory import Queue, read_request_bytes
+from hearth.queue.intake import RequestRefused, parse_request
+from hearth.queue.ledger import ensure_request_row
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
 

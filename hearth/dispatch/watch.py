@@ -4,7 +4,7 @@ The same `Spawner` as `hearth spawn --local`. Files already waiting are taken at
 arrival wakes it; a burst is drained pass after pass as run slots free up; a sweep every
 `sweep_every_s` settles runs that died under another spawner. While hearth is paused nothing
 is claimed (hearth/dispatch/pause.py). With a `Timetable` it also fires the missions a systemd
-timer does not (hearth/missions.py), on their schedules, re-reading their files at each sweep.
+timer does not (hearth/leash/missions.py), on their schedules, re-reading their files at each sweep.
 `stop()` (SIGTERM, SIGINT) ends it: no new claims, and the launcher's `shutdown()` (the local
 one: each running run gets SIGTERM and records `interrupted`, request kept).
 
@@ -26,7 +26,7 @@ from watchdog.observers import Observer
 
 from hearth.dispatch.spawner import Spawner
 from hearth.errors import HearthError
-from hearth.missions import Timetable, fire
+from hearth.leash.missions import Timetable, fire
 from hearth.run.state import read_states
 
 SWEEP_EVERY_S = 10.0

@@ -13,7 +13,7 @@ config.py    profiles, prompt files and their placeholders, router, budget, aler
 host.py      Ollama and its models, the command sandbox, git, systemd's hearth units
 
 This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
-(hearth/commands/doctor.py) prints them and sets the exit code.
+(hearth/cli/commands/doctor.py) prints them and sets the exit code.
 """
 
 from __future__ import annotations

@@ -102,9 +102,9 @@ def check_prompt_files(settings: Settings) -> list[Finding]:
 
 def check_leash(settings: Settings) -> list[Finding]:
     """router.toml, budget.toml, alerts.toml (and the credentials its URLs name), missions/*.toml."""
-    from hearth.alerts import load_destinations
-    from hearth.budget import load_budget
-    from hearth.missions import load_missions
+    from hearth.leash.alerts import load_destinations
+    from hearth.leash.budget import load_budget
+    from hearth.leash.missions import load_missions
     from hearth.run.router import load_router
 
     found: list[Finding] = []

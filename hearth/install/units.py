@@ -4,7 +4,7 @@ units.toml holds every directive; this module only composes its tables the way t
 says (hardening, then the unit's layers, then its own table, then the host's values, then the bwrap
 relaxations) and fills in the host's values from an `InstallConfig`. The defaults of InstallConfig
 are the NixOS module's, so `hearth install --systemd` with no options writes the units a bare
-`services.hearth.enable = true` does (tests/test_install_units.py compares the two renderings).
+`services.hearth.enable = true` does (tests/hearth/install/test_units.py compares the two renderings).
 """
 
 from __future__ import annotations

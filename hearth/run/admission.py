@@ -7,7 +7,7 @@ credentials, the workspace), and builds what the run needs: its recorder, live s
 policy and checkpoints. A run that cannot start is recorded `rejected` and raises. From here on
 the runner, its services and its record read the plan, never the request.
 
-`goal_request` is the one place a queue Request (hearth/request.py) becomes a run's input.
+`goal_request` is the one place a queue Request (hearth/queue/request.py) becomes a run's input.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from agent.context.prompt import PromptPart
 from agent.safety.policy import MODES
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
-from hearth import __version__, alerts
+from hearth import __version__
 from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
+from hearth.leash import alerts
 from hearth.limits import MAX_ITERATIONS
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
@@ -47,11 +48,11 @@ from hearth.run.workdir import run_root
 from hearth.settings import Settings, check_tool_names
 
 if TYPE_CHECKING:  # the queue's model needs pydantic; a run from hearth-loop never loads it
-    from hearth.request import Request
+    from hearth.queue.request import Request
 
 
 def goal_request(request: Request, settings: Settings, *, workspace: Path | None = None) -> GoalRequest:
-    """A queue request as a run's input, field by field (tests/test_run_plan.py holds every field to it).
+    """A queue request as a run's input, field by field (tests/hearth/run/test_plan.py holds every field to it).
 
     The fields that choose how it runs (`evolve`, `marathon`, `swarm`) are hearth/dispatch/claimed.py's;
     `version` and `created_at` stay in the request's row. `workspace` is for a caller that is not
@@ -256,7 +257,7 @@ def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> t
     """A follow-up made whole from the run it continues (only a follow-up loads that code)."""
     if not request.continues:
         return request, None
-    from hearth.run.followup import continued
+    from hearth.run.long.followup import continued
 
     try:
         return continued(request, settings, audit), None

@@ -28,18 +28,18 @@ audit's machine, where a `SqliteRecorder` there writes `from_json(line)`; hand i
 (`recorder=`), `run_marathon` or `run_swarm` (a queued run starts in hearth/dispatch/claimed.py,
 where a launcher that runs it elsewhere would pass its own). tests/capture_recorder.py is such a
 recorder: it captures a whole run and replays it into an empty audit with the same rows
-(tests/test_event_stream.py). Without one, a run records into the audit it opens for reading.
+(tests/hearth/run/test_event_stream.py). Without one, a run records into the audit it opens for reading.
 
 What a run still reads (reads are not recording, so they stay reads):
 - through its recorder, `RunRecorder.approval`: an approval someone else may decide (`hearth
   approve`, the command center), polled while the run waits; it is the recorder's because the
   decision is written where the run's approvals are;
 - from the audit it opens, other runs' history, before or around the stream: a follow-up's parent
-  (its row, steps, checkpoints: hearth/run/followup.py), a swarm child's seed (the swarm's
+  (its row, steps, checkpoints: hearth/run/long/followup.py), a swarm child's seed (the swarm's
   checkpoints), the router's check that a linked run's id is free, the day's token spend for the
-  budget (hearth/budget.py), a swarm's children, each recorded by its own run (rows, refusals,
+  budget (hearth/leash/budget.py), a swarm's children, each recorded by its own run (rows, refusals,
   checkpoints). A marathon hears what it needs of its legs' record on its way to the recorder
-  (hearth/run/marathon.py) and a swarm keeps its plan's problem: neither reads its own stream back.
+  (hearth/run/long/marathon.py) and a swarm keeps its plan's problem: neither reads its own stream back.
 """
 
 from __future__ import annotations

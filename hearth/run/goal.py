@@ -8,7 +8,7 @@ copy of a queue Request), the demo, the self-test and self-evolution each build 
 hearth/run/admission.py resolves it into a RunPlan, and nothing after admission reads the
 GoalRequest again. Follow-ups, marathon legs, swarm syntheses and linked runs start from an
 earlier run's plan (`RunPlan.as_request()` with `dataclasses.replace`), linked by `parent_run` and
-`link` (hearth/run/followup.py, marathon.py, swarm.py, router.py).
+`link` (hearth/run/long/followup.py, marathon.py, swarm.py, router.py).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class GoalRequest:
     parent_run: str | None = None  # the run this one is made from, and how (hearth.audit.store.RUN_LINKS)
     link: str | None = None
     kind: str | None = None  # marathon | swarm: the run that holds legs or children
-    continues: str | None = None  # a follow-up of this run (hearth/run/followup.py fills the rest)
+    continues: str | None = None  # a follow-up of this run (hearth/run/long/followup.py fills the rest)
     preface: str = ""  # put before the goal in the first message (a follow-up's or a leg's context)
     prompt_values: dict[str, str] | None = None  # placeholder values to reuse (same prompt bytes)
     prompt_sha256: str = ""  # the system prompt this run's should equal, when nothing changed

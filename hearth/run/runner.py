@@ -27,17 +27,17 @@ from agent.safety.sandbox import SandboxUnavailable, detect, start_detection
 from agent.safety.workspace import Workspace
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
-from hearth import alerts
 from hearth.audit.store import AuditStore, new_run_id
-from hearth.budget import Budget, RunGuard, load_budget
 from hearth.errors import HearthError, UsageError
+from hearth.leash import alerts
+from hearth.leash.budget import Budget, RunGuard, load_budget
 from hearth.run import approvers
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
-from hearth.run.lock import hold_run
+from hearth.run.liveness import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
 from hearth.run.router import linked_request

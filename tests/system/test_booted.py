@@ -32,7 +32,7 @@ from tests.system.support import (
 
 pytestmark = pytest.mark.system
 
-AGENT_MAX_EXPOSURE = 1.5  # tests/test_nix_units.py's offline bound for the same unit
+AGENT_MAX_EXPOSURE = 1.5  # tests/nix/test_units.py's offline bound for the same unit
 SESSION = secrets.token_hex(3)  # run ids are new each session, so a machine can be tested again
 
 

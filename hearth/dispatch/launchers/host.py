@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from hearth.dispatch.launchers import LaunchError
 from hearth.locks import lock_holder, lock_is_held, pid_exists
-from hearth.queue import Queue
-from hearth.run.lock import run_lock_path
+from hearth.queue.directory import Queue
+from hearth.run.liveness import run_lock_path
 from hearth.run.state import read_states
 from hearth.settings import Settings
 

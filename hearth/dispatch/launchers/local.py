@@ -48,9 +48,9 @@ class LocalLauncher:
             self._context = multiprocessing.get_context("forkserver")
             # The server imports hearth once and warms what every run would set up; a run is then a
             # fork, not a new interpreter. (Each child re-runs `__main__`, the CLI: its commands are
-            # preloaded so that is cheap; hearth.cli itself is not, or runpy warns about it.)
+            # preloaded so that is cheap; hearth.cli.main itself is not, or runpy warns about it.)
             self._context.set_forkserver_preload(
-                ["hearth.commands", "hearth.dispatch.claimed", "hearth.dispatch.warmup"]
+                ["hearth.cli.commands", "hearth.dispatch.claimed", "hearth.dispatch.warmup"]
             )
         return self._context
 

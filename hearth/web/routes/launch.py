@@ -1,7 +1,7 @@
 """Launch: the form, /api/enqueue and a run page's follow-up form, each writing a version 1 request as
 `hearth enqueue` does (the form offers a marathon and a swarm too).
 
-The request is built by the queue's own model and queued by hearth.dispatch.submit, so a refusal
+The request is built by the queue's own model and queued by hearth.queue.submit, so a refusal
 is in the queue's words; the form shows it beside the field it names.
 """
 
@@ -20,9 +20,9 @@ from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
 from hearth.dispatch.launchers import heal
-from hearth.dispatch.submit import SubmitRefused, submit
-from hearth.intake import RequestRefused, build_request, load_json
-from hearth.longwork import DEFAULT_LEGS, DEFAULT_WORKERS
+from hearth.queue.intake import RequestRefused, build_request, load_json
+from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_WORKERS
+from hearth.queue.submit import SubmitRefused, submit
 from hearth.run.profiles import profile_names
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator

@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
 from hearth.errors import NotFound, UsageError
 from hearth.ids import ID_PATTERN
-from hearth.queue import Queue
+from hearth.queue.directory import Queue
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
 from hearth.web.context import web_of

@@ -1,0 +1,1 @@
+"""The operator's leash: budgets, alerts, missions and their calendar."""

@@ -1,0 +1,1 @@
+"""Long work made of plain runs: follow-ups, marathons, swarms."""

@@ -1,4 +1,0 @@
-"""Who may ask for a run: the `source` values a queue request may name (hearth/request.py's
-`Request.source`). A leaf, so `hearth enqueue --help` lists them without loading pydantic."""
-
-SOURCES = ("command-center", "cli", "timer", "self-test")

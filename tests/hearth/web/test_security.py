@@ -1,0 +1,215 @@
+"""The command center's walls, each alone: Host, Origin, CSRF, tokens and roles, cookies, CSP, binding."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+
+from hearth.errors import ConfigError
+from hearth.settings import Settings
+from hearth.web.config import check_bind, load_tokens
+from hearth.web.security import CSP, Throttle, check_csrf
+from tests.conftest import run_cli
+from tests.web_support import Center, wait_for_answer
+
+OPERATOR = "operator-token-0123456789abcdef"
+VIEWER = "viewer-token-0123456789abcdef"
+TEMPLATES = Path(__file__).resolve().parents[3] / "hearth" / "web" / "templates"
+
+
+@pytest.fixture
+def guarded(state_dir: Path) -> Iterator[Center]:
+    with Center(Settings.from_env(), tokens={"operator": OPERATOR, "viewer": VIEWER}) as served:
+        yield served
+
+
+def test_a_host_header_the_server_is_not_for_is_refused_so_dns_rebinding_cannot_drive_it(center: Center) -> None:
+    answer = center.client().get("/api/state", headers={"Host": f"evil.example:{center.port}"})
+    assert answer.status_code == 400 and "is not one this server answers to" in answer.json()["error"]
+    assert center.client().get("/api/state", headers={"Host": f"localhost:{center.port}"}).status_code == 200
+
+
+def test_a_post_from_another_origin_is_refused_even_with_the_csrf_token(center: Center, state_dir: Path) -> None:
+    client = center.client()
+    client.session()
+    answer = client.post_json("/api/enqueue", {"goal": "x"}, Origin="http://evil.example")
+    assert answer.status_code == 403 and "must come from" in answer.json()["error"]
+    no_origin = center.client()
+    no_origin.headers.pop("Origin")
+    assert no_origin.post_json("/api/enqueue", {"goal": "x"}).status_code == 403
+    assert not (state_dir / "queue").exists() or not list((state_dir / "queue").glob("*.json"))
+
+
+def test_a_post_without_the_csrf_token_or_with_a_wrong_one_is_refused(center: Center) -> None:
+    client = center.client()
+    client.session()
+    assert client.post("/api/enqueue", json={"goal": "x"}).status_code == 403
+    wrong = client.post("/api/enqueue", json={"goal": "x"}, headers={"X-CSRF-Token": "guess"})
+    assert wrong.status_code == 403 and "CSRF token is missing or wrong" in wrong.json()["error"]
+    form = client.post("/launch", data={"goal": "x"})
+    assert form.status_code == 403
+
+
+def test_every_post_route_checks_the_csrf_token() -> None:
+    from hearth.web.routes import ROUTERS
+
+    routes = [route for router in ROUTERS for route in router.routes]
+    posts = [r for r in routes if isinstance(r, APIRoute) and "POST" in r.methods]
+    assert all(isinstance(r, APIRoute) for r in routes)
+    assert len(posts) >= 12
+    for route in posts:
+        assert any(d.call is check_csrf for d in route.dependant.dependencies), route.path
+
+
+def test_with_tokens_nothing_is_readable_before_sign_in_and_a_wrong_token_is_refused(guarded: Center) -> None:
+    client = guarded.client()
+    assert client.get("/api/runs").status_code == 401
+    page = client.get("/runs")
+    assert page.status_code == 303 and page.headers["location"] == "/signin?next=/runs"
+    wrong = client.get("/api/runs", headers={"Authorization": "Bearer not-the-token"})
+    assert wrong.status_code == 401 and wrong.json() == {"error": "wrong token"}
+    client.session()
+    signin = client.post_form("/signin", {"name": "ana", "token": "not-the-token", "next": "/"})
+    assert signin.status_code == 401 and "wrong token" in signin.text
+
+
+def test_sign_in_gives_an_httponly_samesite_strict_cookie_and_a_new_session(guarded: Center) -> None:
+    client = guarded.client()
+    before = client.session()
+    assert before["role"] is None
+    signin = client.post_form("/signin", {"name": "ana", "token": OPERATOR, "next": "//evil.example/"})
+    assert signin.status_code == 303 and signin.headers["location"] == "/"
+    cookie = signin.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Secure" not in cookie
+    after = client.session()
+    assert after["user"] == "ana" and after["role"] == "operator" and after["csrf_token"] != before["csrf_token"]
+    assert client.post_json("/api/enqueue", {"goal": "from ana"}).status_code == 201
+
+
+def test_a_viewer_reads_but_cannot_launch_decide_or_stop(guarded: Center) -> None:
+    client = guarded.client(Authorization=f"Bearer {VIEWER}")
+    assert client.get("/api/runs").status_code == 200 and client.get("/metrics").status_code == 200
+    for path, body in (
+        ("/api/enqueue", {"goal": "x"}),
+        ("/api/stop-all", {}),
+        ("/api/approvals/x", {"decision": "deny"}),
+    ):
+        answer = client.post(path, json=body)
+        assert answer.status_code == 403 and "operator role" in answer.json()["error"], path
+
+
+def test_a_script_with_the_operator_token_needs_no_csrf_token_but_a_foreign_origin_is_still_refused(
+    guarded: Center,
+) -> None:
+    client = guarded.client(Authorization=f"Bearer {OPERATOR}")
+    client.headers.pop("Origin")
+    assert client.post("/api/enqueue", json={"goal": "scripted"}).status_code == 201
+    assert client.post("/api/enqueue", json={"goal": "x"}, headers={"Origin": "http://evil.example"}).status_code == 403
+
+
+def test_repeated_bad_tokens_from_one_address_wait_longer_each_time() -> None:
+    throttle = Throttle(base_s=0.25)
+    delays = [throttle.fail("10.0.0.9") for _ in range(7)]
+    assert delays == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0]
+    assert throttle.fail("10.0.0.8") == 0.25
+    throttle.ok("10.0.0.9")
+    assert throttle.fail("10.0.0.9") == 0.25
+
+
+def test_every_answer_has_a_csp_without_inline_script_and_the_templates_have_none(center: Center) -> None:
+    for path in ("/", "/runs", "/api/state", "/static/hearth.css", "/nope"):
+        headers = center.client().get(path).headers
+        assert headers["content-security-policy"] == CSP and headers["x-frame-options"] == "DENY", path
+    assert "'unsafe-inline'" not in CSP and "script-src 'self'" in CSP
+    for template in TEMPLATES.glob("*.html"):
+        text = template.read_text()
+        assert not re.search(r"<script(?![^>]*\bsrc=)", text), template.name
+        assert not re.search(r"\son[a-z]+\s*=", text) and " style=" not in text, template.name
+        assert "|safe" not in text, template.name
+
+
+def test_untrusted_text_is_escaped_in_every_page_that_shows_it(center: Center, state_dir: Path) -> None:
+    from tests.web_support import seed_runs
+
+    payload = '<script>alert(1)</script><img src=x onerror=alert(2)><a href="javascript:alert(3)">x</a>'
+    [run_id] = seed_runs(state_dir, 1, goal=payload, steps=0)
+    for path in ("/", "/runs", f"/runs/{run_id}", "/runs?q=script"):
+        html = center.client().get(path).text
+        assert "<script>alert" not in html and "<img src=x" not in html and 'href="javascript:' not in html, path
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, path
+
+
+def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="refusing to listen on 0.0.0.0 without a token"):
+        check_bind("0.0.0.0", {})
+    check_bind("::1", {})
+    token = tmp_path / "operator"
+    token.write_text("short\n")
+    with pytest.raises(ConfigError, match="at least 16 characters"):
+        load_tokens(token, None, None)
+    (tmp_path / "creds").mkdir()
+    (tmp_path / "creds" / "viewer-token").write_text(VIEWER)
+    assert load_tokens(None, None, tmp_path / "creds") == {"viewer": VIEWER}
+
+
+def test_hearth_serve_refuses_a_public_address_without_a_token(state_dir: Path) -> None:
+    done = run_cli("hearth", "serve", "--host", "0.0.0.0", "--port", "0")
+    assert done.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_over_tls_the_session_cookie_is_secure(state_dir: Path, tmp_path: Path) -> None:
+    from tests.netfixtures import certificate
+
+    with Center(Settings.from_env(), tls=certificate(tmp_path, "localhost")) as served, served.client() as client:
+        answer = client.get("/api/session")
+    cookie = answer.headers["set-cookie"]
+    assert answer.status_code == 200 and "Secure" in cookie and "HttpOnly" in cookie
+
+
+def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_stream_open(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.web_support import free_port
+
+    token, port = tmp_path / "operator-token", free_port()
+    token.write_text(OPERATOR + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [
+        sys.executable,
+        "-m",
+        "hearth.cli.main",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--token-file",
+        str(token),
+    ]
+    serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert serve.stderr is not None and "hearth serve: http://127.0.0.1:" in serve.stderr.readline()
+        url, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {OPERATOR}"}
+        answer = wait_for_answer(url + "/api/state", auth)
+        assert answer.status_code == 200 and httpx.get(url + "/api/state").status_code == 401
+        with httpx.stream("GET", url + "/api/events", headers=auth, timeout=10) as stream:
+            next(stream.iter_lines())
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(15) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
