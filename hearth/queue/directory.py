@@ -11,12 +11,10 @@ keeps its body. Every move is a rename that never replaces its target (renameat2
 spawners never both win a file and nothing overwrites what is already there. Names that start
 with "." or end like a temp file are being written by someone and are left alone until renamed.
 
-`python -m hearth.queue.directory --schema` prints the request JSON Schema (`--write DIR` writes queue-spec).
 """
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import errno
 import grp
@@ -25,7 +23,6 @@ import os
 import pwd
 import secrets
 import stat
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +30,7 @@ from typing import Any
 from agent.clock import utc_now
 from hearth.atomic import write_atomic
 from hearth.queue.intake import MAX_BYTES, RequestRefused, printable
-from hearth.queue.request import LegacyRequest, Request, schema_text
+from hearth.queue.request import Request
 
 SUBDIRS = ("claimed", "rejected", "failed", "locks")
 TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")
@@ -110,10 +107,15 @@ class Queue:
         return sorted(entries, key=lambda e: (e.mtime, e.name))
 
     def known(self, request_id: str) -> str | None:
-        """Where a request with this id already is (claimed or failed), or None."""
+        """Where a request with this id already is (claimed or failed), or None. A place this
+        process may not look into (a submitter's view of hearth's own claimed/) is skipped: the
+        spawner checks again when it claims the file."""
         for where in ("claimed", "failed"):
-            if (self.root / where / f"{request_id}.json").exists():
-                return where
+            try:
+                if (self.root / where / f"{request_id}.json").exists():
+                    return where
+            except PermissionError:
+                continue
         return None
 
     # -- moving ---------------------------------------------------------------------------------
@@ -280,23 +282,3 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hearth.queue.directory", description="The queue's request schema.")
-    parser.add_argument("--schema", action="store_true", help="print request.schema.json")
-    parser.add_argument("--legacy-schema", action="store_true", help="print legacy-request.schema.json")
-    parser.add_argument("--write", type=Path, metavar="DIR", help="write both schema files into DIR")
-    args = parser.parse_args(argv)
-    if args.write:
-        (args.write / "request.schema.json").write_text(schema_text(Request))
-        (args.write / "legacy-request.schema.json").write_text(schema_text(LegacyRequest))
-    elif args.legacy_schema:
-        sys.stdout.write(schema_text(LegacyRequest))
-    else:
-        sys.stdout.write(schema_text(Request))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

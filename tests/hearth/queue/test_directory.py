@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from hearth.queue.intake import RequestRefused
 from hearth.queue.request import Request
 from tests.conftest import ROOT
 from tests.queue_support import listing
+from tests.walls_support import as_who
 
 
 def make_queue(tmp_path: Path) -> Queue:
@@ -225,3 +228,31 @@ def test_acquiring_waits_out_a_brief_holder_but_not_a_live_run(tmp_path: Path) -
 def test_a_file_that_cannot_be_read_is_refused_not_a_crash(tmp_path: Path) -> None:
     with pytest.raises(RequestRefused, match="^cannot be read: No such file or directory$"):
         read_request_bytes(tmp_path / "vanished.json")
+
+
+def test_a_submitter_who_may_not_look_into_claimed_is_told_nothing_rather_than_crashing() -> None:
+    """hearth's own claimed/ (0700) hides what is there from a submitter: known() skips it, so
+    `hearth enqueue --id` as a member of hearth-submit does not crash (seen under a booted systemd)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to make a directory another user may not look into")
+    base = Path(tempfile.mkdtemp(prefix="hearth-queue-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        queue = Queue(base / "queue").ensure()
+        os.chmod(queue.root, 0o755)
+        (queue.claimed / "taken.json").write_text("{}")
+        os.chmod(queue.claimed, 0o700)
+        probe = f"from pathlib import Path; from hearth.queue.directory import Queue; print(Queue(Path({str(queue.root)!r})).known('taken'))"
+        done = subprocess.run(
+            [*as_who("user"), sys.executable, "-c", probe],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "None"
+        assert Queue(queue.root).known("taken") == "claimed"  # hearth itself sees it
+    finally:
+        shutil.rmtree(base)

@@ -60,7 +60,7 @@ def test_both_shapes_have_valid_examples() -> None:
 )
 def test_the_committed_schema_is_what_the_model_generates(model: type, file: str) -> None:
     committed = (SPEC / file).read_text()
-    assert committed == schema_text(model), f"{file} drifted: run `python -m hearth.queue.directory --write queue-spec`"
+    assert committed == schema_text(model), f"{file} drifted: run `python -m hearth.queue --write queue-spec`"
     schema = json.loads(committed)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["additionalProperties"] is False
@@ -68,7 +68,7 @@ def test_the_committed_schema_is_what_the_model_generates(model: type, file: str
 
 def test_the_schema_is_printed_by_python_m_hearth_queue() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hearth.queue.directory", "--schema"],
+        [sys.executable, "-m", "hearth.queue", "--schema"],
         capture_output=True,
         text=True,
         cwd=ROOT,
