@@ -24,7 +24,7 @@ from collections.abc import Callable
 from hearth.doctor.config import check_leash, check_profiles, check_prompt_files
 from hearth.doctor.files import check_audit, check_config_dir, check_credentials, check_queue, check_state_dir
 from hearth.doctor.finding import Finding
-from hearth.doctor.host import check_git, check_ollama, check_sandbox, check_systemd, pid1_name
+from hearth.doctor.host import check_cgroups, check_git, check_ollama, check_sandbox, check_systemd, pid1_name
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 
@@ -55,5 +55,6 @@ def diagnose(
         *check_sandbox(settings.sandbox),
         *check_git(which),
         *check_systemd(pid1 or pid1_name()),
+        *check_cgroups(),
     ]
     return findings, profiles

@@ -1,5 +1,6 @@
 """The doctor's checks of what this machine gives runs: Ollama and the models the profiles name, a
-command sandbox, git (for checkpoints), and systemd's hearth units.
+command sandbox, git (for checkpoints), the cgroup hierarchy the units' limits rely on, and
+systemd's hearth units.
 
 Its own room because these ask something outside hearth (a server, the kernel, a program, PID 1),
 not a path hearth keeps (files.py) or a file the operator wrote (config.py); the probe, `which` and
@@ -79,6 +80,25 @@ def check_systemd(pid1: str, systemctl: str = "systemctl") -> list[Finding]:
             Finding("systemd", "error", f"failed hearth units: {', '.join(failed)}; see: journalctl -u {failed[0]}")
         ]
     return [Finding("systemd", "ok", f"{len(units)} hearth unit(s) loaded, none failed")]
+
+
+def check_cgroups(fs: Path = Path("/sys/fs/cgroup")) -> list[Finding]:
+    """cgroup v2 (one hierarchy, `cgroup.controllers` at its root) lets systemd enforce the agent
+    unit's IPAddressDeny=/IPAddressAllow= (a BPF filter) and TasksMax=; under v1 or a hybrid it cannot,
+    and the booted tests (tests/system/) skip those checks for the same reason."""
+    if (fs / "cgroup.controllers").is_file():
+        return [Finding("cgroups", "ok", "cgroup v2: the units' IPAddressDeny= and TasksMax= are enforced")]
+    if not fs.is_dir():
+        return [Finding("cgroups", "info", f"no cgroup hierarchy at {fs}: the units' limits were not checked")]
+    return [
+        Finding(
+            "cgroups",
+            "warn",
+            "cgroup v1 here: systemd cannot enforce the agent unit's IPAddressDeny=/IPAddressAllow= (no BPF "
+            "firewall), so a unit's own network is not confined to the model's address (commands still go "
+            "through the run's proxy); boot with systemd.unified_cgroup_hierarchy=1 to enforce it",
+        )
+    ]
 
 
 def pid1_name() -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.doctor.files import check_credentials
-from hearth.doctor.host import check_systemd
+from hearth.doctor.host import check_cgroups, check_systemd
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer
@@ -199,6 +199,18 @@ def test_systemd_units_are_checked_only_when_systemd_is_pid_1(tmp_path: Path) ->
     assert check_systemd("systemd", systemctl=str(systemctl))[0].status == "ok"
     [skipped] = check_systemd("init")
     assert skipped.status == "info" and "systemd is not PID 1" in skipped.message
+
+
+def test_cgroup_v1_is_a_warning_that_the_agent_units_ip_rules_are_not_enforced(tmp_path: Path) -> None:
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    write(v2 / "cgroup.controllers", "cpu memory pids\n")
+    (v1 / "pids").mkdir(parents=True)
+    [unified] = check_cgroups(v2)
+    assert unified.status == "ok" and "IPAddressDeny= and TasksMax= are enforced" in unified.message
+    [legacy] = check_cgroups(v1)
+    assert legacy.status == "warn" and "cannot enforce the agent unit's IPAddressDeny=" in legacy.message
+    assert "systemd.unified_cgroup_hierarchy=1" in legacy.message  # what to do
+    assert check_cgroups(tmp_path / "absent")[0].status == "info"
 
 
 def test_credentials_are_checked_by_path_and_mode_only(tmp_path: Path) -> None:
