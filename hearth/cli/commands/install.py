@@ -7,13 +7,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hearth.errors import UsageError
-from hearth.install.plan import TMPFILES, File, InstallError, enabled, read_config, steps
-from hearth.install.system import Root, describe, ours, systemd_running
-from hearth.install.units import Renderer
-from hearth.render import print_json
-from hearth.settings import Settings
+
+if TYPE_CHECKING:  # a usage (`hearth --help`) loads none of the installer: each handler imports it
+    from hearth.settings import Settings
 
 INSTALL_EPILOG = (
     "Writes the units the NixOS module renders (from the same units.toml), the hearth user and the "
@@ -48,6 +47,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _programs() -> tuple[str, str]:
+    from hearth.install.plan import InstallError
+
     """The hearth and hearth-loop the units run: this interpreter's own (its venv's bin), else on PATH."""
     found = []
     for name in ("hearth", "hearth-loop"):
@@ -60,6 +61,11 @@ def _programs() -> tuple[str, str]:
 
 
 def install(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.install.plan import TMPFILES, File, enabled, read_config, steps
+    from hearth.install.system import Root, describe, systemd_running
+    from hearth.install.units import Renderer
+    from hearth.render import print_json
+
     if not args.systemd:
         raise UsageError("say which kind: hearth install --systemd")
     root = Root(args.root)
@@ -91,6 +97,9 @@ def install(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def uninstall(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.install.system import Root, ours, systemd_running
+    from hearth.render import print_json
+
     root = Root(args.root)
     found = list(ours(root))
     live = systemd_running(root) and not args.dry_run
@@ -120,6 +129,8 @@ def _systemctl(*args: str) -> None:
 
 
 def _run(command: list[str]) -> None:
+    from hearth.install.plan import InstallError
+
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()

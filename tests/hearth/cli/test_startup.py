@@ -14,7 +14,16 @@ from hearth.cli.commands import COMMANDS
 # What a usage never needs: the queue's pydantic model, the HTTP client, the audit's SQLite, the
 # web app, the run. Each was on the path of `hearth --help` before the imports moved into the
 # functions that run.
-HEAVY = ("pydantic", "httpx", "sqlite3", "sqlite_utils", "fastapi", "hearth.queue.request", "hearth.run.runner")
+HEAVY = (
+    "pydantic",
+    "httpx",
+    "sqlite3",
+    "sqlite_utils",
+    "fastapi",
+    "hearth.queue.request",
+    "hearth.run.runner",
+    "hearth.install.plan",  # the installer's units and steps (about 30 ms)
+)
 PROBE = """\
 import json, sys
 sys.argv = ["hearth", *json.loads(sys.argv[1])]
