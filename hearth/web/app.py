@@ -39,7 +39,14 @@ def _migrated(path: Path) -> None:
 def create_app(config: WebConfig) -> FastAPI:
     _migrated(config.settings.audit_path)
     reader = Reader(config.settings.audit_path)
-    web = Web(config, reader, Live(config, reader), Pages(), Sessions(), Throttle(config.throttle_base_s))
+    web = Web(
+        config,
+        reader,
+        Live(config, reader),
+        Pages(),
+        Sessions(config.sessions_per_role),
+        Throttle(config.throttle_base_s),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

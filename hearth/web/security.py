@@ -3,9 +3,12 @@
 Host header      must be one this server answers to (a DNS-rebinding page names its own)
 identity         a session cookie (from the sign-in form), or `Authorization: Bearer TOKEN`
                  for scripts; with no tokens configured (loopback only) everyone is operator
+sessions         made only at sign-in, at most so many per role: an anonymous request keeps no
+                 state, so no flood of them can push a signed-in operator out
 roles            viewer reads; operator also launches, decides and stops
 POST             the only verb that changes anything; from a browser it carries the session's
-                 CSRF token (form field `csrf` or header X-CSRF-Token) and an Origin equal to
+                 CSRF token (form field `csrf` or header X-CSRF-Token; before sign-in, a token
+                 signed over a random cookie: a double submit) and an Origin equal to
                  the server's own. A bearer request needs no CSRF token (a browser never
                  attaches that header by itself) but a foreign Origin is refused all the same
 bad tokens       compared in constant time; each failure from one address doubles the wait
@@ -16,7 +19,9 @@ every answer     a Content-Security-Policy without inline script or third-party 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -30,8 +35,9 @@ from hearth.errors import HearthError
 from hearth.web.config import WebConfig
 
 COOKIE = "hearth_session"
+CSRF_COOKIE = "hearth_csrf"  # a random nonce; the token a page carries is the server's HMAC of it
 SESSION_TTL_S = 12 * 3600
-MAX_SESSIONS = 10_000
+SESSIONS_PER_ROLE = 1000
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -45,6 +51,7 @@ HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 ROLES = ("viewer", "operator")
+NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 
 
 class WebError(HearthError):
@@ -74,8 +81,9 @@ class Session:
 class Identity:
     user: str
     role: str  # "", viewer or operator
-    via: str  # session | bearer
+    via: str  # session | bearer | browser (no session: anonymous, or everyone on an open server)
     session: Session | None = None
+    csrf: str = ""  # the token this browser's POSTs must carry
 
     @property
     def decider(self) -> str:
@@ -84,27 +92,44 @@ class Identity:
 
 
 class Sessions:
-    """Signed-in browsers, in memory (a restart signs everyone out), oldest dropped first."""
+    """Signed-in browsers, in memory (a restart signs everyone out), made only at sign-in.
 
-    def __init__(self) -> None:
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+    Each role keeps at most `per_role`; past that, the oldest of the same role goes. So viewers
+    signing in cannot push out an operator, and anonymous traffic, which makes none, cannot either.
+    """
+
+    def __init__(self, per_role: int = SESSIONS_PER_ROLE) -> None:
+        self.per_role = per_role
+        self._by_role: dict[str, OrderedDict[str, Session]] = {role: OrderedDict() for role in ROLES}
 
     def new(self, user: str, role: str) -> Session:
         session = Session(secrets.token_urlsafe(32), user, role)
-        self._by_id[session.id] = session
-        while len(self._by_id) > MAX_SESSIONS:
-            self._by_id.popitem(last=False)
+        kept = self._by_role[role]
+        for stale in [s.id for s in kept.values() if _expired(s)]:
+            kept.pop(stale)
+        kept[session.id] = session
+        while len(kept) > self.per_role:
+            kept.popitem(last=False)
         return session
 
     def get(self, session_id: str | None) -> Session | None:
-        session = self._by_id.get(session_id or "")
-        if session and time.monotonic() - session.created > SESSION_TTL_S:
+        found = (kept.get(session_id or "") for kept in self._by_role.values())
+        session = next((s for s in found if s is not None), None)
+        if session is not None and _expired(session):
             self.drop(session.id)
             return None
         return session
 
     def drop(self, session_id: str) -> None:
-        self._by_id.pop(session_id, None)
+        for kept in self._by_role.values():
+            kept.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return sum(len(kept) for kept in self._by_role.values())
+
+
+def _expired(session: Session) -> bool:
+    return time.monotonic() - session.created > SESSION_TTL_S
 
 
 class Throttle:
@@ -139,18 +164,19 @@ class Guard:
 
     def __init__(self, config: WebConfig, sessions: Sessions, throttle: Throttle) -> None:
         self.config, self.sessions, self.throttle = config, sessions, throttle
+        self._key = secrets.token_bytes(32)  # signs the CSRF tokens of browsers without a session
 
     async def __call__(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         try:
             self._check_host(request)
-            new_session = await self._identify(request)
+            nonce = await self._identify(request)
             if request.method not in ("GET", "HEAD"):
                 self._check_origin(request)
         except WebError as exc:
             return _secured(JSONResponse({"error": exc.reason}, status_code=exc.status))
         response = await call_next(request)
-        if new_session is not None and COOKIE not in response.headers.get("set-cookie", ""):
-            set_cookie(response, new_session, request)
+        if nonce is not None:
+            _set_csrf_cookie(response, nonce, request)
         return _secured(response)
 
     def _check_host(self, request: Request) -> None:
@@ -158,8 +184,8 @@ class Guard:
         if host not in self.config.allowed_hosts:
             raise WebError(400, f"Host {host!r} is not one this server answers to (see hearth serve --allowed-host)")
 
-    async def _identify(self, request: Request) -> Session | None:
-        """Put the Identity on request.state; a new session the response must set, if one was made."""
+    async def _identify(self, request: Request) -> str | None:
+        """Put the Identity on request.state; a new CSRF nonce the response must set, if one was made."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             role = role_of(auth[7:].strip(), self.config)
@@ -169,16 +195,17 @@ class Guard:
             request.state.identity = Identity(f"token:{role}", role, "bearer")
             return None
         session = self.sessions.get(request.cookies.get(COOKIE))
-        made = None
-        if session is None:
-            session = made = self._fresh_session()
-        request.state.identity = Identity(session.user, session.role, "session", session)
+        if session is not None:
+            request.state.identity = Identity(session.user, session.role, "session", session, session.csrf)
+            return None
+        nonce = request.cookies.get(CSRF_COOKIE, "")
+        made = None if NONCE.fullmatch(nonce) else secrets.token_urlsafe(32)
+        user, role = ("local", "operator") if self.config.open else ("", "")
+        request.state.identity = Identity(user, role, "browser", None, self._signed(made or nonce))
         return made
 
-    def _fresh_session(self) -> Session:
-        if self.config.open:
-            return self.sessions.new("local", "operator")
-        return self.sessions.new("", "")
+    def _signed(self, nonce: str) -> str:
+        return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()
 
     def _check_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")
@@ -199,8 +226,7 @@ async def check_csrf(request: Request) -> None:
     if token is None and "form" in request.headers.get("content-type", ""):
         value = (await request.form()).get("csrf")
         token = value if isinstance(value, str) else None
-    assert identity.session is not None
-    if not token or not hmac.compare_digest(token.encode(), identity.session.csrf.encode()):
+    if not token or not identity.csrf or not hmac.compare_digest(token.encode(), identity.csrf.encode()):
         raise WebError(403, "refused: the CSRF token is missing or wrong; reload the page and try again")
 
 
@@ -228,6 +254,11 @@ def set_cookie(response: Response, session: Session, request: Request) -> None:
         max_age=SESSION_TTL_S,
         path="/",
     )
+
+
+def _set_csrf_cookie(response: Response, nonce: str, request: Request) -> None:
+    secure = request.url.scheme == "https"
+    response.set_cookie(CSRF_COOKIE, nonce, httponly=True, samesite="strict", secure=secure, path="/")
 
 
 def _secured(response: Response) -> Response:

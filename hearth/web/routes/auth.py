@@ -64,5 +64,5 @@ def api_session(request: Request) -> dict[str, Any]:
         "user": me.user,
         "role": me.role or None,
         "via": me.via,
-        "csrf_token": me.session.csrf if me.session else None,
+        "csrf_token": me.csrf or None,
     }

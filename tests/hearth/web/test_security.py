@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from hearth.errors import ConfigError
 from hearth.settings import Settings
 from hearth.web.config import check_bind, load_tokens
-from hearth.web.security import CSP, Throttle, check_csrf
+from hearth.web.security import CSP, Sessions, Throttle, check_csrf
 from tests.conftest import run_cli
 from tests.web_support import Center, wait_for_answer
 
@@ -213,3 +213,28 @@ def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_
         if serve.poll() is None:
             serve.kill()
             serve.wait()
+
+
+def test_anonymous_requests_keep_no_state_and_cannot_sign_an_operator_out(state_dir: Path) -> None:
+    tokens = {"operator": OPERATOR, "viewer": VIEWER}
+    with Center(Settings.from_env(), tokens=tokens, sessions_per_role=8) as served, served.client() as ana:
+        ana.session()
+        assert ana.post_form("/signin", {"name": "ana", "token": OPERATOR, "next": "/"}).status_code == 303
+        for _ in range(40):  # five times the bound, each a fresh client without a cookie
+            with served.client() as stranger:
+                assert stranger.get("/static/hearth.css").status_code == 200
+                assert stranger.get("/api/session").json()["role"] is None
+        assert len(served.app.state.web.sessions) == 1
+        assert ana.session()["user"] == "ana"
+        assert ana.post_json("/api/enqueue", {"goal": "still signed in"}).status_code == 201
+
+
+def test_a_roles_sign_ins_evict_only_that_roles_oldest_session() -> None:
+    sessions = Sessions(per_role=2)
+    operator = sessions.new("ana", "operator")
+    viewers = [sessions.new(f"v{i}", "viewer") for i in range(5)]
+    assert sessions.get(operator.id) is operator
+    assert [sessions.get(v.id) is not None for v in viewers] == [False, False, False, True, True]
+    sessions.new("bo", "operator")
+    sessions.new("cy", "operator")
+    assert sessions.get(operator.id) is None and len(sessions) == 4
