@@ -22,6 +22,7 @@ from starlette.responses import RedirectResponse, Response
 
 from hearth.web.config import WebConfig
 from hearth.web.context import Web, error_response, wants_json
+from hearth.web.limits import BodyLimit
 from hearth.web.live import Live
 from hearth.web.pages import Pages
 from hearth.web.reader import Reader
@@ -66,6 +67,7 @@ def create_app(config: WebConfig) -> FastAPI:
     )
     app.state.web = web
     app.middleware("http")(Guard(config, web.sessions, web.throttle))
+    app.add_middleware(BodyLimit)  # added last, so outermost: it runs before the Guard
     _handlers(app)
     app.mount("/static", StaticFiles(directory=str(files("hearth.web") / "static")), name="static")
     from hearth.web.routes import ROUTERS

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
-from collections.abc import Iterator
+import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import Request
 from fastapi.routing import APIRoute
 
 from hearth.errors import ConfigError
@@ -238,3 +241,71 @@ def test_a_roles_sign_ins_evict_only_that_roles_oldest_session() -> None:
     sessions.new("bo", "operator")
     sessions.new("cy", "operator")
     assert sessions.get(operator.id) is None and len(sessions) == 4
+
+
+def _raw_post(center: Center, path: str, headers: dict[str, str], body: Iterable[bytes] = ()) -> tuple[int, str]:
+    """A POST written by hand on a socket (a declared length it never sends, or chunks): status, body."""
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{center.port}\r\nConnection: close\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    answer = b""
+    with socket.create_connection(("127.0.0.1", center.port), timeout=20) as sock:
+        sock.sendall(head.encode())
+        try:
+            for part in body:
+                sock.sendall(part)
+            while data := sock.recv(65536):
+                answer += data
+        except (BrokenPipeError, ConnectionResetError):
+            answer += b"" if answer else sock.recv(65536)
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2].decode()
+
+
+def _chunked(size: int, piece: int = 64 * 1024) -> Iterator[bytes]:
+    data = b'{"goal": "' + b"a" * size + b'"}'
+    for start in range(0, len(data), piece):
+        chunk = data[start : start + piece]
+        yield f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+@pytest.fixture
+def probed(guarded: Center) -> list[bytes]:
+    """A POST route on the served app that records every body its handler was given."""
+    ran: list[bytes] = []
+
+    async def probe(request: Request) -> dict[str, int]:
+        ran.append(await request.body())
+        return {"read": len(ran[-1])}
+
+    guarded.app.add_api_route("/api/probe", probe, methods=["POST"])
+    return ran
+
+
+def test_an_oversized_content_length_is_refused_413_before_auth_and_before_any_byte_is_read(
+    guarded: Center, probed: list[bytes]
+) -> None:
+    form = {"Content-Type": "multipart/form-data; boundary=x", "Content-Length": str(48 << 20)}
+    status, body = _raw_post(guarded, "/signin", {**form, "Origin": guarded.url})
+    assert status == 413 and "/signin takes at most 16384 bytes" in json.loads(body)["error"]
+    wrong = {"Authorization": "Bearer not-the-token", "Content-Length": str(2 << 20)}
+    status, body = _raw_post(guarded, "/api/probe", wrong)
+    assert status == 413 and "request body too large" in body and probed == []
+    assert guarded.client().get("/api/state", headers={"Authorization": f"Bearer {OPERATOR}"}).status_code == 200
+
+
+def test_an_oversized_chunked_body_is_refused_413_and_never_reaches_the_handler(
+    guarded: Center, probed: list[bytes], state_dir: Path
+) -> None:
+    chunked = {
+        "Transfer-Encoding": "chunked",
+        "Authorization": f"Bearer {OPERATOR}",
+        "Content-Type": "application/json",
+    }
+    status, body = _raw_post(guarded, "/api/probe", chunked, _chunked(1 << 20))
+    assert status == 413 and "a chunked body past it" in body and probed == []
+    status, body = _raw_post(guarded, "/api/enqueue", chunked, _chunked(1 << 20))
+    assert status == 413 and "/api/enqueue takes at most 1048576 bytes" in body
+    assert not list(state_dir.glob("queue/*.json"))
+    status, body = _raw_post(guarded, "/api/probe", chunked, _chunked(1000))
+    assert status == 200 and json.loads(body) == {"read": 1012} and len(probed) == 1
