@@ -37,17 +37,12 @@ def _migrated(path: Path) -> None:
         AuditStore(path).close()
 
 
-def create_app(config: WebConfig) -> FastAPI:
+def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
+    """The app; `throttle` replaces the token checks' own (a test's, with its own sleep)."""
     _migrated(config.settings.audit_path)
     reader = Reader(config.settings.audit_path)
-    web = Web(
-        config,
-        reader,
-        Live(config, reader),
-        Pages(),
-        Sessions(config.sessions_per_role),
-        Throttle(config.throttle_base_s),
-    )
+    sessions, throttle = Sessions(config.sessions_per_role), throttle or Throttle(config.throttle_base_s)
+    web = Web(config, reader, Live(config, reader), Pages(), sessions, throttle)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

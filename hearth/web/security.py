@@ -11,21 +11,23 @@ POST             the only verb that changes anything; from a browser it carries 
                  signed over a random cookie: a double submit) and an Origin equal to
                  the server's own. A bearer request needs no CSRF token (a browser never
                  attaches that header by itself) but a foreign Origin is refused all the same
-bad tokens       compared in constant time; each failure from one address doubles the wait
-                 before the next answer (up to 10 s)
+bad tokens       compared in constant time, one check at a time per address and a few at once
+                 in all; each failure from one address doubles the wait before its next check
+                 (up to 10 s); guesses queued past a few are refused 429 unchecked
 every answer     a Content-Security-Policy without inline script or third-party origins
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -133,21 +135,65 @@ def _expired(session: Session) -> bool:
 
 
 class Throttle:
-    """Failed sign-ins per client address: the n-th failure waits base * 2^(n-1) seconds."""
+    """Token checks, per client address: the n-th failure makes that address's next check wait
+    base * 2^(n-1) seconds (up to cap_s) *before* it is made, and an address has one check at a
+    time, so parallel guesses queue behind each other instead of waiting side by side. At most
+    `in_flight` checks wait or run at once in all; past `waiting` queued guesses from one address,
+    or `waiting_total` in all, a guess is refused 429 unchecked. The address is the unit: behind a
+    proxy, everyone shares the proxy's.
+    """
 
-    def __init__(self, base_s: float, cap_s: float = 10.0, window_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        base_s: float,
+        cap_s: float = 10.0,
+        window_s: float = 900.0,
+        *,
+        in_flight: int = 8,
+        waiting: int = 4,
+        waiting_total: int = 64,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.base_s, self.cap_s, self.window_s = base_s, cap_s, window_s
+        self.waiting, self.waiting_total, self.sleep = waiting, waiting_total, sleep
         self._failures: dict[str, tuple[int, float]] = {}
+        self._queued: dict[str, tuple[int, asyncio.Lock]] = {}
+        self._slots = asyncio.Semaphore(in_flight)
 
     def fail(self, client: str) -> float:
-        """Count a failure; how long to wait before answering it."""
+        """Count a failure; how long the address's next check waits."""
         count, last = self._failures.get(client, (0, 0.0))
         count = 1 if time.monotonic() - last > self.window_s else count + 1
         self._failures[client] = (count, time.monotonic())
+        return self.delay(client)
+
+    def delay(self, client: str) -> float:
+        count, last = self._failures.get(client, (0, 0.0))
+        if count == 0 or time.monotonic() - last > self.window_s:
+            return 0.0
         return min(self.cap_s, self.base_s * 2 ** (count - 1))
 
     def ok(self, client: str) -> None:
         self._failures.pop(client, None)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, client: str) -> AsyncIterator[None]:
+        """Wait for this address's turn and a slot, then its delay; the check runs inside."""
+        queued, lock = self._queued.get(client, (0, asyncio.Lock()))
+        if queued > self.waiting or sum(n for n, _ in self._queued.values()) >= self.waiting_total:
+            raise WebError(429, "too many token checks at once from here; wait for the answers, then try again")
+        self._queued[client] = (queued + 1, lock)
+        try:
+            async with lock, self._slots:
+                if wait := self.delay(client):
+                    await self.sleep(wait)
+                yield
+        finally:
+            left = self._queued[client][0] - 1
+            if left:
+                self._queued[client] = (left, lock)
+            else:
+                del self._queued[client]
 
 
 def role_of(token: str, config: WebConfig) -> str | None:
@@ -157,6 +203,14 @@ def role_of(token: str, config: WebConfig) -> str | None:
         if hmac.compare_digest(token.encode(), expected.encode()):
             found = role
     return found
+
+
+async def checked_role(token: str, config: WebConfig, throttle: Throttle, client: str) -> str | None:
+    """role_of in the client's turn: a failure counts toward its next wait, a success clears it."""
+    async with throttle.turn(client):
+        role = role_of(token, config) if token else None
+        throttle.fail(client) if role is None else throttle.ok(client)
+    return role
 
 
 class Guard:
@@ -188,9 +242,8 @@ class Guard:
         """Put the Identity on request.state; a new CSRF nonce the response must set, if one was made."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            role = role_of(auth[7:].strip(), self.config)
+            role = await checked_role(auth[7:].strip(), self.config, self.throttle, _client(request))
             if role is None:
-                await asyncio.sleep(self.throttle.fail(_client(request)))
                 raise WebError(401, "wrong token")
             request.state.identity = Identity(f"token:{role}", role, "bearer")
             return None

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import socket
+import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -17,8 +20,9 @@ from fastapi.routing import APIRoute
 from hearth.errors import ConfigError
 from hearth.settings import Settings
 from hearth.web.config import check_bind, load_tokens
-from hearth.web.security import CSP, Sessions, Throttle, check_csrf
+from hearth.web.security import CSP, Sessions, Throttle, WebError, check_csrf
 from tests.conftest import run_cli
+from tests.queue_support import wait_for
 from tests.web_support import Center, wait_for_answer
 
 OPERATOR = "operator-token-0123456789abcdef"
@@ -309,3 +313,60 @@ def test_an_oversized_chunked_body_is_refused_413_and_never_reaches_the_handler(
     assert not list(state_dir.glob("queue/*.json"))
     status, body = _raw_post(guarded, "/api/probe", chunked, _chunked(1000))
     assert status == 200 and json.loads(body) == {"read": 1012} and len(probed) == 1
+
+
+class HeldSleep:
+    """The throttle's sleep, held until the test opens it; records every wait it was asked for."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.asked: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        await asyncio.to_thread(self.opened.wait, 30)
+
+
+def test_parallel_wrong_tokens_are_checked_one_at_a_time_after_their_delay_and_the_excess_refused(
+    state_dir: Path,
+) -> None:
+    held = HeldSleep()
+    tokens = {"operator": OPERATOR, "viewer": VIEWER}
+    with Center(Settings.from_env(), tokens=tokens, throttle=Throttle(0.01, sleep=held)) as served:
+        wrong = {"Authorization": "Bearer not-the-token"}
+
+        def guess() -> int:
+            with served.client(**wrong) as client:
+                return client.get("/api/state").status_code
+
+        assert guess() == 401 and held.asked == []  # a first failure from an address waits for nothing
+        with ThreadPoolExecutor(10) as pool:
+            guesses = [pool.submit(guess) for _ in range(10)]
+            wait_for(lambda: sum(g.done() for g in guesses) == 5, what="the guesses past the queue to be refused")
+            assert held.asked == [0.01]  # one guess is waiting out its delay; four queue behind it, unchecked
+            held.opened.set()
+            statuses = sorted(g.result() for g in guesses)
+    assert statuses == [401] * 5 + [429] * 5
+    assert held.asked == [0.01, 0.02, 0.04, 0.08, 0.16]  # each check waited for the one before it
+
+
+def test_token_checks_from_many_addresses_are_bounded_in_flight_in_all() -> None:
+    async def scenario() -> tuple[int, int]:
+        throttle = Throttle(0.01, in_flight=2, waiting_total=6, sleep=lambda s: asyncio.sleep(0))
+        now = peak = refused = 0
+
+        async def check(client: str) -> None:
+            nonlocal now, peak, refused
+            try:
+                async with throttle.turn(client):
+                    now += 1
+                    peak = max(peak, now)
+                    await asyncio.sleep(0)
+                    now -= 1
+            except WebError as exc:
+                refused += exc.status == 429
+
+        await asyncio.gather(*(check(f"10.0.0.{i}") for i in range(10)))
+        return peak, refused
+
+    assert asyncio.run(scenario()) == (2, 4)
