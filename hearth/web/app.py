@@ -3,7 +3,8 @@
 Routes live by area in hearth/web/routes/, reaching the app's parts through hearth/web/context.py
 (never this module); each area's data is one function used by its page and by its /api twin, so a
 script can do all the page can. The OpenAPI description is at
-/api/openapi.json (no docs page: it would load scripts from another origin).
+/api/openapi.json, for viewers like the rest of /api (no docs page: it would load scripts from
+another origin).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
         version="1",
         docs_url=None,
         redoc_url=None,
-        openapi_url="/api/openapi.json",
+        openapi_url=None,  # served by hearth/web/routes/auth.py, behind the viewer role
         lifespan=lifespan,
     )
     app.state.web = web

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from hearth.web.context import web_of
-from hearth.web.security import COOKIE, Identity, check_csrf, checked_role, set_cookie
+from hearth.web.security import COOKIE, Identity, check_csrf, checked_role, set_cookie, viewer
 
 router = APIRouter()
 NAME = re.compile(r"^[\w .@-]{1,64}$")
@@ -63,3 +63,10 @@ def api_session(request: Request) -> dict[str, Any]:
         "via": me.via,
         "csrf_token": me.csrf or None,
     }
+
+
+@router.get("/api/openapi.json", include_in_schema=False)
+def api_description(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """The OpenAPI description of /api, for viewers and operators only: it maps every route."""
+    description: dict[str, Any] = request.app.openapi()
+    return description

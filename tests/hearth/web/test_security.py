@@ -370,3 +370,11 @@ def test_token_checks_from_many_addresses_are_bounded_in_flight_in_all() -> None
         return peak, refused
 
     assert asyncio.run(scenario()) == (2, 4)
+
+
+def test_with_tokens_the_openapi_description_needs_a_viewer_and_there_are_no_docs_pages(guarded: Center) -> None:
+    assert guarded.client().get("/api/openapi.json").status_code == 401
+    viewer = guarded.client(Authorization=f"Bearer {VIEWER}")
+    described = viewer.get("/api/openapi.json")
+    assert described.status_code == 200 and "/api/enqueue" in described.json()["paths"]
+    assert [viewer.get(path).status_code for path in ("/docs", "/redoc", "/openapi.json")] == [404, 404, 404]
