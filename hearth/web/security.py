@@ -1,5 +1,6 @@
 """The command center's walls: who may reach it, who is signed in, and what a request may change.
 
+body             limited before any of this, by hearth/web/limits.py (413)
 Host header      must be one this server answers to (a DNS-rebinding page names its own)
 identity         a session cookie (from the sign-in form), or `Authorization: Bearer TOKEN`
                  for scripts; with no tokens configured (loopback only) everyone is operator
