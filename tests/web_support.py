@@ -23,6 +23,7 @@ from hearth.audit.store import AuditStore, RunRecord, immediate
 from hearth.settings import Settings
 from hearth.web.app import create_app
 from hearth.web.config import WebConfig
+from hearth.web.security import Throttle
 from tests.cli_support import start_watch, stop_watch
 from tests.queue_support import rows
 
@@ -42,11 +43,12 @@ class Center:
         *,
         tokens: dict[str, str] | None = None,
         tls: tuple[Path, Path] | None = None,
+        throttle: Throttle | None = None,
         **options: Any,
     ) -> None:
         self.port = free_port()
         self.config = WebConfig(settings, "127.0.0.1", self.port, tokens, throttle_base_s=0.01, **options)
-        self.app = create_app(self.config)
+        self.app = create_app(self.config, throttle)
         certs = {"ssl_keyfile": str(tls[0]), "ssl_certfile": str(tls[1])} if tls else {}
         config = uvicorn.Config(
             self.app, host="127.0.0.1", port=self.port, log_level="error", timeout_graceful_shutdown=2, **certs

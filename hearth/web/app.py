@@ -3,7 +3,8 @@
 Routes live by area in hearth/web/routes/, reaching the app's parts through hearth/web/context.py
 (never this module); each area's data is one function used by its page and by its /api twin, so a
 script can do all the page can. The OpenAPI description is at
-/api/openapi.json (no docs page: it would load scripts from another origin).
+/api/openapi.json, for viewers like the rest of /api (no docs page: it would load scripts from
+another origin).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import RedirectResponse, Response
 
 from hearth.web.config import WebConfig
 from hearth.web.context import Web, error_response, wants_json
+from hearth.web.limits import BodyLimit
 from hearth.web.live import Live
 from hearth.web.pages import Pages
 from hearth.web.reader import Reader
@@ -36,10 +38,12 @@ def _migrated(path: Path) -> None:
         AuditStore(path).close()
 
 
-def create_app(config: WebConfig) -> FastAPI:
+def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
+    """The app; `throttle` replaces the token checks' own (a test's, with its own sleep)."""
     _migrated(config.settings.audit_path)
     reader = Reader(config.settings.audit_path)
-    web = Web(config, reader, Live(config, reader), Pages(), Sessions(), Throttle(config.throttle_base_s))
+    sessions, throttle = Sessions(config.sessions_per_role), throttle or Throttle(config.throttle_base_s)
+    web = Web(config, reader, Live(config, reader), Pages(), sessions, throttle)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -54,11 +58,12 @@ def create_app(config: WebConfig) -> FastAPI:
         version="1",
         docs_url=None,
         redoc_url=None,
-        openapi_url="/api/openapi.json",
+        openapi_url=None,  # served by hearth/web/routes/auth.py, behind the viewer role
         lifespan=lifespan,
     )
     app.state.web = web
     app.middleware("http")(Guard(config, web.sessions, web.throttle))
+    app.add_middleware(BodyLimit)  # added last, so outermost: it runs before the Guard
     _handlers(app)
     app.mount("/static", StaticFiles(directory=str(files("hearth.web") / "static")), name="static")
     from hearth.web.routes import ROUTERS

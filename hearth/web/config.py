@@ -28,6 +28,7 @@ class WebConfig:
     tokens: dict[str, str] | None = None  # role -> token; none: loopback, everyone is operator
     extra_hosts: tuple[str, ...] = ()  # more Host header values to answer (a name behind a proxy)
     throttle_base_s: float = 0.25
+    sessions_per_role: int = 1000  # signed-in browsers kept per role; past it, that role's oldest goes
     poll_s: float = 0.05  # how often the live map looks for changes
 
     @property

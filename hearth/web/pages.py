@@ -105,7 +105,7 @@ class Pages:
         page = self.env.get_template(template).render(
             request_path=request.url.path,
             me=identity,
-            csrf=identity.session.csrf if identity.session else "",
+            csrf=identity.csrf,
             **context,
         )
         return HTMLResponse(page, status_code=code)

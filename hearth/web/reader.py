@@ -28,6 +28,7 @@ LINK_COLUMNS: dict[str, str] = {"parent": "parent_run"}
 FILTERS = ("status", "agent_name", "model", "source")
 CHOICE_SQL = "select distinct {name} as v from runs where {name} != '' order by v"
 CHOICES_TTL_S = 10.0
+CAPPED = ("arguments", "output", "detail")  # a step's columns that can hold text of any length
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,20 @@ class Reader:
     def run(self, run_id: str) -> dict[str, Any] | None:
         return self.one("select * from runs where id = ?", [run_id])
 
-    def steps(self, run_id: str) -> list[dict[str, Any]]:
-        return self.rows("select * from steps where run_id = ? order by seq", [run_id])
+    def steps(self, run_id: str, cap: int | None = None) -> list[dict[str, Any]]:
+        """A run's steps; with `cap`, each of CAPPED cut to that many characters in SQL (a row can be
+        any size), beside its whole length as `<name>_chars`."""
+        if cap is None:
+            return self.rows("select * from steps where run_id = ? order by seq", [run_id])
+        names = [r["name"] for r in self.rows("select name from pragma_table_info('steps')")]
+        columns = ", ".join(
+            f'substr("{n}", 1, {int(cap)}) as "{n}", length("{n}") as "{n}_chars"' if n in CAPPED else f'"{n}"'
+            for n in names
+        )
+        return self.rows(f"select {columns or '*'} from steps where run_id = ? order by seq", [run_id])
+
+    def step(self, run_id: str, seq: int) -> dict[str, Any] | None:
+        return self.one("select * from steps where run_id = ? and seq = ?", [run_id, seq])
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from checkpoints where run_id = ? order by id", [run_id])

@@ -1,26 +1,34 @@
 """The command center's walls: who may reach it, who is signed in, and what a request may change.
 
+body             limited before any of this, by hearth/web/limits.py (413)
 Host header      must be one this server answers to (a DNS-rebinding page names its own)
 identity         a session cookie (from the sign-in form), or `Authorization: Bearer TOKEN`
                  for scripts; with no tokens configured (loopback only) everyone is operator
+sessions         made only at sign-in, at most so many per role: an anonymous request keeps no
+                 state, so no flood of them can push a signed-in operator out
 roles            viewer reads; operator also launches, decides and stops
 POST             the only verb that changes anything; from a browser it carries the session's
-                 CSRF token (form field `csrf` or header X-CSRF-Token) and an Origin equal to
+                 CSRF token (form field `csrf` or header X-CSRF-Token; before sign-in, a token
+                 signed over a random cookie: a double submit) and an Origin equal to
                  the server's own. A bearer request needs no CSRF token (a browser never
                  attaches that header by itself) but a foreign Origin is refused all the same
-bad tokens       compared in constant time; each failure from one address doubles the wait
-                 before the next answer (up to 10 s)
+bad tokens       compared in constant time, one check at a time per address and a few at once
+                 in all; each failure from one address doubles the wait before its next check
+                 (up to 10 s); guesses queued past a few are refused 429 unchecked
 every answer     a Content-Security-Policy without inline script or third-party origins
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import hmac
+import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -30,8 +38,9 @@ from hearth.errors import HearthError
 from hearth.web.config import WebConfig
 
 COOKIE = "hearth_session"
+CSRF_COOKIE = "hearth_csrf"  # a random nonce; the token a page carries is the server's HMAC of it
 SESSION_TTL_S = 12 * 3600
-MAX_SESSIONS = 10_000
+SESSIONS_PER_ROLE = 1000
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -45,6 +54,7 @@ HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 ROLES = ("viewer", "operator")
+NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 
 
 class WebError(HearthError):
@@ -74,8 +84,9 @@ class Session:
 class Identity:
     user: str
     role: str  # "", viewer or operator
-    via: str  # session | bearer
+    via: str  # session | bearer | browser (no session: anonymous, or everyone on an open server)
     session: Session | None = None
+    csrf: str = ""  # the token this browser's POSTs must carry
 
     @property
     def decider(self) -> str:
@@ -84,45 +95,106 @@ class Identity:
 
 
 class Sessions:
-    """Signed-in browsers, in memory (a restart signs everyone out), oldest dropped first."""
+    """Signed-in browsers, in memory (a restart signs everyone out), made only at sign-in.
 
-    def __init__(self) -> None:
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+    Each role keeps at most `per_role`; past that, the oldest of the same role goes. So viewers
+    signing in cannot push out an operator, and anonymous traffic, which makes none, cannot either.
+    """
+
+    def __init__(self, per_role: int = SESSIONS_PER_ROLE) -> None:
+        self.per_role = per_role
+        self._by_role: dict[str, OrderedDict[str, Session]] = {role: OrderedDict() for role in ROLES}
 
     def new(self, user: str, role: str) -> Session:
         session = Session(secrets.token_urlsafe(32), user, role)
-        self._by_id[session.id] = session
-        while len(self._by_id) > MAX_SESSIONS:
-            self._by_id.popitem(last=False)
+        kept = self._by_role[role]
+        for stale in [s.id for s in kept.values() if _expired(s)]:
+            kept.pop(stale)
+        kept[session.id] = session
+        while len(kept) > self.per_role:
+            kept.popitem(last=False)
         return session
 
     def get(self, session_id: str | None) -> Session | None:
-        session = self._by_id.get(session_id or "")
-        if session and time.monotonic() - session.created > SESSION_TTL_S:
+        found = (kept.get(session_id or "") for kept in self._by_role.values())
+        session = next((s for s in found if s is not None), None)
+        if session is not None and _expired(session):
             self.drop(session.id)
             return None
         return session
 
     def drop(self, session_id: str) -> None:
-        self._by_id.pop(session_id, None)
+        for kept in self._by_role.values():
+            kept.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return sum(len(kept) for kept in self._by_role.values())
+
+
+def _expired(session: Session) -> bool:
+    return time.monotonic() - session.created > SESSION_TTL_S
 
 
 class Throttle:
-    """Failed sign-ins per client address: the n-th failure waits base * 2^(n-1) seconds."""
+    """Token checks, per client address: the n-th failure makes that address's next check wait
+    base * 2^(n-1) seconds (up to cap_s) *before* it is made, and an address has one check at a
+    time, so parallel guesses queue behind each other instead of waiting side by side. At most
+    `in_flight` checks wait or run at once in all; past `waiting` queued guesses from one address,
+    or `waiting_total` in all, a guess is refused 429 unchecked. The address is the unit: behind a
+    proxy, everyone shares the proxy's.
+    """
 
-    def __init__(self, base_s: float, cap_s: float = 10.0, window_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        base_s: float,
+        cap_s: float = 10.0,
+        window_s: float = 900.0,
+        *,
+        in_flight: int = 8,
+        waiting: int = 4,
+        waiting_total: int = 64,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.base_s, self.cap_s, self.window_s = base_s, cap_s, window_s
+        self.waiting, self.waiting_total, self.sleep = waiting, waiting_total, sleep
         self._failures: dict[str, tuple[int, float]] = {}
+        self._queued: dict[str, tuple[int, asyncio.Lock]] = {}
+        self._slots = asyncio.Semaphore(in_flight)
 
     def fail(self, client: str) -> float:
-        """Count a failure; how long to wait before answering it."""
+        """Count a failure; how long the address's next check waits."""
         count, last = self._failures.get(client, (0, 0.0))
         count = 1 if time.monotonic() - last > self.window_s else count + 1
         self._failures[client] = (count, time.monotonic())
+        return self.delay(client)
+
+    def delay(self, client: str) -> float:
+        count, last = self._failures.get(client, (0, 0.0))
+        if count == 0 or time.monotonic() - last > self.window_s:
+            return 0.0
         return min(self.cap_s, self.base_s * 2 ** (count - 1))
 
     def ok(self, client: str) -> None:
         self._failures.pop(client, None)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, client: str) -> AsyncIterator[None]:
+        """Wait for this address's turn and a slot, then its delay; the check runs inside."""
+        queued, lock = self._queued.get(client, (0, asyncio.Lock()))
+        if queued > self.waiting or sum(n for n, _ in self._queued.values()) >= self.waiting_total:
+            raise WebError(429, "too many token checks at once from here; wait for the answers, then try again")
+        self._queued[client] = (queued + 1, lock)
+        try:
+            async with lock, self._slots:
+                if wait := self.delay(client):
+                    await self.sleep(wait)
+                yield
+        finally:
+            left = self._queued[client][0] - 1
+            if left:
+                self._queued[client] = (left, lock)
+            else:
+                del self._queued[client]
 
 
 def role_of(token: str, config: WebConfig) -> str | None:
@@ -134,23 +206,32 @@ def role_of(token: str, config: WebConfig) -> str | None:
     return found
 
 
+async def checked_role(token: str, config: WebConfig, throttle: Throttle, client: str) -> str | None:
+    """role_of in the client's turn: a failure counts toward its next wait, a success clears it."""
+    async with throttle.turn(client):
+        role = role_of(token, config) if token else None
+        throttle.fail(client) if role is None else throttle.ok(client)
+    return role
+
+
 class Guard:
     """The HTTP middleware: Host check, identity, Origin on POST, security headers."""
 
     def __init__(self, config: WebConfig, sessions: Sessions, throttle: Throttle) -> None:
         self.config, self.sessions, self.throttle = config, sessions, throttle
+        self._key = secrets.token_bytes(32)  # signs the CSRF tokens of browsers without a session
 
     async def __call__(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         try:
             self._check_host(request)
-            new_session = await self._identify(request)
+            nonce = await self._identify(request)
             if request.method not in ("GET", "HEAD"):
                 self._check_origin(request)
         except WebError as exc:
             return _secured(JSONResponse({"error": exc.reason}, status_code=exc.status))
         response = await call_next(request)
-        if new_session is not None and COOKIE not in response.headers.get("set-cookie", ""):
-            set_cookie(response, new_session, request)
+        if nonce is not None:
+            _set_csrf_cookie(response, nonce, request)
         return _secured(response)
 
     def _check_host(self, request: Request) -> None:
@@ -158,27 +239,27 @@ class Guard:
         if host not in self.config.allowed_hosts:
             raise WebError(400, f"Host {host!r} is not one this server answers to (see hearth serve --allowed-host)")
 
-    async def _identify(self, request: Request) -> Session | None:
-        """Put the Identity on request.state; a new session the response must set, if one was made."""
+    async def _identify(self, request: Request) -> str | None:
+        """Put the Identity on request.state; a new CSRF nonce the response must set, if one was made."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            role = role_of(auth[7:].strip(), self.config)
+            role = await checked_role(auth[7:].strip(), self.config, self.throttle, _client(request))
             if role is None:
-                await asyncio.sleep(self.throttle.fail(_client(request)))
                 raise WebError(401, "wrong token")
             request.state.identity = Identity(f"token:{role}", role, "bearer")
             return None
         session = self.sessions.get(request.cookies.get(COOKIE))
-        made = None
-        if session is None:
-            session = made = self._fresh_session()
-        request.state.identity = Identity(session.user, session.role, "session", session)
+        if session is not None:
+            request.state.identity = Identity(session.user, session.role, "session", session, session.csrf)
+            return None
+        nonce = request.cookies.get(CSRF_COOKIE, "")
+        made = None if NONCE.fullmatch(nonce) else secrets.token_urlsafe(32)
+        user, role = ("local", "operator") if self.config.open else ("", "")
+        request.state.identity = Identity(user, role, "browser", None, self._signed(made or nonce))
         return made
 
-    def _fresh_session(self) -> Session:
-        if self.config.open:
-            return self.sessions.new("local", "operator")
-        return self.sessions.new("", "")
+    def _signed(self, nonce: str) -> str:
+        return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()
 
     def _check_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")
@@ -199,8 +280,7 @@ async def check_csrf(request: Request) -> None:
     if token is None and "form" in request.headers.get("content-type", ""):
         value = (await request.form()).get("csrf")
         token = value if isinstance(value, str) else None
-    assert identity.session is not None
-    if not token or not hmac.compare_digest(token.encode(), identity.session.csrf.encode()):
+    if not token or not identity.csrf or not hmac.compare_digest(token.encode(), identity.csrf.encode()):
         raise WebError(403, "refused: the CSRF token is missing or wrong; reload the page and try again")
 
 
@@ -228,6 +308,11 @@ def set_cookie(response: Response, session: Session, request: Request) -> None:
         max_age=SESSION_TTL_S,
         path="/",
     )
+
+
+def _set_csrf_cookie(response: Response, nonce: str, request: Request) -> None:
+    secure = request.url.scheme == "https"
+    response.set_cookie(CSRF_COOKIE, nonce, httponly=True, samesite="strict", secure=secure, path="/")
 
 
 def _secured(response: Response) -> Response:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -10,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from hearth.web.context import web_of
-from hearth.web.security import COOKIE, Identity, check_csrf, role_of, set_cookie
+from hearth.web.security import COOKIE, Identity, check_csrf, checked_role, set_cookie, viewer
 
 router = APIRouter()
 NAME = re.compile(r"^[\w .@-]{1,64}$")
@@ -30,13 +29,11 @@ def signin_page(request: Request, next: str = "/") -> HTMLResponse:
 async def signin(request: Request) -> Response:
     web, form = web_of(request), await request.form()
     token, name, target = (str(form.get(k) or "") for k in ("token", "name", "next"))
-    role = role_of(token.strip(), web.config) if token.strip() else None
     client = request.client.host if request.client else "?"
+    role = await checked_role(token.strip(), web.config, web.throttle, client)
     if role is None or not NAME.match(name.strip() or role):
-        await asyncio.sleep(web.throttle.fail(client))
         error = "wrong token" if role is None else "a name is letters, digits, spaces and . @ - _ (at most 64)"
         return web.pages.render(request, "signin.html", 401, next=_next(target), error=error, name=name)
-    web.throttle.ok(client)
     me: Identity = request.state.identity
     if me.session is not None:
         web.sessions.drop(me.session.id)  # a new id on sign-in: a planted cookie is worth nothing
@@ -64,5 +61,12 @@ def api_session(request: Request) -> dict[str, Any]:
         "user": me.user,
         "role": me.role or None,
         "via": me.via,
-        "csrf_token": me.session.csrf if me.session else None,
+        "csrf_token": me.csrf or None,
     }
+
+
+@router.get("/api/openapi.json", include_in_schema=False)
+def api_description(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """The OpenAPI description of /api, for viewers and operators only: it maps every route."""
+    description: dict[str, Any] = request.app.openapi()
+    return description

@@ -21,6 +21,7 @@ from hearth.web.reader import PAGE_SIZE, RunFilter
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()
+STEP_CHARS = 20_000  # of each step's arguments, output and detail on a page; /api has them whole
 
 
 def checked_id(run_id: str) -> str:
@@ -69,8 +70,9 @@ def api_runs(
     return runs_data(request, where, max(1, page))
 
 
-def run_data(request: Request, run_id: str) -> dict[str, Any]:
-    """One run as `hearth show --json` prints it, plus its approvals and links; or where its request waits."""
+def run_data(request: Request, run_id: str, step_cap: int | None = None) -> dict[str, Any]:
+    """One run as `hearth show --json` prints it, plus its approvals and links; or where its request waits.
+    A page passes `step_cap`: each step's text cut to that many characters (the whole is a link away)."""
     reader = web_of(request).reader
     run = reader.run(checked_id(run_id))
     if run is None:
@@ -78,7 +80,7 @@ def run_data(request: Request, run_id: str) -> dict[str, Any]:
     checkpoints = reader.checkpoints(run_id)
     return {
         "run": run,
-        "steps": reader.steps(run_id),
+        "steps": reader.steps(run_id, step_cap),
         "checkpoints": checkpoints,
         "approvals": reader.approvals_of(run_id),
         "links": reader.links(run),
@@ -97,12 +99,14 @@ def _waiting(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
 def run_page(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
-    return web_of(request).pages.render(request, "run.html", **_with_diff(request, run_data(request, run_id)))
+    data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
+    return web_of(request).pages.render(request, "run.html", **data, step_cap=STEP_CHARS)
 
 
 @router.get("/fragments/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
 def run_fragment(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
-    return web_of(request).pages.render(request, "_run.html", **_with_diff(request, run_data(request, run_id)))
+    data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
+    return web_of(request).pages.render(request, "_run.html", **data, step_cap=STEP_CHARS)
 
 
 def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +131,15 @@ def api_run(request: Request, run_id: str, diff: bool = False, me: Identity = De
             web_of(request).config.settings, data["run"].get("workspace") or "", before, after, history
         )
     return data
+
+
+@router.get("/api/runs/{run_id}/steps/{seq}", tags=["runs"])
+def api_step(request: Request, run_id: str, seq: int, me: Identity = Depends(viewer)) -> dict[str, Any]:
+    """One step of a run, whole (a run page shows at most the first 20,000 characters of each text)."""
+    step = web_of(request).reader.step(checked_id(run_id), seq)
+    if step is None:
+        raise WebError(404, f"run {run_id!r} has no step {seq}; see /api/runs/{run_id}")
+    return step
 
 
 async def _stop(request: Request, run_id: str, me: Identity) -> Stopped:

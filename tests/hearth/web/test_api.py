@@ -218,3 +218,24 @@ def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir:
             if serve.poll() is None:
                 serve.kill()
                 serve.wait()
+
+
+def test_a_run_page_shows_at_most_a_capped_part_of_each_huge_step_with_a_link_to_the_whole(
+    center: Center, state_dir: Path
+) -> None:
+    import sqlite3
+
+    [run_id] = seed_runs(state_dir, 1, steps=2)
+    huge = "y" * (4 << 20)
+    with sqlite3.connect(state_dir / "audit.db") as conn:  # an audit row of any size, as another writer left it
+        conn.execute(
+            "update steps set output = ?, arguments = ?, detail = ? where run_id = ?", [huge, huge, huge, run_id]
+        )
+    client = center.client()
+    page = client.get(f"/runs/{run_id}")
+    assert page.status_code == 200 and len(page.text) < 400_000
+    link = f"/api/runs/{run_id}/steps/1"
+    assert link in page.text and f"of {len(huge):,} characters" in page.text
+    whole = client.get(link).json()
+    assert whole["output"] == huge and whole["arguments"] == huge and whole["seq"] == 1
+    assert client.get(f"/api/runs/{run_id}/steps/9").status_code == 404

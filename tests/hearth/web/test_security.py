@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import shutil
-from collections.abc import Iterator
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import Request
 from fastapi.routing import APIRoute
 
 from hearth.errors import ConfigError
 from hearth.settings import Settings
 from hearth.web.config import check_bind, load_tokens
-from hearth.web.security import CSP, Throttle, check_csrf
+from hearth.web.security import CSP, Sessions, Throttle, WebError, check_csrf
 from tests.conftest import run_cli
+from tests.queue_support import wait_for
 from tests.web_support import Center, wait_for_answer
 
 OPERATOR = "operator-token-0123456789abcdef"
@@ -213,3 +220,161 @@ def test_hearth_serve_starts_answers_a_token_holder_and_stops_on_sigterm_with_a_
         if serve.poll() is None:
             serve.kill()
             serve.wait()
+
+
+def test_anonymous_requests_keep_no_state_and_cannot_sign_an_operator_out(state_dir: Path) -> None:
+    tokens = {"operator": OPERATOR, "viewer": VIEWER}
+    with Center(Settings.from_env(), tokens=tokens, sessions_per_role=8) as served, served.client() as ana:
+        ana.session()
+        assert ana.post_form("/signin", {"name": "ana", "token": OPERATOR, "next": "/"}).status_code == 303
+        for _ in range(40):  # five times the bound, each a fresh client without a cookie
+            with served.client() as stranger:
+                assert stranger.get("/static/hearth.css").status_code == 200
+                assert stranger.get("/api/session").json()["role"] is None
+        assert len(served.app.state.web.sessions) == 1
+        assert ana.session()["user"] == "ana"
+        assert ana.post_json("/api/enqueue", {"goal": "still signed in"}).status_code == 201
+
+
+def test_a_roles_sign_ins_evict_only_that_roles_oldest_session() -> None:
+    sessions = Sessions(per_role=2)
+    operator = sessions.new("ana", "operator")
+    viewers = [sessions.new(f"v{i}", "viewer") for i in range(5)]
+    assert sessions.get(operator.id) is operator
+    assert [sessions.get(v.id) is not None for v in viewers] == [False, False, False, True, True]
+    sessions.new("bo", "operator")
+    sessions.new("cy", "operator")
+    assert sessions.get(operator.id) is None and len(sessions) == 4
+
+
+def _raw_post(center: Center, path: str, headers: dict[str, str], body: Iterable[bytes] = ()) -> tuple[int, str]:
+    """A POST written by hand on a socket (a declared length it never sends, or chunks): status, body."""
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{center.port}\r\nConnection: close\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    answer = b""
+    with socket.create_connection(("127.0.0.1", center.port), timeout=20) as sock:
+        sock.sendall(head.encode())
+        try:
+            for part in body:
+                sock.sendall(part)
+            while data := sock.recv(65536):
+                answer += data
+        except (BrokenPipeError, ConnectionResetError):
+            answer += b"" if answer else sock.recv(65536)
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2].decode()
+
+
+def _chunked(size: int, piece: int = 64 * 1024) -> Iterator[bytes]:
+    data = b'{"goal": "' + b"a" * size + b'"}'
+    for start in range(0, len(data), piece):
+        chunk = data[start : start + piece]
+        yield f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+@pytest.fixture
+def probed(guarded: Center) -> list[bytes]:
+    """A POST route on the served app that records every body its handler was given."""
+    ran: list[bytes] = []
+
+    async def probe(request: Request) -> dict[str, int]:
+        ran.append(await request.body())
+        return {"read": len(ran[-1])}
+
+    guarded.app.add_api_route("/api/probe", probe, methods=["POST"])
+    return ran
+
+
+def test_an_oversized_content_length_is_refused_413_before_auth_and_before_any_byte_is_read(
+    guarded: Center, probed: list[bytes]
+) -> None:
+    form = {"Content-Type": "multipart/form-data; boundary=x", "Content-Length": str(48 << 20)}
+    status, body = _raw_post(guarded, "/signin", {**form, "Origin": guarded.url})
+    assert status == 413 and "/signin takes at most 16384 bytes" in json.loads(body)["error"]
+    wrong = {"Authorization": "Bearer not-the-token", "Content-Length": str(2 << 20)}
+    status, body = _raw_post(guarded, "/api/probe", wrong)
+    assert status == 413 and "request body too large" in body and probed == []
+    assert guarded.client().get("/api/state", headers={"Authorization": f"Bearer {OPERATOR}"}).status_code == 200
+
+
+def test_an_oversized_chunked_body_is_refused_413_and_never_reaches_the_handler(
+    guarded: Center, probed: list[bytes], state_dir: Path
+) -> None:
+    chunked = {
+        "Transfer-Encoding": "chunked",
+        "Authorization": f"Bearer {OPERATOR}",
+        "Content-Type": "application/json",
+    }
+    status, body = _raw_post(guarded, "/api/probe", chunked, _chunked(1 << 20))
+    assert status == 413 and "a chunked body past it" in body and probed == []
+    status, body = _raw_post(guarded, "/api/enqueue", chunked, _chunked(1 << 20))
+    assert status == 413 and "/api/enqueue takes at most 1048576 bytes" in body
+    assert not list(state_dir.glob("queue/*.json"))
+    status, body = _raw_post(guarded, "/api/probe", chunked, _chunked(1000))
+    assert status == 200 and json.loads(body) == {"read": 1012} and len(probed) == 1
+
+
+class HeldSleep:
+    """The throttle's sleep, held until the test opens it; records every wait it was asked for."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.asked: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        await asyncio.to_thread(self.opened.wait, 30)
+
+
+def test_parallel_wrong_tokens_are_checked_one_at_a_time_after_their_delay_and_the_excess_refused(
+    state_dir: Path,
+) -> None:
+    held = HeldSleep()
+    tokens = {"operator": OPERATOR, "viewer": VIEWER}
+    with Center(Settings.from_env(), tokens=tokens, throttle=Throttle(0.01, sleep=held)) as served:
+        wrong = {"Authorization": "Bearer not-the-token"}
+
+        def guess() -> int:
+            with served.client(**wrong) as client:
+                return client.get("/api/state").status_code
+
+        assert guess() == 401 and held.asked == []  # a first failure from an address waits for nothing
+        with ThreadPoolExecutor(10) as pool:
+            guesses = [pool.submit(guess) for _ in range(10)]
+            wait_for(lambda: sum(g.done() for g in guesses) == 5, what="the guesses past the queue to be refused")
+            assert held.asked == [0.01]  # one guess is waiting out its delay; four queue behind it, unchecked
+            held.opened.set()
+            statuses = sorted(g.result() for g in guesses)
+    assert statuses == [401] * 5 + [429] * 5
+    assert held.asked == [0.01, 0.02, 0.04, 0.08, 0.16]  # each check waited for the one before it
+
+
+def test_token_checks_from_many_addresses_are_bounded_in_flight_in_all() -> None:
+    async def scenario() -> tuple[int, int]:
+        throttle = Throttle(0.01, in_flight=2, waiting_total=6, sleep=lambda s: asyncio.sleep(0))
+        now = peak = refused = 0
+
+        async def check(client: str) -> None:
+            nonlocal now, peak, refused
+            try:
+                async with throttle.turn(client):
+                    now += 1
+                    peak = max(peak, now)
+                    await asyncio.sleep(0)
+                    now -= 1
+            except WebError as exc:
+                refused += exc.status == 429
+
+        await asyncio.gather(*(check(f"10.0.0.{i}") for i in range(10)))
+        return peak, refused
+
+    assert asyncio.run(scenario()) == (2, 4)
+
+
+def test_with_tokens_the_openapi_description_needs_a_viewer_and_there_are_no_docs_pages(guarded: Center) -> None:
+    assert guarded.client().get("/api/openapi.json").status_code == 401
+    viewer = guarded.client(Authorization=f"Bearer {VIEWER}")
+    described = viewer.get("/api/openapi.json")
+    assert described.status_code == 200 and "/api/enqueue" in described.json()["paths"]
+    assert [viewer.get(path).status_code for path in ("/docs", "/redoc", "/openapi.json")] == [404, 404, 404]
