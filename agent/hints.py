@@ -6,47 +6,54 @@ recoverable failures get one; a hint never suggests getting around a denial.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
-_RULES: list[_Rule] = [
-    (
-        re.compile(r"No module named '?([\w.]+)'?"),
-        lambda m: (
-            f"the Python module '{m.group(1)}' is not installed and there is no network to install it; "
-            "use the standard library or another approach."
+
+@functools.cache  # compiled on the first failure: a run whose tools all succeed never needs them
+def _rules() -> list[_Rule]:
+    return [
+        (
+            re.compile(r"No module named '?([\w.]+)'?"),
+            lambda m: (
+                f"the Python module '{m.group(1)}' is not installed and there is no network to install it; "
+                "use the standard library or another approach."
+            ),
         ),
-    ),
-    (
-        re.compile(r"(?:^|\s|:)([\w.+-]+): (?:command )?not found|command not found: ([\w.+-]+)", re.M),
-        lambda m: (
-            f"'{m.group(1) or m.group(2)}' is not on PATH here; check what exists with "
-            "`command -v NAME`, or use a tool or program that is available."
+        (
+            re.compile(r"(?:^|\s|:)([\w.+-]+): (?:command )?not found|command not found: ([\w.+-]+)", re.M),
+            lambda m: (
+                f"'{m.group(1) or m.group(2)}' is not on PATH here; check what exists with "
+                "`command -v NAME`, or use a tool or program that is available."
+            ),
         ),
-    ),
-    (
-        re.compile(r"Permission denied|Read-only file system|Operation not permitted", re.I),
-        lambda m: "only the workspace is writable; write files under the workspace with relative paths.",
-    ),
-    (
-        re.compile(r"No such file or directory|file not found|directory not found", re.I),
-        lambda m: "check the path with list_files first; paths are relative to the workspace root.",
-    ),
-    (
-        re.compile(r"timed out", re.I),
-        lambda m: "it took too long; run a smaller or faster step, or pass a larger timeout_s if the tool takes one.",
-    ),
-    (
-        re.compile(
-            r"has no argument|needs argument|must be (?:string|integer|boolean|one of|a JSON object)|"
-            r"not a JSON object|could not be parsed",
-            re.I,
+        (
+            re.compile(r"Permission denied|Read-only file system|Operation not permitted", re.I),
+            lambda m: "only the workspace is writable; write files under the workspace with relative paths.",
         ),
-        lambda m: "call the tool again with a JSON object of exactly the arguments it lists.",
-    ),
-]
+        (
+            re.compile(r"No such file or directory|file not found|directory not found", re.I),
+            lambda m: "check the path with list_files first; paths are relative to the workspace root.",
+        ),
+        (
+            re.compile(r"timed out", re.I),
+            lambda m: (
+                "it took too long; run a smaller or faster step, or pass a larger timeout_s if the tool takes one."
+            ),
+        ),
+        (
+            re.compile(
+                r"has no argument|needs argument|must be (?:string|integer|boolean|one of|a JSON object)|"
+                r"not a JSON object|could not be parsed",
+                re.I,
+            ),
+            lambda m: "call the tool again with a JSON object of exactly the arguments it lists.",
+        ),
+    ]
+
 
 REPEAT_NUDGE = (
     "You made exactly this call before and it failed the same way. Do not repeat it: change the "
@@ -58,7 +65,7 @@ def hint_for(output: str) -> str | None:
     """The hint for the first rule that matches a failure, or None."""
     if output.startswith("Denied:"):
         return None
-    for pattern, make in _RULES:
+    for pattern, make in _rules():
         match = pattern.search(output)
         if match:
             return f"Hint: {make(match)}"

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent.errors import AgentError
-from agent.net.special import special_purpose
 from agent.safety.display import shorten
 from agent.safety.redaction import SecretFinder
 
@@ -338,6 +337,8 @@ def address_problem(ip: IP, *, lan_ok: bool = False) -> str | None:
         problem = _ipv6_embedding(ip)
         if problem:
             return problem
+    from agent.net.special import special_purpose  # the tables load with the first address checked
+
     entry = special_purpose(ip)
     if entry is not None and not entry.embedded:
         return None if entry.lan and lan_ok else entry.phrase()

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from agent.parsing.json_repair import loads_lenient
 from agent.parsing.names import resolve_tool_name
 
 
@@ -109,6 +108,8 @@ def coerce_arguments(raw: Any) -> dict[str, Any] | None:
         return raw
     if not isinstance(raw, str):
         return None
+    from agent.parsing.json_repair import loads_lenient  # only a string needs repair
+
     value = loads_lenient(raw)
     if isinstance(value, str):  # double-encoded: a JSON string holding the JSON object
         value = loads_lenient(value)

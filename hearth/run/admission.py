@@ -33,7 +33,6 @@ from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
 from hearth.run.goal import GoalRequest, RunPlan
-from hearth.run.history import NoHistory, Point, restore, source_of
 from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
@@ -218,6 +217,8 @@ def _seed_child(
 ) -> None:
     """A swarm's child starts in its own new directory holding the swarm's files, restored from
     the checkpoint the swarm made of them before queuing its children (hearth/run/history.py)."""
+    from hearth.run.history import NoHistory, restore, source_of
+
     swarm = audit.run(plan.parent_run)
     if swarm is None or swarm.get("kind") != "swarm":
         return  # not a swarm's child after all: an empty workspace, as any fresh run
@@ -238,6 +239,8 @@ def _seed_child(
 
 def _restore_follow_up(sink: RunRecorder, source: tuple[str, ...], root: Path, run_id: str) -> None:
     """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
+    from hearth.run.history import Point, restore
+
     earlier, git_dir, commit = source
     point = Point(Path(git_dir), commit) if commit else None
     try:

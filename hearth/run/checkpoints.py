@@ -39,12 +39,15 @@ import shlex
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.safety import gitsafe
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, run_sandboxed
 from agent.tools.spill import SPILL_DIR
 from hearth.run.events import CheckpointKept, RunRecorder
 from hearth.run.recorder import Recorder
+
+if TYPE_CHECKING:  # gitsafe is loaded where git is about to run: a run that changes nothing never loads it
+    from agent.safety import gitsafe
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "hearth",
@@ -191,6 +194,8 @@ class Checkpoints:
             return Checkpoint("after", "skipped", detail=skipped)
         if not changed:
             return Checkpoint("after", "unchanged", self.base, detail="no tool that can change the workspace ran")
+        from agent.safety import gitsafe
+
         if self.kind == "own" and self.config is not None and gitsafe.inspect(self.root / ".git") != self.config:
             return Checkpoint(
                 "after",
@@ -247,6 +252,8 @@ class Checkpoints:
         if self.owned and self.git_dir is None:
             return "no directory for hearth's checkpoint histories was given"
         if self.kind == "own":
+            from agent.safety import gitsafe
+
             self.config = self.config or gitsafe.inspect(self.root / ".git")
             if self.config.problems:
                 return f"hearth does not commit to this repository: {self.config.problems[0]}"
@@ -304,6 +311,8 @@ class Checkpoints:
         workspace names). A user's repository, or a parent's for the prompt: the run's command
         sandbox, every program-running setting neutralised, no parent repository found by walking up.
         """
+        from agent.safety import gitsafe
+
         assert self.git_dir is not None
         env = {**IDENTITY, **ISOLATION, "GIT_DIR": str(self.git_dir), **env}
         extra: tuple[str, ...] = ()
