@@ -110,7 +110,7 @@ def _add_structured_call(reply: ChatReply, raw: Any) -> None:
         shown = _clip(str(function.get("arguments")))
         reply.malformed.append(f"arguments of {name.strip()} are not a JSON object: {shown}")
         return
-    reply.tool_calls.append(ToolCall(name.strip(), arguments))
+    reply.tool_calls.append(ToolCall(name, arguments))  # as written: the loop repairs it and records both
 
 
 def _clip(text: str, limit: int = 120) -> str:

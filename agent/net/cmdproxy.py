@@ -15,7 +15,9 @@ command (it has no DNS: no UDP at all).
 Every connection is a `Connection` record (host, port, method, allowed, the reason, bytes each
 way), which the run drains into its audit after each command. ``scan`` sees what the command sends
 in the clear (a CONNECT line, a plain request and its body): a hit refuses the request and is
-reported (the run's tripwires).
+reported (the run's tripwires). It sees one stream (`_Watch`): each window carries the tail of what
+came before it, the head included, and a chunked body is scanned with its framing taken out too,
+so neither a read boundary nor a chunk boundary hides a value split across it.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from agent.net.proxy import IDLE_TIMEOUT_S, open_checked, read_head
 
 __all__ = ["CommandProxy", "Connection"]
 
-BODY_LIMIT = (
-    1 << 20
-)  # a request body up to this is read whole and scanned before it is sent on  # how often an accept loop looks whether its listener was detached
+BODY_LIMIT = 1 << 20  # a request body up to this is read whole and scanned before it is sent on
+SCAN_TAIL = 1024  # bytes each scan window carries from the one before: more than any spelling of a canary
+_SIZE_LINE_LIMIT = 1024  # a chunk-size line longer than this is no framing: the body is scanned as sent
 _HOP_HEADERS = frozenset({b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"})
 Scan = Callable[[bytes, str], str | None]  # (bytes sent, where) -> what it saw, or None
 
@@ -120,7 +122,8 @@ class CommandProxy:
         record.host, record.port = host, port
         if method != "CONNECT":
             head = _with_body(client, head)  # scanned whole before anything goes upstream
-        seen = self.scan(head, f"a request to {host}:{port}") if self.scan else None
+        watch = _Watch(self.scan, f"a request to {host}:{port}") if self.scan else None
+        seen = watch.head(head) if watch else None
         if seen:
             record.reason = f"refused: it carried {seen}"
             _refuse(client, 403, record.reason)
@@ -136,11 +139,11 @@ class CommandProxy:
         try:
             if method == "CONNECT":
                 client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-                record.bytes_up, record.bytes_down = _relay(client, upstream, None, "")
+                record.bytes_up, record.bytes_down = _relay(client, upstream, None)
             else:
                 first = _origin_form(head)
                 upstream.sendall(first)
-                up, record.bytes_down = _relay(client, upstream, self.scan, f"a request to {host}:{port}")
+                up, record.bytes_down = _relay(client, upstream, watch)
                 record.bytes_up = len(first) + up
         finally:
             stream.close()
@@ -202,11 +205,10 @@ def _origin_form(head: bytes) -> bytes:
     return b"\r\n".join(request) + b"\r\n\r\n" + body
 
 
-def _relay(client: socket.socket, upstream: socket.socket, scan: Scan | None, where: str) -> tuple[int, int]:
-    """Copy both ways until a side closes or both idle; (bytes up, bytes down). ``scan`` looks at
-    what goes up (a body in the clear); a hit cuts the connection."""
+def _relay(client: socket.socket, upstream: socket.socket, watch: _Watch | None) -> tuple[int, int]:
+    """Copy both ways until a side closes or both idle; (bytes up, bytes down). ``watch`` looks at
+    what goes up (a body in the clear) as it goes on from the head; a hit cuts the connection."""
     sent = [0, 0]
-    tail = [b""]
 
     def pump(src: socket.socket, dst: socket.socket, index: int) -> None:
         try:
@@ -214,11 +216,8 @@ def _relay(client: socket.socket, upstream: socket.socket, scan: Scan | None, wh
                 data = src.recv(65536)
                 if not data:
                     break
-                if index == 0 and scan is not None:
-                    window = tail[0] + data
-                    if scan(window, where):
-                        break
-                    tail[0] = window[-256:]
+                if index == 0 and watch is not None and watch.feed(data):
+                    break
                 dst.sendall(data)
                 sent[index] += len(data)
         except OSError:
@@ -234,6 +233,92 @@ def _relay(client: socket.socket, upstream: socket.socket, scan: Scan | None, wh
     pump(client, upstream, 0)
     down.join(IDLE_TIMEOUT_S)
     return sent[0], sent[1]
+
+
+class _Watch:
+    """What one connection sends up, scanned as one stream: `head` first (the head and whatever
+    body came with it), then `feed` for each read after it. Each scan window is the tail of the
+    last (SCAN_TAIL bytes) and the new bytes; a chunked body is scanned twice, as sent and as its
+    data without the framing (`_Dechunk`), each view with its own tail."""
+
+    def __init__(self, scan: Scan, where: str) -> None:
+        self.scan, self.where = scan, where
+        self._sent = b""  # the tail of the bytes as sent
+        self._data = b""  # the tail of a chunked body's data
+        self._chunks: _Dechunk | None = None
+
+    def head(self, head: bytes) -> str | None:
+        seen = self.feed(head)
+        block, end, body = head.partition(b"\r\n\r\n")
+        if seen or not end or not _chunked(block):
+            return seen
+        self._chunks = _Dechunk()
+        return self._view_data(body)
+
+    def feed(self, data: bytes) -> str | None:
+        window = self._sent + data
+        seen = self.scan(window, self.where)
+        self._sent = window[-SCAN_TAIL:]
+        return seen or self._view_data(data)
+
+    def _view_data(self, data: bytes) -> str | None:
+        if self._chunks is None:
+            return None
+        window = self._data + self._chunks.feed(data)
+        self._data = window[-SCAN_TAIL:]
+        return self.scan(window, self.where)
+
+
+def _chunked(block: bytes) -> bool:
+    return any(
+        name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower()
+        for name, _, value in (line.partition(b":") for line in block.split(b"\r\n")[1:])
+    )
+
+
+class _Dechunk:
+    """A chunked body's data without its framing, fed as it arrives (sizes, extensions and the
+    CRLFs taken out). After the last chunk, or on framing it cannot read, it hands bytes on as
+    they are: the view as sent is scanned as well, so a lenient reading here hides nothing."""
+
+    def __init__(self) -> None:
+        self._line = b""  # a size line read so far
+        self._left = 0  # data bytes still to come in this chunk
+        self._as_sent = False
+
+    def feed(self, data: bytes) -> bytes:
+        out, at = bytearray(), 0
+        while at < len(data):
+            if self._as_sent:
+                out += data[at:]
+                break
+            if self._left:
+                piece = data[at : at + self._left]
+                out += piece
+                at += len(piece)
+                self._left -= len(piece)
+                continue
+            end = data.find(b"\n", at)
+            self._line += data[at : len(data) if end < 0 else end]
+            at = len(data) if end < 0 else end + 1
+            if end >= 0:
+                out += self._size_line()
+            elif len(self._line) > _SIZE_LINE_LIMIT:
+                self._as_sent, out = True, out + self._line
+        return bytes(out)
+
+    def _size_line(self) -> bytes:
+        """Take one size line (or the CRLF after a chunk's data); what it was, when it was no size."""
+        line, self._line = self._line.strip(), b""
+        if not line:
+            return b""
+        size = line.split(b";", 1)[0].strip()
+        if not size or any(c not in b"0123456789abcdefABCDEF" for c in size):
+            self._as_sent = True
+            return line
+        self._left = int(size, 16)
+        self._as_sent = self._left == 0  # the trailers, and anything after them, as sent
+        return b""
 
 
 def _refuse(client: socket.socket, status: int, reason: str) -> None:

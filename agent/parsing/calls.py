@@ -143,8 +143,8 @@ def resolve(candidates: Sequence[Candidate], tools: ToolSet, marked: bool) -> tu
     for candidate, name in zip(candidates, real):
         if name is not None:
             calls.append(ToolCall(name, candidate.arguments, written="" if name == candidate.name else candidate.name))
-        elif (marked or (candidate.certain and vouched)) and _is_tool_name(candidate.name):
-            calls.append(ToolCall(candidate.name, candidate.arguments, known=False))
+        elif (marked or (candidate.certain and vouched)) and _is_tool_name(candidate.name.strip()):
+            calls.append(ToolCall(candidate.name.strip(), candidate.arguments, known=False))
         else:
             return ()
     return tuple(calls)

@@ -121,7 +121,7 @@ def _call_object(obj: dict[str, Any], tools: ToolSet) -> Candidate | None:
     name_key = next((k for k in _NAME_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
     if name_key is None:
         return _keyed_by_name(obj)
-    name = obj[name_key].strip()
+    name = obj[name_key]  # as written (`"read_file "`): the name rule repairs it, the audit keeps both
     argument_key = next((k for k in _ARGUMENT_KEYS if k in obj), None)
     if argument_key is not None:
         if set(obj) - {name_key, argument_key} - _BOOKKEEPING:
@@ -133,7 +133,7 @@ def _call_object(obj: dict[str, Any], tools: ToolSet) -> Candidate | None:
     # Some models flatten the arguments beside the name; the rule counts that only for a real tool,
     # and only with keys that are its parameters when those are known.
     rest = {key: value for key, value in obj.items() if key not in (name_key, "id", "type")}
-    params = tools.params.get(name)
+    params = tools.params.get(name.strip())
     return None if params is not None and set(rest) - set(params) else Candidate(name, rest, certain=False)
 
 
@@ -142,4 +142,4 @@ def _keyed_by_name(obj: dict[str, Any]) -> Candidate | None:
         return None
     name, raw = next(iter(obj.items()))
     arguments = arguments_from(raw) if isinstance(raw, dict) else None
-    return None if arguments is None else Candidate(name.strip(), arguments, certain=False)
+    return None if arguments is None else Candidate(name, arguments, certain=False)

@@ -1,8 +1,9 @@
 """Tool names as weak models spell them: the one real name a spelling means, and the nearest one.
 
-`resolve_tool_name` repairs case, separators, camelCase, a `functions.`/`tools.` prefix and a
-`Tool` suffix, and only when exactly one real tool matches; `suggest_tool_name` also finds the
-closest name for a "did you mean X?" message, and never runs it.
+`resolve_tool_name` repairs case, separators, blanks around the name, camelCase, a
+`functions.`/`tools.` prefix and a `Tool` suffix, and only when exactly one real tool matches;
+`suggest_tool_name` also finds the closest name for a "did you mean X?" message, and never runs
+it. Readers hand names on as the model wrote them, so the audit keeps that spelling beside the repair.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ the run. With ``workspace=True`` (the operator's `tripwires = "workspace"`) an .
 credentials are put in the workspace too (never over a file that is there), and taken away at
 the end.
 
-The wire trips when a canary is seen anywhere (`seen`): in a tool's arguments (before it runs),
-in its output (a file tool reading a decoy, a command printing one), in what a command sends
-through the run's proxy. It also trips when a home decoy is merely opened (`opened`, through
+The wire trips when a canary is seen anywhere (`seen`, in every spelling the network guard knows:
+raw, percent-encoded, hex, base64 and base64url, agent.safety.redaction's `spellings`): in a
+tool's arguments (before it runs), in its output (a file tool reading a decoy, a command printing
+one), in what a command sends through the run's proxy. It also trips when a home decoy is merely opened (`opened`, through
 inotify, whoever opens it and however: the kernel reports the open of the inode, bind mount or
 not), except the .netrc, which pip, git and curl read by themselves; and except the workspace's
 decoys, which ordinary tools open wholesale (grep -r, a test runner): those trip on their value.
@@ -20,10 +21,13 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import re
 import secrets
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agent.safety.redaction import spellings
 
 __all__ = ["Decoy", "Tripwires", "plant"]
 
@@ -46,12 +50,24 @@ class Tripwires:
     decoys: list[Decoy]
     _inotify: int = -1
     _watches: dict[int, Decoy] = field(default_factory=dict)
+    _owner: dict[str, Decoy] = field(default_factory=dict, init=False, repr=False)  # spelling -> decoy
+    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for decoy in self.decoys:
+            for form in spellings(decoy.canary):
+                self._owner.setdefault(form.lower(), decoy)
+        ordered = sorted(self._owner, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE) if ordered else None
 
     def seen(self, text: str | bytes) -> list[Decoy]:
-        """The decoys whose canary is in ``text``."""
+        """The decoys whose canary is in ``text``, in any of its spellings."""
+        if self._pattern is None:
+            return []
         if isinstance(text, bytes):
             text = text.decode("latin-1")
-        return [d for d in self.decoys if d.canary in text]
+        found = {self._owner[match.group(0).lower()] for match in self._pattern.finditer(text)}
+        return [d for d in self.decoys if d in found]
 
     def opened(self) -> list[Decoy]:
         """Home decoys opened or read since the last call (by anything on this machine)."""

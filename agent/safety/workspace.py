@@ -10,7 +10,11 @@ or dangling, at any position) is refused, and so is any absolute symlink (the BE
 Operations on the last component itself (write, remove, stat, mkdir) go through the parent's fd
 and never follow it. Writes (write, mkdir, remove) never go into a `.git` directory at all, nor
 into a protected path (`RunServices.protected`: hearth's checkpoint histories when they lie
-inside the workspace): git's data is how a planted hook or filter would run. Errors: PathRefused (one line: the path and why) for anything refused;
+inside the workspace): git's data is how a planted hook or filter would run. A path is refused
+before any lookup when it is deeper than `MAX_DEPTH` levels or has a name longer than the file
+system's 255 bytes, and a refusal shows a long path shortened, its length stated.
+
+Errors: PathRefused (one line: the path and why) for anything refused;
 OSError subclasses carrying the path as given for the rest (FileNotFoundError, ...).
 """
 
@@ -34,6 +38,8 @@ from agent.services import RunServices
 __all__ = ["Entry", "PathRefused", "Workspace"]
 
 _BINARY_SNIFF = 8192
+MAX_DEPTH = 128  # levels below the root: deeper is no project's layout, and the walk holds an fd per level
+_NAME_MAX = 255  # bytes of one name, the limit of every Linux file system hearth runs on
 
 
 class PathRefused(AgentError):
@@ -108,7 +114,7 @@ class Workspace:
         """The normalised workspace-relative posix path ('.' for the root), or PathRefused."""
         path = os.fspath(path)
         if "\0" in path:
-            raise PathRefused(f"path {path!r} contains a NUL byte")
+            raise PathRefused(f"path {_quoted(path)} contains a NUL byte")
         if not path:
             return "."
         if not self.enforce:
@@ -118,14 +124,15 @@ class Workspace:
             rel = self._strip_root(path)
         rel = posixpath.normpath(rel)
         if rel == ".." or rel.startswith("../"):
-            raise PathRefused(f"path {path!r} is outside the workspace")
+            raise PathRefused(f"path {_quoted(path)} is outside the workspace")
+        _check_shape(rel, path)
         return rel
 
     def _strip_root(self, path: str) -> str:
         for base in (str(self.root), self._given):
             if path == base or path.startswith(base.rstrip("/") + "/"):
                 return path[len(base) :].lstrip("/") or "."
-        raise PathRefused(f"path {path!r} is outside the workspace")
+        raise PathRefused(f"path {_quoted(path)} is outside the workspace")
 
     def _open(self, rel: str, flags: int, shown: str) -> int:
         try:
@@ -144,7 +151,7 @@ class Workspace:
             rel = os.path.join(self.root, rel)
         parent, name = posixpath.split(rel)
         if name in ("", ".", ".."):
-            raise PathRefused(f"path {path!r} is the workspace root, not an entry in it")
+            raise PathRefused(f"path {_quoted(path)} is the workspace root, not an entry in it")
         return self._open(parent or ".", flags, path), name
 
     def read_bytes(self, path: str, *, limit: int) -> tuple[bytes, bool]:
@@ -156,7 +163,7 @@ class Workspace:
         try:
             mode = os.fstat(fd).st_mode
             if not st.S_ISREG(mode):
-                raise PathRefused(f"path {path!r} is {_describe(mode)}, not a regular file")
+                raise PathRefused(f"path {_quoted(path)} is {_describe(mode)}, not a regular file")
             chunks, wanted = [], limit + 1
             while wanted > 0 and (chunk := os.read(fd, min(wanted, 1 << 20))):
                 chunks.append(chunk)
@@ -170,7 +177,7 @@ class Workspace:
         """UTF-8 text (bad bytes replaced); PathRefused when the file looks binary."""
         data, truncated = self.read_bytes(path, limit=limit)
         if b"\0" in data[:_BINARY_SNIFF]:
-            raise PathRefused(f"path {path!r} is a binary file")
+            raise PathRefused(f"path {_quoted(path)} is a binary file")
         # a cut inside a multi-byte character is dropped rather than shown as U+FFFD
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=not truncated), truncated
 
@@ -241,9 +248,9 @@ class Workspace:
         except FileNotFoundError:
             return None
         if self.enforce and not st.S_ISREG(info.st_mode):
-            raise PathRefused(f"path {path!r} is {_describe(info.st_mode)}; it will not be replaced")
+            raise PathRefused(f"path {_quoted(path)} is {_describe(info.st_mode)}; it will not be replaced")
         if self.enforce and info.st_nlink > 1:
-            raise PathRefused(f"path {path!r} has other hard links; it will not be written through")
+            raise PathRefused(f"path {_quoted(path)} has other hard links; it will not be written through")
         return st.S_IMODE(info.st_mode)
 
     def mkdirs(self, path: str) -> None:
@@ -257,31 +264,34 @@ class Workspace:
             return
         rel = self.relpath(path)
         if any(part.lower() == ".git" for part in rel.split("/")):
-            raise PathRefused(f"path {path!r} is inside a .git directory; file tools never write git's data")
+            raise PathRefused(f"path {_quoted(path)} is inside a .git directory; file tools never write git's data")
         for protected in self.services.protected:
             inside = os.path.relpath(protected, self.root)
             if inside != ".." and not inside.startswith("../") and (rel == inside or rel.startswith(inside + "/")):
-                raise PathRefused(f"path {path!r} is hearth's checkpoint history; file tools never write it")
+                raise PathRefused(f"path {_quoted(path)} is hearth's checkpoint history; file tools never write it")
 
     def _make_dirs(self, rel: str, shown: str) -> None:
         if not self.enforce:
             os.makedirs(os.path.join(self.root, rel), exist_ok=True)
             return
-        try:
-            os.close(self._open(rel, _DIR_PATH, shown))
-            return
-        except FileNotFoundError:
-            pass
-        parent, name = posixpath.split(rel)
-        self._make_dirs(parent or ".", shown)
-        dir_fd = self._open(parent or ".", _DIR_PATH, shown)
-        try:
-            os.mkdir(name, dir_fd=dir_fd)
-        except FileExistsError:
-            pass  # a racing mkdir, or a dangling symlink: the reopen below decides
-        finally:
-            os.close(dir_fd)
-        os.close(self._open(rel, _DIR_PATH, shown))
+        missing: list[str] = []  # from the deepest up; a loop, not recursion, whatever the depth
+        while rel not in ("", "."):
+            try:
+                os.close(self._open(rel, _DIR_PATH, shown))
+                break
+            except FileNotFoundError:
+                missing.append(rel)
+                rel = posixpath.dirname(rel)
+        for below in reversed(missing):
+            parent, name = posixpath.split(below)
+            dir_fd = self._open(parent or ".", _DIR_PATH, shown)
+            try:
+                os.mkdir(name, dir_fd=dir_fd)
+            except FileExistsError:
+                pass  # a racing mkdir, or a dangling symlink: the reopen below decides
+            finally:
+                os.close(dir_fd)
+            os.close(self._open(below, _DIR_PATH, shown))
 
     def remove(self, path: str) -> None:
         """Remove a file, a symlink (never its target) or an empty directory."""
@@ -309,11 +319,27 @@ class Workspace:
         self.close()
 
 
+def _quoted(path: str) -> str:
+    """A path as a refusal shows it: quoted, a long one shortened with its length stated."""
+    return repr(path) if len(path) <= 120 else f"{path[:80] + '…' + path[-30:]!r} ({len(path)} characters)"
+
+
+def _check_shape(rel: str, path: str) -> None:
+    """PathRefused for a path no lookup should be tried on: too deep, or a name too long."""
+    parts = rel.split("/")
+    if len(parts) > MAX_DEPTH:
+        raise PathRefused(f"path {_quoted(path)} is {len(parts)} levels deep; the workspace takes at most {MAX_DEPTH}")
+    longest = max(parts, key=lambda part: len(os.fsencode(part)))
+    if len(os.fsencode(longest)) > _NAME_MAX:
+        size = len(os.fsencode(longest))
+        raise PathRefused(f"path {_quoted(path)} has a name of {size} bytes; a name holds at most {_NAME_MAX}")
+
+
 def _failure(exc: OSError, path: str) -> Exception:
     if exc.errno == errno.EXDEV:
-        return PathRefused(f"path {path!r} is outside the workspace (through '..' or a symlink)")
+        return PathRefused(f"path {_quoted(path)} is outside the workspace (through '..' or a symlink)")
     if exc.errno == errno.ELOOP:
-        return PathRefused(f"path {path!r} goes through a symlink that is refused here ({exc.strerror})")
+        return PathRefused(f"path {_quoted(path)} goes through a symlink that is refused here ({exc.strerror})")
     return OSError(exc.errno, exc.strerror, path)
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agent.safety.display import shorten
 from agent.safety.workspace import Workspace
 from agent.tools.registry import ToolFailed
 
@@ -72,9 +73,9 @@ def kind_of(ws: Workspace, path: str) -> str | None:
 def require_dir(ws: Workspace, path: str) -> str:
     kind = kind_of(ws, path)
     if kind is None:
-        raise ToolFailed(f"directory not found: {path}")
+        raise ToolFailed(f"directory not found: {shorten(path)}")
     if kind != "dir":
-        raise ToolFailed(f"{path} is not a directory")
+        raise ToolFailed(f"{shorten(path)} is not a directory")
     return path
 
 
@@ -82,12 +83,12 @@ def candidate_files(ws: Workspace, start: str, glob: str) -> Iterator[str]:
     """Regular files under ``start`` (or ``start`` itself) whose name or path matches ``glob``."""
     kind = kind_of(ws, start)
     if kind is None:
-        raise ToolFailed(f"path not found: {start}")
+        raise ToolFailed(f"path not found: {shorten(start)}")
     if kind == "file":
         yield ws.relpath(start)
         return
     if kind != "dir":
-        raise ToolFailed(f"{start} is not a file or directory")
+        raise ToolFailed(f"{shorten(start)} is not a file or directory")
     for rel, found in ws.walk(start, skip_dirs=SKIP_DIRS):
         if found.kind == "file" and (not glob or glob_matches(rel, glob)):
             yield rel

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from agent.safety.display import shorten
 from agent.safety.workspace import PathRefused, Workspace
 from agent.tools.args import PATH, candidate_files
 from agent.tools.registry import Tool, ToolFailed
@@ -26,6 +27,7 @@ TEXT_LIMIT = 200_000  # characters of old_text / new_text
 def read_text_exact(ws: Workspace, path: str) -> str:
     """The whole file as text, or ToolFailed when it is missing, binary, not UTF-8 or too big."""
     entry = ws.stat(path)
+    path = shorten(path)  # from here on only shown
     if entry is None:
         raise ToolFailed(f"file not found: {path}")
     if entry.kind == "dir":

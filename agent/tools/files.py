@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from agent.safety.display import shorten
 from agent.safety.workspace import Entry, PathRefused, Workspace
 from agent.tools.args import PATH, SKIP_DIRS, integer, require_dir
 from agent.tools.registry import Tool, ToolFailed
@@ -19,9 +20,9 @@ def read_file(args: dict[str, Any], ws: Workspace) -> str:
     limit, start = args.get("max_bytes", READ_LIMIT), args.get("start_line", 1)
     entry = ws.stat(args["path"])
     if entry is None:
-        raise ToolFailed(f"file not found: {args['path']}")
+        raise ToolFailed(f"file not found: {shorten(args['path'])}")
     if entry.kind == "dir":
-        raise ToolFailed(f"{args['path']} is a directory; use list_files")
+        raise ToolFailed(f"{shorten(args['path'])} is a directory; use list_files")
     if start > 1:
         return _read_from_line(args["path"], ws, start, limit)
     text, truncated = ws.read_text(args["path"], limit=limit)
@@ -38,7 +39,7 @@ def _read_from_line(path: str, ws: Workspace, start: int, limit: int) -> str:
     text, _ = ws.read_text(path, limit=PAGE_SCAN_LIMIT)
     lines = text.splitlines(keepends=True)
     if start > len(lines):
-        raise ToolFailed(f"{path} has {len(lines)} lines; start_line {start} is past the end")
+        raise ToolFailed(f"{shorten(path)} has {len(lines)} lines; start_line {start} is past the end")
     page: list[str] = []
     used, end = 0, start - 1
     for line in lines[start - 1 :]:

@@ -289,8 +289,9 @@ def _run(tool: Tool, args: dict[str, Any], ws: Workspace) -> ToolResult:
         return ToolResult(True, tool.fn(args, ws))
     except PathRefused as failure:
         return ToolResult(False, bounded(f"Error: {failure}"))
-    except ToolFailed as failure:  # its text may carry a command's whole output: only refusals are bounded
-        return ToolResult(False, f"Error: {failure}")
+    except ToolFailed as failure:  # the line saying what failed is bounded; a command's output below it is capped
+        head, newline, output = str(failure).partition("\n")
+        return ToolResult(False, bounded(f"Error: {head}") + newline + output)
     except Exception as exc:  # a tool bug must not end the run: the model reads it
         return ToolResult(False, bounded(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"))
 

@@ -22,7 +22,7 @@ def warm() -> None:
     except (SandboxUnavailable, ConfigError, ValueError):
         pass  # each run meets the same problem and records it itself
     OllamaClient("warm-up", "127.0.0.1:1").close()  # builds the client; sends nothing
-    codecs.lookup("utf-8-sig")
+    codecs.lookup("utf-8")
 
 
 warm()

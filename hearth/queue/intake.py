@@ -29,6 +29,7 @@ MAX_BYTES = 1 << 20  # a request is a few hundred bytes; a megabyte is a flood o
 MAX_DEPTH = 8  # a request nests two levels (object -> list -> string)
 MAX_NUMBER_DIGITS = 20  # every number a request holds fits in 6 digits; 5,000 of them is an attack on int()
 UNSUPPORTED_FLAGS = ("checkin", "grow")
+BOM = b"\xef\xbb\xbf"  # queue-spec: UTF-8 without a byte-order mark, one rule for every writer
 
 
 class RequestRefused(HearthError):
@@ -64,11 +65,13 @@ def parse_request(data: bytes, name: str) -> Parsed:
 
 
 def load_json(data: bytes) -> dict[str, Any]:
-    """Bytes -> a JSON object, refusing floods, bad encodings, duplicate keys and deep nesting."""
+    """Bytes -> a JSON object, refusing floods, bad encodings (a byte-order mark too), duplicate keys and deep nesting."""
     if len(data) > MAX_BYTES:
         raise RequestRefused(f"larger than 1 MiB ({len(data)} bytes)")
+    if data.startswith(BOM):
+        raise RequestRefused("starts with a UTF-8 byte-order mark; a request is UTF-8 without one")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RequestRefused(f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
     try:

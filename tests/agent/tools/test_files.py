@@ -276,3 +276,41 @@ def test_a_symlink_to_a_directory_inside_is_listed_and_searched(ws: Workspace) -
     assert call(ws, "list_files", path="alias").output.startswith("app.py")
     assert "  pkg/" in call(ws, "list_tree", path="alias").output
     assert call(ws, "search_files", pattern="VALUE", path="alias").output == "alias/pkg/util.py:1: VALUE = 1"
+
+
+LONG_PATHS = {
+    "one-name": "a" * 4001,
+    "long-name": "d/" + "x" * 3999,
+    "deep": "a/" * 2000 + "b",
+    "long-names": "/".join(["x" * 250] * 16),  # a file system takes it: written, but never found to read
+}
+PATH_CALLS = {
+    "read_file": {},
+    "read_file-paged": {"start_line": 2},
+    "list_files": {},
+    "list_tree": {},
+    "search_files": {"pattern": "x"},
+    "edit_file": {"old_text": "a", "new_text": "b"},
+    "write_file": {"content": "x"},
+}
+
+
+@pytest.mark.parametrize(
+    ("call_name", "shape"),
+    [(c, p) for c in PATH_CALLS for p in LONG_PATHS if (c, p) != ("write_file", "long-names")],
+)
+def test_a_refusal_of_a_4001_character_path_is_at_most_500_characters(
+    ws: Workspace, call_name: str, shape: str
+) -> None:
+    path = LONG_PATHS[shape]
+    result = call_tool(call_name.split("-")[0], {"path": path, **PATH_CALLS[call_name]}, ws, mode="bypass")
+    assert not result.ok and result.output.startswith("Error: ")
+    assert len(result.output) <= 500 and "\n" not in result.output
+    assert f"{len(path)} characters" in result.output
+
+
+def test_write_file_on_a_2000_deep_path_is_refused_saying_how_deep_and_creates_nothing(ws: Workspace) -> None:
+    before = sorted(p.name for p in ws.root.iterdir())
+    result = call(ws, "write_file", path="a/" * 2000 + "f", content="x")
+    assert not result.ok and "2001 levels deep" in result.output and "RecursionError" not in result.output
+    assert sorted(p.name for p in ws.root.iterdir()) == before

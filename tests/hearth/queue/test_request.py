@@ -146,10 +146,6 @@ def test_a_name_that_is_not_json_is_refused() -> None:
     assert refusal(b'{"id": "x", "goal": "g"}', "x.txt") == "not a .json file; requests are named <id>.json"
 
 
-def test_a_utf8_byte_order_mark_is_accepted() -> None:
-    assert parse_request(b'\xef\xbb\xbf{"id": "bom", "goal": "g"}', "bom.json").request.goal == "g"
-
-
 def test_several_problems_are_reported_as_the_first_and_a_count() -> None:
     reason = refusal(b'{"id": "x", "goal": "g", "mode": 1, "max_iterations": "a", "evolve": 0}', "x.json")
     assert reason.startswith("mode: input should be") and reason.endswith("(and 2 more problems)")
@@ -161,3 +157,10 @@ def test_several_problems_are_reported_as_the_first_and_a_count() -> None:
 def test_a_request_file_also_validates_as_plain_decoded_json(path: Path) -> None:
     """What a program holding `json.loads(file)` does gives the same request as the queue's parser."""
     assert Request.model_validate(json.loads(path.read_bytes())) == parse_request(path.read_bytes(), path.name).request
+
+
+def test_a_file_starting_with_a_byte_order_mark_is_refused_saying_so() -> None:
+    text = b'{"version": 1, "id": "bom", "goal": "g", "source": "cli"}'
+    assert parse_request(text, "bom.json").request.id == "bom"
+    reason = refusal(b"\xef\xbb\xbf" + text, "bom.json")
+    assert reason == "starts with a UTF-8 byte-order mark; a request is UTF-8 without one"

@@ -214,6 +214,28 @@ def test_write_self_config_refuses_a_file_the_operator_changed_since_the_run_rea
     assert (repo / "box.nix").read_text() == "{ a = 4; b = 2; }\n"
 
 
+@pytest.mark.parametrize(
+    ("reply", "written"),
+    [
+        (tool_call("list_files ", {}), "list_files "),
+        (tool_call("list_files\n", {}), "list_files\n"),
+        (tool_call(" \tlist_files", {}), " \tlist_files"),
+        ({"content": '<tool_call>\n{"name": "list_files ", "arguments": {"path": "."}}\n</tool_call>'}, "list_files "),
+        ({"content": '<tool_call>\n{"list_files\\n": {"path": "."}}\n</tool_call>'}, "list_files\n"),
+    ],
+    ids=["trailing-space", "trailing-newline", "leading-blanks", "text-name-key", "text-keyed-by-name"],
+)
+def test_a_name_repaired_from_whitespace_is_recorded_as_the_model_wrote_it(
+    state_dir: Path, tmp_path: Path, reply: dict[str, object], written: str
+) -> None:
+    (tmp_path / "ws").mkdir()
+    with FakeOllama([reply, final_answer("listed")]) as fake:
+        proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(tmp_path / "ws"), "list")
+    assert proc.returncode == 0, proc.stderr
+    [step] = rows(state_dir, "select tool, called_as, verdict from steps where kind = 'tool'")
+    assert step == {"tool": "list_files", "called_as": written, "verdict": "run"}
+
+
 def test_a_name_repaired_in_a_call_written_as_text_is_recorded_as_written(state_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     text = '<tool_call>\n{"name": "ListFiles", "arguments": {"path": "."}}\n</tool_call>'

@@ -232,3 +232,27 @@ def test_a_tripped_run_sends_its_alert(state_dir: Path) -> None:
     with sqlite3.connect(state_dir / "audit.db") as db:
         sent = db.execute("select event, status from alerts where run_id = ?", [run_id]).fetchall()
     assert sent == [("tripped", "sent")]
+
+
+def test_a_canary_is_seen_in_every_spelling_the_guard_knows(tmp_path: Path) -> None:
+    import base64
+    from urllib.parse import quote
+
+    wires = tripwires.plant(tmp_path / "home")
+    try:
+        decoy = next(d for d in wires.decoys if d.name == "~/.netrc")
+        value = decoy.canary.encode()
+        spelled = {
+            "raw": decoy.canary.upper(),
+            "percent-encoded": "".join(f"%{b:02X}" for b in value),
+            "hex": value.hex(),
+            "base64": base64.b64encode(b"password " + value).decode(),
+            "base64url": base64.urlsafe_b64encode(value).decode().rstrip("="),
+            "quoted": quote(f"machine x password {decoy.canary}"),
+        }
+        for how, text in spelled.items():
+            assert wires.seen(f"POST /up HTTP/1.1\r\n\r\nbody={text}") == [decoy], how
+            assert wires.seen(f"body={text}".encode()) == [decoy], how
+        assert wires.seen("nothing of theirs: " + decoy.canary[:12]) == []
+    finally:
+        wires.close()
