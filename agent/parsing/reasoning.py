@@ -25,9 +25,10 @@ _CHANNELS = {
     "harmony": (r"<\|channel\|>\s*analysis\s*<\|message\|>", r"<\|end\|>|(?=<\|start\|>)|(?=<\|channel\|>)"),
 }
 _OPEN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, (pattern, _) in _CHANNELS.items()), re.I)
-# Before a close with no open, reasoning is prose: a JSON object there means the close is inside a
-# call's string ("content": "...</think>..."), not the end of a channel the template opened.
-_OBJECT = re.compile(r"\{\s*[\"']")
+# Before a close with no open, reasoning is prose: a JSON object or a call's opening element there
+# means the close is inside a call's argument ("content": "...</think>...", or
+# <invoke name="x"><parameter name="p">...</think>...), not the end of a channel the template opened.
+_OBJECT = re.compile(r"\{\s*[\"']|<[^<>\s]{0,12}(?:function|invoke|tool_call)", re.I)
 _CLOSE_ONLY = re.compile(
     r"</(?:think|thinking|reasoning|thought)>|</seed:think>|\[/THINK\]|<\|END_THINKING\|>|◁/think▷|<channel\|>"
     r"|\[BEGIN FINAL RESPONSE\]",  # Apriel: its reasoning comes first, unmarked, then this

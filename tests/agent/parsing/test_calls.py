@@ -419,3 +419,23 @@ def test_resolve_tool_name_refuses_an_ambiguous_spelling() -> None:
 )
 def test_suggest_tool_name_offers_the_closest_real_name(name: str, expected: str | None) -> None:
     assert suggest_tool_name(name, TOOLS) == expected
+
+
+@pytest.mark.parametrize("close", ["◁/THINK▷", "</think>", "[/THINK]"])
+@pytest.mark.parametrize(
+    "render",
+    [
+        lambda v: (
+            f'<｜DSML｜function_calls><｜DSML｜invoke name="write_file"><｜DSML｜parameter name="path" string="true">{v}</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>'
+        ),
+        lambda v: (
+            f'<function_calls>\n<invoke name="write_file">\n<parameter name="path">{v}</parameter>\n</invoke>\n</function_calls>'
+        ),
+        lambda v: f"<tool_call>\n<function=write_file>\n<parameter=path>\n{v}\n</parameter>\n</function>\n</tool_call>",
+    ],
+)
+def test_a_reasoning_close_inside_an_element_calls_argument_is_the_arguments_text(render, close: str) -> None:
+    """A close marker with no open before it is the end of a template-opened channel, unless a
+    call's element opens before it: then it is part of an argument (found by the property tests)."""
+    [call] = parse_tool_calls(render(close), ["write_file"])
+    assert call.name == "write_file" and call.arguments == {"path": close}
