@@ -85,6 +85,9 @@ def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> i
             by=f"cli:{approvals.operator_name()}",
             note=getattr(args, "reason", ""),
         )
+    from hearth.queue.wake import wake
+
+    wake(settings, approval.run_id)  # a suspended run goes on
     if args.json:
         print_json(_row(approval, approvals.stamp(approvals.utc_clock())))
         return 0

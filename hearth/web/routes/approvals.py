@@ -21,6 +21,7 @@ from hearth.audit import approvals
 from hearth.audit.approvals import Approval, ApprovalClosed
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
+from hearth.queue.wake import wake
 from hearth.web.context import error_response, web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
@@ -54,11 +55,13 @@ def decide(request: Request, approval_id: str, granted: bool, reason: str, me: I
         raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
     try:
         with AuditStore(path) as audit:
-            return approvals.decide(audit, approval_id, granted=granted, by=me.decider, note=reason.strip())
+            decided = approvals.decide(audit, approval_id, granted=granted, by=me.decider, note=reason.strip())
     except NotFound as exc:
         raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
     except ApprovalClosed as exc:
         raise WebError(409, str(exc)) from None
+    wake(web_of(request).config.settings, decided.run_id)  # a suspended run goes on
+    return decided
 
 
 @router.get("/approvals", response_class=HTMLResponse, include_in_schema=False)
