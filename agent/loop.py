@@ -23,6 +23,7 @@ from agent.parsing.names import resolve_tool_name
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
 MAX_UNPARSEABLE = 3
+INVALID_CALL = "invalid_call"  # the name a malformed call stands under in the history
 
 
 class StopRun(Exception):
@@ -81,6 +82,26 @@ class Outcome:
     error: str = ""
 
 
+@dataclass
+class Resumed:
+    """A conversation an earlier process of the run kept, to go on with (`Loop.resume`).
+
+    `answered` are results appended first (a call whose outcome is unknown, say); `pending` the
+    calls of the last reply still to run, then `malformed` its unparseable calls' problems;
+    `reopened`: the first pending call's start is recorded already (it waited for a decision)."""
+
+    messages: list[dict[str, Any]]
+    iteration: int
+    generation: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_seconds: float = 0.0
+    answered: list[tuple[str, str]] = field(default_factory=list)
+    pending: list[ToolCall] = field(default_factory=list)
+    malformed: list[str] = field(default_factory=list)
+    reopened: bool = False
+
+
 class Tools(Protocol):
     """What the loop needs from the tools (agent/tools/gate.py's ToolRunner): what the model is
     shown, and one call run through the gate."""
@@ -120,12 +141,35 @@ class Loop:
         self.compactor = compactor
         self.guard = guard  # may raise a StopRun (BudgetExceeded) before a model call
         self._usage: Usage | None = None
+        self.generation = 0  # compactions so far: each starts a new history
+        self._kept = 0  # messages of this generation already handed on in a `messages` event
+        self.owed_malformed: list[str] = []
 
     def run(self, goal: str, context: str = "") -> Outcome:
         first = f"{context}\n\n## Goal\n{goal}" if context else goal
         self.messages.append({"role": "user", "content": first})
+        self._keep()
         self.emit(Event("run_started", 0, {"goal": goal}))
+        return self._drive(lambda: None)
+
+    def resume(self, resumed: Resumed) -> Outcome:
+        """Go on with a conversation kept by an earlier process of this run (hearth/run/resume.py):
+        the same messages, the same counts; first the answers still owed to its last reply."""
+        self.messages = [dict(message) for message in resumed.messages]
+        self.iteration, self.generation, self._kept = resumed.iteration, resumed.generation, len(resumed.messages)
+        self.outcome.tokens_in, self.outcome.tokens_out = resumed.tokens_in, resumed.tokens_out
+        self.outcome.model_seconds = resumed.model_seconds
+
+        def owed() -> None:
+            for name, text in resumed.answered:
+                self._append_result(name, text)
+            self._answer(resumed.pending, resumed.malformed, reopened=resumed.reopened)
+
+        return self._drive(owed)
+
+    def _drive(self, first: Callable[[], None]) -> Outcome:
         try:
+            first()
             while True:
                 self._check_limits()
                 self._step()
@@ -143,6 +187,15 @@ class Loop:
         )
         return self.outcome
 
+    def _keep(self) -> None:
+        """The messages appended since the last call, handed on (the appliance keeps them, so a new
+        process can go on with exactly this conversation)."""
+        new = self.messages[self._kept :]
+        if new:
+            data = {"generation": self.generation, "start": self._kept, "messages": new}
+            self.emit(Event("messages", self.iteration, data))
+            self._kept = len(self.messages)
+
     def _check_limits(self) -> None:
         if self.iteration >= self.max_iters:
             raise IterationLimit(f"stopped at the limit of {self.max_iters} iterations")
@@ -157,14 +210,20 @@ class Loop:
         reply = self._ask_model()
         calls = self._calls_in(reply)
         if calls or reply.malformed:
-            self._run_calls(reply, calls)
+            # Calls found in the text are written back as structured calls, so the history shows
+            # the model the format we want and tool results follow a message that carries calls.
+            wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
+            wire += [{"function": {"name": INVALID_CALL, "arguments": {}}} for _ in reply.malformed]
+            self._unparseable = 0
+            self._said(reply, {"role": "assistant", "content": reply.content, "tool_calls": wire})
+            self._answer(calls, reply.malformed)
             return
         if not reply.content.strip() or (
             parsing.may_hold_a_call(reply.content) and parsing.looks_like_tool_call(reply.content)
         ):
             self._nudge(reply)
             return
-        self.messages.append({"role": "assistant", "content": reply.content})
+        self._said(reply, {"role": "assistant", "content": reply.content})
         raise Finished(reply.content.strip())
 
     def _ask_model(self) -> ChatReply:
@@ -179,6 +238,14 @@ class Loop:
         self.outcome.tokens_in += reply.tokens_in
         self.outcome.tokens_out += reply.tokens_out
         self.outcome.model_seconds += reply.duration_s
+        return reply
+
+    def _said(self, reply: ChatReply, message: dict[str, Any], *after: dict[str, Any]) -> None:
+        """The model's turn into the history, kept, then recorded: a turn is recorded once it is
+        kept, so a run resumed after a crash never asks (or records) the same turn twice."""
+        self.messages.append(message)
+        self.messages.extend(after)
+        self._keep()
         self.emit(
             Event(
                 "model",
@@ -192,7 +259,6 @@ class Loop:
                 },
             )
         )
-        return reply
 
     def _compact_if_needed(self) -> None:
         """The one routine break of the prompt prefix: recorded, then the history is append-only again."""
@@ -200,6 +266,8 @@ class Loop:
         if done is None:
             return
         self.messages, record = done
+        self.generation, self._kept = self.generation + 1, 0
+        self._keep()
         self._usage = None
         self.outcome.tokens_in += record.tokens_in
         self.outcome.tokens_out += record.tokens_out
@@ -213,24 +281,24 @@ class Loop:
             return []
         return parsing.parse_tool_calls(reply.content, parsing.parameter_order(self.tools.schemas))
 
-    def _run_calls(self, reply: ChatReply, calls: list[ToolCall]) -> None:
-        self._unparseable = 0
-        # Calls found in the text are written back as structured calls, so the history shows
-        # the model the format we want and tool results follow a message that carries calls.
-        wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
-        wire += [{"function": {"name": "invalid_call", "arguments": {}}} for _ in reply.malformed]
-        self.messages.append({"role": "assistant", "content": reply.content, "tool_calls": wire})
+    def _answer(self, calls: list[ToolCall], malformed: list[str], *, reopened: bool = False) -> None:
+        """Run the calls of the last reply and answer its malformed ones; with `reopened`, the
+        first call's start was recorded by an earlier process of this run (it waited for a person)."""
+        self.owed_malformed = list(malformed)  # what a run that suspends inside these calls still owes
         for n, call in enumerate(calls):
             if n and self.deadline is not None and self.clock() >= self.deadline:
                 raise TimeLimit("stopped at the run's time limit")  # the limit holds inside a step too
-            self._append_result(call.name, self._run_one(call))
-        for problem in reply.malformed:
+            self._append_result(call.name, self._run_one(call, started=reopened and n == 0))
+        for problem in malformed:
             text = f"Error: your tool call could not be parsed: {problem}"
-            self._append_result("invalid_call", f"{text}\n{hint_for(text) or ''}".rstrip())
+            self._append_result(INVALID_CALL, f"{text}\n{hint_for(text) or ''}".rstrip())
 
-    def _run_one(self, call: ToolCall) -> str:
+    def _run_one(self, call: ToolCall, *, started: bool = False) -> str:
         written = {"called_as": call.written} if call.written else {}
-        self.emit(Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments, **written}))
+        if not started:
+            self.emit(
+                Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments, **written})
+            )
         result = self.tools.run(call)
         output = result.output
         if not result.ok:
@@ -267,11 +335,12 @@ class Loop:
 
     def _append_result(self, name: str, output: str) -> None:
         self.messages.append({"role": "tool", "content": output, "tool_name": name})
+        self._keep()
 
     def _nudge(self, reply: ChatReply) -> None:
         self._unparseable += 1
-        self.messages.append({"role": "assistant", "content": reply.content})
         if self._unparseable >= MAX_UNPARSEABLE:
+            self._said(reply, {"role": "assistant", "content": reply.content})
             raise RunFailed(f"the model gave {MAX_UNPARSEABLE} unusable replies in a row")
         what = "was empty" if not reply.content.strip() else "looked like a tool call but could not be parsed"
         text = (
@@ -279,7 +348,7 @@ class Loop:
             '{"name": "list_files", "arguments": {"path": "."}} (or use the tool-calling format). '
             "If the goal is complete, reply with your final summary in plain text."
         )
-        self.messages.append({"role": "user", "content": text})
+        self._said(reply, {"role": "assistant", "content": reply.content}, {"role": "user", "content": text})
         self.emit(Event("nudge", self.iteration, {"reason": what, "count": self._unparseable}))
 
     def _summary(self, stop: StopRun) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.limits import MAX_ITERATIONS
+from hearth.limits import MAX_ITERATIONS, parse_duration
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
@@ -20,6 +20,11 @@ SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
 TRIPWIRES = ("home", "workspace", "off")  # where decoys go: the sandbox home, also the workspace, nowhere
 TRIPWIRE_ACTIONS = ("stop", "record")
 LOG_LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+# A request queued in the evening can still be approved the next morning; waiting costs nothing
+# while the run is suspended (no process, no slot), so only a person's day bounds it.
+DEFAULT_APPROVAL_WAIT_S = 12 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,10 @@ class Settings:
     unit_state_dirs: tuple[str, ...] = ()
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
-    approval_timeout_s: float = 300.0  # a headless approval not decided by then is a deny
+    # how long an approval waits for a person before it is a deny (HEARTH_APPROVAL_WAIT, e.g. 12h):
+    # a queued run that waits holds nothing (it suspends after `suspend_after_s`), so the wait is long
+    approval_wait_s: float = DEFAULT_APPROVAL_WAIT_S
+    suspend_after_s: float = 10.0  # HEARTH_SUSPEND_AFTER_S: a queued run waiting this long suspends
     auto_commands: tuple[str, ...] = ()  # command heads auto mode runs without asking
     mode: str = "auto"  # when neither the request nor the agent profile says
     max_iterations: int = 12
@@ -71,7 +79,8 @@ class Settings:
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
-            approval_timeout_s=_number(env, "HEARTH_APPROVAL_TIMEOUT_S", 300.0),
+            approval_wait_s=_approval_wait(env),
+            suspend_after_s=_number(env, "HEARTH_SUSPEND_AFTER_S", 10.0),
             auto_commands=_heads(env),
             mode=_choice(env, "HEARTH_MODE", MODES, "auto"),
             max_iterations=_whole(env, "HEARTH_MAX_ITERATIONS", 12, 1, MAX_ITERATIONS),
@@ -172,6 +181,17 @@ def _tokens(env: Mapping[str, str], name: str) -> int | None:
     if not raw.isdigit():
         raise ConfigError(f"{name} must be a whole number of tokens, got {raw!r}")
     return int(raw)
+
+
+def _approval_wait(env: Mapping[str, str]) -> float:
+    """HEARTH_APPROVAL_WAIT (a duration), else the older HEARTH_APPROVAL_TIMEOUT_S (seconds)."""
+    raw = env.get("HEARTH_APPROVAL_WAIT")
+    if not raw:
+        return _number(env, "HEARTH_APPROVAL_TIMEOUT_S", DEFAULT_APPROVAL_WAIT_S)
+    try:
+        return parse_duration(raw)
+    except ValueError as exc:
+        raise ConfigError(f"HEARTH_APPROVAL_WAIT: {exc}") from None
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:

@@ -308,6 +308,29 @@ def m110_runs_search(db: sqlite_utils.Database) -> None:
     db.execute("insert into runs_fts(runs_fts) values ('rebuild')")
 
 
+def m120_conversation(db: sqlite_utils.Database) -> None:
+    """What a run's model has read, message by message, so a new process can go on with it
+    (a run resumed after it waited for a person, or after a restart: hearth/run/resume.py).
+
+    `generation` counts compactions (each writes the whole new history once); `seq` orders a
+    generation's messages; `worked_ms` is the time the run had worked when the message was kept.
+    A started step keeps the key its run chose for it (`opens`), so a later process closes it."""
+    db.table("conversation").create(
+        {
+            "run_id": str,
+            "generation": int,
+            "seq": int,
+            "iteration": int,
+            "message": str,
+            "worked_ms": int,
+            "at": str,
+        },
+        pk=("run_id", "generation", "seq"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db.table("steps").add_column("opens", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -326,4 +349,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m091_alerts,
     m100_long_work,
     m110_runs_search,
+    m120_conversation,
 ]

@@ -178,6 +178,42 @@ class AuditStore(SqliteFile):
             fields["output"] = cap(fields["output"], OUTPUT_CAP)
         self.update("steps", step_id, fields)
 
+    def opened_step(self, run_id: str, key: str) -> int | None:
+        """The row id of the step the run opened under `key` (by any of its processes), or None."""
+        row = self.conn.execute("select id from steps where run_id = ? and opens = ?", [run_id, key]).fetchone()
+        return int(row[0]) if row else None
+
+    # -- the conversation ------------------------------------------------------------------
+    def keep_messages(self, kept: Any) -> None:
+        """A `MessagesKept` record's rows (hearth/run/events.py), in one transaction."""
+        rows = [
+            (
+                kept.run_id,
+                kept.generation,
+                kept.start + n,
+                kept.iteration,
+                json.dumps(message, ensure_ascii=False),
+                kept.worked_ms,
+                kept.at,
+            )
+            for n, message in enumerate(kept.messages)
+        ]
+        with immediate(self.conn):
+            self.conn.executemany(
+                "insert or replace into conversation (run_id, generation, seq, iteration, message, worked_ms, at) "
+                "values (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def conversation(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The run's latest conversation: its messages, and their rows (iteration, worked_ms, at)."""
+        rows = self.rows(
+            "select * from conversation where run_id = ? and generation = "
+            "(select max(generation) from conversation where run_id = ?) order by seq",
+            [run_id, run_id],
+        )
+        return [json.loads(row["message"]) for row in rows], rows
+
     def steps(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from steps where run_id = ? order by seq", [run_id])
 

@@ -33,6 +33,7 @@ from hearth.render import visible_line
 from hearth.run.admission import goal_request
 from hearth.run.exits import Interrupted, exit_code
 from hearth.run.runner import run_goal
+from hearth.run.suspend import ready
 from hearth.settings import Settings
 
 LOCK_WAIT_S = 1.0  # a sweep or `hearth state` holds a lock for a moment; a live run for good
@@ -68,13 +69,49 @@ def _run_locked(queue: Queue, path: Path, request_id: str, settings: Settings, o
         raise NotFound(f"request {request_id} is no longer claimed")
     with AuditStore(settings.audit_path) as audit:
         previous = audit.run(request_id)
-        if previous is not None:  # started before and died: settle it, never run it twice
+        cause = ready(audit, previous) if previous is not None else None
+        if previous is not None and cause is None:
+            if previous["status"] == "waiting":  # its approval still waits: nothing to do yet
+                print(f"hearth agent: run {request_id} waits for its approval; it goes on once decided", flush=True)
+                return exit_code("waiting")
+            # started before and died (or already went on once after a restart): settled, never run twice
             status = settle_locked(queue, audit, path, settings, previous)
             raise UsageError(f"request {request_id} already ran; its run is now {status}")
-        parsed = _admitted(queue, audit, path)
-        if parsed is None:
-            return exit_code("rejected")
+        if cause:
+            recorded = recorded_request(audit, request_id)
+            if recorded is None:
+                raise UsageError(f"run {request_id} cannot go on: its request is not in the audit")
+            going = recorded[0].request
+        else:
+            parsed = _admitted(queue, audit, path)
+            if parsed is None:
+                return exit_code("rejected")
+    if cause:
+        return _go_on(queue, path, going, cause, settings, out)
+    assert parsed is not None
     return _run_request(queue, path, parsed.request, settings, out)
+
+
+def _go_on(queue: Queue, path: Path, request: Request, cause: str, settings: Settings, out: _Output) -> int:
+    """A run that goes on in this new process (hearth/run/resume.py), its file placed as it ends."""
+    from hearth.run.runner import resume_goal
+
+    try:
+        _, outcome = resume_goal(
+            goal_request(request, settings), cause, settings, out=out.out, json_lines=out.json_lines
+        )
+        status, error = outcome.status, outcome.error
+    except (KeyboardInterrupt, Interrupted):
+        status, error = "interrupted", "interrupted by a signal"
+        _close_run(settings, request.id, status, error)
+    except BaseException as exc:
+        reason = f"internal error while going on: {type(exc).__name__}: {exc}"
+        _close_run(settings, request.id, "failed", reason)
+        queue.fail(path, reason, run_id=request.id, status="failed")
+        raise
+    with AuditStore(settings.audit_path) as audit:
+        place(queue, audit, path, status, error)
+    return exit_code(status)
 
 
 def _admitted(queue: Queue, audit: AuditStore, path: Path) -> Parsed | None:
@@ -119,7 +156,8 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
         elif request.marathon or request.swarm:
             status, error = _run_long(request, settings, out)
         else:
-            _, outcome = run_goal(goal_request(request, settings), settings, out=out.out, json_lines=out.json_lines)
+            goal = goal_request(request, settings)
+            _, outcome = run_goal(goal, settings, out=out.out, json_lines=out.json_lines, suspend=True)
             status, error = outcome.status, outcome.error
     except UsageError as exc:  # recorded by run_goal as a rejected run
         status, error = "rejected", str(exc)

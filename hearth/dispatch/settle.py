@@ -43,8 +43,10 @@ from hearth.queue.ledger import record_rejection
 from hearth.queue.request import Request
 from hearth.run.liveness import run_lock_path
 from hearth.run.state import remove_state
+from hearth.run.suspend import AGAIN, kept_conversation, ready
 from hearth.settings import Settings
 
+RESUME_NOW = "resume"  # settle's word for a run to start again (the spawner's sweep starts it)
 CLAIM_GRACE_S = 120.0  # a claim this old with no run and no lock: its agent never started
 GONE = "the run's process is gone (killed, crashed or the machine stopped) before it finished"
 
@@ -83,7 +85,7 @@ def settle_dead_runs(settings: Settings, launcher: Launcher | None = None) -> li
 def _settle_one(audit: AuditStore, settings: Settings, run_id: str, launcher: Launcher) -> bool:
     queue = Queue(settings.queue_dir)
     name = f"{run_id}.json"
-    if (queue.claimed / name).exists():  # a queue run: its file is placed too
+    if (queue.claimed / name).exists():  # a queue run: its file is placed too (or it goes on: the spawner's)
         return settle(queue, audit, settings, name, launcher) == "interrupted"
     if not re.fullmatch(ID_PATTERN, run_id) or launcher.alive(run_id):
         return False
@@ -146,6 +148,8 @@ def _free_id(audit: AuditStore, stem: str) -> str | None:
 def place(queue: Queue, audit: AuditStore, path: Path, status: str, error: str | None) -> None:
     """Put a claimed request whose run has a final status where that status says."""
     request_id = path.name.removesuffix(".json")
+    if status == "waiting":
+        return  # suspended: its request stays claimed until the run goes on and ends
     if status == "interrupted":
         queue.fail(path, error or "interrupted", run_id=request_id, status=status)
     elif status == "rejected":
@@ -179,11 +183,13 @@ def settle(
         run = audit.run(request_id) if path.exists() else None
         if run is not None:
             outcome = settle_locked(queue, audit, path, settings, run)
+            if outcome in (RESUME_NOW, "waiting"):
+                return outcome  # its lock is released below, its file stays: the run goes on
         elif path.exists() and _age(path, now) >= grace_s:
             outcome = _never_started(queue, audit, path, settings)
         return outcome
     finally:
-        lock.release(remove=outcome is not None or not path.exists())
+        lock.release(remove=outcome not in (None, RESUME_NOW) or not path.exists())
 
 
 def _age(path: Path, now: Callable[[], float]) -> float:
@@ -202,11 +208,19 @@ def _junk(queue: Queue, audit: AuditStore, path: Path, grace_s: float, now: Call
 
 
 def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Settings, run: dict[str, Any]) -> str:
+    """What becomes of a claimed request whose run's process is gone: `resume` when the run goes on
+    in a new process (hearth/run/suspend.py: its approval was decided, or it stopped with the
+    machine, once), `waiting` while its approval waits, else its final place."""
+    if run["status"] in ("running", "waiting") and ready(audit, run) is not None:
+        return RESUME_NOW
+    if run["status"] == "waiting":
+        return "waiting"
     if run["status"] == "running":
-        record_unfinished(audit, run["id"], "interrupted", GONE)
+        reason = AGAIN if kept_conversation(audit, run["id"]) else GONE
+        record_unfinished(audit, run["id"], "interrupted", reason)
         remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
-        place(queue, audit, path, "interrupted", GONE)
-        alert_ended(audit, settings, run["id"], "interrupted", GONE)
+        place(queue, audit, path, "interrupted", reason)
+        alert_ended(audit, settings, run["id"], "interrupted", reason)
         return "interrupted"
     place(queue, audit, path, run["status"], run.get("error"))
     return run["status"]

@@ -29,10 +29,11 @@ from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, LaunchError
 from hearth.dispatch.pause import Paused, paused
-from hearth.dispatch.settle import CLAIM_GRACE_S, reject, settle, settle_dead
+from hearth.dispatch.settle import CLAIM_GRACE_S, RESUME_NOW, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
 from hearth.leash import alerts
 from hearth.leash.budget import load_budget, local_now, refusal
+from hearth.queue import wake
 from hearth.queue.directory import Entry, Owners, Queue, is_temp_name, read_request_bytes
 from hearth.queue.intake import Parsed, RequestRefused, check, parse_request, printable
 from hearth.queue.ledger import admit
@@ -138,9 +139,42 @@ class Spawner:
             self._settled(name, settle(self.queue, self.audit, self.settings, name, self.launcher, grace_s=0.0))
 
     def _settled(self, name: str, outcome: str | None) -> None:
-        if outcome is not None:
+        if outcome == RESUME_NOW:
+            self._resume(name.removesuffix(".json"))
+        elif outcome == "waiting":
+            self.report("waiting", printable(name), "suspended until its approval is decided")
+        elif outcome is not None:
             self.counts[outcome] += 1
             self.report("settled", printable(name), outcome)
+
+    def _resume(self, run_id: str) -> None:
+        """Start again a run that goes on (its approval decided, or hearth came back): held while
+        paused, as a queued request is (the next pass after the resume starts it)."""
+        held = paused(self.settings)
+        if held is not None:
+            self.report("paused", run_id, f"goes on once hearth is resumed: hearth is {held.line()}")
+            return
+        try:
+            self.launcher.start(run_id)
+        except LaunchError as exc:
+            self.report("launch_failed", run_id, str(exc))
+            self.counts["launch_failed"] += 1
+            return
+        self.counts["resumed"] += 1
+        self.report("resumed", run_id, "")
+
+    def _woken(self, entry: Entry, run_id: str) -> None:
+        """A `<run>.resume` name (hearth/queue/wake.py): removed, and the run started again if the
+        audit says it goes on now; anything else about it is believed from the audit, not the name."""
+        try:
+            entry.path.unlink()
+        except FileNotFoundError:
+            return  # another spawner took it
+        except OSError:
+            return
+        name = f"{run_id}.json"
+        if (self.queue.claimed / name).exists() and run_id not in self.launcher.running():
+            self._settled(name, settle(self.queue, self.audit, self.settings, name, self.launcher, now=self.clock))
 
     # -- arrivals -------------------------------------------------------------------------------
     def drain(self) -> Pass:
@@ -171,6 +205,10 @@ class Spawner:
         return Pass(None, blocked=False, paused=bool(waiting))
 
     def _handle(self, entry: Entry) -> float | None:
+        woken = wake.woken(entry.name)
+        if woken is not None and entry.kind == "file":
+            self._woken(entry, woken)
+            return None
         age = self.clock() - entry.mtime
         if is_temp_name(entry.name):
             if age >= self.stale_s:

@@ -3,6 +3,7 @@
     stop_run(settings, run_id, by=...)   one run, wherever it is:
         waiting at the top of the queue -> claimed here and kept in failed/ (it never starts)
         claimed, its agent not started  -> kept in failed/
+        waiting (suspended for approval) -> interrupted here, its approval cancelled (it has no process)
         running                         -> its launcher's `stop` (hearth/dispatch/launchers/): a
                                            unit stopped under systemd, a local process SIGTERMed
                                            then SIGKILLed after `grace_s`, wherever else it runs
@@ -74,9 +75,9 @@ def stop_run(
     claimed = (queue.claimed / f"{run_id}.json").exists()
     if status is None and not claimed:
         raise NotFound(f"no run or request with id {run_id!r}; see: hearth runs")
-    if status not in (None, "running"):
+    if status not in (None, "running", "waiting"):
         raise NotRunning(f"run {run_id} has already ended ({status}); nothing changed")
-    if status == "running":
+    if status in ("running", "waiting"):  # a waiting run has no process: it ends here, its approval cancelled
         _mark(settings, run_id, reason)
     launcher = launcher or launcher_for(settings)
     how = _end_process(launcher, run_id, grace_s)
@@ -188,7 +189,7 @@ def _settle(settings: Settings, queue: Queue, run_id: str, reason: str, how: str
 
 def _record(audit: AuditStore, run_id: str, reason: str) -> str:
     run = audit.run(run_id)
-    if run is None or run["status"] == "running":
+    if run is None or run["status"] in ("running", "waiting"):
         record_unfinished(audit, run_id, "interrupted", reason)
         return "interrupted"
     if run["status"] == "interrupted" and reason not in (run["error"] or ""):

@@ -50,6 +50,7 @@ RULES = {
     "label": "control characters are not allowed",
 }
 
+DURATION_PATTERN = r"^[0-9]{1,7}(\.[0-9]{1,3})?[smhd]?$"
 Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
 ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
@@ -89,7 +90,18 @@ class Request(BaseModel):
         description="Model turns before the run stops. Absent means the agent profile's cap, "
         "else the host's (HEARTH_MAX_ITERATIONS, else 12).",
     )
-    timeout_s: int = Field(3600, ge=1, le=86_400, description="Seconds before the run stops.")
+    timeout_s: int = Field(
+        3600,
+        ge=1,
+        le=86_400,
+        description="Seconds the run may work before it stops (time it waits for a person is not counted).",
+    )
+    approval_wait: Annotated[str, Field(pattern=DURATION_PATTERN, max_length=16)] | None = Field(
+        None,
+        description="How long an approval may wait for a person before it is a deny: seconds, or a number "
+        "with s, m, h or d (at most 7 days). Absent means the agent profile's, else the host's "
+        "(HEARTH_APPROVAL_WAIT, else 12h).",
+    )
     max_tokens: Annotated[int, Field(ge=1, le=MAX_RUN_TOKENS)] | None = Field(
         None,
         description="Tokens (prompt and reply, as Ollama counts them) the run may spend before it stops as "

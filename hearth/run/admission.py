@@ -28,7 +28,7 @@ from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
-from hearth.limits import MAX_ITERATIONS
+from hearth.limits import MAX_ITERATIONS, parse_duration
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
@@ -70,6 +70,7 @@ def goal_request(request: Request, settings: Settings, *, workspace: Path | None
         requested_by=request.requested_by,
         allowed_tools=request.allowed_tools,
         timeout_s=float(request.timeout_s),
+        approval_wait_s=parse_duration(request.approval_wait) if request.approval_wait else None,
         credentials=request.credentials or [],
         egress=request.egress or [],
         continues=request.continues,
@@ -141,6 +142,47 @@ def admit(
     )
     return AdmittedRun(
         run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen
+    )
+
+
+def readmit(
+    request: GoalRequest,
+    row: dict[str, Any],
+    settings: Settings,
+    audit: AuditStore,
+    pulled: list[str] | None,
+    *,
+    json_lines: bool,
+    out: TextIO,
+    sink: RunRecorder,
+) -> AdmittedRun:
+    """A run admitted before, made ready to go on in a new process (hearth/run/resume.py): the
+    plan resolved again from its request on the model it was routed to, its row left as it is
+    (nothing is recorded twice), its workspace the one it worked in."""
+    run_id = str(row["id"])
+    redactor = load_redactor(settings)
+    install_log_redaction(redactor)
+    kept_goal = str(row.get("goal") or redactor(request.goal))
+    asked = replace(request, run_id=run_id, model=row.get("model") or request.model, continues=None)
+    plan, route, parts, _ = plan_of(asked, settings, pulled, run_id)
+    root = Path(row["workspace"]) if row.get("workspace") else _checked(plan, settings)
+    plan = replace(plan, workspace=root)
+    state = StateFile(
+        settings.runs_state_dir, run_id, agent_name=plan.agent_name, model=plan.model, label=plan.label or None
+    )
+    recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
+    recorder.announce()
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
+    checkpoints = Checkpoints(
+        root,
+        run_id,
+        sandbox,
+        exclude=state_inside(settings.state_dir, root),
+        fresh=plan.fresh,
+        history=settings.checkpoints_dir,
+    )
+    return AdmittedRun(
+        run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, route
     )
 
 
@@ -287,10 +329,13 @@ def plan_of(
     )
     chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
     route, warning = route_request(request, profile, chosen, settings, pulled)
-    return _plan(request, chosen, route.model, profile, settings.agents_dir / run_id, run_id), route, parts, warning
+    plan = _plan(request, chosen, route.model, profile, settings.agents_dir / run_id, run_id, settings.approval_wait_s)
+    return plan, route, parts, warning
 
 
-def _plan(request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fresh_dir: Path, run_id: str) -> RunPlan:
+def _plan(
+    request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fresh_dir: Path, run_id: str, host_wait: float
+) -> RunPlan:
     """The plan: what the profile settled (`chosen`), the routed model, and the request's own."""
     return RunPlan(
         run_id=run_id,
@@ -305,6 +350,8 @@ def _plan(request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fr
         egress=chosen.egress,
         credentials=tuple(request.credentials),
         timeout_s=request.timeout_s or 0.0,
+        approval_wait_s=request.approval_wait_s
+        or (parse_duration(profile.approval_wait) if profile.approval_wait else host_wait),
         max_tokens=request.max_tokens or profile.max_tokens or 0,
         num_ctx=request.num_ctx,
         workspace=request.workspace or fresh_dir,

@@ -29,6 +29,7 @@ from agent.safety.policy import COMMAND_ARGUMENTS, Approver, Decision
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval, Clock, parse_stamp, utc_clock
 from hearth.run.events import ApprovalAsked, ApprovalDecided
+from hearth.run.exits import Suspended
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
 
@@ -56,19 +57,34 @@ def choose(
     stdout: TextIO | None = None,
     run_timeout_s: float | None = None,
     on_pending: OnPending | None = None,
+    wait_s: float | None = None,
+    suspend: bool = False,
+    resumed: Approval | None = None,
 ) -> Approver:
     """The terminal approver when a person is at this terminal, else the headless one.
 
-    With ``run_timeout_s`` (the run's own time limit) no approval waits past the run's end;
-    ``on_pending`` hears of each approval the headless one starts waiting for (the alerts).
+    `wait_s` is how long an approval waits (the run's plan; else HEARTH_APPROVAL_WAIT). A run that
+    can `suspend` (a queued one: a launcher starts it again) ends its process once an approval has
+    waited HEARTH_SUSPEND_AFTER_S, and its wait does not count against its own time limit; one that
+    cannot (a `hearth-loop`: its caller waits for its outcome) waits in its process, at most until
+    its time limit (``run_timeout_s``). ``on_pending`` hears of each approval the headless one
+    starts waiting for (the alerts); `resumed` is the approval a resumed run waited on.
     """
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    run_ends = utc_clock() + timedelta(seconds=run_timeout_s) if run_timeout_s else None
-    if _is_tty(stdin) and _is_tty(stdout):
+    wait = wait_s or settings.approval_wait_s
+    run_ends = utc_clock() + timedelta(seconds=run_timeout_s) if run_timeout_s and not suspend else None
+    if _is_tty(stdin) and _is_tty(stdout) and not suspend:
         # with --json, stdout is for events: the question goes to stderr
         out = sys.stderr if recorder.json_lines else stdout
-        return TerminalApprover(recorder, settings.approval_timeout_s, stdin, out, run_ends=run_ends)
-    return HeadlessApprover(recorder, settings.approval_timeout_s, run_ends=run_ends, on_pending=on_pending)
+        return TerminalApprover(recorder, wait, stdin, out, run_ends=run_ends)
+    return HeadlessApprover(
+        recorder,
+        wait,
+        run_ends=run_ends,
+        on_pending=on_pending,
+        suspend_after_s=settings.suspend_after_s if suspend else None,
+        resumed=resumed,
+    )
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -152,12 +168,19 @@ class HeadlessApprover(_Bounded):
         sleep: Callable[[float], None] = time.sleep,
         run_ends: datetime | None = None,
         on_pending: OnPending | None = None,
+        suspend_after_s: float | None = None,
+        resumed: Approval | None = None,
     ) -> None:
         self.recorder, self.limit_s, self.poll_s, self.now, self.sleep = recorder, timeout_s, poll_s, now, sleep
         self.run_ends = run_ends
         self.on_pending = on_pending
+        self.suspend_after_s = suspend_after_s  # None: wait in this process until decided or expired
+        self.resumed = resumed  # the approval an earlier process of the run suspended on
 
     def __call__(self, name: str, args: dict[str, Any], reason: str) -> Decision:
+        resumed, self.resumed = self.resumed, None
+        if resumed is not None and resumed.call_hash == approvals.call_hash(name, args):
+            return self._decided(name, args, self._wait(resumed))  # decided or expired (else it suspends again)
         timeout_s = self.wait_s()
         refused = _too_big(self.recorder, name, args, reason, timeout_s)
         if refused:
@@ -169,10 +192,15 @@ class HeadlessApprover(_Bounded):
             self.on_pending(approval, _show_call(name, args))
         try:
             final = self._wait(approval)
+        except Suspended:
+            raise  # the question stays open: a new process of the run hears the answer
         except BaseException as exc:  # SIGTERM, Ctrl-C: the run stops; the question must not stay open
             note = f"the run stopped while waiting ({type(exc).__name__})"
             self.recorder.record(ApprovalDecided(approval.id, "cancelled", stamp(utc_clock()), "run", note))
             raise
+        return self._decided(name, args, final)
+
+    def _decided(self, name: str, args: dict[str, Any], final: Approval) -> Decision:
         # what the run saw decided, into its own stream: a recorder that did not see the decision
         # being written (a replay, another machine's) has it too; where it was written, a no-op
         self.recorder.record(ApprovalDecided.of(final))
@@ -185,8 +213,10 @@ class HeadlessApprover(_Bounded):
         return Decision(False, by=final.decided_by or "timeout", detail=_denial_detail(final), ref=final.id)
 
     def _wait(self, approval: Approval) -> Approval:
-        """Poll until someone decides it or it expires (closed as expired by the run); the final row."""
+        """Poll until someone decides it or it expires (closed as expired by the run); the final row.
+        A run that may suspend raises Suspended once it has waited `suspend_after_s`."""
         deadline = parse_stamp(approval.expires_at)
+        suspend_at = time.monotonic() + self.suspend_after_s if self.suspend_after_s is not None else None
         while True:
             current = self.recorder.sink.approval(approval.id)
             assert current is not None, f"approval {approval.id} is not where the run recorded it"
@@ -199,6 +229,8 @@ class HeadlessApprover(_Bounded):
                 final = self.recorder.sink.approval(approval.id)
                 assert final is not None
                 return final
+            if suspend_at is not None and time.monotonic() >= suspend_at:
+                raise Suspended(approval.id)
             self.sleep(min(self.poll_s, left))
 
     def _announce(self, approval: Approval, name: str, args: dict[str, Any]) -> None:

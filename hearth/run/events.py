@@ -13,6 +13,8 @@ itself. Each thing it keeps is one frozen record below, handed to the `RunRecord
     ConnectionMade   a connection its commands made through the run's proxy
     TripwireTripped  a decoy touched
     CheckpointKept   a workspace checkpoint (before, after, a swarm's seed)
+    MessagesKept     messages the model has read, appended to the run's conversation (or, after a
+                     compaction, its whole new history): what a resumed run goes on with
 
 Every record carries what it writes and, where the audit keeps a time, the time it was made
 (`at`, stamped when the record is built): a recorder writes what it is handed and adds nothing of
@@ -60,6 +62,7 @@ __all__ = [
     "ApprovalDecided",
     "CheckpointKept",
     "ConnectionMade",
+    "MessagesKept",
     "RunEvent",
     "RunFinished",
     "RunRecorder",
@@ -193,6 +196,19 @@ class CheckpointKept:
     at: str = field(default_factory=utc_now)
 
 
+@dataclass(frozen=True)
+class MessagesKept:
+    """Messages `start`, `start + 1`, ... of the conversation's `generation` (0 until a compaction)."""
+
+    run_id: str
+    generation: int
+    start: int
+    messages: list[dict[str, Any]]
+    iteration: int
+    worked_ms: int
+    at: str = field(default_factory=utc_now)
+
+
 RunEvent = (
     RunStarted
     | RunUpdated
@@ -204,6 +220,7 @@ RunEvent = (
     | ConnectionMade
     | TripwireTripped
     | CheckpointKept
+    | MessagesKept
 )
 EVENTS: dict[str, type[RunEvent]] = {
     cls.__name__: cls
@@ -218,6 +235,7 @@ EVENTS: dict[str, type[RunEvent]] = {
         ConnectionMade,
         TripwireTripped,
         CheckpointKept,
+        MessagesKept,
     )
 }
 
@@ -267,9 +285,12 @@ class SqliteRecorder:
             case StepRecorded(opens=None):
                 audit.record_step(event.run_id, event.kind, at=event.at, **event.columns)
             case StepRecorded(opens=str() as key):
-                self._opened[key] = audit.open_step(event.run_id, event.kind, at=event.at, **event.columns)
+                columns = {**event.columns, "opens": key}
+                self._opened[key] = audit.open_step(event.run_id, event.kind, at=event.at, **columns)
             case StepClosed():
-                audit.close_step(self._opened.pop(event.opened), **event.columns)
+                step = self._opened.pop(event.opened, None) or audit.opened_step(event.run_id, event.opened)
+                if step is not None:  # opened by an earlier process of the run (a resumed one closes it)
+                    audit.close_step(step, **event.columns)
             case ApprovalAsked():
                 audit.insert("approvals", event.row)
             case ApprovalDecided():
@@ -282,6 +303,8 @@ class SqliteRecorder:
                 audit.record_tripwire(event.run_id, **_columns(event))
             case CheckpointKept():
                 audit.record_checkpoint(event.run_id, **_columns(event))
+            case MessagesKept():
+                audit.keep_messages(event)
 
     def approval(self, approval_id: str) -> Approval | None:
         from hearth.audit import approvals

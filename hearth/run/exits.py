@@ -16,11 +16,22 @@ EXIT_CODES = {
     "leg_limit": 3,  # a marathon that was not done after its last leg
     "no_progress": 3,  # a marathon whose legs stopped changing the workspace
     "internal": 70,
+    # suspended while an approval waits for a person: the request stays claimed, the unit ends
+    # cleanly, and the run goes on in a new process once the approval is decided (hearth/run/resume.py)
+    "waiting": 0,
 }
 
 
 class Interrupted(BaseException):
     """SIGTERM or SIGINT arrived; the run is recorded as interrupted."""
+
+
+class Suspended(BaseException):
+    """A queued run waited long enough for a person: it ends its process and goes on when decided."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(approval_id)
+        self.approval_id = approval_id
 
 
 def exit_code(status: str) -> int:

@@ -36,6 +36,7 @@ class GoalRequest:
     allowed_tools: list[str] | None = None
     network: bool | None = None  # commands get network, only through the run's proxy; None: the profile's
     timeout_s: float | None = None
+    approval_wait_s: float | None = None  # None: the profile's, else the host's
     num_ctx: int = 8192
     config_repo: Path | None = None  # the config checkout the self tools work on (self-evolution)
     credentials: list[str] = field(default_factory=list)  # names the run's tools may use (cred:NAME)
@@ -84,6 +85,7 @@ class RunPlan:
     egress: tuple[str, ...]
     credentials: tuple[str, ...]
     timeout_s: float
+    approval_wait_s: float  # how long an approval waits for a person: the request's, the profile's, the host's
     max_tokens: int
     num_ctx: int
     workspace: Path
@@ -123,6 +125,7 @@ class RunPlan:
             allowed_tools=self.manifest,
             network=self.network,
             timeout_s=self.timeout_s or None,
+            approval_wait_s=self.approval_wait_s,
             num_ctx=self.num_ctx,
             config_repo=Path(self.config_repo) if self.config_repo else None,
             credentials=list(self.credentials),

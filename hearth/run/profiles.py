@@ -14,6 +14,7 @@
         fallbacks = ["llama3.2"]                models to try, in order, when the model is not pulled
         escalate = false                        retry a run ending iteration_limit/failed on the next one
         max_tokens = 50000                      a run's own token cap (budget_exceeded past it)
+        approval_wait = "8h"                    how long an approval waits for a person (a deny after)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -39,7 +40,7 @@ from typing import Any
 
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, UsageError
-from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS
+from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS, parse_duration
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
@@ -58,6 +59,7 @@ KEYS = (
     "fallbacks",
     "escalate",
     "max_tokens",
+    "approval_wait",
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -79,6 +81,7 @@ class Profile:
     fallbacks: tuple[str, ...] = ()
     escalate: bool | None = None
     max_tokens: int | None = None
+    approval_wait: str | int | None = None
 
     @property
     def builtin(self) -> bool:
@@ -188,6 +191,11 @@ def _problem(key: str, value: Any) -> str | None:
         return "must be a list of model names"
     if key == "escalate" and not isinstance(value, bool):
         return "must be true or false"
+    if key == "approval_wait":
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            return f"must be a duration ({exc})"
     if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
         return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
     return None

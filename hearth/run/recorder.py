@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from hearth.render import json_line, tolerant, visible_line
-from hearth.run.events import RunEvent, RunRecorder, StepClosed, StepRecorded
+from hearth.run.events import MessagesKept, RunEvent, RunRecorder, StepClosed, StepRecorded
 from hearth.run.state import StateFile
 
 THINKING_EVERY_S = 0.5
@@ -53,10 +53,28 @@ class Recorder:
         self._open_tool: str | None = None  # the key of the tool step that has started
         self._opened = 0  # tool steps started so far, for their keys
         self._announced = False  # the run's id is on the screen already
+        self.worked_before_ms = 0  # what earlier processes of the run worked (a resumed run)
+        self._worked_from = time.monotonic()
+
+    def worked_ms(self) -> int:
+        """The time the run has worked, over all its processes (not the time it waited)."""
+        return self.worked_before_ms + int((time.monotonic() - self._worked_from) * 1000)
+
+    def resuming(self, worked_ms: int, tool_steps: int, open_tool: str | None, tool: str = "") -> None:
+        """Go on from an earlier process of the run: its working time, the tool steps it opened
+        (keys go on from there), and the one still open that this process completes."""
+        self.worked_before_ms, self._worked_from = worked_ms, time.monotonic()
+        self._opened, self._open_tool, self.tool = tool_steps, open_tool, tool
+
+    def tool_key(self, n: int) -> str:
+        return f"{self.run_id}/tool/{n}"
 
     def __call__(self, event: Event) -> None:
         self.iteration = event.iteration
         data = event.data
+        if event.kind == "messages":  # what the model read, kept for a resume: never shown
+            self._on_messages(event)
+            return
         if "arguments" in data:  # a flood of an argument is never copied, serialised or shown whole
             data = {**data, "arguments": preview(data["arguments"])}
         # the choke point for what is kept and shown: no credential value reaches audit, state or logs
@@ -137,7 +155,7 @@ class Recorder:
         d = event.data
         self.tool = d["tool"]
         self._opened += 1
-        self._open_tool = f"{self.run_id}/tool/{self._opened}"
+        self._open_tool = self.tool_key(self._opened)
         columns = {
             "iteration": event.iteration,
             "tool": d["tool"],
@@ -147,6 +165,11 @@ class Recorder:
         }
         self.sink.record(StepRecorded(self.run_id, "tool", columns, opens=self._open_tool))
         self.state.update("tool", f"running {d['tool']}", event.iteration, d["tool"])
+
+    def _on_messages(self, event: Event) -> None:
+        d = self.redactor.data(event.data)
+        kept = MessagesKept(self.run_id, d["generation"], d["start"], d["messages"], event.iteration, self.worked_ms())
+        self.sink.record(kept)
 
     def _on_tool(self, event: Event) -> None:
         """Completed after it ran (one update of the row `_on_tool_started` made)."""

@@ -13,7 +13,8 @@ import json
 import signal
 import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from agent.context.compaction import Compactor, estimate_tokens
@@ -34,12 +35,13 @@ from hearth.leash.budget import Budget, RunGuard, load_budget
 from hearth.run import approvers
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
-from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder
-from hearth.run.exits import Interrupted
+from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder, StepClosed
+from hearth.run.exits import Interrupted, Suspended
 from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.liveness import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
+from hearth.run.resume import UNKNOWN, ResumePoint
 from hearth.run.router import linked_request
 from hearth.run.services import (
     ServicesHook,
@@ -47,6 +49,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
+from hearth.run.suspend import RESUME, SUSPEND
 from hearth.run.walls import Walls, raised
 from hearth.settings import Settings
 
@@ -63,6 +66,7 @@ def run_goal(
     out: TextIO = sys.stdout,
     configure_services: ServicesHook | None = None,
     recorder: RunRecorder | None = None,
+    suspend: bool = False,
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
@@ -70,7 +74,8 @@ def run_goal(
     is followed by a linked run on the next model of its route; the last run's id and outcome are
     returned. `configure_services` may adjust the run's services before the loop starts (tests
     inject a resolver and connector into the network guard there). `recorder` takes the run's
-    record (and its linked runs'); without it, this machine's audit does.
+    record (and its linked runs'); without it, this machine's audit does. With `suspend` (a queued
+    run, which its launcher starts again) a run whose approval waits ends `waiting` (hearth/run/suspend.py).
     """
     settings.writable_state_dir()
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
@@ -85,37 +90,97 @@ def run_goal(
                 run = admit(
                     replace(request, run_id=run_id), settings, audit, pulled, json_lines=json_lines, out=out, sink=sink
                 )
-                outcome = _attempt(run, settings, model, approve, configure_services)
+                outcome = _attempt(run, settings, model, approve, configure_services, Going(suspend))
             follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
                 return run.id, outcome
             request = follow
 
 
+def resume_goal(
+    request: GoalRequest,
+    cause: str,
+    settings: Settings,
+    *,
+    model: ChatModel | None = None,
+    json_lines: bool = False,
+    out: TextIO = sys.stdout,
+    configure_services: ServicesHook | None = None,
+    recorder: RunRecorder | None = None,
+) -> tuple[str, Outcome]:
+    """Go on with a run an earlier process of it began (hearth/run/resume.py says from where);
+    its linked runs, if it ends so, start as `run_goal`'s do."""
+    from hearth.run.admission import readmit
+    from hearth.run.resume import resume_point
+
+    assert request.run_id
+    settings.writable_state_dir()
+    start_detection(settings.sandbox)
+    pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
+    with AuditStore(settings.audit_path) as audit:
+        sink = recorder or SqliteRecorder(audit)
+        with hold_run(settings, request.run_id):
+            row = audit.run(request.run_id)
+            assert row is not None, f"run {request.run_id} is not in the audit"
+            point = resume_point(audit, row, cause)
+            run = readmit(request, row, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
+            outcome = _attempt(run, settings, model, None, configure_services, Going(True, point))
+        follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
+    if follow is None:
+        return run.id, outcome
+    return run_goal(follow, settings, model=model, json_lines=json_lines, out=out, recorder=recorder, suspend=True)
+
+
+@dataclass(frozen=True)
+class Going:
+    """How a run goes: may it suspend (a queued run), and from where it goes on (a resumed one)."""
+
+    suspend: bool = False
+    point: ResumePoint | None = None
+
+
 def _attempt(
-    run: AdmittedRun, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+    run: AdmittedRun,
+    settings: Settings,
+    model: ChatModel | None,
+    approve: Approver | None,
+    hook: ServicesHook | None,
+    going: Going,
 ) -> Outcome:
     if run.route.problem:
         outcome = _unavailable(run)
     else:
-        outcome = _with_model(run, settings, model, approve, hook)
+        outcome = _with_model(run, settings, model, approve, hook, going)
+    if outcome.status == "waiting":
+        return outcome  # not ended: the alert that it waits went out when it began waiting
     detail = outcome.error or outcome.summary
     alerts.run_ended(settings, run.id, outcome.status, goal=run.kept_goal, detail=detail, agent=run.plan.agent_name)
     return outcome
 
 
 def _with_model(
-    run: AdmittedRun, settings: Settings, model: ChatModel | None, approve: Approver | None, hook: ServicesHook | None
+    run: AdmittedRun,
+    settings: Settings,
+    model: ChatModel | None,
+    approve: Approver | None,
+    hook: ServicesHook | None,
+    going: Going,
 ) -> Outcome:
     if approve is None:
         approve = approvers.choose(
-            run.recorder, settings, run_timeout_s=run.plan.timeout_s, on_pending=alerts.pending_alert(settings)
+            run.recorder,
+            settings,
+            run_timeout_s=run.plan.timeout_s,
+            on_pending=alerts.pending_alert(settings),
+            wait_s=run.plan.approval_wait_s,
+            suspend=going.suspend,
+            resumed=going.point.approval if going.point else None,
         )
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
         model = own = model_client(run.plan, settings, run.recorder)
     try:
-        return _execute(run, settings, model, approve, hook)
+        return _execute(run, settings, model, approve, hook, going.point)
     except UsageError as exc:  # found once the prompt is built (a window too small for it)
         run.recorder.record(RunFinished(run.id, "rejected", {"error": str(exc), "iterations": 0}))
         run.state.remove()
@@ -134,12 +199,19 @@ def _unavailable(run: AdmittedRun) -> Outcome:
 
 
 def _execute(
-    run: AdmittedRun, settings: Settings, model: ChatModel, approve: Approver, configure_services: ServicesHook | None
+    run: AdmittedRun,
+    settings: Settings,
+    model: ChatModel,
+    approve: Approver,
+    configure_services: ServicesHook | None,
+    point: ResumePoint | None = None,
 ) -> Outcome:
-    """Checkpoint, loop, checkpoint: the run itself, recorded as it goes."""
+    """Checkpoint, loop, checkpoint: the run itself, recorded as it goes (a resumed run goes on
+    from its point: its first checkpoint was made by its first process)."""
     plan, trailers = run.plan, {"agent_name": run.plan.agent_name, "model": run.plan.model}
     points = run.checkpoints
-    record_checkpoint(run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir)
+    if point is None:
+        record_checkpoint(run.recorder, run.root, points.before(goal=run.kept_goal, **trailers), points.history_dir)
     with (
         raised(run.id, settings, run.sandbox, run.recorder, run.root) as walls,
         run_services(plan, run.id, settings, walls.policy, run.redactor, run.recorder.decision) as services,
@@ -148,14 +220,35 @@ def _execute(
         if configure_services:
             configure_services(services)
         walls.connect(services)
-        values = dict(plan.prompt_values) or run_values(ws.root, run.id, git=run.checkpoints.git_state(), **trailers)
-        loop, tools = _build_loop(plan, ws, model, approve, run.recorder, run.parts, values, walls)
+        if point is None:
+            values = dict(plan.prompt_values) or run_values(
+                ws.root, run.id, git=run.checkpoints.git_state(), **trailers
+            )
+            loop, tools = _build_loop(plan, ws, model, approve, run.recorder, run.parts, values, walls)
+            prompt = _prompt_record(run, loop.messages[0]["content"], values)
+            recalled = recall_preface(services, plan.goal, settings, run.recorder)
+            context = "\n\n".join(part for part in (plan.preface, recalled) if part)
+            start: Callable[[], Outcome] = lambda: loop.run(run.kept_goal, context=context)  # noqa: E731
+        else:
+            loop, tools = _build_loop(
+                plan,
+                ws,
+                model,
+                approve,
+                run.recorder,
+                run.parts,
+                {},
+                walls,
+                prompt=point.system_prompt,
+                worked_s=point.worked_ms / 1000,
+            )
+            prompt = _prompt_record(run, point.system_prompt, {})
+            _went_on(run.recorder, point)
+            start = lambda: loop.resume(point.resumed)  # noqa: E731
         loop.guard = _guard(plan, settings, run.audit)
-        prompt = _prompt_record(run, loop.messages[0]["content"], values)
-        recalled = recall_preface(services, plan.goal, settings, run.recorder)
-        context = "\n\n".join(part for part in (plan.preface, recalled) if part)
-        kept = replace(plan, goal=run.kept_goal)  # the model reads the goal as the audit keeps it
-        outcome = _drive(loop, kept, run.recorder, run.state, context, run.redactor, prompt)
+        outcome = _drive(loop, start, run.recorder, run.state, run.redactor, prompt)
+    if outcome.status == "waiting":
+        return outcome
     sandbox = _sandbox_label(settings.sandbox)  # its probe has long finished
     run.recorder.record(RunUpdated(run.id, {"sandbox": sandbox}))
     after = run.checkpoints.after(
@@ -163,6 +256,25 @@ def _execute(
     )
     record_checkpoint(run.recorder, run.root, after, points.history_dir)
     return outcome
+
+
+def _went_on(recorder: Recorder, point: ResumePoint) -> None:
+    """The new process takes over from the earlier one: its working time, its steps' keys, the
+    step it completes; a call of unknown outcome closed as such; and a `resume` step saying all that."""
+    recorder.resuming(
+        point.worked_ms,
+        point.tool_steps,
+        point.open_key,
+        point.open_tool,
+    )
+    if point.unknown_key:
+        closed = {"verdict": "unknown", "ok": 0, "output": UNKNOWN}
+        recorder.record(StepClosed(recorder.run_id, point.unknown_key, closed))
+    data: dict[str, Any] = {"cause": "restart" if point.cause == "restart" else "approval", "why": point.cause}
+    data |= {"iteration": point.resumed.iteration, "messages": len(point.resumed.messages)}
+    data |= {"worked_ms": point.worked_ms, "approval": point.approval.id if point.approval else None}
+    recorder.note(RESUME, iteration=point.resumed.iteration, detail=point.line(), data=json.dumps(data))
+    recorder.record(RunUpdated(recorder.run_id, {"status": "running"}))
 
 
 def _prompt_record(run: AdmittedRun, text: str, values: dict[str, str]) -> str:
@@ -227,7 +339,12 @@ def _build_loop(
     parts: list[PromptPart],
     values: dict[str, str],
     walls: Walls,
+    *,
+    prompt: str | None = None,
+    worked_s: float = 0.0,
 ) -> tuple[Loop, ToolRunner]:
+    """The run's tools and loop; a resumed run passes the system prompt it kept (never rendered
+    again: the same bytes) and the time it has worked (its time limit counts only that)."""
     tools = ToolRunner(
         ws,
         mode=plan.mode,
@@ -238,11 +355,12 @@ def _build_loop(
         before=[walls.prepare_for, walls.scan_arguments],
         after=[walls.record_connections, walls.check_after],
     )
-    prompt = run_system_prompt(
-        ws, tools.schemas, parts, recorder, values, num_ctx=plan.num_ctx, look_above=not plan.fresh
-    )
-    check_window(plan.num_ctx, prompt, tools.schemas)
-    deadline = time.monotonic() + plan.timeout_s if plan.timeout_s else None
+    if prompt is None:
+        prompt = run_system_prompt(
+            ws, tools.schemas, parts, recorder, values, num_ctx=plan.num_ctx, look_above=not plan.fresh
+        )
+        check_window(plan.num_ctx, prompt, tools.schemas)
+    deadline = time.monotonic() + max(0.0, plan.timeout_s - worked_s) if plan.timeout_s else None
     ws.services.deadline = deadline  # a command's timeout is cut to what is left of it
     loop = Loop(
         model,
@@ -258,17 +376,19 @@ def _build_loop(
 
 def _drive(
     loop: Loop,
-    plan: RunPlan,
+    start: Callable[[], Outcome],
     recorder: Recorder,
     state: StateFile,
-    context: str = "",
     redactor: Redactor | None = None,
     prompt: str | None = None,
 ) -> Outcome:
     started = time.monotonic()
     previous = _trap_signals()
     try:
-        outcome = loop.run(plan.goal, context=context)
+        outcome = start()
+    except Suspended as suspended:
+        _restore_signals(previous)
+        return _suspended(loop, recorder, state, suspended)
     except (Interrupted, KeyboardInterrupt):
         outcome = loop.outcome
         outcome.status, outcome.error, outcome.iterations = "interrupted", "interrupted by a signal", loop.iteration
@@ -288,6 +408,21 @@ def _drive(
         "prompt": prompt,
     }
     recorder.record(RunFinished(recorder.run_id, outcome.status, totals))
+    return outcome
+
+
+def _suspended(loop: Loop, recorder: Recorder, state: StateFile, suspended: Suspended) -> Outcome:
+    """The run waited long enough for a person: recorded `waiting` with what it needs to go on
+    (the conversation is kept already), and its process ends. Nothing of it is held meanwhile."""
+    outcome = loop.outcome
+    outcome.status, outcome.iterations = "waiting", loop.iteration
+    worked = recorder.worked_ms()
+    data = {"approval": suspended.approval_id, "worked_ms": worked, "malformed": loop.owed_malformed}
+    line = f"suspended while approval {suspended.approval_id} waits for a person; it goes on once decided"
+    recorder.note(SUSPEND, iteration=loop.iteration, tool=recorder.tool or None, detail=line, data=json.dumps(data))
+    totals = {"iterations": loop.iteration, "tokens_in": outcome.tokens_in, "tokens_out": outcome.tokens_out}
+    recorder.record(RunUpdated(recorder.run_id, {"status": "waiting", **totals}))
+    state.remove()
     return outcome
 
 

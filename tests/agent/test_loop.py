@@ -177,5 +177,22 @@ def test_events_cover_each_model_turn_and_tool_call(ws: Workspace) -> None:
     events: list[Any] = []
     with FakeOllama([tool_call("list_files", {}), final_answer("done")]) as fake:
         run_loop(fake, ws, events=events)
-    kinds = [e.kind for e in events]
+    kinds = [e.kind for e in events if e.kind != "messages"]
     assert kinds == ["run_started", "thinking", "model", "tool_started", "tool", "thinking", "model", "run_finished"]
+
+
+def test_the_messages_events_hand_on_exactly_the_conversation_the_model_read(ws: Workspace) -> None:
+    events: list[Any] = []
+    with FakeOllama([tool_call("list_files", {}), final_answer("done")]) as fake:
+        run_loop(fake, ws, events=events)
+    kept: list[Any] = []
+    for event in events:
+        if event.kind == "messages":
+            assert event.data["start"] == len(kept) and event.data["generation"] == 0
+            kept.extend(event.data["messages"])
+    assert kept[: len(fake.requests[-1]["messages"])] == fake.requests[-1]["messages"]
+    assert kept[-1] == {"role": "assistant", "content": "done"}
+    # a turn is kept before it is recorded: each model event follows the messages event holding its reply
+    for n, event in enumerate(events):
+        if event.kind == "model":
+            assert events[n - 1].kind == "messages" and events[n - 1].data["messages"][0]["role"] == "assistant"

@@ -1,0 +1,172 @@
+"""Where a run goes on from, read from the audit: its kept conversation, counts, open step and approval.
+
+A run's conversation is kept message by message as the model reads it (hearth/run/events.py's
+MessagesKept, written before the turn is recorded), so a new process of the run rebuilds the
+exact history: the system prompt and every earlier message byte for byte (Ollama's cache holds).
+What the new process owes its last reply (hearth/run/suspend.py says why it goes on):
+
+    the call that waited for a person    runs now with the decision (its start is recorded
+                                         already: the same step is completed, not a second one)
+    a call that started and never ended  is NOT run again: the model reads that its outcome is
+                                         unknown because the run's process stopped, and decides
+                                         (its step is closed `unknown`; the workspace is as the
+                                         call left it, and the checkpoints tell what changed)
+    the calls after such a call          are not run either: the model reads that they were not
+    calls of the reply not yet started   run, as the model asked
+
+Time: a run's time limit counts the time it worked (`worked_ms`, kept with each message and at
+suspension), never the time it waited with no process. Token budgets count tokens, as ever.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.loop import INVALID_CALL, Resumed
+from agent.parsing.calls import ToolCall
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval
+from hearth.audit.store import AuditStore
+from hearth.run.suspend import SUSPEND, suspended_on
+
+UNKNOWN = (
+    "Error: the outcome of this call is unknown: the run's process stopped while it ran (hearth, its "
+    "unit or the machine restarted) and it was not run again. The workspace is as the call left it: "
+    "check what it did before you go on, and call it again only if it is still needed."
+)
+NOT_RUN = (
+    "Not run: the run's process stopped before this call started (an earlier call of the same reply "
+    "had an unknown outcome). Call it again if it is still needed."
+)
+
+
+@dataclass
+class ResumePoint:
+    """Everything a new process of the run goes on from."""
+
+    run_id: str
+    cause: str  # approval decided | approval expired | restart ...
+    resumed: Resumed
+    worked_ms: int
+    tool_steps: int  # tool steps its earlier processes opened (the next one's key goes on from there)
+    open_key: str | None = None  # the open tool step this process completes (a call that waited)
+    open_tool: str = ""
+    unknown_key: str | None = None  # the open tool step to close as `unknown`
+    approval: Approval | None = None  # what the waiting call was decided (or still waits on)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def system_prompt(self) -> str:
+        return str(self.resumed.messages[0]["content"])
+
+    def line(self) -> str:
+        r = self.resumed
+        owed = len(r.pending) + len(r.answered)
+        tail = f"; {owed} call(s) of its last reply owed" if owed else ""
+        return (
+            f"resumed ({self.cause}) at iteration {r.iteration}, message {len(r.messages)}, "
+            f"after {self.worked_ms / 1000:.1f} s worked{tail}"
+        )
+
+
+def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePoint:
+    """The point a run goes on from; ValueError when it kept no conversation."""
+    run_id = run["id"]
+    messages, rows = audit.conversation(run_id)
+    if not messages or messages[0].get("role") != "system":
+        raise ValueError(f"run {run_id} kept no conversation to go on with")
+    steps = audit.rows(
+        "select id, kind, tool, verdict, opens, data, tokens_in, tokens_out, duration_ms from steps "
+        "where run_id = ? order by seq",
+        [run_id],
+    )
+    tools = [s for s in steps if s["kind"] == "tool" and s["opens"]]
+    suspension = next((s for s in reversed(steps) if s["kind"] == SUSPEND), None)
+    worked = max([int(r["worked_ms"] or 0) for r in rows] + [_data(suspension).get("worked_ms", 0)])
+    model = [s for s in steps if s["kind"] == "model"]
+    resumed = Resumed(
+        messages=messages,
+        iteration=int(rows[-1]["iteration"] or 0),
+        generation=int(rows[-1]["generation"] or 0),
+        tokens_in=sum(int(s["tokens_in"] or 0) for s in model),
+        tokens_out=sum(int(s["tokens_out"] or 0) for s in model),
+        model_seconds=sum(int(s["duration_ms"] or 0) for s in model) / 1000,
+    )
+    point = ResumePoint(run_id, cause, resumed, worked, len(tools))
+    owed = _owed(messages)
+    if not owed:
+        return point  # the model's turn is next
+    open_step = tools[-1] if tools and tools[-1]["verdict"] == "started" else None
+    waited = _waited_on(audit, run, suspension)
+    first = owed[0]
+    calls = [ToolCall(c["name"], c["arguments"]) for c in owed if c["name"] != INVALID_CALL]
+    malformed = [c["name"] for c in owed if c["name"] == INVALID_CALL]
+    problems = list(_data(suspension).get("malformed", [])) if suspension else []
+    problems = (problems + ["it could not be read as a call"] * len(malformed))[: len(malformed)]
+    if (
+        waited is not None
+        and first["name"] != INVALID_CALL
+        and waited.call_hash == approvals.call_hash(first["name"], first["arguments"])
+    ):
+        # the call that waited for a person: it runs now, with the decision, completing its own step
+        resumed.pending, resumed.malformed, resumed.reopened = calls, problems, True
+        point.approval = waited
+        if open_step is not None and open_step["tool"] == first["name"]:
+            point.open_key, point.open_tool = open_step["opens"], first["name"]
+        else:
+            resumed.reopened = False
+        return point
+    if open_step is not None:
+        # a call started and never ended: its outcome is unknown, and nothing after it runs
+        point.unknown_key = open_step["opens"]
+        resumed.answered = [(first["name"], UNKNOWN)] + [(c["name"], NOT_RUN) for c in owed[1:]]
+        return point
+    resumed.pending, resumed.malformed = calls, problems  # none of them started: they run as asked
+    return point
+
+
+def _owed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls of the last reply that have no result yet ({"name", "arguments"} each)."""
+    for n in range(len(messages) - 1, -1, -1):
+        message = messages[n]
+        if message.get("role") == "assistant":
+            wire = message.get("tool_calls") or []
+            answered = sum(1 for m in messages[n + 1 :] if m.get("role") == "tool")
+            return [
+                {"name": str(c["function"]["name"]), "arguments": dict(c["function"].get("arguments") or {})}
+                for c in wire[answered:]
+            ]
+        if message.get("role") == "user" and n > 1:
+            return []  # a nudge: the model's turn
+    return []
+
+
+def _waited_on(audit: AuditStore, run: dict[str, Any], suspension: dict[str, Any] | None) -> Approval | None:
+    """The approval the owed call waited on: the suspension's, else (the process was gone while it
+    waited, before it suspended) the run's latest approval that no approval step has consumed."""
+    if run["status"] == "waiting" and suspension is not None:
+        return suspended_on(audit, run["id"])
+    rows = audit.rows(
+        "select * from approvals where run_id = ? and via = 'queue' order by requested_at desc, rowid desc limit 1",
+        [run["id"]],
+    )
+    if not rows:
+        return None
+    approval = approvals.from_row(rows[0])
+    used = audit.conn.execute(
+        "select 1 from steps where run_id = ? and kind = 'approval' and json_extract(detail, '$.approval') = ?",
+        [run["id"], approval.id],
+    ).fetchone()
+    return None if used or approval.status == "cancelled" else approval
+
+
+def _data(row: dict[str, Any] | None) -> dict[str, Any]:
+    if not row:
+        return {}
+    try:
+        data = json.loads(row.get("data") or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}

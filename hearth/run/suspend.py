@@ -1,0 +1,76 @@
+"""What the audit says of a run that stopped before its end and may go on: the reads a sweep needs.
+
+Two ways a run goes on in a new process (hearth/run/resume.py does it):
+
+    waiting  a queued run suspended while an approval waited for a person (its process ended,
+             its request stays in claimed/): it goes on once the approval is decided or expires;
+    restart  a run recorded `running` whose process is gone (hearth, its unit or the machine
+             stopped): it goes on once, from its last kept message; if it dies that way again it
+             is settled `interrupted`, saying so.
+
+A run goes on only if its conversation was kept (every run of hearth-loop's engine keeps it;
+a marathon's or a swarm's holding run does not, and is settled as before). This module only
+reads the audit: the spawner's sweep imports it without the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent.clock import utc_now
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval
+from hearth.audit.store import AuditStore
+
+SUSPEND = "suspend"  # the step a run records as it suspends (its detail: the approval, the time worked)
+RESUME = "resume"  # the step a resumed run records first (its detail: why and from where)
+AGAIN = (
+    "the run's process was gone again after it had been resumed once from a restart; "
+    "it is not resumed a second time (see its `resume` step)"
+)
+
+
+def kept_conversation(audit: AuditStore, run_id: str) -> bool:
+    return audit.conn.execute("select 1 from conversation where run_id = ? limit 1", [run_id]).fetchone() is not None
+
+
+def restarts(audit: AuditStore, run_id: str) -> int:
+    """How many times the run has been resumed after its process was gone."""
+    rows = audit.rows("select data from steps where run_id = ? and kind = ?", [run_id, RESUME])
+    return sum(1 for row in rows if _data(row).get("cause") == "restart")
+
+
+def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
+    """The approval a `waiting` run suspended on (its last suspend step's), as it stands now."""
+    rows = audit.rows(
+        "select data from steps where run_id = ? and kind = ? order by seq desc limit 1", [run_id, SUSPEND]
+    )
+    if not rows:
+        return None
+    found = audit.rows("select * from approvals where id = ?", [_data(rows[0]).get("approval", "")])
+    return approvals.from_row(found[0]) if found else None
+
+
+def ready(audit: AuditStore, run: dict[str, Any], now: str | None = None) -> str | None:
+    """Why this run should be started again now ("approval decided", "approval expired",
+    "restart"), or None: it must wait (a pending approval), or it cannot go on."""
+    if not kept_conversation(audit, run["id"]):
+        return None
+    if run["status"] == "waiting":
+        approval = suspended_on(audit, run["id"])
+        if approval is None:
+            return "approval lost"  # resumed, its call is asked again
+        status = approval.status_at(now or utc_now())
+        return None if status == "pending" else f"approval {status}"
+    if run["status"] == "running" and restarts(audit, run["id"]) == 0:
+        return "restart"
+    return None
+
+
+def _data(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        data = json.loads(row.get("data") or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
