@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import threading
+import time
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ from typing import Any
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
 from tests.cli_support import start_watch, stop_watch
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import listing, rows, wait_for
 
@@ -26,7 +30,7 @@ ENV = {"HEARTH_SUSPEND_AFTER_S": "0", "HEARTH_SANDBOX": "none"}
 
 def enqueue(state_dir: Path, run_id: str, **fields: Any) -> Queue:
     queue = Queue(state_dir / "queue").ensure()
-    queue.enqueue(Request(id=run_id, goal="say hello with a command", mode="auto", **fields))
+    queue.enqueue(Request(id=run_id, goal="say hello with a command", **{"mode": "auto", **fields}))
     return queue
 
 
@@ -158,3 +162,126 @@ def test_under_watch_a_waiting_run_has_no_process_and_an_approval_resumes_it(sta
             watch.send_signal(signal.SIGTERM)
             stop_watch(watch)
     assert len(fake.requests) == 2 and prefix_identical(fake.requests[0], fake.requests[1])
+
+
+# -- runs that survive a restart ------------------------------------------------------------------
+
+
+class Blocked:
+    """A model reply that never comes: the run is held inside the model's answer until killed."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.bodies.append(body)
+        self.reached.set()
+        time.sleep(30)  # the server thread outlives the killed client; its answer goes nowhere
+        return final_answer("nobody reads this")
+
+
+def claimed(state_dir: Path, run_id: str, **fields: Any) -> Queue:
+    queue = enqueue(state_dir, run_id, **fields)
+    queue.claim(f"{run_id}.json")
+    return queue
+
+
+def kill(agent: subprocess.Popen[str]) -> None:
+    """SIGKILL the run's process and everything in its process group (its commands too)."""
+    try:
+        os.killpg(agent.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    agent.wait(30)
+
+
+def start_agent(run_id: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hearth.cli.main", "agent", run_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,  # its own process group: the kill takes its commands with it
+    )
+
+
+def test_killed_while_the_model_answers_the_run_goes_on_once_and_asks_the_same_question(state_dir: Path) -> None:
+    queue = claimed(state_dir, "answering")
+    blocked = Blocked()
+    with FakeOllama([tool_call("list_files", {}), blocked, final_answer("listed")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        agent = start_agent("answering", env)
+        assert blocked.reached.wait(60)
+        kill(agent)
+        assert run_of(state_dir, "answering")["status"] == "running"  # the process is gone, the row does not know
+        sweep = run_cli("hearth", "spawn", "--local", env=env)
+        assert "resumed answering" in sweep.stdout, sweep.stdout + sweep.stderr
+    run = run_of(state_dir, "answering")
+    assert (run["status"], run["summary"]) == ("done", "listed")
+    asked_again = fake.requests[-1]
+    assert asked_again["messages"] == blocked.bodies[0]["messages"]  # the same question, byte for byte
+    steps = kinds(state_dir, "answering")
+    assert steps.count("model") == 2 and steps.count("tool") == 1 and steps.count("resume") == 1
+    [resume] = rows(state_dir, "select * from steps where run_id = 'answering' and kind = 'resume'")
+    assert json.loads(resume["data"])["cause"] == "restart" and "iteration 1" in resume["detail"]
+    assert listing(queue.claimed) == []
+
+
+def test_killed_while_a_command_runs_the_call_is_not_run_again_and_the_model_is_told(state_dir: Path) -> None:
+    claimed(state_dir, "commanding", mode="bypass")
+    marker = state_dir / "agents" / "commanding" / "ran-once"
+    command = tool_call("run_command", {"command": "touch ran-once; sleep 60"})
+    with FakeOllama([command, final_answer("checked the workspace")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        agent = start_agent("commanding", env)
+        wait_for(marker.exists, timeout=60, what="the command to start")
+        kill(agent)
+        marker.unlink()
+        sweep = run_cli("hearth", "spawn", "--local", env=env)
+        assert "resumed commanding" in sweep.stdout, sweep.stdout + sweep.stderr
+    assert run_of(state_dir, "commanding")["status"] == "done"
+    assert not marker.exists()  # not run again blindly
+    told = fake.requests[-1]["messages"][-1]
+    assert told["role"] == "tool" and "outcome of this call is unknown" in told["content"]
+    [tool] = rows(state_dir, "select * from steps where run_id = 'commanding' and kind = 'tool'")
+    assert tool["verdict"] == "unknown" and "unknown" in tool["output"]
+    assert kinds(state_dir, "commanding").count("model") == 2
+
+
+def test_killed_between_steps_the_kept_result_is_not_asked_for_again(state_dir: Path) -> None:
+    claimed(state_dir, "between")
+    blocked = Blocked()
+    (state_dir.parent / "seen.txt").write_text("x")
+    with FakeOllama([tool_call("list_files", {}), tool_call("list_files", {"path": "."}), blocked]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        agent = start_agent("between", env)
+        assert blocked.reached.wait(60)  # both tools ran and were kept; the next reply is awaited
+        kill(agent)
+        fake.add(final_answer("two listings"))
+        run_cli("hearth", "spawn", "--local", env=env)
+    assert run_of(state_dir, "between")["status"] == "done"
+    assert fake.requests[-1]["messages"] == blocked.bodies[0]["messages"]
+    steps = kinds(state_dir, "between")
+    assert steps.count("tool") == 2 and steps.count("model") == 3
+
+
+def test_a_run_that_dies_again_after_going_on_once_is_settled_interrupted_saying_so(state_dir: Path) -> None:
+    queue = claimed(state_dir, "twice")
+    first, second = Blocked(), Blocked()
+    with FakeOllama([first, second]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        agent = start_agent("twice", env)
+        assert first.reached.wait(60)
+        kill(agent)
+        agent = start_agent("twice", env)  # what the sweep starts: the run goes on, once
+        assert second.reached.wait(60)
+        kill(agent)
+        sweep = run_cli("hearth", "spawn", "--local", env=env)
+    assert "settled twice.json: interrupted" in sweep.stdout
+    run = run_of(state_dir, "twice")
+    assert run["status"] == "interrupted" and "not resumed a second time" in run["error"]
+    assert listing(queue.failed) == ["twice.json", "twice.json.error.json"]
+    assert len(fake.requests) == 2
