@@ -13,6 +13,7 @@ from markupsafe import Markup, escape
 STATUS_COLOURS = {
     "done": "#2f9e44",
     "running": "#1c7ed6",
+    "waiting": "#f59f00",
     "iteration_limit": "#f08c00",
     "model_unavailable": "#ae3ec9",
     "budget_exceeded": "#d6336c",

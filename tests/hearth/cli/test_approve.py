@@ -94,7 +94,7 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(
     assert loop.returncode == 0, err
     assert (tmp_path / "ws" / "proof.txt").read_text() == "approved\n"
     [row] = db_rows(state_dir, "select * from approvals")
-    assert row["status"] == "approved" and row["decided_by"].startswith("cli:") and row["timeout_s"] == 300
+    assert row["status"] == "approved" and row["decided_by"].startswith("cli:") and row["timeout_s"] == 12 * 3600
     [tool] = db_rows(state_dir, "select * from steps where kind = 'tool'")
     assert tool["verdict"] == "approved" and json.loads(tool["detail"])["approval"] == waiting["id"]
     assert [s["kind"] for s in db_rows(state_dir, "select kind from steps order by seq")] == [
@@ -107,7 +107,7 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(
     assert again.returncode == 1 and "was already approved" in again.stderr
     shown = run_cli("hearth", "show", waiting["run_id"]).stdout
     assert f'approval run_command {{"command":"{COMMAND}"}} -> approved by cli:' in shown
-    assert "timeout 300.0s)" in shown
+    assert "timeout 43200.0s)" in shown
 
 
 def test_a_deny_from_another_process_is_what_the_model_reads(
@@ -211,9 +211,10 @@ def test_sandbox_none_is_warned_about_and_recorded_on_the_run(
     [
         ({"HEARTH_SANDBOX": "docker"}, "HEARTH_SANDBOX must be one of auto, bwrap, landlock, none, got 'docker'"),
         ({"HEARTH_APPROVAL_TIMEOUT_S": "soon"}, "HEARTH_APPROVAL_TIMEOUT_S must be a number of seconds"),
+        ({"HEARTH_APPROVAL_WAIT": "soon"}, "HEARTH_APPROVAL_WAIT: 'soon' is not a duration"),
         ({"HEARTH_AUTO_COMMANDS": "git,rm -rf"}, "HEARTH_AUTO_COMMANDS lists program names"),
     ],
-    ids=["sandbox", "timeout", "heads"],
+    ids=["sandbox", "timeout", "wait", "heads"],
 )
 def test_bad_settings_are_one_line_errors(state_dir: Path, env: dict[str, str], reason: str) -> None:
     proc = run_cli("hearth-loop", "go", env=env)

@@ -17,7 +17,6 @@ import pytest
 
 from hearth.cli.main import main
 from hearth.dispatch.launchers import LAUNCHERS, launcher_for, register
-from hearth.dispatch.settle import GONE
 from hearth.errors import ConfigError
 from hearth.locks import lock_is_held
 from hearth.queue.directory import Queue
@@ -106,12 +105,12 @@ def test_a_run_elsewhere_is_shown_live_and_stopped_through_its_launcher(
     assert active(capsys) == {}
 
 
-def test_a_run_whose_process_elsewhere_was_killed_is_settled_by_its_launchers_word(
+def test_a_run_whose_process_elsewhere_was_killed_goes_on_by_its_launchers_word(
     state_dir: Path, remote: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate = Gate()
     launcher = RemoteLauncher(Settings.from_env())
-    with FakeOllama([gate]) as fake:
+    with FakeOllama([gate, final_answer("went on over there")]) as fake:
         try:
             start_held(capsys, monkeypatch, gate, fake.url, "lost")
             assert no_flock_here("lost")
@@ -119,12 +118,17 @@ def test_a_run_whose_process_elsewhere_was_killed_is_settled_by_its_launchers_wo
             assert code == 0 and [r["status"] for r in json.loads(out) if r["id"] == "lost"] == ["running"]
             launcher.kill("lost")
             wait_for(lambda: not launcher.alive("lost"), what="the launcher to call the run gone")
-            assert "lost" not in active(capsys)
+            assert not active(capsys)["lost"]["alive"]  # gone by its launcher's word, not settled by a reader
         finally:
             gate.opened.set()
-    [run] = rows(state_dir, "select status, error from runs where id = 'lost'")
-    assert (run["status"], run["error"]) == ("interrupted", GONE)
-    assert "lost.json" in listing(state_dir / "queue" / "failed") and listing(state_dir / "queue" / "claimed") == []
+        code, out = hearth(capsys, "spawn")  # the sweep: the run goes on, through the same launcher
+        assert code == 0 and "resumed lost" in out, out
+        wait_for(lambda: status(state_dir, "lost") == "done", what="the run to go on over there and end")
+        wait_for(lambda: not launcher.alive("lost"), what="its process there to end")
+        hearth(capsys, "spawn")
+    [run] = rows(state_dir, "select status, summary from runs where id = 'lost'")
+    assert (run["status"], run["summary"]) == ("done", "went on over there")
+    assert listing(state_dir / "queue" / "claimed") == []
 
 
 def test_a_run_elsewhere_that_ends_is_recorded_and_its_request_placed_by_the_next_sweep(

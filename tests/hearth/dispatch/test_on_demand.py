@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from hearth.dispatch.settle import GONE
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
+from hearth.run.suspend import AGAIN
 from tests.cli_support import start_cli
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
@@ -163,27 +163,37 @@ def test_two_spawners_racing_over_100_requests_start_each_exactly_once(state_dir
     assert queue_is_empty(state_dir)
 
 
-def test_a_run_killed_mid_way_is_marked_interrupted_and_its_request_kept(state_dir: Path) -> None:
+def test_a_run_killed_mid_way_goes_on_once_and_killed_again_is_interrupted_with_its_request_kept(
+    state_dir: Path,
+) -> None:
     gate = Gate()
     with FakeOllama([gate], repeat_last=True) as fake:
         env = {"OLLAMA_HOST": fake.url}
         run_cli("hearth", "enqueue", "a long job", "--id", "doomed", env=env)
         spawner = start_cli("spawn", "--local", env=env)
+        live = state_dir / "state" / "doomed.json"
         try:
             assert gate.reached.wait(30), "the run never reached the model"
-            state = json.loads((state_dir / "state" / "doomed.json").read_text())
-            os.kill(state["pid"], signal.SIGKILL)
+            first = json.loads(live.read_text())["pid"]
+            os.kill(first, signal.SIGKILL)
+            # the spawner reaps it and starts it again: a new process of the same run, at the model again
+            again = wait_for(
+                lambda: live.exists() and json.loads(live.read_text() or "{}").get("state") == "thinking"
+                and json.loads(live.read_text())["pid"] != first and json.loads(live.read_text())["pid"],
+                what="the run to go on in a new process",
+            )
+            os.kill(again, signal.SIGKILL)
             out, err = spawner.communicate(timeout=30)
         finally:
             gate.opened.set()
     assert spawner.returncode == 0, err
-    assert "ended doomed: exit -9" in out and "settled doomed.json: interrupted" in out
+    assert "resumed doomed" in out and "settled doomed.json: interrupted" in out
     [run] = rows(state_dir, "select * from runs")
-    assert (run["status"], run["error"]) == ("interrupted", GONE)
+    assert (run["status"], run["error"]) == ("interrupted", AGAIN)
     failed = state_dir / "queue" / "failed"
     assert json.loads((failed / "doomed.json").read_text())["goal"] == "a long job"  # the request, kept whole
-    assert json.loads((failed / "doomed.json.error.json").read_text())["reason"] == GONE
-    assert not (state_dir / "state" / "doomed.json").exists()  # its live state died with it; the audit says how
+    assert json.loads((failed / "doomed.json.error.json").read_text())["reason"] == AGAIN
+    assert not live.exists()  # its live state died with it; the audit says how
     assert listing(state_dir / "queue" / "claimed") == [] and listing(state_dir / "queue" / "locks") == []
 
 
@@ -205,17 +215,17 @@ def test_a_run_killed_with_no_spawner_around_is_found_by_the_next_sweep_and_a_li
         finally:
             gate.opened.set()
         sweep = run_cli("hearth", "spawn", "--local", env=env)
-    assert "settled orphan.json: interrupted" in sweep.stdout
-    assert runs_by_status(state_dir) == {"interrupted": 1}
-    assert listing(queue.failed) == ["orphan.json", "orphan.json.error.json"]
+    assert "resumed orphan" in sweep.stdout  # gone, found by the sweep, and it goes on from where it was
+    assert runs_by_status(state_dir) == {"done": 1}
+    assert listing(queue.claimed) == [] and listing(queue.failed) == []
 
 
-def test_an_approval_left_waiting_by_a_killed_run_is_cancelled_by_the_sweep(state_dir: Path) -> None:
+def test_an_approval_left_waiting_by_a_killed_run_is_the_one_it_goes_on_with(state_dir: Path) -> None:
     queue = Queue(state_dir / "queue").ensure()
     queue.enqueue(Request(id="asker", goal="g", mode="auto"))
     queue.claim("asker.json")
-    with FakeOllama([tool_call("run_command", {"command": "echo hi"})]) as fake:
-        env = {"OLLAMA_HOST": fake.url}
+    with FakeOllama([tool_call("run_command", {"command": "echo hi"}), final_answer("said hi")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, "HEARTH_SANDBOX": "none"}
         agent = start_cli("agent", "asker", env=env)
         try:
             waiting = wait_for(
@@ -225,12 +235,14 @@ def test_an_approval_left_waiting_by_a_killed_run_is_cancelled_by_the_sweep(stat
         finally:
             agent.send_signal(signal.SIGKILL)
             agent.wait(30)
-        sweep = run_cli("hearth", "spawn", "--local", env=env)
-    assert "settled asker.json: interrupted" in sweep.stdout
-    [row] = rows(state_dir, "select * from approvals")
-    assert (row["id"], row["status"], row["decided_by"]) == (waiting[0]["id"], "cancelled", "run")
-    late = run_cli("hearth", "approve", row["id"])
-    assert late.returncode != 0 and "cancelled" in late.stderr
+        sweep = run_cli("hearth", "spawn", "--local", env={**env, "HEARTH_SUSPEND_AFTER_S": "0"})
+        assert "resumed asker" in sweep.stdout and "waiting asker.json" in sweep.stdout
+        [row] = rows(state_dir, "select * from approvals")
+        assert (row["id"], row["status"]) == (waiting[0]["id"], "pending")  # still the question, asked once
+        assert run_cli("hearth", "approve", row["id"]).returncode == 0
+        run_cli("hearth", "spawn", "--local", env=env)
+    assert runs_by_status(state_dir) == {"done": 1} and len(fake.requests) == 2
+    assert rows(state_dir, "select count(*) as n from steps where kind = 'tool'")[0]["n"] == 1
 
 
 def test_the_agent_refuses_a_request_that_is_already_running(state_dir: Path) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
-import sqlite3
 from pathlib import Path
 from typing import Any
 
