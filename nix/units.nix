@@ -191,7 +191,9 @@ in
     pathConfig = fill { } data.paths.hearth-spawn.path;
   };
 
-  timers = optionalAttrs (cfg.selfTest.onCalendar != null) {
+  timers = {
+    hearth-spawn = head "timers" "hearth-spawn" { } // { timerConfig = data.timers.hearth-spawn.timer; };
+  } // optionalAttrs (cfg.selfTest.onCalendar != null) {
     hearth-self-test = head "timers" "hearth-self-test" { } // {
       timerConfig = data.timers.hearth-self-test.timer // { OnCalendar = cfg.selfTest.onCalendar; };
     };

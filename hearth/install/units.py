@@ -192,6 +192,11 @@ class Renderer:
         body = {**unit["timer"], "OnCalendar": calendar}
         return Unit(file, {"Description": unit["description"]}, body, tuple(unit["wantedBy"]))
 
+    def sweep_timer(self) -> Unit:
+        """hearth-spawn.timer: the spawner's sweep at boot and every few minutes (fixed, no calendar)."""
+        unit = self.fill(self.data["timers"]["hearth-spawn"])
+        return Unit("hearth-spawn.timer", {"Description": unit["description"]}, unit["timer"], tuple(unit["wantedBy"]))
+
     def units(self) -> list[Unit]:
         c = self.config
         spawn = self.data["paths"]["hearth-spawn"]
@@ -204,6 +209,7 @@ class Renderer:
                 self.fill(spawn["path"]),
                 tuple(spawn["wantedBy"]),
             ),
+            self.sweep_timer(),
         ]
         if c.self_test_calendar is not None:
             found.append(

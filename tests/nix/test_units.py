@@ -51,6 +51,7 @@ def test_the_module_renders_the_queue_path_unit_spawn_agent_template_and_timers(
         "hearth-agent@.service",
         "hearth-spawn.service",
         "hearth-spawn.path",
+        "hearth-spawn.timer",
         "hearth-self-test.service",
         "hearth-self-test.timer",
         "hearth-schedule-daily-notes.service",
@@ -136,7 +137,7 @@ def test_bwrap_sandbox_relaxes_only_what_bubblewrap_needs_and_still_verifies(tmp
 
 def test_minimal_config_has_no_schedule_units_and_self_test_can_be_turned_off(tmp_path: Path) -> None:
     files = _render(tmp_path, selfTest={"onCalendar": None})
-    assert set(files) == {"hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path"}
+    assert set(files) == {"hearth-agent@.service", "hearth-spawn.service", "hearth-spawn.path", "hearth-spawn.timer"}
     lines = _service(files, "hearth-agent@.service")
     assert not [line for line in lines if line.startswith(("LoadCredential=", "Wants="))]
     assert [line for line in lines if line.startswith("ReadWritePaths=")] == ["ReadWritePaths=/var/lib/hearth"]

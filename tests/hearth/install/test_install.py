@@ -50,6 +50,7 @@ def test_install_makes_the_user_groups_state_directory_and_units(root: Path) -> 
         "hearth-self-test.timer",
         "hearth-spawn.path",
         "hearth-spawn.service",
+        "hearth-spawn.timer",
     ]
     link = root / "etc/systemd/system/multi-user.target.wants/hearth-spawn.path"
     assert os.readlink(link) == "/etc/systemd/system/hearth-spawn.path"
