@@ -3,7 +3,7 @@
 The machine is set up as docs/debian.md says (conftest.py); each test drives it from outside with
 nsenter and waits on conditions, never on the clock. In file order: the queue -> path unit -> agent
 unit -> done path, the unit's walls probed from inside it, the command sandbox inside the unit,
-stop, pause, the mission timer, SIGKILL settled, the command center with its credential, the
+stop, pause, the mission timer, SIGKILL and going on, an approval that waits with no unit, the command center with its credential, the
 network walls, and last a reboot that must lose nothing.
 """
 
@@ -217,15 +217,36 @@ def test_the_mission_timer_fires_and_its_run_is_done(machine: Container) -> None
     as_hearth(machine, "missions", "pause", "tick")
 
 
-def test_a_run_killed_with_sigkill_is_settled_interrupted(machine: Container) -> None:
+def test_a_run_killed_with_sigkill_goes_on_once_in_a_new_unit_when_the_spawner_sweeps(machine: Container) -> None:
     enqueue(machine, rid("kill"), f"HOLD: {rid('kill')}")
-    wait_active(machine, rid("kill"))
+    first = wait_active(machine, rid("kill"))
     machine.systemctl("kill", "--signal=SIGKILL", f"hearth-agent@{rid('kill')}.service")
     wait_for(
         "the killed unit to be gone", lambda: unit_state(machine, f"hearth-agent@{rid('kill')}.service") != "active"
     )
-    assert wait_status(machine, rid("kill"), {"interrupted", "failed"}) == "interrupted"
+    assert status(machine, rid("kill")) == "running"  # not settled by a reader: it goes on
+    machine.systemctl("start", "hearth-spawn.service")  # what hearth-spawn.timer does at boot and every 5 min
+    again = wait_active(machine, rid("kill"))
+    assert again != first
     release(machine, rid("kill"))
+    assert wait_status(machine, rid("kill"), {"done", "interrupted", "failed"}) == "done"
+    steps = json.loads(as_hearth(machine, "show", rid("kill"), "--json"))["steps"]
+    assert [s["kind"] for s in steps].count("resume") == 1
+
+
+def test_a_run_waiting_for_approval_has_no_unit_and_goes_on_when_approved(machine: Container) -> None:
+    enqueue(machine, rid("ask"), "RUN: echo booted-approved :NUR")
+    assert wait_status(machine, rid("ask"), {"waiting", "done", "failed"}) == "waiting"
+    unit = f"hearth-agent@{rid('ask')}.service"
+    wait_for(f"{unit} to end while its run waits", lambda: unit_state(machine, unit) != "active")
+    assert machine.systemctl("show", "-p", "MainPID", "--value", unit).strip() == "0"
+    [pending] = json.loads(as_hearth(machine, "approvals", "--json"))
+    assert pending["run_id"] == rid("ask")
+    as_hearth(machine, "approve", pending["id"])  # the wake-up fires the path unit; the spawner starts it again
+    assert wait_status(machine, rid("ask"), {"done", "failed", "interrupted"}) == "done"
+    steps = json.loads(as_hearth(machine, "show", rid("ask"), "--json"))["steps"]
+    tool = [s for s in steps if s["kind"] == "tool"]
+    assert len(tool) == 1 and tool[0]["verdict"] == "approved" and "booted-approved" in (tool[0]["output"] or "")
 
 
 def test_the_command_center_answers_on_loopback_with_its_token_from_load_credential(machine: Container) -> None:

@@ -178,8 +178,12 @@ def test_a_run_killed_mid_way_goes_on_once_and_killed_again_is_interrupted_with_
             os.kill(first, signal.SIGKILL)
             # the spawner reaps it and starts it again: a new process of the same run, at the model again
             again = wait_for(
-                lambda: live.exists() and json.loads(live.read_text() or "{}").get("state") == "thinking"
-                and json.loads(live.read_text())["pid"] != first and json.loads(live.read_text())["pid"],
+                lambda: (
+                    live.exists()
+                    and json.loads(live.read_text() or "{}").get("state") == "thinking"
+                    and json.loads(live.read_text())["pid"] != first
+                    and json.loads(live.read_text())["pid"]
+                ),
                 what="the run to go on in a new process",
             )
             os.kill(again, signal.SIGKILL)
