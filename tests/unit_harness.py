@@ -18,7 +18,8 @@ here, so hearth must not divide the one it runs in).
 `FakeSystemd` puts a `systemctl` on PATH that, for `start hearth-agent@ID.service`, starts this
 module for ID in the background (as systemd would start the unit) and answers anything else
 like an idle systemd; `python -m tests.unit_harness ID` is what it runs. Each run's exit code
-lands in `<state>/harness/ID.exit`, the marker tests wait on.
+lands in `<state>/harness/ID.exit`, the marker tests wait on; each start of the unit leaves
+`ID.start.N` (a unit started again, for a run that goes on, finds its directory as it left it).
 """
 
 from __future__ import annotations
@@ -122,13 +123,17 @@ def run_unit(unit_file: Path, host: Host, run_id: str) -> int:
     settings = unit_settings(unit_file.read_text())
     own = host.state_dir / "agents" / run_id
     own.mkdir(parents=True, exist_ok=True, mode=0o700)
-    assert not any(own.iterdir()), f"{own} is not empty before its unit starts"
-    argv = [str(BWRAP), *view_args(settings, host, run_id), "--chdir", "/", "--", *command(settings, run_id)]
     logs = host.state_dir / "harness"
     logs.mkdir(exist_ok=True)
+    marker = logs / f"{run_id}.exit"
+    starts = len(list(logs.glob(f"{run_id}.start.*")))
+    (logs / f"{run_id}.start.{starts + 1}").touch()  # the unit started again keeps its StateDirectory=
+    if starts == 0:
+        assert not any(own.iterdir()), f"{own} is not empty before its unit starts"
+    marker.unlink(missing_ok=True)
+    argv = [str(BWRAP), *view_args(settings, host, run_id), "--chdir", "/", "--", *command(settings, run_id)]
     with open(logs / f"{run_id}.log", "ab") as log:
         code = subprocess.run(argv, env=unit_environment(settings, host, run_id), stdout=log, stderr=log).returncode
-    marker = logs / f"{run_id}.exit"
     (logs / f".{run_id}.exit").write_text(str(code))
     (logs / f".{run_id}.exit").rename(marker)  # the marker appears whole
     return code
