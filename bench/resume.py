@@ -31,13 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hearth.audit import approvals  # noqa: E402
-from hearth.audit.store import AuditStore  # noqa: E402
-from hearth.queue.directory import Queue  # noqa: E402
-from hearth.queue.request import Request  # noqa: E402
-from hearth.queue.wake import wake  # noqa: E402
-from hearth.settings import Settings  # noqa: E402
-from tests.fake_ollama import FakeOllama, final_answer, tool_call  # noqa: E402
+from hearth.audit import approvals
+from hearth.audit.store import AuditStore
+from hearth.queue.directory import Queue
+from hearth.queue.request import Request
+from hearth.queue.wake import wake
+from hearth.settings import Settings
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "9"))
 TURNS = int(os.environ.get("BENCH_TURNS", "10"))
@@ -143,10 +143,14 @@ def main() -> int:
         finally:
             watch.send_signal(signal.SIGTERM)
             watch.wait(60)
-    print(f"decision -> resumed run's next model request: median {statistics.median(latencies) * 1000:.0f} ms, "
-          f"max {max(latencies) * 1000:.0f} ms over {SAMPLES} runs (target < 300 ms)")
-    print(f"per-turn time, resumed / never suspended: median ratio {statistics.median(ratios):.3f} "
-          f"over {SAMPLES} pairs of {TURNS} turns (target <= 1.05)")
+    print(
+        f"decision -> resumed run's next model request: median {statistics.median(latencies) * 1000:.0f} ms, "
+        f"max {max(latencies) * 1000:.0f} ms over {SAMPLES} runs (target < 300 ms)"
+    )
+    print(
+        f"per-turn time, resumed / never suspended: median ratio {statistics.median(ratios):.3f} "
+        f"over {SAMPLES} pairs of {TURNS} turns (target <= 1.05)"
+    )
     return 0
 
 

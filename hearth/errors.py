@@ -28,7 +28,8 @@ must never swallow one.
 StopRun                 the engine's ending of a run (agent/errors.py draws its family)
 └── Tripped             a decoy's canary seen or a decoy opened; the loop ends the run (tripped)
 BaseException
-└── Interrupted         SIGTERM or SIGINT arrived; the run is recorded interrupted (exit 130)
+├── Interrupted         SIGTERM or SIGINT arrived; the run is recorded interrupted (exit 130)
+└── Suspended           a queued run's approval waited long enough: recorded waiting, its process ends (exit 0)
 
 Private, and so outside the tree too: `_Bad` (the mission loader's problem with one file, made
 into that file's line by its caller).

@@ -278,6 +278,7 @@ let
   # `settings` as the HEARTH_* variables hearth reads (hearth/settings.py); null leaves hearth's default.
   knobs = {
     approvalTimeoutSec = "HEARTH_APPROVAL_TIMEOUT_S";
+    approvalWait = "HEARTH_APPROVAL_WAIT";
     autoApprovedCommands = "HEARTH_AUTO_COMMANDS";
     recallChars = "HEARTH_RECALL_CHARS";
     netPrivateHosts = "HEARTH_NET_PRIVATE_HOSTS";
@@ -323,7 +324,13 @@ in
         type = types.nullOr types.ints.positive;
         default = null;
         example = 900;
-        description = "How long a run waits for `hearth approve` before the call is denied (HEARTH_APPROVAL_TIMEOUT_S; null: 300).";
+        description = "How long an approval waits for a person before the call is denied, in seconds (HEARTH_APPROVAL_TIMEOUT_S; null: 12 hours). approvalWait, if set, wins.";
+      };
+      approvalWait = mkOption {
+        type = types.nullOr (types.strMatching "[0-9]+(\\.[0-9]+)?[smhd]?");
+        default = null;
+        example = "8h";
+        description = "How long an approval waits for a person before the call is denied: seconds, or a number with s, m, h or d, at most 7 days (HEARTH_APPROVAL_WAIT; null: 12h). A queued run holds no process while it waits.";
       };
       autoApprovedCommands = mkOption {
         type = types.listOf types.str;

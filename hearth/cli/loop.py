@@ -47,7 +47,7 @@ environment:
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
                      warned about and recorded on every run)
   HEARTH_AUTO_COMMANDS        command heads auto mode runs without asking, e.g. git,ls,pytest
-  HEARTH_APPROVAL_TIMEOUT_S   how long a run waits for an approval (default 300); silence is a deny
+  HEARTH_APPROVAL_WAIT        how long an approval waits for a person (90s, 30m, 8h; default 12h); silence is a deny
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses

@@ -1,8 +1,10 @@
 """`hearth approvals` (what waits for a decision), `hearth approve ID` and `hearth deny ID`.
 
 A headless run (queue, timer, or any run without a terminal) that needs approval writes a pending
-approval and waits for one of these, up to HEARTH_APPROVAL_TIMEOUT_S (default 300 s); no decision
-by then is a deny. An approval covers exactly the call it shows, nothing else.
+approval and waits for one of these, up to its `approval_wait` (HEARTH_APPROVAL_WAIT, default 12 h);
+no decision by then is a deny. A queued run suspends meanwhile (status `waiting`, no process) and
+goes on once decided: a decision wakes it (hearth/queue/wake.py). An approval covers exactly the
+call it shows, nothing else.
 """
 
 from __future__ import annotations
