@@ -1,0 +1,77 @@
+"""`hearth approve ID --always`, `hearth approvals rules` and `hearth approvals rules remove ID`
+through the real console script, on a real audit.db."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hearth.audit import approvals
+from hearth.audit.store import AuditStore, RunRecord
+from hearth.settings import Settings
+from tests.conftest import run_cli
+
+
+def waiting(state_dir: Path, command: str, *, agent: str = "builder", run_id: str = "run1") -> str:
+    """A run of profile ``agent`` waiting on this command; the approval's id."""
+    Settings.from_env().queue_dir.mkdir(parents=True, exist_ok=True)
+    with AuditStore(state_dir / "audit.db") as audit:
+        if audit.run(run_id) is None:
+            audit.start_run(RunRecord(id=run_id, agent_name=agent, model="m", goal="g", mode="auto"))
+        return approvals.ask(audit, run_id, "run_command", {"command": command}, "dangerous", timeout_s=600).id
+
+
+def test_approve_always_approves_makes_the_rule_lists_it_and_wakes_the_run(state_dir: Path) -> None:
+    approval = waiting(state_dir, "make test")
+    done = run_cli("hearth", "approve", approval, "--always")
+    assert done.returncode == 0, done.stderr
+    assert f"approved {approval}" in done.stdout and "in profile builder" in done.stdout
+    assert (Settings.from_env().queue_dir / "run1.resume").exists()
+    [rule] = json.loads(run_cli("hearth", "approvals", "rules", "--json").stdout)
+    assert (rule["profile"], rule["tool"], rule["head"], rule["arguments"]) == (
+        "builder",
+        "run_command",
+        "make",
+        ["test"],
+    )
+    assert (
+        rule["approval_id"] == approval
+        and rule["made_by"].startswith("cli:")
+        and rule["covers"] == "run_command: make test"
+    )
+    shown = run_cli("hearth", "approvals", "rules").stdout
+    assert rule["id"] in shown and "run_command: make test" in shown and "builder" in shown
+    [decided] = json.loads(run_cli("hearth", "approvals", "--all", "--json").stdout)
+    assert (decided["status"], decided["note"]) == ("approved", "and always in profile builder")
+
+
+def test_remove_stops_the_rule_keeps_its_record_and_refuses_twice(state_dir: Path) -> None:
+    run_cli("hearth", "approve", waiting(state_dir, "make test"), "--always")
+    [rule] = json.loads(run_cli("hearth", "approvals", "rules", "--json").stdout)
+    removed = run_cli("hearth", "approvals", "rules", "remove", rule["id"], "--json")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(removed.stdout)["removed_by"].startswith("cli:")
+    assert json.loads(run_cli("hearth", "approvals", "rules", "--json").stdout) == []
+    [kept] = json.loads(run_cli("hearth", "approvals", "rules", "--all", "--json").stdout)
+    assert kept["id"] == rule["id"] and kept["removed_at"]
+    again = run_cli("hearth", "approvals", "rules", "remove", rule["id"])
+    assert again.returncode == 1 and f"rule {rule['id']} was already removed" in again.stderr
+    assert run_cli("hearth", "approvals", "rules", "remove", "nosuch").returncode == 2
+
+
+def test_approve_always_of_a_call_no_rule_may_cover_says_why_and_changes_nothing(state_dir: Path) -> None:
+    approval = waiting(state_dir, "sudo make install")
+    refused = run_cli("hearth", "approve", approval, "--always")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "hearth approve: no standing rule for this command: sudo is a wrapper or a shell, or not a plain program name "
+        "(sudo, env, xargs, sh -c, eval ...); approve it once instead"
+    ]
+    [still] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+    assert still["id"] == approval and still["status"] == "pending"
+    assert json.loads(run_cli("hearth", "approvals", "rules", "--json").stdout) == []
+
+
+def test_no_rules_yet_says_how_to_make_one(state_dir: Path) -> None:
+    shown = run_cli("hearth", "approvals", "rules")
+    assert shown.returncode == 0 and "hearth approve ID --always" in shown.stdout
