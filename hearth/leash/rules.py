@@ -4,7 +4,8 @@ A rule is a row of the audit's `standing_rules` table: the profile (a run's agen
 in, the tool, and for run_command the one simple command it covers: its head exactly as written
 (`./git` is not `git`, as for HEARTH_AUTO_COMMANDS) and its argument words as the shell reader
 (agent.safety.shell_words) gives them after quote removal, so `git  'status'` is `git status`
-and `git status --short` is not. A tool without a command is covered with any arguments. Each
+and `git status --short` is not (the command's other arguments, run_command's bounded `timeout_s`,
+are not part of it). A tool without a command is covered with any arguments. Each
 rule says who made it, when, and from which approval; a removed rule keeps its row, with who
 removed it and when.
 

@@ -198,3 +198,8 @@ def test_a_call_no_rule_covers_goes_to_the_real_headless_approver(audit: AuditSt
     assert (denied.granted, denied.by) == (False, "timeout")
     rows = audit.rows("select decided_by, via from approvals where run_id = 'run2' order by requested_at, rowid")
     assert rows == [{"decided_by": f"rule:{rule.id}", "via": "rule"}, {"decided_by": "timeout", "via": "queue"}]
+
+
+def test_a_command_rule_leaves_the_bounded_timeout_to_the_model(audit: AuditStore) -> None:
+    rule = always(audit, "make test")
+    assert rules.rule_for(audit, "builder", "run_command", {"command": "make test", "timeout_s": 120}) == rule
