@@ -244,18 +244,34 @@ def rule_for(source: Rows, profile: str, tool: str, args: dict[str, Any]) -> Rul
     return next((r for r in candidates if r.scope == wanted), None)
 
 
-def with_rules(inner: Approver, recorder: Recorder, source: Rows, profile: str) -> Approver:
+def with_rules(
+    inner: Approver, recorder: Recorder, source: Rows, profile: str, *, resumed: Approval | None = None
+) -> Approver:
     """``inner``, asked only when no standing rule of ``profile`` covers the call. A covered call is
     approved at once and recorded as approved by `rule:<id>`. The rules are read at each call, so a
-    rule removed during a run stops covering its next call."""
+    rule removed during a run stops covering its next call. ``resumed`` is the approval a resumed
+    run waited on: its own call is answered by that decision (the person's), not by a rule made
+    with it (`hearth approve ID --always`)."""
+    return RulesFirst(inner, recorder, source, profile, resumed)
 
-    def approve(name: str, args: dict[str, Any], reason: str) -> Decision:
-        rule = rule_for(source, profile, name, args)
+
+class RulesFirst:
+    """The approver `with_rules` makes."""
+
+    def __init__(
+        self, inner: Approver, recorder: Recorder, source: Rows, profile: str, resumed: Approval | None
+    ) -> None:
+        self.inner, self.recorder, self.source, self.profile = inner, recorder, source, profile
+        self.resumed = resumed
+
+    def __call__(self, name: str, args: dict[str, Any], reason: str) -> Decision:
+        resumed, self.resumed = self.resumed, None  # only the run's first call can be the one it waited on
+        if resumed is not None and resumed.call_hash == approvals.call_hash(name, args):
+            return self.inner(name, args, reason)
+        rule = rule_for(self.source, self.profile, name, args)
         if rule is None:
-            return inner(name, args, reason)
-        return _approved_by(recorder, rule, name, args, reason)
-
-    return approve
+            return self.inner(name, args, reason)
+        return _approved_by(self.recorder, rule, name, args, reason)
 
 
 def _approved_by(recorder: Recorder, rule: Rule, name: str, args: dict[str, Any], reason: str) -> Decision:

@@ -203,3 +203,17 @@ def test_a_call_no_rule_covers_goes_to_the_real_headless_approver(audit: AuditSt
 def test_a_command_rule_leaves_the_bounded_timeout_to_the_model(audit: AuditStore) -> None:
     rule = always(audit, "make test")
     assert rules.rule_for(audit, "builder", "run_command", {"command": "make test", "timeout_s": 120}) == rule
+
+
+def test_a_resumed_runs_waited_call_is_answered_by_the_persons_decision_not_the_rule(
+    audit: AuditStore, tmp_path: Path
+) -> None:
+    """`hearth approve ID --always` on a suspended run: its call is the person's, the next the rule's."""
+    pending = approvals.ask(audit, "run1", "run_command", {"command": "make test"}, "dangerous", timeout_s=60)
+    decided, rule = rules.approve_always(audit, pending.id, by="cli:alice")
+    asked = Asked()
+    approve = rules.with_rules(asked, recorder_of(audit, tmp_path, "run1"), audit, "builder", resumed=decided)
+    approve("run_command", {"command": "make test"}, "dangerous")
+    assert asked.calls == [("run_command", {"command": "make test"})]
+    assert approve("run_command", {"command": "make test"}, "dangerous").by == f"rule:{rule.id}"
+    assert asked.calls == [("run_command", {"command": "make test"})]
