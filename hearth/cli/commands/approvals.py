@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from hearth.audit.approvals import Approval
 
 EPILOG = "exit codes: 0 done, 1 the approval was already decided or has expired, 2 no such approval"
+ALWAYS_EXIT = (
+    "; with --always, 1 also when no standing rule may cover the call (the reason is printed, nothing changes)"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_approvals)
     _register_rules(listing)
-    approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG)
+    approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG + ALWAYS_EXIT)
     approve.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
     approve.add_argument(
         "--always", action="store_true", help="and make a standing rule for this exact call in its run's profile"
