@@ -93,7 +93,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # one run end to end; a follow-up is one run resumed (admission reads its earlier run through
     # run/long/followup.py, which leans on nothing above this floor: its room is long work, its
     # floor the run's)
-    14: ("hearth.run", "hearth.run.long.followup"),
+    # standing approvals stand with it: the run asks them before a person (hearth/leash/rules.py)
+    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules"),
     15: (
         "hearth.run.long",
         "hearth.run.long.marathon",

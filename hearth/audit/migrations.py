@@ -331,6 +331,28 @@ def m120_conversation(db: sqlite_utils.Database) -> None:
     db.table("steps").add_column("opens", str)
 
 
+def m121_standing_rules(db: sqlite_utils.Database) -> None:
+    """Standing approvals (hearth/leash/rules.py): a profile's tool, and for a command its one simple
+    command (the head and the argument words as JSON), who made it from which approval and when;
+    a removed rule keeps its row, with who removed it and when."""
+    db.table("standing_rules").create(
+        {
+            "id": str,
+            "profile": str,
+            "tool": str,
+            "head": str,
+            "arguments": str,
+            "made_by": str,
+            "made_at": str,
+            "approval_id": str,
+            "removed_by": str,
+            "removed_at": str,
+        },
+        pk="id",
+    )
+    db.table("standing_rules").create_index(["profile", "tool"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -350,4 +372,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m100_long_work,
     m110_runs_search,
     m120_conversation,
+    m121_standing_rules,
 ]

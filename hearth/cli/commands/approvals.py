@@ -1,4 +1,5 @@
-"""`hearth approvals` (what waits for a decision), `hearth approve ID` and `hearth deny ID`.
+"""`hearth approvals` (what waits for a decision), `hearth approve ID` and `hearth deny ID`;
+`hearth approve ID --always` and `hearth approvals rules` for standing rules (hearth/leash/rules.py).
 
 A headless run (queue, timer, or any run without a terminal) that needs approval writes a pending
 approval and waits for one of these, up to its `approval_wait` (HEARTH_APPROVAL_WAIT, default 12 h);
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from hearth.audit.approvals import Approval
 
 EPILOG = "exit codes: 0 done, 1 the approval was already decided or has expired, 2 no such approval"
+ALWAYS_EXIT = (
+    "; with --always, 1 also when no standing rule may cover the call (the reason is printed, nothing changes)"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--all", action="store_true", help="the latest approvals of any status, not only pending")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_approvals)
-    approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG)
+    _register_rules(listing)
+    approve = sub.add_parser("approve", help="let one waiting call run", epilog=EPILOG + ALWAYS_EXIT)
     approve.add_argument("approval_id", help="an approval id (or a unique prefix of 4+ characters)")
+    approve.add_argument(
+        "--always", action="store_true", help="and make a standing rule for this exact call in its run's profile"
+    )
     approve.add_argument("--json", action="store_true")
     approve.set_defaults(handler=approve_one)
     deny = sub.add_parser("deny", help="refuse one waiting call", epilog=EPILOG)
@@ -66,6 +74,8 @@ def list_approvals(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def approve_one(args: argparse.Namespace, settings: Settings) -> int:
+    if args.always:
+        return approve_always(args, settings)
     return _decide(args, settings, granted=True)
 
 
@@ -95,4 +105,84 @@ def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> i
         return 0
     verb = "approved" if granted else "denied"
     print(visible_line(f"{verb} {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})"))
+    return 0
+
+
+# -- standing rules ---------------------------------------------------------------------------------
+RULES_EPILOG = (
+    "A standing rule approves, in one profile, one tool, and for run_command one simple command with "
+    "exactly its arguments; never the hard floor, a redirection, a substitution, a chain or a wrapper. "
+    "exit codes: 0 done, 1 refused or removed already, 2 no such rule or approval"
+)
+
+
+def _register_rules(listing: argparse.ArgumentParser) -> None:
+    actions = listing.add_subparsers(dest="action", metavar="ACTION")
+    rules = actions.add_parser("rules", help="standing rules: calls approved in a profile", epilog=RULES_EPILOG)
+    rules.add_argument("--all", action="store_true", help="removed rules too")
+    rules.add_argument("--json", action="store_true")
+    rules.set_defaults(handler=list_rules)
+    verbs = rules.add_subparsers(dest="verb", metavar="VERB")
+    remove = verbs.add_parser("remove", help="stop a standing rule (its record stays)", epilog=RULES_EPILOG)
+    remove.add_argument("rule_id", help="a rule id (or a unique prefix of 4+ characters)")
+    remove.add_argument("--json", action="store_true")
+    remove.set_defaults(handler=remove_rule)
+
+
+def _rule_row(rule: Any) -> dict[str, Any]:
+    arguments = json.loads(rule.arguments) if rule.arguments is not None else None
+    return {**asdict(rule), "arguments": arguments, "covers": rule.covers}
+
+
+def list_rules(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.store import AuditStore
+    from hearth.leash import rules
+
+    found = []
+    if settings.audit_path.exists():
+        with AuditStore(settings.audit_path) as audit:
+            found = rules.listing(audit, everything=args.all)
+    rows = [_rule_row(r) for r in found]
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print("no standing rules (make one with: hearth approve ID --always)")
+    else:
+        shown = [{**r, "removed": r["removed_at"] or "-"} for r in rows]
+        table(shown, ["id", "profile", "covers", "made_by", "made_at", "approval_id", "removed"], widths={"covers": 60})
+    return 0
+
+
+def remove_rule(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore
+    from hearth.leash import rules
+
+    if not settings.audit_path.exists():
+        raise NotFound(f"no standing rule with id {args.rule_id!r}: nothing has run yet ({settings.audit_path})")
+    with AuditStore(settings.audit_path) as audit:
+        rule = rules.remove(audit, args.rule_id, by=f"cli:{approvals.operator_name()}")
+    if args.json:
+        print_json(_rule_row(rule))
+    else:
+        print(visible_line(f"removed rule {rule.id}: {rule.covers} in profile {rule.profile}"))
+    return 0
+
+
+def approve_always(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore
+    from hearth.leash import rules
+    from hearth.queue.wake import wake
+
+    if not settings.audit_path.exists():
+        raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
+    with AuditStore(settings.audit_path) as audit:
+        approval, rule = rules.approve_always(audit, args.approval_id, by=f"cli:{approvals.operator_name()}")
+    wake(settings, approval.run_id)  # a suspended run goes on
+    if args.json:
+        print_json({**_row(approval, approvals.stamp(approvals.utc_clock())), "rule": _rule_row(rule)})
+        return 0
+    print(visible_line(f"approved {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})"))
+    print(visible_line(f"standing rule {rule.id}: {rule.covers} in profile {rule.profile}"))
     return 0

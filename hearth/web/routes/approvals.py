@@ -3,6 +3,10 @@
 A decision goes through hearth.audit.approvals.decide, the function `hearth approve` calls: it
 is bound to the approval's call hash, recorded with who decided (`web:NAME`) and when, and a
 decision on an approval already decided or expired is refused with the store's own words.
+
+"Approve and always allow in PROFILE" is `hearth approve ID --always` (hearth/leash/rules.py):
+offered only for a call a standing rule may cover; the page lists the standing rules, and an
+operator can remove one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from hearth.audit import approvals
 from hearth.audit.approvals import Approval, ApprovalClosed
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
+from hearth.leash import rules
 from hearth.queue.wake import wake
 from hearth.web.context import error_response, web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
@@ -38,7 +43,7 @@ class Decision(BaseModel):
 def approvals_data(request: Request) -> dict[str, Any]:
     reader = web_of(request).reader
     pending = [{**row, "arguments_pretty": _pretty(row["arguments"])} for row in reader.pending_approvals(utc_now())]
-    return {"pending": pending, "decided": reader.recent_decisions(30)}
+    return {"pending": _with_always(reader, pending), "decided": reader.recent_decisions(30), "rules": _rules(reader)}
 
 
 def _pretty(arguments: str) -> str:
@@ -105,3 +110,98 @@ async def api_decide(
     """Approve or deny one pending approval: 404 unknown, 409 already decided or expired."""
     done = await run_in_threadpool(decide, request, approval_id, body.decision == "approve", body.reason, me)
     return {**asdict(done), "arguments": json.loads(done.arguments)}
+
+
+# -- standing rules ---------------------------------------------------------------------------------
+def _with_always(reader: rules.Rows, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each pending approval with its run's profile, and whether a standing rule may cover its call
+    (`always`) or why not (`always_refused`)."""
+    ids = [row["run_id"] for row in pending]
+    marks = ", ".join("?" * len(ids))
+    profiles = {
+        r["id"]: r["agent_name"] for r in reader.rows(f"select id, agent_name from runs where id in ({marks})", ids)
+    }
+    shown = []
+    for row in pending:
+        try:
+            covered, refused = rules.scope(row["tool"], json.loads(row["arguments"] or "{}")).shown(), ""
+        except (rules.RuleRefused, ValueError) as exc:
+            covered, refused = "", str(exc)
+        profile = profiles.get(row["run_id"]) or "default"
+        shown.append({**row, "profile": profile, "always": covered, "always_refused": refused})
+    return shown
+
+
+def _rules(reader: rules.Rows) -> list[dict[str, Any]]:
+    return [{**asdict(rule), "covers": rule.covers} for rule in rules.listing(reader)]
+
+
+def decide_always(request: Request, approval_id: str, me: Identity) -> Approval:
+    """`hearth approve ID --always`, as this person; WebError 404 / 409 as `decide`."""
+    settings = web_of(request).config.settings
+    if not settings.audit_path.exists():
+        raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
+    try:
+        with AuditStore(settings.audit_path) as audit:
+            decided, _ = rules.approve_always(audit, approval_id, by=me.decider)
+    except NotFound as exc:
+        raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
+    except (ApprovalClosed, rules.RuleRefused) as exc:
+        raise WebError(409, str(exc)) from None
+    wake(settings, decided.run_id)  # a suspended run goes on
+    return decided
+
+
+def remove_rule(request: Request, rule_id: str, me: Identity) -> rules.Rule:
+    path = web_of(request).config.settings.audit_path
+    if not path.exists():
+        raise WebError(404, f"no standing rule with id {rule_id!r}: nothing has run yet")
+    try:
+        with AuditStore(path) as audit:
+            return rules.remove(audit, rule_id, by=me.decider)
+    except NotFound as exc:
+        raise WebError(404, str(exc).replace("; see: hearth approvals rules", "")) from None
+    except rules.RuleRefused as exc:
+        raise WebError(409, str(exc)) from None
+
+
+@router.post("/approvals/{approval_id}/always", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def always_page(request: Request, approval_id: str, me: Identity = Depends(operator)) -> Response:
+    try:
+        done = await run_in_threadpool(decide_always, request, approval_id, me)
+    except WebError as exc:
+        return error_response(request, exc.status, exc.reason)
+    return RedirectResponse(f"/approvals?decided={done.id}", status_code=303)
+
+
+@router.post("/approvals/rules/{rule_id}/remove", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def remove_rule_page(request: Request, rule_id: str, me: Identity = Depends(operator)) -> Response:
+    try:
+        await run_in_threadpool(remove_rule, request, rule_id, me)
+    except WebError as exc:
+        return error_response(request, exc.status, exc.reason)
+    return RedirectResponse("/approvals", status_code=303)
+
+
+@router.get("/api/rules", tags=["approvals"])
+def api_rules(request: Request, me: Identity = Depends(viewer)) -> list[dict[str, Any]]:
+    """The standing rules in force (as `hearth approvals rules --json`)."""
+    return [
+        {**r, "arguments": json.loads(r["arguments"]) if r["arguments"] else None}
+        for r in _rules(web_of(request).reader)
+    ]
+
+
+@router.post("/api/approvals/{approval_id}/always", tags=["approvals"], dependencies=[Depends(check_csrf)])
+async def api_always(request: Request, approval_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Approve one pending approval and make the standing rule for its run's profile from that call:
+    404 unknown, 409 already decided, expired, or a call no rule may cover."""
+    done = await run_in_threadpool(decide_always, request, approval_id, me)
+    return {**asdict(done), "arguments": json.loads(done.arguments)}
+
+
+@router.post("/api/rules/{rule_id}/remove", tags=["approvals"], dependencies=[Depends(check_csrf)])
+async def api_remove_rule(request: Request, rule_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Remove a standing rule (its record stays): 404 unknown, 409 removed already."""
+    rule = await run_in_threadpool(remove_rule, request, rule_id, me)
+    return {**asdict(rule), "covers": rule.covers}

@@ -338,3 +338,31 @@ def test_knowledge_proposals_and_errors_render_and_a_document_can_be_removed(
     browser.shot(page, "error")
     page.goto(center.url + "/runs")
     browser.shot(page, "runs")
+
+
+def test_approve_and_always_allow_makes_a_standing_rule_that_the_page_lists_and_removes(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    with FakeOllama([tool_call("run_command", {"command": "echo rule-marker"}), final_answer("printed it")]) as fake:
+        center.start_watch(fake.url)
+        phone = browser.page(390, 844)
+        phone.goto(center.url + "/approvals")
+        center.client().post_json("/api/enqueue", {"goal": "print a marker", "id": "always-1", "mode": "auto"})
+        button = phone.wait_for_selector("[data-always]", timeout=15_000)
+        assert button.inner_text() == "Approve and always allow in default"
+        browser.shot(phone, "approvals-always-phone")
+        button.click()
+        wait_for(lambda: run_status(state_dir, "always-1") == "done", what="the approved run to finish")
+        row = phone.wait_for_selector("#rules tr:has-text('run_command: echo rule-marker')")
+        assert "web:local" in row.inner_text()
+        browser.shot(phone, "approvals-rule-phone")
+        phone.click("[data-remove-rule]")
+        phone.wait_for_selector("#standing-rules p.empty")
+    [rule] = rows(state_dir, "select profile, head, arguments, made_by, removed_by from standing_rules")
+    assert rule == {
+        "profile": "default",
+        "head": "echo",
+        "arguments": '["rule-marker"]',
+        "made_by": "web:local",
+        "removed_by": "web:local",
+    }
