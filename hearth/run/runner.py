@@ -32,6 +32,7 @@ from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
 from hearth.leash.budget import Budget, RunGuard, load_budget
+from hearth.leash.rules import with_rules
 from hearth.run import approvers
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
@@ -176,6 +177,10 @@ def _with_model(
             suspend=going.suspend,
             resumed=going.point.approval if going.point else None,
         )
+    # standing rules (hearth/leash/rules.py) answer before a person is asked; the call a resumed
+    # run waited on is the person's decision, not a rule's
+    resumed = going.point.approval if going.point else None
+    approve = with_rules(approve, run.recorder, run.audit, run.plan.agent_name, resumed=resumed)
     own: OllamaClient | None = None  # a client we open is ours to close
     if model is None:
         model = own = model_client(run.plan, settings, run.recorder)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from hearth.audit import approvals
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.leash import rules
@@ -18,7 +16,6 @@ from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
 # a run asks the rules once hearth/run/runner.py's _with_model wraps its approver in
 # hearth.leash.rules.with_rules (the lead's file): strict, so this mark goes when that hook lands
-NEEDS_HOOK = pytest.mark.xfail(strict=True, reason="hearth/run/runner.py does not wrap its approver in with_rules yet")
 
 
 def waiting(state_dir: Path, command: str, *, agent: str = "builder", run_id: str = "run1") -> str:
@@ -86,7 +83,6 @@ def test_no_rules_yet_says_how_to_make_one(state_dir: Path) -> None:
     assert shown.returncode == 0 and "hearth approve ID --always" in shown.stdout
 
 
-@NEEDS_HOOK
 def test_a_headless_run_in_the_rules_profile_runs_the_covered_call_without_asking(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -110,7 +106,6 @@ def test_a_headless_run_in_the_rules_profile_runs_the_covered_call_without_askin
     assert run["status"] == "done" and tool["verdict"] == "approved"
 
 
-@NEEDS_HOOK
 def test_approve_always_on_a_suspended_run_then_the_next_run_of_its_profile_does_not_wait(state_dir: Path) -> None:
     """The person's decision answers the call the run waited on; the rule answers the next run's."""
     from hearth.queue.directory import Queue
