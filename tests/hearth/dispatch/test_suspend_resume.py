@@ -17,8 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hearth.dispatch.launchers.local import LocalLauncher
+from hearth.dispatch.spawner import Spawner
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
+from hearth.settings import Settings
 from tests.cli_support import start_watch, stop_watch
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
@@ -285,3 +288,23 @@ def test_a_run_that_dies_again_after_going_on_once_is_settled_interrupted_saying
     assert run["status"] == "interrupted" and "not resumed a second time" in run["error"]
     assert listing(queue.failed) == ["twice.json", "twice.json.error.json"]
     assert len(fake.requests) == 2
+
+
+def test_pause_holds_a_decided_run_from_going_on_until_hearth_is_resumed(state_dir: Path) -> None:
+    enqueue(state_dir, "held")
+    with FakeOllama([ECHO, final_answer("went on after the pause")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        run_cli("hearth", "spawn", "--local", env=env)
+        [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+        assert run_cli("hearth", "pause", "--reason", "maintenance").returncode == 0
+        assert run_cli("hearth", "approve", pending["id"]).returncode == 0
+        seen: list[tuple[str, str, str]] = []
+        settings = Settings.from_env({**os.environ, **env})
+        with Spawner(settings, LocalLauncher(settings), report=lambda *said: seen.append(said)) as spawner:
+            spawner.sweep()
+            step = spawner.drain()
+        assert step.paused and ("paused", "held.resume") in [(what, name) for what, name, _ in seen]
+        assert run_of(state_dir, "held")["status"] == "waiting" and len(fake.requests) == 1
+        assert run_cli("hearth", "resume").returncode == 0
+        run_cli("hearth", "spawn", "--local", env=env)
+    assert run_of(state_dir, "held")["status"] == "done" and len(fake.requests) == 2
