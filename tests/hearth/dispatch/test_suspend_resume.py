@@ -93,6 +93,8 @@ def test_a_waiting_run_suspends_then_goes_on_once_approved_with_the_same_convers
         assert pending["status"] == "pending" and pending["timeout_s"] == 12 * 3600  # the host's default wait
         shown = run_cli("hearth", "runs", "--json")
         assert [r["status"] for r in json.loads(shown.stdout)] == ["waiting"]
+        [live] = json.loads(run_cli("hearth", "state", "--json").stdout)["active"]
+        assert (live["id"], live["state"], live["alive"]) == ("asker", "waiting", False)
 
         approved = run_cli("hearth", "approve", pending["id"])
         assert approved.returncode == 0, approved.stderr
