@@ -6,6 +6,17 @@
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
         events = ["failed", "approval"]  absent: DEFAULT_EVENTS
 
+        [approval]                          all optional
+        public_url = "https://hearth.lan:8443"   where a phone reaches `hearth serve` (else HEARTH_WEB_URL)
+        remind_after = "1h"                 still undecided after this: alerted once more (false: never)
+        remind_before = "15m"               and again this long before it expires (false: never)
+
+An approval alert carries Approve and Deny as signed single-use links (hearth/leash/actions.py) to
+`hearth serve`'s /act/ page when a base URL is known: ntfy destinations get them as `http` action
+buttons (apprise's `actions=` URL argument, sent as ntfy's X-Actions header), every other destination
+as two links in the text. The links are capabilities: the `alerts` table records that they were
+sent, never the links themselves. Without a base URL the alert says how to decide from the CLI.
+
 Sending is apprise's (ntfy, Telegram, Slack, Matrix, email, webhooks, ... in one URL syntax);
 `{cred:NAME}` in a URL is replaced at send time by that credential from hearth's store (or
 systemd's $CREDENTIALS_DIRECTORY), and the value never reaches the audit. Best effort: `notify`
@@ -22,13 +33,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from agent.clock import utc_now
-from hearth.audit.approvals import Approval, parse_stamp, utc_clock
+from agent.clock import stamp, utc_now
+from hearth.audit.approvals import Approval, from_row, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
+from hearth.limits import parse_duration
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
 
@@ -49,6 +63,10 @@ EVENTS = (
 )
 DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
 KEYS = ("name", "url", "events")
+APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
+REMIND_AFTER_S = 3600.0
+REMIND_BEFORE_S = 900.0
+NTFY = ("ntfy://", "ntfys://")
 CRED = re.compile(r"\{cred:([A-Za-z][A-Za-z0-9_.-]{0,63})\}")
 TIMEOUTS = {"cto": "3", "rto": "4"}  # apprise's connect and read timeouts, when a URL does not set them
 RETRIES = 2
@@ -74,6 +92,60 @@ class Alert:
     title: str
     body: str
     run_id: str | None = None
+    links: Links | None = None  # Approve / Deny: buttons on ntfy, links in the text elsewhere
+
+
+@dataclass(frozen=True)
+class Links:
+    """What an approval alert's signed links need; each destination gets its own (signed with its kind)."""
+
+    base: str  # where `hearth serve` is reached
+    approval_id: str
+    expires: int  # epoch seconds: the approval's deadline
+
+    def signed(self, state_dir: Path, destination: Destination) -> tuple[tuple[str, str], ...]:
+        from hearth.leash import actions
+
+        via = destination.url.split("://", 1)[0]
+        return tuple(
+            (label, f"{self.base}/act/{actions.sign(state_dir, self.approval_id, decision, self.expires, via)}")
+            for label, decision in (("Approve", "approve"), ("Deny", "deny"))
+        )
+
+
+@dataclass(frozen=True)
+class ApprovalAlerts:
+    """alerts.toml's [approval]: the base of the signed links, and when to remind (None: never)."""
+
+    public_url: str = ""
+    remind_after_s: float | None = REMIND_AFTER_S
+    remind_before_s: float | None = REMIND_BEFORE_S
+
+
+def load_approval_alerts(config_dir: Path) -> ApprovalAlerts:
+    """alerts.toml's [approval] table (defaults without it); ConfigError names the file and key."""
+    path = config_dir / ALERTS_FILE
+    if not path.exists():
+        return ApprovalAlerts()
+    raw = known_table(path, "approval", read_toml(path).get("approval", {}), APPROVAL_KEYS)
+    url = raw.get("public_url", "")
+    if not isinstance(url, str) or (url and not url.startswith(("http://", "https://"))):
+        raise ConfigError(f"{path}: approval.public_url must be an http:// or https:// address")
+    return ApprovalAlerts(
+        url.strip().rstrip("/"),
+        _interval(path, raw, "remind_after", REMIND_AFTER_S),
+        _interval(path, raw, "remind_before", REMIND_BEFORE_S),
+    )
+
+
+def _interval(path: Path, raw: dict[str, Any], name: str, default: float) -> float | None:
+    value = raw.get(name, default)
+    if value is False:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: approval.{name}: {exc} (or false: never)") from None
 
 
 def load_destinations(config_dir: Path) -> list[Destination]:
@@ -82,8 +154,9 @@ def load_destinations(config_dir: Path) -> list[Destination]:
     if not path.exists():
         return []
     data = read_toml(path)
-    if set(data) - {"destination"}:
-        raise ConfigError(f"{path}: unknown key {sorted(set(data) - {'destination'})[0]!r}; use [[destination]]")
+    if set(data) - {"destination", "approval"}:
+        odd = sorted(set(data) - {"destination", "approval"})[0]
+        raise ConfigError(f"{path}: unknown key {odd!r}; use [[destination]] (and [approval])")
     raw = data.get("destination", [])
     if not isinstance(raw, list):
         raise ConfigError(f"{path}: destination must be a list of tables ([[destination]])")
@@ -166,9 +239,18 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
         url = _filled(destination.url, _resolver(settings), secrets)
     except HearthError as exc:
         url, error = "", str(exc)
+    sent = alert
+    if url and alert.links is not None:
+        try:
+            links = alert.links.signed(settings.state_dir, destination)
+        except OSError:  # no key, no links: the CLI's way still works
+            links = ()
+        sent = _with_links(alert, destination, links)
+        if links and destination.url.startswith(NTFY):
+            url = _with_ntfy_actions(url, links)
     while url and attempts <= RETRIES:
         attempts += 1
-        error = _attempt(url, alert)
+        error = _attempt(url, sent)
         if not error:
             break
         if attempts <= RETRIES:
@@ -198,6 +280,26 @@ def _filled(url: str, resolve: Resolve, secrets: list[str]) -> str:
     return filled + (("&" if "?" in filled else "?") + extra if extra else "")
 
 
+def _with_ntfy_actions(url: str, actions: tuple[tuple[str, str], ...]) -> str:
+    """ntfy `http` action buttons (each POSTs its signed link without opening a page) via apprise's
+    `actions=` argument, which it sends as ntfy's X-Actions header."""
+    header = "; ".join(f"http, {label}, {link}, method=POST, clear=true" for label, link in actions)
+    return url + ("&" if "?" in url else "?") + "actions=" + quote(header, safe="")
+
+
+def _with_links(alert: Alert, destination: Destination, links: tuple[tuple[str, str], ...]) -> Alert:
+    """What a destination is sent: ntfy's buttons are said in a line, others get the links in the text;
+    without links (the key could not be made), how to decide from the CLI."""
+    if not links:
+        approval = alert.links.approval_id if alert.links else "ID"
+        extra = f"decide: hearth approve {approval}  or  hearth deny {approval}"
+    elif destination.url.startswith(NTFY):
+        extra = "Approve or Deny with the buttons below (each decides once; opening a link decides nothing)."
+    else:
+        extra = "\n".join(f"{label.lower()}: {link}" for label, link in links) + "\n(each link decides once)"
+    return Alert(alert.event, alert.title, f"{alert.body}\n{extra}", alert.run_id)
+
+
 def _attempt(url: str, alert: Alert) -> str:
     """One send; the error ('' when sent)."""
     import apprise
@@ -225,7 +327,10 @@ def _record(settings: Settings, alert: Alert, destination: Destination, attempts
         "attempts": attempts,
         "error": error or None,
         "title": alert.title,
-        "body": alert.body[:2000],
+        "body": (
+            alert.body
+            + ("\n[approve and deny links sent; a link is a capability and is not kept]" if alert.links else "")
+        )[:2000],
     }
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
@@ -247,21 +352,106 @@ def run_ended(settings: Settings, run_id: str, status: str, *, goal: str, detail
 def approval_waiting(
     settings: Settings, run_id: str, approval_id: str, call: str, expires_at: str, left_s: float
 ) -> None:
-    """A call waits for a decision: its id, the call, the time left and (with a command center) a link."""
-    link = f"\n{settings.web_url}/approvals" if settings.web_url else ""
+    """A call waits for a decision: the call, the run, the time left, and Approve / Deny links (with
+    a base URL) or the CLI commands (without)."""
+    notify(settings, approval_alert(settings, run_id, approval_id, call, expires_at, left_s))
+
+
+def approval_alert(
+    settings: Settings,
+    run_id: str,
+    approval_id: str,
+    call: str,
+    expires_at: str,
+    left_s: float,
+    *,
+    title: str = "",
+) -> Alert:
+    """The alert of a waiting approval (first, or a reminder with its own `title`)."""
+    try:
+        base = load_approval_alerts(settings.config_dir).public_url or settings.web_url
+    except ConfigError:
+        base = settings.web_url
+    links = Links(base, approval_id, int(parse_stamp(expires_at).timestamp())) if base else None
+    cli = "" if links else f"\ndecide: hearth approve {approval_id}  or  hearth deny {approval_id}"
+    page = f"\n{settings.web_url}/approvals" if settings.web_url and not links else ""
     body = (
         f"run {run_id} waits for approval {approval_id}: {call[:600]}\n"
-        f"{left_s:.0f} s left (until {expires_at}); no decision is a deny.\n"
-        f"decide: hearth approve {approval_id}  or  hearth deny {approval_id}{link}"
+        f"{left(left_s)} left (until {expires_at}); no decision is a deny.{cli}{page}"
     )
-    notify(settings, Alert("approval", f"hearth: approval {approval_id} waits", body, run_id))
+    return Alert("approval", title or f"hearth: approval {approval_id} waits", body, run_id, links)
+
+
+def left(seconds: float) -> str:
+    """`7h 59m`, `14m 30s`, `40s`: a time left, as a person reads it on a phone."""
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def pending_alert(settings: Settings) -> Callable[[Approval, str], None]:
     """The headless approver's `on_pending`: alert each approval it starts waiting for."""
 
     def pending(approval: Approval, call: str) -> None:
-        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
-        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
+        left_s = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
+        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left_s))
 
     return pending
+
+
+# -- reminders --------------------------------------------------------------------------------------
+def remind_due(settings: Settings, audit: AuditStore, now: datetime | None = None) -> list[str]:
+    """Alert once more each approval still undecided `remind_after` after it was asked, and again
+    `remind_before` before it expires; each reminder once (claimed in `alert_reminders` before it is
+    sent, so sweeps in several processes agree). The reminders sent, as `APPROVAL:after|before`.
+
+    For the spawner's sweep, `hearth watch`'s and `hearth serve`'s: cheap when nothing waits."""
+    try:
+        config = load_approval_alerts(settings.config_dir)
+        if not [d for d in load_destinations(settings.config_dir) if "approval" in d.events]:
+            return []
+    except ConfigError:
+        return []
+    moment = now or utc_clock()
+    rows = audit.rows("select * from approvals where status = 'pending' and expires_at > ?", [stamp(moment)])
+    sent = []
+    for row in rows:
+        approval = from_row(row)
+        kind = _reminder_due(approval, config, moment)
+        if kind is None or not _claimed(audit, approval.id, kind, moment):
+            continue
+        left_s = (parse_stamp(approval.expires_at) - moment).total_seconds()
+        title = f"hearth: approval {approval.id} " + (
+            "still waits" if kind == "after" else f"expires in {left(left_s)}"
+        )
+        call = f"{approval.tool} {approval.arguments}"
+        notify(
+            settings,
+            approval_alert(settings, approval.run_id, approval.id, call, approval.expires_at, left_s, title=title),
+        )
+        sent.append(f"{approval.id}:{kind}")
+    return sent
+
+
+def _reminder_due(approval: Approval, config: ApprovalAlerts, moment: datetime) -> str | None:
+    asked, expires = parse_stamp(approval.requested_at), parse_stamp(approval.expires_at)
+    before = None if config.remind_before_s is None else expires - timedelta(seconds=config.remind_before_s)
+    if before is not None and before > asked and moment >= before:
+        return "before"
+    if config.remind_after_s is not None and moment >= asked + timedelta(seconds=config.remind_after_s):
+        return "after"
+    return None
+
+
+def _claimed(audit: AuditStore, approval_id: str, kind: str, moment: datetime) -> bool:
+    cursor = audit.conn.execute(
+        "insert or ignore into alert_reminders (approval_id, kind, at) values (?, ?, ?)",
+        [approval_id, kind, stamp(moment)],
+    )
+    return cursor.rowcount == 1
