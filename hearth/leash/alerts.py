@@ -288,13 +288,11 @@ def _with_ntfy_actions(url: str, actions: tuple[tuple[str, str], ...]) -> str:
 
 
 def _with_links(alert: Alert, destination: Destination, links: tuple[tuple[str, str], ...]) -> Alert:
-    """What a destination is sent: ntfy's buttons are said in a line, others get the links in the text;
-    without links (the key could not be made), how to decide from the CLI."""
+    """What a destination is sent: ntfy's buttons are said in a line, others get the links in the text."""
     if not links:
-        approval = alert.links.approval_id if alert.links else "ID"
-        extra = f"decide: hearth approve {approval}  or  hearth deny {approval}"
-    elif destination.url.startswith(NTFY):
-        extra = "Approve or Deny with the buttons below (each decides once; opening a link decides nothing)."
+        return alert
+    if destination.url.startswith(NTFY):
+        extra = "Approve or Deny with the buttons below (each decides once)."
     else:
         extra = "\n".join(f"{label.lower()}: {link}" for label, link in links) + "\n(each link decides once)"
     return Alert(alert.event, alert.title, f"{alert.body}\n{extra}", alert.run_id)
@@ -373,8 +371,8 @@ def approval_alert(
     except ConfigError:
         base = settings.web_url
     links = Links(base, approval_id, int(parse_stamp(expires_at).timestamp())) if base else None
-    cli = "" if links else f"\ndecide: hearth approve {approval_id}  or  hearth deny {approval_id}"
-    page = f"\n{settings.web_url}/approvals" if settings.web_url and not links else ""
+    cli = f"\n{'or ' if links else ''}decide: hearth approve {approval_id}  or  hearth deny {approval_id}"
+    page = f"\n{settings.web_url}/approvals" if settings.web_url else ""
     body = (
         f"run {run_id} waits for approval {approval_id}: {call[:600]}\n"
         f"{left(left_s)} left (until {expires_at}); no decision is a deny.{cli}{page}"
@@ -384,7 +382,7 @@ def approval_alert(
 
 def left(seconds: float) -> str:
     """`7h 59m`, `14m 30s`, `40s`: a time left, as a person reads it on a phone."""
-    whole = max(0, int(seconds))
+    whole = max(0, round(seconds))
     days, rest = divmod(whole, 86_400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)

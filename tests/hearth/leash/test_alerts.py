@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -75,9 +76,15 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
     assert sent["body"]["title"] == f"hearth: approval {approval['id']} waits"
     message = sent["body"]["message"]
     assert f'run asks waits for approval {approval["id"]}: run_command {{"command": "echo hi"}}' in message
-    assert " s left (until " in message and f"hearth approve {approval['id']}" in message
+    assert "s left (until " in message and f"hearth approve {approval['id']}" in message
     assert "http://hearth.lan:8770/approvals" in message
-    assert hook.got[0]["path"] == "/alerts" and hook.got[0]["body"]["message"] == message
+    # with a base URL: ntfy gets Approve and Deny buttons, a webhook the same two as links in its text
+    assert "http, Approve, http://hearth.lan:8770/act/" in sent["headers"]["X-Actions"]
+    assert "Approve or Deny with the buttons below" in message
+    hooked = hook.got[0]["body"]["message"]
+    assert hook.got[0]["path"] == "/alerts" and hooked.startswith(message.rsplit("\n", 1)[0])
+    assert re.search(rf"approve: http://hearth.lan:8770/act/{approval['id']}\.a\.\d+\.json\.", hooked)
+    assert re.search(rf"deny: http://hearth.lan:8770/act/{approval['id']}\.d\.\d+\.json\.", hooked)
     assert hook.got[0]["body"]["version"] == "1.0" and hook.got[0]["body"]["type"] == "info"
     recorded = rows(state_dir, "select event, run_id, destination, status, attempts from alerts order by id")
     assert {(r["destination"], r["status"]) for r in recorded if r["event"] == "approval"} == {
