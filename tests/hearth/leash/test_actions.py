@@ -17,6 +17,7 @@ from hearth.audit.approvals import utc_clock
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.leash import actions
 from hearth.leash.actions import ActionRefused
+from tests.conftest import run_cli
 
 
 @pytest.fixture
@@ -143,3 +144,15 @@ def test_callers_making_the_key_at_once_agree_on_one(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert len(set(keys)) == 1 and len(keys[0]) == 32
+
+
+def test_hearth_approvals_rotate_key_voids_the_links_already_sent(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.start_run(RunRecord(id="run1", agent_name="default", model="m", goal="g", mode="auto", status="waiting"))
+        token = actions.for_approval(state_dir, _ask(audit), "ntfy")["approve"]
+    done = run_cli("hearth", "approvals", "rotate-key")
+    assert done.returncode == 0 and "every approve and deny link sent before now is void" in done.stdout
+    assert stat.S_IMODE(actions.key_path(state_dir).stat().st_mode) == 0o600
+    with AuditStore(state_dir / "audit.db") as audit, pytest.raises(ActionRefused, match="since rotated"):
+        actions.decide(audit, state_dir, token)

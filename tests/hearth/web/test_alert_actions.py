@@ -156,3 +156,21 @@ def test_the_link_keeps_the_host_check_and_the_body_limit(center: Center) -> Non
     big = httpx.post(_link(center, token), content=b"x" * (32 * 1024), timeout=10)
     assert big.status_code == 413
     assert _state() == before
+
+
+def test_hearth_serve_sends_a_due_reminder_once_by_itself(state_dir: Path, tmp_path: Path, ntfy: Receiver) -> None:
+    write_alerts_toml(tmp_path / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["approval"]))
+    with (tmp_path / "config" / "alerts.toml").open("a") as toml:
+        toml.write('[approval]\nremind_after = "1m"\nremind_before = false\n')
+    settings = Settings.from_env()
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    with AuditStore(settings.audit_path) as audit:
+        audit.start_run(RunRecord(id="run1", agent_name="builder", model="m", goal="g", mode="auto", status="waiting"))
+        asked = utc_clock() - timedelta(minutes=2)
+        approval = approvals.ask(audit, "run1", "run_command", {"command": "x"}, "x", timeout_s=3600, now=lambda: asked)
+    with Center(settings):
+        wait_for(lambda: ntfy.got, timeout=20, what="the reminder")
+    assert [g["body"]["title"] for g in ntfy.got] == [f"hearth: approval {approval.id} still waits"]
+    assert rows(settings.state_dir, "select approval_id, kind from alert_reminders") == [
+        {"approval_id": approval.id, "kind": "after"}
+    ]
