@@ -125,9 +125,11 @@ class ApprovalAlerts:
 def load_approval_alerts(config_dir: Path) -> ApprovalAlerts:
     """alerts.toml's [approval] table (defaults without it); ConfigError names the file and key."""
     path = config_dir / ALERTS_FILE
-    if not path.exists():
-        return ApprovalAlerts()
-    raw = known_table(path, "approval", read_toml(path).get("approval", {}), APPROVAL_KEYS)
+    return _approval_alerts(path, read_toml(path)) if path.exists() else ApprovalAlerts()
+
+
+def _approval_alerts(path: Path, data: dict[str, Any]) -> ApprovalAlerts:
+    raw = known_table(path, "approval", data.get("approval", {}), APPROVAL_KEYS)
     url = raw.get("public_url", "")
     if not isinstance(url, str) or (url and not url.startswith(("http://", "https://"))):
         raise ConfigError(f"{path}: approval.public_url must be an http:// or https:// address")
@@ -157,6 +159,7 @@ def load_destinations(config_dir: Path) -> list[Destination]:
     if set(data) - {"destination", "approval"}:
         odd = sorted(set(data) - {"destination", "approval"})[0]
         raise ConfigError(f"{path}: unknown key {odd!r}; use [[destination]] (and [approval])")
+    _approval_alerts(path, data)  # a bad [approval] is reported (hearth doctor) as a bad file
     raw = data.get("destination", [])
     if not isinstance(raw, list):
         raise ConfigError(f"{path}: destination must be a list of tables ([[destination]])")

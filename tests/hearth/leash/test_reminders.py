@@ -109,3 +109,5 @@ def test_a_bad_approval_table_is_one_line_naming_the_file_and_the_key(
     with pytest.raises(ConfigError, match=error) as refused:
         alerts.load_approval_alerts(tmp_path)
     assert "\n" not in str(refused.value) and "alerts.toml" in str(refused.value)
+    with pytest.raises(ConfigError, match=error):  # so hearth doctor reports it with the file
+        alerts.load_destinations(tmp_path)
