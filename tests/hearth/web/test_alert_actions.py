@@ -19,8 +19,12 @@ from hearth.audit import approvals
 from hearth.audit.approvals import utc_clock
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.leash import actions, alerts
+from hearth.queue.directory import Queue
+from hearth.queue.request import Request as QueueRequest
 from hearth.settings import Settings
 from tests.alert_support import Receiver, write_alerts_toml
+from tests.conftest import run_cli
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import rows, wait_for
 from tests.web_support import Center
 
@@ -174,3 +178,33 @@ def test_hearth_serve_sends_a_due_reminder_once_by_itself(state_dir: Path, tmp_p
     assert rows(settings.state_dir, "select approval_id, kind from alert_reminders") == [
         {"approval_id": approval.id, "kind": "after"}
     ]
+
+
+def test_a_suspended_run_decided_from_its_ntfy_alert_resumes_and_ends_done_with_the_same_conversation(
+    state_dir: Path, tmp_path: Path, ntfy: Receiver
+) -> None:
+    settings = Settings.from_env()
+    queue = Queue(settings.queue_dir).ensure()
+    queue.enqueue(QueueRequest(id="asker", goal="say hello with a command", mode="auto"))
+    env = {"HEARTH_SUSPEND_AFTER_S": "0", "HEARTH_SANDBOX": "none"}
+    with (
+        Center(settings) as center,
+        FakeOllama([tool_call("run_command", {"command": "echo ok"}), final_answer("hi")]) as fake,
+    ):
+        write_alerts_toml(tmp_path / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["approval"]))
+        with (tmp_path / "config" / "alerts.toml").open("a") as toml:
+            toml.write(f'[approval]\npublic_url = "{center.url}"\n')
+        first = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url, **env})
+        assert first.returncode == 0 and "waiting asker.json" in first.stdout, first.stdout + first.stderr
+        wait_for(lambda: ntfy.got, timeout=10, what="the approval alert")
+        found = dict(re.findall(r"http, (\w+), (\S+), method=POST, clear=true", ntfy.got[0]["headers"]["X-Actions"]))
+        assert httpx.post(found["Approve"], timeout=10).status_code == 200
+        assert (settings.queue_dir / "asker.resume").exists()
+        second = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url, **env})
+        assert "resumed asker" in second.stdout, second.stdout + second.stderr
+    [run] = rows(settings.state_dir, "select status, summary from runs")
+    assert (run["status"], run["summary"]) == ("done", "hi")
+    [decided] = rows(settings.state_dir, "select status, decided_by from approvals")
+    assert (decided["status"], decided["decided_by"]) == ("approved", "alert:ntfy")
+    before, after = fake.requests[0], fake.requests[1]
+    assert after["messages"][: len(before["messages"])] == before["messages"]
