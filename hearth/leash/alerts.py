@@ -248,8 +248,9 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
             links = alert.links.signed(settings.state_dir, destination)
         except OSError:  # no key, no links: the CLI's way still works
             links = ()
-        sent = _with_links(alert, destination, links)
-        if links and destination.url.startswith(NTFY):
+        buttons = bool(links) and destination.url.startswith(NTFY) and ntfy_buttons()
+        sent = _with_links(alert, links, buttons=buttons)
+        if buttons:
             url = _with_ntfy_actions(url, links)
     while url and attempts <= RETRIES:
         attempts += 1
@@ -290,11 +291,19 @@ def _with_ntfy_actions(url: str, actions: tuple[tuple[str, str], ...]) -> str:
     return url + ("&" if "?" in url else "?") + "actions=" + quote(header, safe="")
 
 
-def _with_links(alert: Alert, destination: Destination, links: tuple[tuple[str, str], ...]) -> Alert:
+def ntfy_buttons() -> bool:
+    """Whether this apprise sends ntfy action buttons (its `actions=` argument, added late in 2025);
+    an older one would drop them silently, so its ntfy alerts get the links in the text instead."""
+    from apprise.plugins import ntfy
+
+    return "actions" in getattr(ntfy.NotifyNtfy, "template_args", {})
+
+
+def _with_links(alert: Alert, links: tuple[tuple[str, str], ...], *, buttons: bool) -> Alert:
     """What a destination is sent: ntfy's buttons are said in a line, others get the links in the text."""
     if not links:
         return alert
-    if destination.url.startswith(NTFY):
+    if buttons:
         extra = "Approve or Deny with the buttons below (each decides once)."
     else:
         extra = "\n".join(f"{label.lower()}: {link}" for label, link in links) + "\n(each link decides once)"
