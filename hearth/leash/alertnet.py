@@ -25,6 +25,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.net.cmdproxy import CommandProxy
@@ -122,8 +123,9 @@ def direct_addresses(url: str, local: Origin | None) -> list[tuple[str, int]]:
     return [(a, where.port) for a in addresses]
 
 
-def send(url: str, title: str, body: str, *, local: Origin | None) -> str:
-    """One send through the guard; the error ('' when sent)."""
+def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequence[str] = ()) -> str:
+    """One send through the guard; the error ('' when sent). `secrets` (the credential values in
+    the URL) are redacted from the child's log lines; with HEARTH_LOG_LEVEL its log goes to stderr."""
     proxy = CommandProxy(AlertGuard(local))
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -136,6 +138,7 @@ def send(url: str, title: str, body: str, *, local: Origin | None) -> str:
         "body": body,
         "proxy": ["127.0.0.1", port],
         "direct": direct_addresses(url, local),
+        "secrets": list(secrets),
     }
     env = {k: v for k, v in os.environ.items() if k.lower() not in _PROXY_VARS}
     env.update(dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), f"http://127.0.0.1:{port}"))
@@ -143,7 +146,8 @@ def send(url: str, title: str, body: str, *, local: Origin | None) -> str:
         done = subprocess.run(
             [sys.executable, "-m", "hearth.leash.alertsend"],
             input=json.dumps(job),
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=None if os.environ.get("HEARTH_LOG_LEVEL") else subprocess.PIPE,  # its log: the journal's
             text=True,
             env=env,
             timeout=SEND_TIMEOUT_S,
@@ -156,7 +160,7 @@ def send(url: str, title: str, body: str, *, local: Origin | None) -> str:
     try:
         error = str(json.loads(done.stdout.strip().splitlines()[-1])["error"])
     except (ValueError, IndexError, KeyError, TypeError):
-        error = (done.stderr.strip().splitlines() or ["the alert sender failed"])[-1][:500]
+        error = ((done.stderr or "").strip().splitlines() or ["the alert sender failed"])[-1][:500]
     return refused[-1] if error and refused else error  # the guard's reason says more than apprise's 403
 
 

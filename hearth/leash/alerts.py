@@ -190,7 +190,7 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
         url, error = "", str(exc)
     while url and attempts <= RETRIES:
         attempts += 1
-        error = _attempt(url, alert, destination)
+        error = _attempt(url, alert, destination, secrets)
         if not error:
             break
         if attempts <= RETRIES:
@@ -220,14 +220,14 @@ def _filled(url: str, resolve: Resolve, secrets: list[str]) -> str:
     return filled + (("&" if "?" in filled else "?") + extra if extra else "")
 
 
-def _attempt(url: str, alert: Alert, destination: Destination) -> str:
+def _attempt(url: str, alert: Alert, destination: Destination, secrets: list[str]) -> str:
     """One send, through the guard (hearth/leash/alertnet.py); the error ('' when sent)."""
     from hearth.leash.alertnet import origin, send
 
     local = origin(url) if destination.local else None
     if destination.local and local is None:
         return "local = true, but the URL names no host apprise connects to"
-    return send(url, alert.title, alert.body, local=local)
+    return send(url, alert.title, alert.body, local=local, secrets=secrets)
 
 
 def _record(settings: Settings, alert: Alert, destination: Destination, attempts: int, error: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The child process one alert is sent from (hearth/leash/alertnet.py starts it).
 
 It reads one job as JSON on stdin (the filled URL, title, body, the proxy's address, the
-addresses it may reach directly), installs an audit hook that refuses every connect but to
+addresses it may reach directly, the credential values its URL holds), logs at HEARTH_LOG_LEVEL
+with those values redacted (hearth/logs.py), installs an audit hook that refuses every connect but to
 those, sends with apprise, and prints {"error": ...} ('' when sent) as its last line.
 """
 
@@ -46,8 +47,22 @@ def send(url: str, title: str, body: str) -> str:
     return "; ".join(lines[-2:]) or "apprise could not send it"
 
 
+def log_redacted(secrets: list[str]) -> None:
+    """HEARTH_LOG_LEVEL here too (apprise's and urllib3's debug lines), with the URL's values redacted."""
+    from agent.safety.redaction import Redactor
+    from hearth.logs import configure
+    from hearth.settings import Settings
+
+    try:
+        level = Settings.from_env().log_level
+    except Exception:
+        return
+    configure(level, lambda: Redactor({f"alert-url-{i}": value for i, value in enumerate(secrets)}))
+
+
 def main() -> int:
     job = json.loads(sys.stdin.read())
+    log_redacted([str(v) for v in job.get("secrets", [])])
     confine((str(job["proxy"][0]), int(job["proxy"][1])), {(str(a), int(p)) for a, p in job["direct"]})
     try:
         error = send(job["url"], job["title"], job["body"])

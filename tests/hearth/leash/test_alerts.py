@@ -68,6 +68,10 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
             wait_for(lambda: ntfy.got and hook.got, timeout=10, what="the alert at both receivers")
             assert run_cli("hearth", "deny", approval["id"]).returncode == 0
             wait_for(lambda: rows(state_dir, "select status from runs where status = 'done'"), what="the run")
+            wait_for(  # each send is recorded once its sender is done, after the receiver has it
+                lambda: len(rows(state_dir, "select id from alerts where event = 'approval'")) == 2,
+                what="both approval alerts recorded",
+            )
         finally:
             stop_watch(watch)
     [sent] = ntfy.got
