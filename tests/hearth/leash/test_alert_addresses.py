@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,6 +107,46 @@ def test_a_destination_marked_local_is_delivered_and_listed_as_local(
     assert hook.got[0]["body"]["title"] == "hearth: test alert"
     listed = json.loads(run_cli("hearth", "alerts", "--json").stdout)
     assert listed["destinations"][0]["local"] is True
+    doctor = json.loads(run_cli("hearth", "doctor", "--json").stdout)["findings"]
+    assert {
+        "check": "alerts",
+        "status": "info",
+        "path": None,
+        "message": ("alert destination hook is local = true: the address policy lets it reach this machine or the LAN"),
+    } in doctor
+
+
+def test_the_alert_sender_connects_nowhere_but_its_proxy_and_the_checked_addresses(tmp_path: Path) -> None:
+    """The child's audit hook: without the proxy in its environment apprise would connect straight
+    to the destination, and that connect is refused before a packet leaves."""
+    target = socket.socket()
+    target.bind(("127.0.0.1", 0))
+    target.listen(4)
+    target.setblocking(False)
+    job = {
+        "url": f"json://127.0.0.1:{target.getsockname()[1]}/a",
+        "title": "t",
+        "body": "b",
+        "proxy": ["127.0.0.1", 9],
+        "direct": [],
+        "secrets": [],
+    }
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "hearth.leash.alertsend"],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        with pytest.raises(BlockingIOError):
+            target.accept()
+    finally:
+        target.close()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["error"]  # not sent
 
 
 def test_a_name_is_resolved_at_send_and_refused_when_it_names_a_special_address(
