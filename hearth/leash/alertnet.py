@@ -141,6 +141,8 @@ def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequ
         "secrets": list(secrets),
     }
     env = {k: v for k, v in os.environ.items() if k.lower() not in _PROXY_VARS}
+    # the same modules as this process (a wrapped program's path is set in its script, not the environment)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env.update(dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), f"http://127.0.0.1:{port}"))
     try:
         done = subprocess.run(
