@@ -102,7 +102,11 @@ let
     environment = environment // { HEARTH_CGROUP_DELEGATED = "1"; };
     serviceConfig = serviceConfig "hearth-agent@" {
       host = {
-        IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
+        # with alerts, loopback too: a run's alert is sent from a child whose only way out is a
+        # guard proxy on 127.0.0.1 in this unit (hearth/leash/alertnet.py); the run's own tools
+        # still reach no loopback address (the network guard), its commands have no such network
+        IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow
+          ++ (if destinations != [ ] && !(builtins.elem "localhost" ollamaAllow) then [ "localhost" ] else [ ]);
         LoadCredential = loadCredentials (attrNames cfg.credentials);
         MemoryMax = cfg.limits.memoryMax;
         TasksMax = cfg.limits.tasksMax;

@@ -5,6 +5,11 @@
         name = "phone"
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
         events = ["failed", "approval"]  absent: DEFAULT_EVENTS
+        local = true                     only for a destination on this machine or the LAN
+
+A destination gets the network guard's address policy (hearth/leash/alertnet.py): loopback,
+link-local, private and other special-purpose addresses are refused at load and at send (names
+resolved then, every redirect checked) unless that destination says `local = true`.
 
 Sending is apprise's (ntfy, Telegram, Slack, Matrix, email, webhooks, ... in one URL syntax);
 `{cred:NAME}` in a URL is replaced at send time by that credential from hearth's store (or
@@ -16,7 +21,6 @@ destination never fails or holds up a run; the process waits at most for its las
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -48,7 +52,7 @@ EVENTS = (
     "denied",
 )
 DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
-KEYS = ("name", "url", "events")
+KEYS = ("name", "url", "events", "local")
 CRED = re.compile(r"\{cred:([A-Za-z][A-Za-z0-9_.-]{0,63})\}")
 TIMEOUTS = {"cto": "3", "rto": "4"}  # apprise's connect and read timeouts, when a URL does not set them
 RETRIES = 2
@@ -62,6 +66,7 @@ class Destination:
     name: str
     url: str  # as written: `{cred:NAME}` not yet replaced
     events: tuple[str, ...] = DEFAULT_EVENTS
+    local: bool = False  # alerts.toml's `local = true`: the guard's address policy is waived for it
 
     @property
     def credentials(self) -> list[str]:
@@ -110,8 +115,25 @@ def _destination(path: Path, index: int, raw: Any) -> Destination:
     odd = next((e for e in events if e not in EVENTS), None)
     if odd:
         raise ConfigError(f"{path}: {where}.events: {odd!r} is not one of {', '.join(EVENTS)}")
+    local = raw.get("local", False)
+    if not isinstance(local, bool):
+        raise ConfigError(f"{path}: {where}.local must be true or false")
+    _address_policy(path, where, CRED.sub("x", url.strip()), local)
     name = raw.get("name", f"destination-{index}")
-    return Destination(str(name), url.strip(), tuple(events))
+    return Destination(str(name), url.strip(), tuple(events), local)
+
+
+def _address_policy(path: Path, where: str, url: str, local: bool) -> None:
+    from hearth.leash.alertnet import origin, refusal
+
+    if local and origin(url) is None:
+        raise ConfigError(f"{path}: {where}.local: the URL names no host apprise connects to, so nothing is local")
+    problem = None if local else refusal(url)
+    if problem:
+        raise ConfigError(
+            f"{path}: {where}.url: {problem}; alerts go only to public addresses unless the destination "
+            "says local = true"
+        )
 
 
 def known_url(url: str) -> bool:
@@ -168,7 +190,7 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
         url, error = "", str(exc)
     while url and attempts <= RETRIES:
         attempts += 1
-        error = _attempt(url, alert)
+        error = _attempt(url, alert, destination, secrets)
         if not error:
             break
         if attempts <= RETRIES:
@@ -198,21 +220,14 @@ def _filled(url: str, resolve: Resolve, secrets: list[str]) -> str:
     return filled + (("&" if "?" in filled else "?") + extra if extra else "")
 
 
-def _attempt(url: str, alert: Alert) -> str:
-    """One send; the error ('' when sent)."""
-    import apprise
+def _attempt(url: str, alert: Alert, destination: Destination, secrets: list[str]) -> str:
+    """One send, through the guard (hearth/leash/alertnet.py); the error ('' when sent)."""
+    from hearth.leash.alertnet import origin, send
 
-    # sequential: apprise's own thread pool refuses work once the interpreter starts to exit, which is
-    # when a run's last alerts are still going out
-    sender = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False))
-    if not sender.add(url):
-        return "apprise does not accept this URL"
-    with apprise.LogCapture(level=logging.WARNING) as logs:
-        sent = sender.notify(title=alert.title, body=alert.body)
-    if sent:
-        return ""
-    lines = [line.split(" - ", 2)[-1] for line in logs.getvalue().splitlines() if line.strip()]
-    return "; ".join(lines[-2:]) or "apprise could not send it"
+    local = origin(url) if destination.local else None
+    if destination.local and local is None:
+        return "local = true, but the URL names no host apprise connects to"
+    return send(url, alert.title, alert.body, local=local, secrets=secrets)
 
 
 def _record(settings: Settings, alert: Alert, destination: Destination, attempts: int, error: str) -> dict[str, Any]:
