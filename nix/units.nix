@@ -54,7 +54,8 @@ let
     // optionalAttrs ((u.bwrap or false) && cfg.sandbox == "bwrap") bwrapRelaxations;
   # a unit's description and wantedBy, from its table in units.toml (kind: services, paths, timers)
   head = kind: name: extra: let u = fill extra data.${kind}.${name}; in
-    { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; };
+    { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; }
+    // optionalAttrs (u ? unit) { unitConfig = u.unit; };
   unitHead = head "services";
 
   environment = {
