@@ -153,6 +153,12 @@ let
         example = [ "failed" "approval" ];
         description = "What this destination is told of: run statuses, `approval` (a call waits for a decision) and `rejected` (a refused request).";
       };
+      local = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Whether this destination is on this machine or the LAN: only then may its host be (or resolve to) a loopback, link-local, private or other special-purpose address, which alerts are otherwise refused.";
+      };
     };
   };
 
@@ -244,7 +250,7 @@ let
     + lib.concatStringsSep "" (map ruleToml cfg.router.rules);
   budgetToml = tomlKeys { daily = cfg.budget.daily; }
     + (if cfg.budget.perAgent == { } then "" else "\n[per_agent]\n" + tomlKeys cfg.budget.perAgent);
-  alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys { inherit name; inherit (d) url events; }) cfg.alerts.destinations);
+  alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys ({ inherit name; inherit (d) url events; } // (if d.local or false then { local = true; } else { }))) cfg.alerts.destinations);
   missionToml = s: tomlKeys {
     schedule = s.onCalendar; timer = "systemd"; inherit (s) goal agent model mode egress label;
     allowed_tools = s.allowedTools; max_iterations = s.maxIterations; max_tokens = s.maxTokens; timeout_s = s.timeoutS;

@@ -5,6 +5,11 @@
         name = "phone"
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
         events = ["failed", "approval"]  absent: DEFAULT_EVENTS
+        local = true                     only for a destination on this machine or the LAN
+
+A destination gets the network guard's address policy (hearth/leash/alertnet.py): loopback,
+link-local, private and other special-purpose addresses are refused at load and at send (names
+resolved then, every redirect checked) unless that destination says `local = true`.
 
         [approval]                          all optional
         public_url = "https://hearth.lan:8443"   where a phone reaches `hearth serve` (else HEARTH_WEB_URL)
@@ -27,7 +32,6 @@ destination never fails or holds up a run; the process waits at most for its las
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -62,7 +66,7 @@ EVENTS = (
     "denied",
 )
 DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
-KEYS = ("name", "url", "events")
+KEYS = ("name", "url", "events", "local")
 APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
 REMIND_AFTER_S = 3600.0
 REMIND_BEFORE_S = 900.0
@@ -80,6 +84,7 @@ class Destination:
     name: str
     url: str  # as written: `{cred:NAME}` not yet replaced
     events: tuple[str, ...] = DEFAULT_EVENTS
+    local: bool = False  # alerts.toml's `local = true`: the guard's address policy is waived for it
 
     @property
     def credentials(self) -> list[str]:
@@ -186,8 +191,25 @@ def _destination(path: Path, index: int, raw: Any) -> Destination:
     odd = next((e for e in events if e not in EVENTS), None)
     if odd:
         raise ConfigError(f"{path}: {where}.events: {odd!r} is not one of {', '.join(EVENTS)}")
+    local = raw.get("local", False)
+    if not isinstance(local, bool):
+        raise ConfigError(f"{path}: {where}.local must be true or false")
+    _address_policy(path, where, CRED.sub("x", url.strip()), local)
     name = raw.get("name", f"destination-{index}")
-    return Destination(str(name), url.strip(), tuple(events))
+    return Destination(str(name), url.strip(), tuple(events), local)
+
+
+def _address_policy(path: Path, where: str, url: str, local: bool) -> None:
+    from hearth.leash.alertnet import origin, refusal
+
+    if local and origin(url) is None:
+        raise ConfigError(f"{path}: {where}.local: the URL names no host apprise connects to, so nothing is local")
+    problem = None if local else refusal(url)
+    if problem:
+        raise ConfigError(
+            f"{path}: {where}.url: {problem}; alerts go only to public addresses unless the destination "
+            "says local = true"
+        )
 
 
 def known_url(url: str) -> bool:
@@ -254,7 +276,7 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
             url = _with_ntfy_actions(url, links)
     while url and attempts <= RETRIES:
         attempts += 1
-        error = _attempt(url, sent)
+        error = _attempt(url, sent, destination, secrets)
         if not error:
             break
         if attempts <= RETRIES:
@@ -310,21 +332,14 @@ def _with_links(alert: Alert, links: tuple[tuple[str, str], ...], *, buttons: bo
     return Alert(alert.event, alert.title, f"{alert.body}\n{extra}", alert.run_id)
 
 
-def _attempt(url: str, alert: Alert) -> str:
-    """One send; the error ('' when sent)."""
-    import apprise
+def _attempt(url: str, alert: Alert, destination: Destination, secrets: list[str]) -> str:
+    """One send, through the guard (hearth/leash/alertnet.py); the error ('' when sent)."""
+    from hearth.leash.alertnet import origin, send
 
-    # sequential: apprise's own thread pool refuses work once the interpreter starts to exit, which is
-    # when a run's last alerts are still going out
-    sender = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False))
-    if not sender.add(url):
-        return "apprise does not accept this URL"
-    with apprise.LogCapture(level=logging.WARNING) as logs:
-        sent = sender.notify(title=alert.title, body=alert.body)
-    if sent:
-        return ""
-    lines = [line.split(" - ", 2)[-1] for line in logs.getvalue().splitlines() if line.strip()]
-    return "; ".join(lines[-2:]) or "apprise could not send it"
+    local = origin(url) if destination.local else None
+    if destination.local and local is None:
+        return "local = true, but the URL names no host apprise connects to"
+    return send(url, alert.title, alert.body, local=local, secrets=secrets)
 
 
 def _record(settings: Settings, alert: Alert, destination: Destination, attempts: int, error: str) -> dict[str, Any]:

@@ -4,8 +4,12 @@ through the queue, what the model is sent, the audit's links, `hearth show --cha
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
 from pathlib import Path
+
+import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.settings import Settings
@@ -218,3 +222,18 @@ def test_who_may_continue_a_queued_run_is_its_asker_under_its_profile_or_an_oper
     assert (runs["alice-again"]["status"], runs["alice-again"]["agent_name"]) == ("done", "builder")
     assert (runs["root-review"]["status"], runs["root-review"]["agent_name"]) == ("done", "reviewer")
     assert runs["root-review"]["requested_by"] == "root"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a queue file to another owner needs root")
+def test_a_follow_up_file_of_another_owner_is_believed_only_as_that_owner(state_dir: Path) -> None:
+    queue = state_dir / "queue"
+    with FakeOllama([final_answer("Wrote nothing.")]) as fake:
+        drop(queue, "first.json", {"version": 1, "id": "first", "goal": "g", "requested_by": "alice"})
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+        forged = {"requested_by": "root", "source": "command-center", "continues": "first"}
+        path = drop(queue, "forged.json", {"version": 1, "id": "forged", "goal": "go on", **forged})
+        os.chown(path, pwd.getpwnam("nobody").pw_uid, -1)  # a submitter's file claiming to be an operator's
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+    [run] = rows(state_dir, "select * from runs where id = 'forged'")
+    assert run["status"] == "rejected" and "nobody may not continue run first" in run["error"]
+    assert (run["requested_by"], run["source"]) == ("nobody", "cli") and len(fake.requests) == 1
