@@ -121,7 +121,8 @@ class Spawner:
     # -- dead runs ------------------------------------------------------------------------------
     def sweep(self) -> None:
         """Settle every claimed request whose process is gone (not our own live children), then
-        every other run whose process is gone (a `hearth-loop` killed, say)."""
+        every other run whose process is gone (a `hearth-loop` killed, say); start again the runs
+        that go on; alert again the approvals whose reminder is due."""
         mine = {f"{rid}.json" for rid in self.launcher.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
@@ -131,6 +132,10 @@ class Spawner:
                 self._settled(name, settled)
         for run_id in settle_dead(self.audit, self.settings, self.launcher):
             self._settled(run_id, "interrupted")
+        # approvals still waiting are alerted again when due (hearth/leash/alerts.py): a suspended
+        # run has no process to do it, so the sweeps (the spawner's timer, `hearth watch`) do
+        for sent in alerts.remind_due(self.settings, self.audit):
+            self.report("reminded", sent, "")
 
     def reap(self) -> None:
         """Local runs that ended: a run that died without placing its request is settled now."""

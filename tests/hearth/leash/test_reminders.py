@@ -13,6 +13,8 @@ import pytest
 from hearth.audit import approvals
 from hearth.audit.approvals import utc_clock
 from hearth.audit.store import AuditStore, RunRecord
+from hearth.dispatch.launchers.local import LocalLauncher
+from hearth.dispatch.spawner import Spawner
 from hearth.errors import ConfigError
 from hearth.leash import alerts
 from hearth.settings import Settings
@@ -111,3 +113,23 @@ def test_a_bad_approval_table_is_one_line_naming_the_file_and_the_key(
     assert "\n" not in str(refused.value) and "alerts.toml" in str(refused.value)
     with pytest.raises(ConfigError, match=error):  # so hearth doctor reports it with the file
         alerts.load_destinations(tmp_path)
+
+
+def test_the_spawner_s_sweep_sends_the_reminders_a_suspended_run_cannot(
+    state_dir: Path, tmp_path: Path, ntfy: Receiver
+) -> None:
+    settings = _configure(tmp_path, ntfy, '[approval]\nremind_after = "1s"\nremind_before = false\n')
+    asked = utc_clock() - timedelta(minutes=5)  # asked a while ago, by a run that has since suspended
+    with AuditStore(settings.audit_path) as audit:
+        audit.start_run(RunRecord(id="run1", agent_name="default", model="m", goal="g", mode="auto"))
+        audit.update_run("run1", status="waiting")
+        approval = approvals.ask(
+            audit, "run1", "run_command", {"command": "make"}, "x", timeout_s=7200, now=lambda: asked
+        )
+    reported: list[tuple[str, str, str]] = []
+    with Spawner(settings, LocalLauncher(settings), report=lambda *said: reported.append(said)) as spawner:
+        spawner.sweep()
+        spawner.sweep()  # once, however many sweeps
+    alerts.flush()
+    assert [r for r in reported if r[0] == "reminded"] == [("reminded", f"{approval.id}:after", "")]
+    assert [got["body"]["title"] for got in ntfy.got] == [f"hearth: approval {approval.id} still waits"]
