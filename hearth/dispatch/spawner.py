@@ -196,6 +196,8 @@ class Spawner:
         if len(batch) == PASS_NAMES:
             retry = 0.0  # more may wait behind this batch: the next pass goes on at once
         for entry in batch:
+            if not is_temp_name(entry.name) and paused(self.settings) is not None:
+                return Pass(retry, blocked=False, took=took, paused=True)  # paused mid-pass: the rest waits
             slots = self.launcher.free_slots()
             if slots is not None and slots <= 0:
                 return Pass(retry, blocked=True, took=took)
