@@ -177,3 +177,51 @@ def test_a_pause_while_a_swarm_queues_its_children_holds_them_and_each_runs_once
         ]
         assert len(firsts) == 1, sub_goal
     assert listing(settings.queue_dir / "rejected") == [] and listing(settings.queue_dir / "failed") == []
+
+
+class HeldAtLaunch:
+    """The local launcher, held between the spawner's claim (the request checked and recorded) and
+    the run's start until the test lets it go: the moment a stop meets a claim."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.inner = launcher_for(settings, "local", concurrency=2)
+        self.launching, self.go = threading.Event(), threading.Event()
+
+    def start(self, request_id: str) -> None:
+        self.launching.set()
+        assert self.go.wait(60)
+        self.inner.start(request_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_stop_while_the_spawner_claims_the_request_means_it_never_runs_and_is_recorded_once(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOllama([final_answer("should never be asked")], repeat_last=True) as fake:
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        settings = Settings.from_env()
+        Queue(settings.queue_dir).ensure().enqueue(Request(id="held", goal="never runs"))
+        launcher = HeldAtLaunch(settings)
+        codes: list[int] = []
+
+        def spawn() -> None:  # `hearth spawn`'s whole job, in this thread: its audit connection is its own
+            with Spawner(settings, launcher) as spawner:  # type: ignore[arg-type]
+                codes.append(spawner.run())
+
+        thread = threading.Thread(target=spawn)
+        thread.start()
+        try:
+            assert launcher.launching.wait(60)  # claimed and recorded; its process not yet started
+            stopped = run_cli("hearth", "stop", "held", env={"HEARTH_LAUNCHER": "local"})
+        finally:
+            launcher.go.set()
+            thread.join(120)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.startswith("held: interrupted (cancelled)")
+    assert codes == [0] and fake.requests == []  # its process started, found it stopped, ran nothing
+    [run] = rows(state_dir, "select status, error from runs")
+    assert run["status"] == "interrupted" and run["error"].startswith("stopped by cli:")
+    assert listing(settings.queue_dir / "failed") == ["held.json", "held.json.error.json"]
+    assert listing(settings.queue_dir / "claimed") == [] and listing(settings.queue_dir / "rejected") == []
