@@ -24,7 +24,7 @@ from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
 from hearth.locks import lock_holder
-from hearth.queue.directory import Queue, is_temp_name
+from hearth.queue.directory import Queue
 from hearth.render import local_time
 from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
@@ -52,7 +52,8 @@ _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
 
 # -- now ------------------------------------------------------------------------------------------
 def active_runs(settings: Settings, launcher: Launcher | None = None) -> dict[str, Any]:
-    """Claimed requests and unfinished runs with their live state; what waits in the queue.
+    """Claimed requests and unfinished runs with their live state; what waits in the queue: how
+    many (`queued_count`) and the first of their names (`queued`, at most SHOWN however full it is).
     Whether each is alive, and the live state of runs elsewhere, are the launcher's word
     (default: HEARTH_LAUNCHER's)."""
     launcher = launcher or launcher_for(settings)
@@ -66,11 +67,12 @@ def active_runs(settings: Settings, launcher: Launcher | None = None) -> dict[st
     for run_id, state in states.items():
         if run_id not in seen and state.get("state") not in FINAL_STATES:
             active.append({"id": run_id, "queued": False, "alive": launcher.alive(run_id), **_live(state)})
-    queued = [n for n in _names(queue.root) if not is_temp_name(n) and not (queue.root / n).is_dir()]
+    count, queued = queue.waiting()
     held = paused(settings)
     return {
         "active": sorted(active, key=lambda r: r["id"]),
         "queued": queued,
+        "queued_count": count,
         "paused": {**asdict(held), "line": held.line()} if held else None,
     }
 

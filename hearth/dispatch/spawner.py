@@ -35,7 +35,7 @@ from hearth.errors import ConfigError, HearthError
 from hearth.leash import alerts
 from hearth.leash.budget import load_budget, local_now, refusal
 from hearth.queue import wake
-from hearth.queue.directory import Entry, Owners, Queue, is_temp_name, read_request_bytes
+from hearth.queue.directory import PASS_NAMES, Entry, Owners, Queue, is_temp_name, read_request_bytes
 from hearth.queue.intake import Parsed, RequestRefused, check, parse_request, printable
 from hearth.queue.ledger import admit
 from hearth.queue.request import Request
@@ -191,7 +191,13 @@ class Spawner:
         self._held.clear()
         retry: float | None = None
         took = 0
-        for entry in self.queue.incoming():
+        # a flood is taken a batch a pass (queue/directory.py); fresh temp names, left alone, fill none
+        batch = self.queue.incoming(limit=PASS_NAMES, temp_before=self.clock() - self.stale_s)
+        if len(batch) == PASS_NAMES:
+            retry = 0.0  # more may wait behind this batch: the next pass goes on at once
+        for entry in batch:
+            if not is_temp_name(entry.name) and paused(self.settings) is not None:
+                return Pass(retry, blocked=False, took=took, paused=True)  # paused mid-pass: the rest waits
             slots = self.launcher.free_slots()
             if slots is not None and slots <= 0:
                 return Pass(retry, blocked=True, took=took)

@@ -19,6 +19,11 @@ had to be killed, or never started, is recorded here the way a sweep would. Eith
 error names who stopped it, a `stop` step is in its timeline, and its pending approvals are
 cancelled (nobody approves a call that can no longer run). The command center's Stop buttons
 and the CLI's stop command are both this module.
+
+Stops of one run are one at a time (an flock on queue/locks/<id>.stop): two at once, from two
+operators or a button pressed twice, give one stop, recorded once (one `stop` step, one
+`interrupted`), and the other caller hears that the run has already ended. A stop that meets a
+spawner claiming the same request waits for the claim and stops it as a claimed one.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from hearth.queue.intake import RequestRefused, parse_request
 from hearth.queue.ledger import ensure_request_row
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
+
+STOP_WAIT_S = 15.0  # a second stop of one run waits this long beyond the first one's grace
 
 
 class NotRunning(HearthError):
@@ -65,12 +72,39 @@ def stop_run(
     grace_s: float = STOP_GRACE_S,
     launcher: Launcher | None = None,
 ) -> Stopped:
-    """Stop one run and record who did; NotFound for an unknown id, NotRunning for a finished run.
-    `launcher` is the one that started it (default: HEARTH_LAUNCHER's)."""
+    """Stop one run and record who did; NotFound for an unknown id, NotRunning for a finished run
+    (one another stop ended meanwhile, too). `launcher` is the one that started it (default:
+    HEARTH_LAUNCHER's)."""
+    return _stop(settings, run_id, by, grace_s, launcher, frozenset())
+
+
+def _stop(
+    settings: Settings, run_id: str, by: str, grace_s: float, launcher: Launcher | None, chain: frozenset[str]
+) -> Stopped:
+    """stop_run, one stop of `run_id` at a time; `chain` holds the runs this stop is already stopping."""
     queue = Queue(settings.queue_dir)
+    queue.ensure()
+    turn = RunLock.acquire(queue.locks / f"{run_id}.stop", wait_s=grace_s + STOP_WAIT_S)
+    if turn is None:
+        raise StopFailed(f"another stop of run {run_id} is still going; try again")
+    try:
+        return _stop_locked(settings, queue, run_id, by, grace_s, launcher, chain | {run_id})
+    finally:
+        turn.release(remove=True)
+
+
+def _stop_locked(
+    settings: Settings,
+    queue: Queue,
+    run_id: str,
+    by: str,
+    grace_s: float,
+    launcher: Launcher | None,
+    chain: frozenset[str],
+) -> Stopped:
     reason = f"stopped by {by}"
-    if (queue.root / f"{run_id}.json").is_file():
-        return _dequeue(settings, queue, run_id, reason)
+    if (queue.root / f"{run_id}.json").is_file() and _dequeued(settings, queue, run_id, reason):
+        return Stopped(run_id, "dequeued", "interrupted")
     status = _status(settings, run_id)
     claimed = (queue.claimed / f"{run_id}.json").exists()
     if status is None and not claimed:
@@ -82,10 +116,12 @@ def stop_run(
     launcher = launcher or launcher_for(settings)
     how = _end_process(launcher, run_id, grace_s)
     stopped = _settle(settings, queue, run_id, reason, how)
-    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, launcher))
+    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, launcher, chain))
 
 
-def _stop_linked(settings: Settings, run_id: str, by: str, grace_s: float, launcher: Launcher) -> tuple[Stopped, ...]:
+def _stop_linked(
+    settings: Settings, run_id: str, by: str, grace_s: float, launcher: Launcher, chain: frozenset[str]
+) -> tuple[Stopped, ...]:
     """The runs made from this one that may still go: a swarm's children, a running leg or synthesis."""
     with AuditStore(settings.audit_path) as audit:
         ids = [
@@ -93,9 +129,9 @@ def _stop_linked(settings: Settings, run_id: str, by: str, grace_s: float, launc
         ]
         ids += [r["id"] for r in audit.linked(run_id) if r["status"] == "running"]
     stopped = []
-    for linked in dict.fromkeys(i for i in ids if i):
+    for linked in dict.fromkeys(i for i in ids if i and i not in chain):
         try:
-            stopped.append(stop_run(settings, linked, by=f"{by}, with {run_id}", grace_s=grace_s, launcher=launcher))
+            stopped.append(_stop(settings, linked, f"{by}, with {run_id}", grace_s, launcher, chain))
         except (NotRunning, NotFound):
             continue
     return tuple(stopped)
@@ -138,17 +174,17 @@ def _mark(settings: Settings, run_id: str, reason: str) -> None:
         audit.record_step(run_id, "stop", detail=reason)
 
 
-def _dequeue(settings: Settings, queue: Queue, run_id: str, reason: str) -> Stopped:
-    """A request still waiting: claim it first (the spawner cannot then start it), keep it in failed/."""
-    queue.ensure()
+def _dequeued(settings: Settings, queue: Queue, run_id: str, reason: str) -> bool:
+    """A request still waiting: claim it first (the spawner cannot then start it), keep it in
+    failed/; False when a spawner claimed it this very moment (it is then stopped as a claimed one)."""
     path = queue.claim(f"{run_id}.json")
-    if path is None:  # a spawner claimed it this very moment: stop it as a claimed one
-        return stop_run(settings, run_id, by=reason.removeprefix("stopped by "))
+    if path is None:
+        return False
     with AuditStore(settings.audit_path) as audit:
         _admit_quietly(audit, path)
         record_unfinished(audit, run_id, "interrupted", f"{reason} before it started")
     queue.fail(path, f"{reason} before it started", run_id=run_id, status="interrupted")
-    return Stopped(run_id, "dequeued", "interrupted")
+    return True
 
 
 def _admit_quietly(audit: AuditStore, path: Path) -> None:

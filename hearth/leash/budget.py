@@ -8,7 +8,8 @@
     max_tokens                            a request's, else its profile's: one run's cap
 
 Spent is what the audit recorded: every model step's prompt and reply tokens (Ollama's
-`prompt_eval_count` and `eval_count`) and every compaction's, since midnight in the host's time
+`prompt_eval_count` and `eval_count`), every compaction's, and every call long work makes outside
+a loop (a marathon's `judge` steps, a swarm's `plan` step: hearth/run/long/), since midnight in the host's time
 zone; the budget resets at the next midnight. `RunGuard` is checked before each model call of a
 run (agent/loop.py's `guard`): it reads the day's spend once, adds the run's own tokens as they
 come, and reads the audit again only when near a limit or after `REREAD_S`, so a check costs a
@@ -92,16 +93,19 @@ def resets_at(now: datetime) -> datetime:
     return datetime.combine(now.date() + timedelta(days=1), day_time(), tzinfo=now.tzinfo)
 
 
-# a model step's tokens are columns; a compaction's are in its JSON data (hearth/run/recorder.py)
+# a model step's tokens are columns; a compaction's, a judge's and a plan's are in its JSON data
+# (hearth/run/recorder.py, hearth/run/long/marathon.py and swarm.py)
+SPENDING = ("model", "compaction", "judge", "plan")
+_KINDS = f"s.kind in ({', '.join(repr(kind) for kind in SPENDING)})"
 _TOKENS = """coalesce(sum(case when s.kind = 'model' then coalesce(s.tokens_in, 0) + coalesce(s.tokens_out, 0)
     else coalesce(json_extract(s.data, '$.tokens_in'), 0) + coalesce(json_extract(s.data, '$.tokens_out'), 0) end), 0)"""
-_STEPS = "from steps s join runs r on r.id = s.run_id where s.kind in ('model', 'compaction') and s.at >= ?"
+_STEPS = f"from steps s join runs r on r.id = s.run_id where {_KINDS} and s.at >= ?"
 
 
 def spent(audit: Rows, since: datetime, agent: str | None = None) -> int:
     """Tokens the audit recorded since `since`, for the box or one agent profile's runs."""
     if agent is None:
-        sql = f"select {_TOKENS} as spent from steps s where s.kind in ('model', 'compaction') and s.at >= ?"
+        sql = f"select {_TOKENS} as spent from steps s where {_KINDS} and s.at >= ?"
         return int(audit.rows(sql, [stamp(since)])[0]["spent"])
     sql = f"select {_TOKENS} as spent {_STEPS} and r.agent_name = ?"
     return int(audit.rows(sql, [stamp(since), agent])[0]["spent"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import grp
+import heapq
 import json
 import os
 import pwd
@@ -34,6 +35,8 @@ from hearth.queue.request import Request
 
 SUBDIRS = ("claimed", "rejected", "failed", "locks")
 TEMP_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~")
+PASS_NAMES = 128  # at most this many names in one spawner pass (each is claimed, read, checked)
+SHOWN = 100  # at most this many waiting names in a listing (the command center, `hearth state`)
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -92,8 +95,10 @@ class Queue:
         _fsync_dir(self.root)
         return target
 
-    def incoming(self) -> list[Entry]:
-        """What waits in the queue, oldest first; our own subdirectories are not requests."""
+    def incoming(self, limit: int | None = None, *, temp_before: float | None = None) -> list[Entry]:
+        """What waits in the queue, oldest first (at most the `limit` oldest); our own
+        subdirectories are not requests. With `temp_before`, temp names written since then are
+        left out: nobody acts on them yet, so a heap of them never fills a batch."""
         entries = []
         with os.scandir(self.root) as scan:
             for item in scan:
@@ -103,8 +108,27 @@ class Queue:
                     info = item.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue  # claimed by someone else while we looked
+                if temp_before is not None and info.st_mtime > temp_before and is_temp_name(item.name):
+                    continue
                 entries.append(Entry(item.name, Path(item.path), info.st_mtime, _kind(info.st_mode)))
+        if limit is not None:
+            return heapq.nsmallest(limit, entries, key=lambda e: (e.mtime, e.name))
         return sorted(entries, key=lambda e: (e.mtime, e.name))
+
+    def waiting(self, shown: int = SHOWN) -> tuple[int, list[str]]:
+        """How many requests wait (temp names and directories are not requests), and the first
+        `shown` of their names in order: a listing stays small however full the queue is."""
+        count, names = 0, []
+        try:
+            with os.scandir(self.root) as scan:
+                for item in scan:
+                    if is_temp_name(item.name) or item.is_dir(follow_symlinks=False):
+                        continue
+                    count += 1
+                    names.append(item.name)
+        except FileNotFoundError:
+            return 0, []
+        return count, heapq.nsmallest(shown, names)
 
     def known(self, request_id: str) -> str | None:
         """Where a request with this id already is (claimed or failed), or None. A place this

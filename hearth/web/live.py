@@ -84,8 +84,8 @@ class Live:
     def signature(self) -> tuple[Any, ...]:
         """Cheap to take: directory listings with times, and the audit's commit counter."""
         settings = self.config.settings
-        dirs = (settings.runs_state_dir, settings.queue_dir, settings.queue_dir / "claimed")
-        return (*(_listing(d) for d in dirs), self._data_version())
+        dirs = (settings.runs_state_dir, settings.queue_dir / "claimed")
+        return (*(_listing(d) for d in dirs), _changed(settings.queue_dir), self._data_version())
 
     def _data_version(self) -> int | None:
         path = self.config.settings.audit_path
@@ -146,6 +146,15 @@ class Live:
 
 def _event(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def _changed(directory: Path) -> tuple[int, int] | None:
+    """When a directory's names last changed, and which they are: for a queue of 10,000 names,
+    one stat and one listing of names, not 10,000 stats (a request arrives and leaves by rename)."""
+    try:
+        return os.stat(directory).st_mtime_ns, hash(frozenset(os.listdir(directory)))
+    except OSError:
+        return None
 
 
 def _listing(directory: Path) -> tuple[tuple[str, int], ...]:

@@ -71,7 +71,7 @@ class AuditCollector(Collector):
     def _now(self) -> Iterator[Metric]:
         settle_dead_runs(self.config.settings)
         state = active_runs(self.config.settings)
-        yield GaugeMetricFamily("hearth_queue_depth", "Requests waiting in the queue", value=len(state["queued"]))
+        yield GaugeMetricFamily("hearth_queue_depth", "Requests waiting in the queue", value=state["queued_count"])
         yield GaugeMetricFamily("hearth_runs_active", "Runs claimed or running now", value=len(state["active"]))
         pending = len(self.reader.pending_approvals(utc_now()))
         yield GaugeMetricFamily("hearth_approvals_pending", "Approvals waiting for a decision", value=pending)

@@ -37,7 +37,7 @@ def show_state(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:
         print("no active runs")
-    print(f"{len(state['queued'])} waiting in {settings.queue_dir}")
+    print(f"{state['queued_count']} waiting in {settings.queue_dir}")
     if state["paused"]:
         print(f"hearth is {state['paused']['line']}: nothing starts until `hearth resume`")
     return 0

@@ -20,6 +20,10 @@ marathon's run. Stops, with the marathon's status:
     no_progress   two legs in a row changed nothing in the workspace
     <the leg's>   a leg ended interrupted (a stop, a signal), budget_exceeded, model_unavailable,
                   denied or rejected: the marathon ends the same way
+    budget_exceeded  a daily budget is spent after a leg: the judge is not asked, no leg starts
+
+The judge's tokens are in its `judge` step's data and count toward the same daily budgets as the
+legs' (hearth/leash/budget.py); each leg's own loop checks them before every model call.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from hearth.run.long.followup import prompt_record
 from hearth.run.long.holding import (
     Holder,
     admit_holder,
+    budget_spent,
     close_if_running,
     derived_id,
     finish_holder,
@@ -89,6 +94,7 @@ class Leg:
     problem: str = ""  # why the judge's answer was unusable
     replies: list[str] = field(default_factory=list)  # what the judge said, as it said it
     check: CheckResult | None = None
+    tokens: tuple[int, int] = (0, 0)  # what the judge's calls cost (counted toward the daily budgets)
 
     @property
     def done(self) -> bool:
@@ -162,7 +168,7 @@ def run_marathon(
         try:
             with signals_interrupt():
                 io = _Io(model, out, json_lines, _Heard(sink))
-                outcome = _legs(run, settings, model or own, state, io)  # type: ignore[arg-type]
+                outcome = _legs(run, settings, model or own, state, io, audit)  # type: ignore[arg-type]
         except (Interrupted, KeyboardInterrupt):
             outcome = _interrupted(run, sink)
         finally:
@@ -183,13 +189,20 @@ def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Se
     return _Marathon(holder, replace(planned, workspace=root, fresh=False), plan, root)
 
 
-def _legs(run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io) -> Outcome:
+def _legs(
+    run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io, audit: AuditStore
+) -> Outcome:
     quiet = 0
     for number in range(1, run.plan.max_legs + 1):
         state.update("marathon", f"leg {number} of at most {run.plan.max_legs}", number)
         leg = _run_leg(run, settings, number, io)
         if leg.outcome.status not in GOES_ON_AFTER:
             return _ended(run, leg.outcome.status, f"leg {number} ended {leg.outcome.status}: {leg.outcome.error}")
+        spent = budget_spent(settings, audit, run.planned.agent_name)
+        if spent:
+            stopped = f"leg {number} ended {leg.outcome.status}; not judged and no further legs: {spent}"
+            io.sink.record(StepRecorded(run.holder.id, "stop", {"detail": stopped}))
+            return _ended(run, "budget_exceeded", stopped)
         _decide(run, leg, judge, settings)
         _record(io.sink, run, leg)
         if leg.done:
@@ -236,6 +249,7 @@ def _decide(run: _Marathon, leg: Leg, judge: ChatModel, settings: Settings) -> N
     answer = ask_json(judge, JUDGE_SYSTEM, judge_question(run, leg), read_verdict)
     run.holder.spent(answer.tokens_in, answer.tokens_out)
     leg.verdict, leg.problem, leg.replies = answer.value, answer.problem, answer.replies
+    leg.tokens = (answer.tokens_in, answer.tokens_out)
 
 
 def _record(sink: RunRecorder, run: _Marathon, leg: Leg) -> None:
@@ -250,6 +264,8 @@ def _record(sink: RunRecorder, run: _Marathon, leg: Leg) -> None:
         "judge": verdict.model_dump() if verdict else None,
         "unusable": leg.problem or None,
         "check": {"ok": leg.check.ok, "detail": leg.check.detail} if leg.check else None,
+        "tokens_in": leg.tokens[0],
+        "tokens_out": leg.tokens[1],
     }
     said = verdict.reason if verdict else f"the judge's answer was unusable ({leg.problem}): not done"
     check = f"; check: {leg.check.detail}" if leg.check else ""

@@ -16,12 +16,17 @@
            workspace with each child's goal, status, summary and changed files (the diffs under
            `.hearth/swarm/<child>/`, hearth/run/long/swarm_results.py) and merges what should be merged
 
-A failed child is reported to the synthesis, not fatal. Stopping the swarm stops its children
+The planner's tokens are in its `plan` step's data and count toward the same daily budgets as the
+children's and the synthesis's (hearth/leash/budget.py): with one spent the planner is not asked
+(the swarm ends `budget_exceeded`, nothing queued), a child is refused at the spawner's intake, and
+the synthesis's loop stops before its first model call. A failed child is reported to the
+synthesis, not fatal. Stopping the swarm stops its children
 (hearth/dispatch/stop.py finds them by their `child` steps and their `parent_run`).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,7 +42,14 @@ from hearth.queue.request import Request
 from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
-from hearth.run.long.holding import Holder, admit_holder, derived_id, finish_holder, signals_interrupt
+from hearth.run.long.holding import (
+    Holder,
+    admit_holder,
+    budget_spent,
+    derived_id,
+    finish_holder,
+    signals_interrupt,
+)
 from hearth.run.long.judge import ask_json
 from hearth.run.long.swarm_results import Child, checkpoint_seed, collect, listing, synthesis_preface, wait_for_children
 from hearth.run.runner import model_client, run_goal
@@ -125,6 +137,11 @@ def _swarm(
     submit: Submit,
 ) -> Outcome:
     audit = record.audit
+    spent = budget_spent(settings, audit, goal.agent_name)
+    if spent:
+        stopped = f"not planned: {spent}; nothing was queued"
+        record.sink.record(StepRecorded(holder.id, "stop", {"detail": stopped}))
+        return Outcome("budget_exceeded", "", 0, error=stopped)
     sub_goals = _plan(request, goal, root, holder, record.sink, model)
     if isinstance(sub_goals, str):
         return Outcome("failed", "", 0, error=sub_goals)
@@ -162,13 +179,16 @@ def _plan(
     question = f"## Goal\n{goal.goal}\n\n## Files in the workspace\n{listing(root)}"
     answer = ask_json(model, PLANNER_SYSTEM.format(n=n), question, plan_reader(n).validate_python)
     holder.spent(answer.tokens_in, answer.tokens_out)
+    # the planner's tokens, in the step's data: the daily budgets count them (hearth/leash/budget.py)
+    cost = {"data": json.dumps({"tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out})}
     if answer.value is None:
         detail = f"the planner's answer was unusable: {answer.problem}; nothing was queued"
-        unusable = {"detail": detail, "output": "\n---\n".join(answer.replies), "ok": 0}
+        unusable = {"detail": detail, "output": "\n---\n".join(answer.replies), "ok": 0, **cost}
         sink.record(StepRecorded(holder.id, "plan", unusable))
         return detail
     shown = "; ".join(f"{i}. {text[:120]}" for i, text in enumerate(answer.value, 1))
-    sink.record(StepRecorded(holder.id, "plan", {"detail": f"{len(answer.value)} sub-goals: {shown}", "ok": 1}))
+    planned = {"detail": f"{len(answer.value)} sub-goals: {shown}", "ok": 1, **cost}
+    sink.record(StepRecorded(holder.id, "plan", planned))
     return answer.value
 
 

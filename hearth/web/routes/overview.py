@@ -40,9 +40,11 @@ def api_state(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any
 
 @router.get("/api/queue", tags=["runs"])
 def api_queue(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
-    """Requests waiting at the top of the queue, and the claimed ones (starting or running)."""
+    """Requests waiting at the top of the queue (how many, and the first of their names: at most
+    100 however full it is), and the claimed ones (starting or running)."""
     state = snapshot(web_of(request).config, web_of(request).reader)
-    return {"queued": state["queued"], "claimed": [run["id"] for run in state["active"] if run.get("queued")]}
+    claimed = [run["id"] for run in state["active"] if run.get("queued")]
+    return {"queued": state["queued"], "queued_count": state["queued_count"], "claimed": claimed}
 
 
 @router.get("/api/events", tags=["runs"], response_class=StreamingResponse)

@@ -15,6 +15,7 @@ from hearth.audit.store import AuditStore, RunRecord
 from hearth.dispatch.launchers import launcher_for
 from hearth.dispatch.spawner import Spawner
 from hearth.errors import ConfigError
+from hearth.queue.directory import PASS_NAMES
 from hearth.settings import Settings
 from tests.queue_support import FakeSystemctl, drop, listing, rows
 
@@ -243,3 +244,36 @@ def test_an_unusable_queue_directory_is_one_line_naming_the_setting(
     monkeypatch.setenv("HEARTH_QUEUE_DIR", str(tmp_path / "a-file" / "queue"))
     with pytest.raises(ConfigError, match="cannot use the queue directory .*: Not a directory; set HEARTH_QUEUE_DIR"):
         spawner()
+
+
+def test_a_flood_is_taken_a_bounded_batch_a_pass_oldest_first_and_the_next_pass_goes_on(
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
+    queue = queue_dir(state_dir)
+    old = time.time() - 600
+    for n in range(PASS_NAMES + 5):
+        drop(queue, f"junk-{n:04d}.json", b"{not json")
+        os.utime(queue / f"junk-{n:04d}.json", (old + n, old + n))
+    with spawner() as s:
+        first = s.drain()
+        assert first.took == PASS_NAMES and first.retry_in == 0.0  # more wait: go on at once
+        assert sorted(os.listdir(queue / "rejected"))[0] == "junk-0000.json"
+        assert len([n for n in os.listdir(queue) if n.startswith("junk-")]) == 5  # the 5 newest are left
+        second = s.drain()
+    assert second.took == 5 and second.retry_in is None
+    assert listing(queue) == ["claimed", "failed", "locks", "rejected"]
+
+
+def test_fresh_temp_names_never_fill_a_batch_ahead_of_a_request(state_dir: Path, systemctl: FakeSystemctl) -> None:
+    queue = queue_dir(state_dir)
+    older = time.time() - 60  # older than the request, but not yet abandoned
+    for n in range(PASS_NAMES + 1):
+        drop(queue, f".upload-{n:04d}.json", b"{")
+        os.utime(queue / f".upload-{n:04d}.json", (older, older))
+    drop(queue, "real.json", {"id": "real", "goal": "g"})
+    os.utime(queue / "real.json", (older + 1, older + 1))
+    with spawner() as s:
+        step = s.drain()
+    assert step.took == 1 and step.retry_in is None  # started in the first pass; the temp names wait
+    assert any("hearth-agent@real" in call for call in systemctl.calls)
+    assert len([n for n in os.listdir(queue) if n.startswith(".upload-")]) == PASS_NAMES + 1

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hearth.queue.directory import SHOWN
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import Gate, rows, wait_for
 from tests.web_support import Center, run_status, seed_runs
@@ -160,7 +161,7 @@ def test_report_and_metrics_come_from_the_audit(center: Center, state_dir: Path)
 def test_state_queue_and_openapi_describe_every_area(center: Center, state_dir: Path) -> None:
     client = center.client()
     client.post_json("/api/enqueue", {"goal": "waits", "id": "waiting-1"})
-    assert client.get("/api/queue").json() == {"queued": ["waiting-1.json"], "claimed": []}
+    assert client.get("/api/queue").json() == {"queued": ["waiting-1.json"], "queued_count": 1, "claimed": []}
     state = client.get("/api/state").json()
     assert state["queued"] == ["waiting-1.json"] and state["pending_approvals"] == 0
     paths = set(client.get("/api/openapi.json").json()["paths"])
@@ -239,3 +240,20 @@ def test_a_run_page_shows_at_most_a_capped_part_of_each_huge_step_with_a_link_to
     whole = client.get(link).json()
     assert whole["output"] == huge and whole["arguments"] == huge and whole["seq"] == 1
     assert client.get(f"/api/runs/{run_id}/steps/9").status_code == 404
+
+
+def test_a_queue_of_thousands_is_listed_a_bounded_few_with_its_count(center: Center, state_dir: Path) -> None:
+    queue = state_dir / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    for n in range(SHOWN + 40):
+        (queue / f"w-{n:04d}.json").write_text("{not even json")
+    (queue / ".being-written.json.tmp").write_text("{")
+    client = center.client()
+    listed = client.get("/api/queue").json()
+    assert listed["queued_count"] == SHOWN + 40 and listed["queued"] == [f"w-{n:04d}.json" for n in range(SHOWN)]
+    state = client.get("/api/state").json()
+    assert state["queued_count"] == SHOWN + 40 and len(state["queued"]) == SHOWN
+    page = client.get("/").text
+    assert page.count("<li>w-") == SHOWN and f"and 40 more waiting ({SHOWN + 40} in all)" in page
+    assert f'id="n-queued">{SHOWN + 40}<' in page
+    assert f"hearth_queue_depth {SHOWN + 40}.0" in client.get("/metrics").text
