@@ -94,6 +94,7 @@ class Spawner:
         self.counts: Counter[str] = Counter()
         self.paused_wait_s = paused_wait_s
         self._held: set[str] = set()  # waiting names already reported as held by a pause
+        self._held_count = 0
 
     def close(self) -> None:
         self.audit.close()
@@ -189,6 +190,7 @@ class Spawner:
         if held is not None:
             return self._hold(held)
         self._held.clear()
+        self._held_count = 0
         retry: float | None = None
         took = 0
         # a flood is taken a batch a pass (queue/directory.py); fresh temp names, left alone, fill none
@@ -210,11 +212,14 @@ class Spawner:
 
     def _hold(self, held: Paused) -> Pass:
         """Paused: claim nothing; say once per request that it waits, and why."""
-        waiting = {entry.name for entry in self.queue.incoming() if not is_temp_name(entry.name)}
+        count, names = self.queue.waiting(PASS_NAMES)  # a flood is counted, and only a batch is named
+        waiting = set(names)
         for name in sorted(waiting - self._held):
             self.report("paused", printable(name), f"waits: hearth is {held.line()}")
-        self._held = waiting
-        return Pass(None, blocked=False, paused=bool(waiting))
+        if count > len(names) and count != self._held_count:
+            self.report("paused", f"{count - len(names)} more", f"wait: hearth is {held.line()}")
+        self._held, self._held_count = waiting, count
+        return Pass(None, blocked=False, paused=bool(count))
 
     def _handle(self, entry: Entry) -> float | None:
         woken = wake.woken(entry.name)

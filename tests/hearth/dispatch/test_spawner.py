@@ -13,6 +13,7 @@ import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.dispatch.launchers import launcher_for
+from hearth.dispatch.pause import pause
 from hearth.dispatch.spawner import Spawner
 from hearth.errors import ConfigError
 from hearth.queue.directory import PASS_NAMES
@@ -277,3 +278,20 @@ def test_fresh_temp_names_never_fill_a_batch_ahead_of_a_request(state_dir: Path,
     assert step.took == 1 and step.retry_in is None  # started in the first pass; the temp names wait
     assert any("hearth-agent@real" in call for call in systemctl.calls)
     assert len([n for n in os.listdir(queue) if n.startswith(".upload-")]) == PASS_NAMES + 1
+
+
+def test_a_paused_pass_names_at_most_a_batch_of_a_flood_and_counts_the_rest(
+    state_dir: Path, systemctl: FakeSystemctl
+) -> None:
+    queue = queue_dir(state_dir)
+    for n in range(PASS_NAMES + 40):
+        drop(queue, f"req-{n:04d}.json", {"id": f"req-{n:04d}", "goal": "g"})
+    pause(Settings.from_env(), by="test", reason="flood")
+    said: list[tuple[str, str, str]] = []
+    settings = Settings.from_env()
+    with Spawner(settings, launcher_for(settings, "systemd"), report=lambda *r: said.append(r)) as s:
+        step = s.drain()
+        again = s.drain()  # the same flood again: nothing said twice
+    assert step.paused and again.paused
+    assert len(said) == PASS_NAMES + 1 and said[-1][1] == "40 more"
+    assert systemctl.calls == []
