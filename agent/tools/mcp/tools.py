@@ -1,0 +1,60 @@
+"""An MCP server's tool as a `Tool` record: named `<server>__<tool>`, its schema flattened to
+what the gate checks, its function a call through the server's `Connection` under a deadline.
+
+A call that fails in any way (the server did not start, hung past the deadline, crashed mid-call,
+answered an error) is a `ToolFailed`: one line for the model, and the run goes on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from agent.tools.mcp.client import Connection, McpFailed, ToolInfo
+from agent.tools.registry import Tool, ToolFailed
+
+if TYPE_CHECKING:
+    from agent.safety.workspace import Workspace
+
+SEPARATOR = "__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_KINDS = {"string", "integer", "boolean", "number", "array", "object"}
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`<server>__<tool>`, with what a tool name may not hold made `_`, at most 64 characters."""
+    return f"{server}{SEPARATOR}{_UNSAFE.sub('_', tool)}"[:64]
+
+
+def digest(info: ToolInfo) -> str:
+    """The pin of a tool: SHA-256 of its name, description and input schema (canonical JSON)."""
+    body = json.dumps([info.name, info.description, info.schema], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def mcp_tool(server: str, info: ToolInfo, risk: str, connection: Connection, timeout_s: float) -> Tool:
+    """The gate's record of one approved MCP tool."""
+    properties = info.schema.get("properties") or {}
+    params: dict[str, dict[str, Any]] = {}
+    for key, spec in properties.items():
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec.get("type") if spec.get("type") in _KINDS else "object"
+        params[key] = {"type": kind, "description": str(spec.get("description") or spec.get("title") or key)}
+        if isinstance(spec.get("enum"), list):
+            params[key]["enum"] = spec["enum"]
+    required = tuple(r for r in info.schema.get("required") or () if r in params)
+
+    def call(args: dict[str, Any], ws: Workspace) -> str:
+        deadline = ws.services.deadline
+        left = timeout_s if deadline is None else min(timeout_s, deadline - time.monotonic())
+        if left <= 0:
+            raise ToolFailed(f"{tool_name(server, info.name)}: the run's time limit is spent")
+        try:
+            return connection.call(info.name, args, left)
+        except McpFailed as exc:
+            raise ToolFailed(str(exc)) from None
+
+    description = f"{info.description.strip() or info.name} (MCP server {server})"
+    return Tool(tool_name(server, info.name), description, params, call, risk=risk, required=required)
