@@ -32,8 +32,8 @@ def connection(config: ServerConfig, settings: Settings, workspace: Path, policy
     except SandboxUnavailable as exc:
         raise McpFailed(f"MCP server {config.name} was not started: no sandbox ({exc})") from None
     if kind == "none":
-        argv = (config.command, *config.args)
-        return Connection(config.name, Launch(argv=argv, env=env, cwd=str(workspace)))
+        bare = Launch(argv=(config.command, *config.args), env=env, cwd=str(workspace))
+        return Connection(config.name, bare)
     if kind != "bwrap":
         raise McpFailed(
             f"MCP server {config.name} was not started: only bubblewrap can hold an MCP server, and the sandbox here is {kind}"
@@ -47,10 +47,9 @@ def connection(config: ServerConfig, settings: Settings, workspace: Path, policy
         hide=policy.hide,
         tmp_bytes=policy.file_size_bytes,
     )
-    argv = bwrap.argv(
-        command, mounts, {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}, network=False, seccomp_fd=None
-    )
-    return Connection(config.name, Launch(argv=tuple(argv), cwd=str(workspace)))
+    variables = {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}
+    walled = bwrap.argv(command, mounts, variables, network=False, seccomp_fd=None)
+    return Connection(config.name, Launch(argv=tuple(walled), cwd=str(workspace)))
 
 
 def _environment(config: ServerConfig, settings: Settings) -> dict[str, str]:
