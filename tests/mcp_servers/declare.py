@@ -9,7 +9,9 @@ from pathlib import Path
 TOY = Path(__file__).resolve().parent / "toy.py"
 
 
-def declare(config_dir: Path, name: str = "toy", *, description: Path | None = None, extra: str = "") -> Path:
+def declare(
+    config_dir: Path, name: str = "toy", *, description: Path | None = None, extra: str = "", timeout: int = 20
+) -> Path:
     """`<config>/mcp/<name>.toml` for the toy server; `description` is the file its echo tool reads
     its description from (change it between two runs: the "rug pull")."""
     args = [str(TOY), *(["--description-file", str(description)] if description else [])]
@@ -19,6 +21,6 @@ def declare(config_dir: Path, name: str = "toy", *, description: Path | None = N
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         f"command = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\nread = {json.dumps(read)}\n"
-        "timeout = 20\n" + extra
+        f"timeout = {timeout}\n" + extra
     )
     return path
