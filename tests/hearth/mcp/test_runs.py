@@ -6,11 +6,17 @@ crashing server costs the run one tool error each; and no server outlives its ru
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hearth.audit.store import AuditStore
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.mcp_servers.declare import declare
 
@@ -118,3 +124,51 @@ def test_a_tool_changed_since_approval_is_not_offered_and_the_run_says_which_and
     [echo] = [s for s in recorded if s["kind"] == "tool"]
     assert echo["output"].startswith("Error: no tool named 'toy__echo'")
     assert servers_of(description) == []
+
+
+def test_a_run_stopped_mid_call_stops_its_server_with_it(state_dir: Path, tmp_path: Path) -> None:
+    description = served(tmp_path)
+    declare(tmp_path / "config", description=description, extra=RISKS, timeout=120)
+    assert run_cli("hearth", "mcp", "approve", "toy", "hang").returncode == 0
+    workspace = tmp_path / "ws"
+    with FakeOllama([tool_call("toy__hang", {}), final_answer("never")]) as fake:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        argv = [
+            sys.executable,
+            "-m",
+            "hearth.cli.loop",
+            "--ollama-host",
+            fake.url,
+            "--workspace",
+            str(workspace),
+            "hang",
+        ]
+        run = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert until(lambda: hanging(state_dir) and servers_of(description)), "the call never began"
+            run.send_signal(signal.SIGTERM)
+            assert run.wait(timeout=60) == 130
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert until(lambda: not servers_of(description), seconds=15), servers_of(description)
+    stopped, _ = steps(state_dir)
+    assert stopped["status"] == "interrupted"
+
+
+def hanging(state_dir: Path) -> bool:
+    """The run's call of toy__hang is open in the audit (written ahead, as every call)."""
+    if not (state_dir / "audit.db").exists():
+        return False
+    with AuditStore(state_dir / "audit.db") as audit:
+        return bool(audit.rows("select 1 from steps where kind = 'tool' and tool = 'toy__hang'"))
+
+
+def until(condition: Callable[[], object], seconds: float = 60) -> bool:
+    """Wait for `condition`, checking every 50 ms; whether it came before `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
