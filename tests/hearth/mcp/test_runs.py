@@ -123,6 +123,8 @@ def test_a_tool_changed_since_approval_is_not_offered_and_the_run_says_which_and
     assert "NOT offered: toy__echo: its description or input schema changed since cli:" in detail["line"]
     [echo] = [s for s in recorded if s["kind"] == "tool"]
     assert echo["output"].startswith("Error: no tool named 'toy__echo'")
+    shown = run_cli("hearth", "show").stdout
+    assert "mcp toy: offered toy__write_note; NOT offered: toy__echo: its description or input schema changed" in shown
     assert servers_of(description) == []
 
 
