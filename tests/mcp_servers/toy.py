@@ -4,7 +4,8 @@
 
 Its tools: notes in its working directory (read_note, write_note), `echo` (whose description is
 the file's text when one is given: a test changes it between two runs, a "rug pull"), one that
-never answers (`hang`), one that ends the process mid-call (`crash`) and one that floods (`flood`).
+never answers (`hang`), one that ends the process mid-call (`crash`), one that writes garbage on the protocol's stream
+(`garbage`) and one that floods (`flood`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def hang() -> str:
 @server.tool(description="End the server mid-call.")
 def crash() -> str:
     os._exit(3)
+
+
+@server.tool(description="Write a line that is not JSON-RPC to stdout, then answer.")
+def garbage() -> str:
+    sys.stdout.write("this is not json\n")
+    sys.stdout.flush()
+    return "answered after the garbage"
 
 
 @server.tool(description="Answer with a great deal of text.")

@@ -20,7 +20,17 @@ from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.mcp_servers.declare import declare
 
-RISKS = '[tools.echo]\nrisk = "safe"\n[tools.write_note]\nrisk = "edit"\n[tools.hang]\nrisk = "safe"\n[tools.crash]\nrisk = "safe"\n'
+RISKS = "".join(
+    f'[tools.{tool}]\nrisk = "{risk}"\n'
+    for tool, risk in [
+        ("echo", "safe"),
+        ("write_note", "edit"),
+        ("hang", "safe"),
+        ("crash", "safe"),
+        ("garbage", "safe"),
+        ("flood", "safe"),
+    ]
+)
 
 
 def served(tmp_path: Path, text: str = "Say the text back.") -> Path:
@@ -61,15 +71,22 @@ def test_approved_tools_are_offered_gated_and_a_hung_or_crashing_server_costs_on
     state_dir: Path, tmp_path: Path
 ) -> None:
     description = served(tmp_path)
-    declare(tmp_path / "config", description=description, extra=RISKS, timeout=3)
-    assert run_cli("hearth", "mcp", "approve", "toy", "echo", "write_note", "hang", "crash", "flood").returncode == 0
+    declare(tmp_path / "config", description=description, extra=RISKS, timeout=5)
+    assert (
+        run_cli(
+            "hearth", "mcp", "approve", "toy", "echo", "write_note", "hang", "crash", "garbage", "flood", "read_note"
+        ).returncode
+        == 0
+    )
     workspace = tmp_path / "ws"
     script = [
         tool_call("toy__write_note", {"name": "note.txt", "text": "from the server"}),
         tool_call("toy__hang", {}),
         tool_call("toy__crash", {}),
         tool_call("toy__echo", {"text": "still here"}),
-        tool_call("toy__flood", {"lines": 10}),  # dangerous (no risk given): auto mode asks; nobody answers
+        tool_call("toy__garbage", {}),
+        tool_call("toy__flood", {"lines": 20_000}),
+        tool_call("toy__read_note", {"name": "note.txt"}),  # dangerous (no risk given): auto mode asks; nobody answers
         final_answer("done"),
     ]
     with FakeOllama(script) as fake:
@@ -86,17 +103,19 @@ def test_approved_tools_are_offered_gated_and_a_hung_or_crashing_server_costs_on
         first = fake.requests[0]
     assert done.returncode == 0, done.stderr
     names = offered(first)
-    assert {"toy__echo", "toy__write_note", "toy__hang", "toy__crash", "toy__flood"} <= set(names)
-    assert "toy__read_note" not in names  # never approved: not offered
+    assert {"toy__echo", "toy__write_note", "toy__hang", "toy__crash", "toy__flood", "toy__read_note"} <= set(names)
     assert (workspace / "note.txt").read_text() == "from the server"  # the server's only writable path
     run, recorded = steps(state_dir)
     assert run["status"] == "done"
     calls = {s["tool"]: s for s in recorded if s["kind"] == "tool"}
     assert calls["toy__write_note"]["verdict"] == "run" and "wrote 15 characters" in calls["toy__write_note"]["output"]
-    assert calls["toy__hang"]["output"] == "Error: MCP server toy did not answer within 3s calling hang; it was stopped"
+    assert calls["toy__hang"]["output"] == "Error: MCP server toy did not answer within 5s calling hang; it was stopped"
     assert calls["toy__crash"]["output"].startswith("Error: MCP server toy failed calling crash:")
     assert calls["toy__echo"]["output"] == "still here"  # started again after the crash
-    assert calls["toy__flood"]["verdict"] == "denied"  # the gate's approvals hold for MCP tools
+    assert calls["toy__garbage"]["output"] == "answered after the garbage"  # a line that is not JSON-RPC is skipped
+    flood = calls["toy__flood"]
+    assert flood["ok"] and len(flood["output"]) < 100_000  # capped (and spilled) as any tool's
+    assert calls["toy__read_note"]["verdict"] == "denied"  # the gate's approvals hold for MCP tools
     [mcp] = [s for s in recorded if s["kind"] == "mcp"]
     assert json.loads(mcp["detail"])["verdict"] == "ok" and "toy__echo" in json.loads(mcp["detail"])["offered"]
     assert servers_of(description) == []  # no server outlives its run
@@ -116,6 +135,7 @@ def test_a_tool_changed_since_approval_is_not_offered_and_the_run_says_which_and
         first = fake.requests[0]
     assert done.returncode == 0, done.stderr
     assert "toy__echo" not in offered(first) and "toy__write_note" in offered(first)
+    assert "toy__hang" not in offered(first)  # never approved: not offered either
     run, recorded = steps(state_dir)
     [mcp] = [s for s in recorded if s["kind"] == "mcp"]
     detail = json.loads(mcp["detail"])
