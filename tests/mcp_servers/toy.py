@@ -1,6 +1,6 @@
 """A real MCP server, written with the same SDK hearth's client uses, for the tests to start.
 
-    python toy.py [--description-file PATH]
+    python toy.py [--description-file PATH] [--http PORT]     (--http: streamable HTTP on 127.0.0.1:PORT/mcp)
 
 Its tools: notes in its working directory (read_note, write_note), `echo` (whose description is
 the file's text when one is given: a test changes it between two runs, a "rug pull"), one that
@@ -63,4 +63,7 @@ def flood(lines: int = 100_000) -> str:
 
 if __name__ == "__main__":
     print(f"toy server {os.getpid()} starting", file=sys.stderr)
-    server.run("stdio")
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")

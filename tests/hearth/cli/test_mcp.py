@@ -5,11 +5,16 @@ pinned with who and when, and a description changed after approval shown as drif
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hearth.audit.store import AuditStore
 from tests.conftest import run_cli
-from tests.mcp_servers.declare import declare
+from tests.mcp_servers.declare import TOY, declare
 
 
 def test_review_shows_each_tool_with_its_description_schema_and_state(state_dir: Path, tmp_path: Path) -> None:
@@ -72,3 +77,42 @@ def test_a_server_that_does_not_start_is_one_line_naming_it(state_dir: Path, tmp
     assert "MCP server gone did not start" in failed.stderr
     listed = json.loads(run_cli("hearth", "mcp", "list", "--json").stdout)
     assert listed[0]["server"] == "gone" and "did not start" in listed[0]["error"]
+
+
+def test_a_server_over_streamable_http_on_loopback_is_reviewed_and_approved(state_dir: Path, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(TOY), "--http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        assert until(lambda: answers(port)), "the HTTP server never listened"
+        path = tmp_path / "config" / "mcp" / "web.toml"
+        path.parent.mkdir(parents=True)
+        path.write_text(f'transport = "http"\nurl = "http://127.0.0.1:{port}/mcp"\n')
+        shown = run_cli("hearth", "mcp", "review", "web")
+        assert shown.returncode == 0, shown.stderr
+        assert "web__echo  [new, dangerous]" in shown.stdout
+        assert run_cli("hearth", "mcp", "approve", "web", "echo").returncode == 0
+        [listed] = json.loads(run_cli("hearth", "mcp", "list", "--json").stdout)
+        assert listed["transport"] == "http" and {t["name"]: t["state"] for t in listed["tools"]}["echo"] == "approved"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def answers(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def until(condition: Callable[[], object], seconds: float = 60) -> bool:
+    """Wait for `condition`, checking every 50 ms; whether it came before `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
