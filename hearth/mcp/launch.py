@@ -4,22 +4,28 @@ read from hearth's store), and a stdio server inside the command sandbox.
 Under bubblewrap the server gets the commands' walls (agent/safety/bwrap.py): the allow-list
 filesystem with the workspace as its only writable path (plus the file's `read` paths, read-only),
 new user, PID, IPC, UTS and network namespaces as nobody with no capabilities, hearth's state and
-credentials hidden, `--die-with-parent`. Not yet: the seccomp filter, the rlimits and the run's
-cgroup (they are applied in a preexec hook the SDK's process start does not take), and network
-(an `egress` list is not granted: the server gets none). Where bubblewrap does not work, a
+credentials hidden, `--die-with-parent`, the commands' seccomp filter (AF_UNIX allowed) and the
+memory, file-size and core rlimits. Not yet: the process rlimit and the run's cgroup (commands
+get them in a preexec hook the SDK's process start does not take), and network (an `egress`
+list is not granted: the server gets none). Where bubblewrap does not work, a
 server is started only when the operator chose `HEARTH_SANDBOX=none`."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shlex
+import tempfile
 from pathlib import Path
 
-from agent.safety import bwrap
+from agent.safety import bwrap, seccomp
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.tools.mcp.client import Connection, Launch, McpFailed
 from hearth.credentials import CredentialStore
 from hearth.mcp.config import ServerConfig
 from hearth.settings import Settings
+
+SECCOMP_FD = 3
 
 
 def connection(config: ServerConfig, settings: Settings, workspace: Path, policy: SandboxPolicy) -> Connection:
@@ -48,8 +54,33 @@ def connection(config: ServerConfig, settings: Settings, workspace: Path, policy
         tmp_bytes=policy.file_size_bytes,
     )
     variables = {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}
-    walled = bwrap.argv(command, mounts, variables, network=False, seccomp_fd=None)
-    return Connection(config.name, Launch(argv=tuple(walled), cwd=str(workspace)))
+    filtered = seccomp.supported()
+    walled = bwrap.argv(command, mounts, variables, network=False, seccomp_fd=SECCOMP_FD if filtered else None)
+    # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits and
+    # opens the seccomp program as bwrap's fd 3, then becomes bwrap
+    limits = f"ulimit -v {policy.memory_bytes // 1024} && ulimit -f {policy.file_size_bytes // 512} && ulimit -c 0"
+    opened = f' {SECCOMP_FD}<"$0"' if filtered else ""
+    script = f'{limits} && exec "$@"{opened}'
+    program = str(_seccomp_file()) if filtered else "-"
+    return Connection(config.name, Launch(argv=("/bin/sh", "-c", script, program, *walled), cwd=str(workspace)))
+
+
+def _seccomp_file() -> Path:
+    """The commands' seccomp filter (AF_UNIX allowed: an event loop's self-pipe is a socketpair) in a
+    file named after its bytes, this user's own, in the temp directory; written once per content."""
+    code = seccomp.program(network=False, unix=True)
+    path = Path(tempfile.gettempdir()) / f"hearth-mcp-seccomp-{os.getuid()}-{hashlib.sha256(code).hexdigest()[:16]}"
+    try:
+        if path.stat().st_uid == os.getuid() and path.read_bytes() == code:
+            return path
+    except OSError:
+        pass
+    scratch = path.with_name(f"{path.name}.{os.getpid()}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(code)
+    os.replace(scratch, path)
+    return path
 
 
 def _environment(config: ServerConfig, settings: Settings) -> dict[str, str]:
