@@ -66,6 +66,8 @@ def offer(settings: Settings, workspace: Path, policy: SandboxPolicy, record: Re
             note(MCP, {"server": config.name, "verdict": "failed", "offered": [], "line": f"no tools of it: {exc}"})
             continue
         found = states(config, listed, pinned[config.name])
+        # a restart (after a hang or a crash) lists the tools again before it calls one
+        server.pinned = {t.tool: t.sha256 for t in found if t.state == APPROVED}
         by_name = {info.name: info for info in listed}
         tools = [
             mcp_tool(config.name, by_name[t.tool], t.risk, server, config.timeout_s)

@@ -1,5 +1,5 @@
 """The operator's pins: each approved MCP tool's SHA-256 (of its name, description and input
-schema, agent/tools/mcp/tools.py's `digest`) in the audit's `mcp_pins`, with who and when.
+schema, agent/tools/mcp/client.py's `digest`) in the audit's `mcp_pins`, with who and when.
 
 A tool a server lists now is, against the pins and the server's file:
     approved    pinned, and the same now: offered to runs (risk from the file)

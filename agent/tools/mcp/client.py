@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
+import json
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable
@@ -50,11 +52,26 @@ class ToolInfo:
     annotations: dict[str, Any]
 
 
+def digest(info: ToolInfo) -> str:
+    """The pin of a tool: SHA-256 of its name, description and input schema (canonical JSON)."""
+    body = json.dumps([info.name, info.description, info.schema], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 class Connection:
-    def __init__(self, name: str, launch: Launch, *, start_s: float = START_S) -> None:
+    """`pinned` (tool name -> its pin): every time the server is started for a call, its tools are
+    listed again first, and a tool whose pin no longer matches is not called (a server that changes
+    a tool when it restarts is caught as at run start)."""
+
+    def __init__(
+        self, name: str, launch: Launch, *, start_s: float = START_S, pinned: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.launch = launch
         self.start_s = start_s
+        self.pinned = pinned
+        self._starts = 0  # how many times the server was started
+        self._checked = -1  # the start whose tool list was compared with the pins
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -66,6 +83,7 @@ class Connection:
     # -- the requests ----------------------------------------------------------------------------
     def tools(self, timeout_s: float = 30.0) -> list[ToolInfo]:
         result = self._request(lambda c: c.list_tools(), timeout_s, "listing its tools")
+        self._checked = self._starts
         return [
             ToolInfo(
                 t.name,
@@ -78,6 +96,12 @@ class Connection:
 
     def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> str:
         """The call's result as text; McpFailed for every way it can fail."""
+        if self.pinned is not None and (self._checked != self._starts or self._client is None):
+            listed = {info.name: info for info in self.tools(timeout_s)}
+            info = listed.get(tool)
+            if info is None or digest(info) != self.pinned.get(tool):
+                change = "no longer lists it" if info is None else "changed its description or input schema"
+                raise McpFailed(f"MCP server {self.name} {change} since {tool} was approved; it was not called")
         result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
         text = result_text(result)
         if result.is_error:
@@ -114,6 +138,7 @@ class Connection:
         thread = threading.Thread(target=self._serve, args=(loop, ready), name=f"mcp-{self.name}", daemon=True)
         self._loop, self._thread = loop, thread
         thread.start()
+        self._starts += 1
         try:
             self._client = ready.result(timeout=self.start_s)
         except concurrent.futures.TimeoutError:

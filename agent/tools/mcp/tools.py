@@ -6,17 +6,17 @@ answered an error) is a `ToolFailed`: one line for the model, and the run goes o
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from agent.tools.mcp.client import Connection, McpFailed, ToolInfo
+from agent.tools.mcp.client import Connection, McpFailed, ToolInfo, digest
 from agent.tools.registry import Tool, ToolFailed
 
 if TYPE_CHECKING:
     from agent.safety.workspace import Workspace
+
+__all__ = ["SEPARATOR", "digest", "mcp_tool", "tool_name"]
 
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -26,12 +26,6 @@ _KINDS = {"string", "integer", "boolean", "number", "array", "object"}
 def tool_name(server: str, tool: str) -> str:
     """`<server>__<tool>`, with what a tool name may not hold made `_`, at most 64 characters."""
     return f"{server}{SEPARATOR}{_UNSAFE.sub('_', tool)}"[:64]
-
-
-def digest(info: ToolInfo) -> str:
-    """The pin of a tool: SHA-256 of its name, description and input schema (canonical JSON)."""
-    body = json.dumps([info.name, info.description, info.schema], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def mcp_tool(server: str, info: ToolInfo, risk: str, connection: Connection, timeout_s: float) -> Tool:
