@@ -194,3 +194,41 @@ def until(condition: Callable[[], object], seconds: float = 60) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_dangerous_mcp_tool_waits_for_hearth_approve_then_runs_and_show_has_the_exchange(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    description = served(tmp_path)
+    declare(tmp_path / "config", description=description)  # no risk given: every tool is dangerous
+    assert run_cli("hearth", "mcp", "approve", "toy", "write_note").returncode == 0
+    workspace = tmp_path / "ws"
+    script = [tool_call("toy__write_note", {"name": "asked.txt", "text": "approved"}), final_answer("wrote it")]
+    with FakeOllama(script) as fake:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HEARTH_APPROVAL_WAIT": "120s"}
+        argv = [sys.executable, "-m", "hearth.cli.loop", "--ollama-host", fake.url, "--workspace", str(workspace), "w"]
+        run = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert until(lambda: pending(state_dir)), "no approval was asked"
+            decided = run_cli("hearth", "approve", pending(state_dir))
+            assert decided.returncode == 0, decided.stderr
+            assert run.wait(timeout=60) == 0
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert (workspace / "asked.txt").read_text() == "approved"
+    _, recorded = steps(state_dir)
+    [call] = [s for s in recorded if s["kind"] == "tool"]
+    assert call["verdict"] == "approved" and call["output"] == "wrote 8 characters to asked.txt"
+    shown = run_cli("hearth", "show").stdout
+    assert "toy__write_note" in shown and "verdict=approved" in shown and "approved by cli:" in shown
+    assert servers_of(description) == []
+
+
+def pending(state_dir: Path) -> str:
+    """The id of the approval the run waits on ("" while there is none)."""
+    if not (state_dir / "audit.db").exists():
+        return ""
+    with AuditStore(state_dir / "audit.db") as audit:
+        rows = audit.rows("select id from approvals where status = 'pending'")
+    return rows[0]["id"] if rows else ""
