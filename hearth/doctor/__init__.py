@@ -11,6 +11,7 @@ finding.py   Finding (one check's verdict) and the counts of each status
 files.py     the state directory, the audit, the config tree, the queue, the credentials store
 config.py    profiles, prompt files and their placeholders, router, budget, alerts, missions
 host.py      Ollama and its models, the command sandbox, git, systemd's hearth units
+mcp.py       the declared MCP servers: their files, and drift of the tools approved
 
 This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
 (hearth/cli/commands/doctor.py) prints them and sets the exit code.
@@ -25,6 +26,7 @@ from hearth.doctor.config import check_leash, check_profiles, check_prompt_files
 from hearth.doctor.files import check_audit, check_config_dir, check_credentials, check_queue, check_state_dir
 from hearth.doctor.finding import Finding
 from hearth.doctor.host import check_cgroups, check_git, check_ollama, check_sandbox, check_systemd, pid1_name
+from hearth.doctor.mcp import check_mcp
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 
@@ -51,6 +53,7 @@ def diagnose(
         *check_queue(settings),
         *check_credentials(settings),
         *check_leash(settings),
+        *check_mcp(settings),
         *check_ollama(settings.ollama_host, models, probe),
         *check_sandbox(settings.sandbox),
         *check_git(which),

@@ -58,6 +58,9 @@ def test_a_description_changed_after_approval_is_drift_in_the_list(state_dir: Pa
     assert "its description or input schema changed since cli:" in echo["why"]
     listed = run_cli("hearth", "mcp", "list").stdout
     assert "toy__echo" in listed and "changed" in listed
+    findings = json.loads(run_cli("hearth", "doctor", "--json").stdout)["findings"]
+    [drift] = [f for f in findings if f["check"] == "mcp" and f["status"] == "warn"]
+    assert drift["message"].startswith("drift: toy__echo: its description or input schema changed since cli:")
 
 
 def test_approving_a_tool_the_server_does_not_list_is_refused_and_pins_nothing(state_dir: Path, tmp_path: Path) -> None:
