@@ -14,8 +14,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
 
 server = MCPServer("toy")
 _describe = sys.argv[sys.argv.index("--description-file") + 1] if "--description-file" in sys.argv else None
@@ -54,6 +56,14 @@ def garbage() -> str:
     sys.stdout.write("this is not json\n")
     sys.stdout.flush()
     return "answered after the garbage"
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"toy image"
+
+
+@server.tool(description="Answer with a small picture and a caption.", structured_output=False)
+def picture() -> list[Any]:
+    return ["a caption", Image(data=PNG, format="png")]
 
 
 @server.tool(description="Answer with a great deal of text.")

@@ -13,6 +13,7 @@ next call starts the server again.
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import hashlib
 import json
@@ -24,6 +25,7 @@ from typing import Any
 
 from agent.errors import AgentError
 
+Save = Callable[[str, bytes], str]  # (mime type, bytes) -> where they were kept, for the model to read
 START_S = 20.0  # how long a server may take to start and answer its first request
 RESULT_LIMIT = 1_000_000  # characters of one result kept before the gate's own cap
 
@@ -94,8 +96,9 @@ class Connection:
             for t in result.tools
         ]
 
-    def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> str:
-        """The call's result as text; McpFailed for every way it can fail."""
+    def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, save: Save | None = None) -> str:
+        """The call's result as text (`save` keeps an image or binary, see `result_text`); McpFailed
+        for every way it can fail."""
         if self.pinned is not None and (self._checked != self._starts or self._client is None):
             listed = {info.name: info for info in self.tools(timeout_s)}
             info = listed.get(tool)
@@ -103,7 +106,7 @@ class Connection:
                 change = "no longer lists it" if info is None else "changed its description or input schema"
                 raise McpFailed(f"MCP server {self.name} {change} since {tool} was approved; it was not called")
         result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
-        text = result_text(result)
+        text = result_text(result, save)
         if result.is_error:
             raise McpFailed(f"{self.name} answered {tool} with an error: {_line(text) or 'no detail'}")
         return text
@@ -203,26 +206,42 @@ class Connection:
         return f"; it said: {_line(lines[-1])}" if lines else ""
 
 
+def _binary(kind: str, mime: str, data: str, save: Save | None) -> str:
+    """`[image image/png, 68 bytes, saved as mcp-output/x.png]`: what the model reads of binary content."""
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except ValueError:
+        return f"[{kind} {mime}: not valid base64, not shown]"
+    where = ""
+    if save is not None:
+        try:
+            where = f", saved as {save(mime, raw)}"
+        except Exception as exc:  # the note says why it was not kept; the call's text still counts
+            where = f", not saved: {_line(str(exc))}"
+    return f"[{kind} {mime}, {len(raw)} bytes{where}, not shown]"
+
+
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-def result_text(result: Any) -> str:
+def result_text(result: Any, save: Save | None = None) -> str:
     """A call's result as the model reads it: text as is, structured content as JSON, an image,
-    audio or binary as a short note of its type and size, a resource link as its address."""
-    import json
-
+    audio or binary as a short note of its type and size (and, with `save`, where it was saved),
+    a resource link as its address."""
     parts: list[str] = []
     for block in result.content or []:
         kind = getattr(block, "type", "")
         if kind == "text":
             parts.append(block.text)
         elif kind in ("image", "audio"):
-            parts.append(f"[{kind} {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]")
+            parts.append(_binary(kind, block.mime_type, block.data, save))
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
-            parts.append(text if text is not None else f"[resource {resource.uri}: binary, not shown]")
+            blob = getattr(resource, "blob", None) or ""
+            mime = getattr(resource, "mime_type", None) or "application/octet-stream"
+            parts.append(text if text is not None else _binary(f"resource {resource.uri}:", mime, blob, save))
         elif kind == "resource_link":
             parts.append(f"[resource link {block.uri}]")
         else:

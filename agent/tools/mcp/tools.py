@@ -6,6 +6,8 @@ answered an error) is a `ToolFailed`: one line for the model, and the run goes o
 
 from __future__ import annotations
 
+import hashlib
+import mimetypes
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["SEPARATOR", "digest", "mcp_tool", "tool_name"]
 
 SEPARATOR = "__"
+OUTPUT_DIR = "mcp-output"  # where an image or binary result is kept in the workspace
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _KINDS = {"string", "integer", "boolean", "number", "array", "object"}
 
@@ -45,10 +48,23 @@ def mcp_tool(server: str, info: ToolInfo, risk: str, connection: Connection, tim
         left = timeout_s if deadline is None else min(timeout_s, deadline - time.monotonic())
         if left <= 0:
             raise ToolFailed(f"{tool_name(server, info.name)}: the run's time limit is spent")
+
+        def save(mime: str, data: bytes) -> str:
+            return saved(ws, server, info.name, mime, data)
+
         try:
-            return connection.call(info.name, args, left)
+            return connection.call(info.name, args, left, save)
         except McpFailed as exc:
             raise ToolFailed(str(exc)) from None
 
     description = f"{info.description.strip() or info.name} (MCP server {server})"
     return Tool(tool_name(server, info.name), description, params, call, risk=risk, required=required)
+
+
+def saved(ws: Workspace, server: str, tool: str, mime: str, data: bytes) -> str:
+    """An image or binary a tool answered with, kept in the workspace (mcp-output/, named after
+    its bytes); the path the model reads."""
+    extension = mimetypes.guess_extension(mime.split(";")[0].strip()) or ".bin"
+    name = f"{OUTPUT_DIR}/{tool_name(server, tool)}-{hashlib.sha256(data).hexdigest()[:12]}{extension}"
+    ws.write_bytes(name, data)
+    return name

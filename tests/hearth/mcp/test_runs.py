@@ -232,3 +232,20 @@ def pending(state_dir: Path) -> str:
     with AuditStore(state_dir / "audit.db") as audit:
         rows = audit.rows("select id from approvals where status = 'pending'")
     return rows[0]["id"] if rows else ""
+
+
+def test_an_image_result_is_a_short_note_and_its_bytes_are_kept_in_the_workspace(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    declare(tmp_path / "config", description=served(tmp_path), extra='[tools.picture]\nrisk = "safe"\n')
+    assert run_cli("hearth", "mcp", "approve", "toy", "picture").returncode == 0
+    workspace = tmp_path / "ws"
+    with FakeOllama([tool_call("toy__picture", {}), final_answer("seen")]) as fake:
+        done = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(workspace), "look", timeout=120)
+    assert done.returncode == 0, done.stderr
+    _, recorded = steps(state_dir)
+    [call] = [s for s in recorded if s["kind"] == "tool"]
+    caption, note = call["output"].split("\n")
+    assert caption == "a caption" and note.startswith("[image image/png, 38 bytes, saved as mcp-output/toy__picture-")
+    [kept] = (workspace / "mcp-output").iterdir()
+    assert kept.suffix == ".png" and kept.read_bytes().endswith(b"toy image") and kept.name in note
