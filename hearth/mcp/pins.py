@@ -6,19 +6,22 @@ A tool a server lists now is, against the pins and the server's file:
     changed     pinned, but its description or schema is not what was approved: not offered
     new         never approved: not offered
     withheld    the file says `offered = false`: not offered, approved or not
+    clash       its name as a run's tool (`<server>__<tool>`, made to hearth's rules) is another of
+                the server's tools' too: neither is offered, nor may be approved
 and a pinned tool the server no longer lists is `removed`."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 
 from agent.tools.mcp.client import ToolInfo
-from agent.tools.mcp.tools import digest
+from agent.tools.mcp.tools import digest, tool_name
 from hearth.audit.store import AuditStore
 from hearth.mcp.config import ServerConfig
 
-APPROVED, CHANGED, NEW, WITHHELD, REMOVED = "approved", "changed", "new", "withheld", "removed"
+APPROVED, CHANGED, NEW, WITHHELD, REMOVED, CLASH = "approved", "changed", "new", "withheld", "removed", "clash"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class ToolState:
             return f"{server}__{self.tool}: not approved yet; hearth mcp approve {server} {self.tool}"
         if self.state == WITHHELD:
             return f"{server}__{self.tool}: offered = false in the server's file"
+        if self.state == CLASH:
+            return f"{tool_name(server, self.tool)}: another tool of {server} has the same name once made a tool name; neither is offered"
         if self.state == REMOVED:
             return f"{server}__{self.tool}: approved, but the server no longer lists it"
         return f"{server}__{self.tool}: approved"
@@ -82,9 +87,12 @@ def pins(audit: AuditStore, server: str) -> dict[str, Pin]:
 def states(config: ServerConfig, listed: list[ToolInfo], pinned: dict[str, Pin]) -> list[ToolState]:
     """Each listed tool's state, then each pinned tool the server no longer lists."""
     out = []
+    named = Counter(tool_name(config.name, info.name) for info in listed)
     for info in listed:
         rule, now, approved = config.rule(info.name), digest(info), pinned.get(info.name)
-        if not rule.offered:
+        if named[tool_name(config.name, info.name)] > 1:
+            state = CLASH
+        elif not rule.offered:
             state = WITHHELD
         elif approved is None:
             state = NEW

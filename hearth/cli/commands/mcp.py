@@ -94,8 +94,13 @@ def _approve(args: argparse.Namespace, settings: Settings, audit: Any) -> int:
     unknown = [name for name in args.tools if name not in listed]
     if unknown:
         raise UsageError(f"{args.server} lists no tool {unknown[0]!r}; it lists: {', '.join(listed) or 'none'}")
+    clashes = {t.tool: t for t in seen.states if t.state == "clash"}
+    named = [name for name in args.tools if name in clashes]
+    if named:
+        raise UsageError(f"cannot approve {named[0]!r}: {clashes[named[0]].reason(args.server)}")
+    chosen = args.tools or [name for name in listed if name not in clashes]
     by = f"cli:{operator_name()}"
-    pinned = [pin(audit, args.server, listed[name], by) for name in (args.tools or listed)]
+    pinned = [pin(audit, args.server, listed[name], by) for name in chosen]
     if args.json:
         print_json(
             [
