@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from agent.clock import utc_now
 from agent.model.ollama_client import ChatModel
 from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
+from agent.safety.widening import diff_findings
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
@@ -45,46 +45,6 @@ SELF_TOOLS = [
 ]
 DIFF_CAP = 200_000
 AUTHOR = ["-c", "user.name=hearth", "-c", "user.email=hearth@localhost"]
-
-# Changed lines that widen (or may widen) hearth's security; each pattern carries its reason,
-# which starts with the kind of widening: sandbox, credentials, mode, tools, egress, writable
-# paths, hardening, users, module.
-SECURITY_PATTERNS = [
-    (
-        r"services\.hearth\.(sandbox|submitters|credentials|configRepo|limits|package)\b|\b(sandbox|submitters|credentials|configRepo)\s*=",
-        "sandbox, credentials or submitters: changes services.hearth's sandbox, submitters, credentials, config repo or limits",
-    ),
-    (
-        r"\b(HEARTH_SANDBOX|bwrap|landlock|seccomp|SystemCallFilter|NoNewPrivileges|CapabilityBoundingSet|AmbientCapabilities)\b",
-        "sandbox: changes the command sandbox or a unit's system-call and capability limits",
-    ),
-    (
-        r"\b(LoadCredential|SetCredential|LoadCredentialEncrypted|CREDENTIALS_DIRECTORY)\b",
-        "credentials: changes which credentials a unit is handed",
-    ),
-    (
-        r"\b(defaultMode|mode|max_mode|maxMode|HEARTH_MODE)\s*=\s*\"?(auto|bypass)|\b(autoCommands|HEARTH_AUTO_COMMANDS)\b",
-        "mode: lets agents run more without asking (auto or bypass mode, auto-approved commands)",
-    ),
-    (r"allowedTools|allowed_tools|maxTools|max_tools", "tools: changes what tools agents get"),
-    (
-        r"\b(egress|allowedHosts|allowed_hosts|netPrivateHosts|HEARTH_NET_PRIVATE_HOSTS|PrivateNetwork|IPAddressAllow|IPAddressDeny|RestrictAddressFamilies)\b",
-        "egress: changes where agents' network tools or units may connect",
-    ),
-    (
-        r"\b(ReadWritePaths|BindPaths|BindReadOnlyPaths|writablePaths|ReadOnlyPaths|InaccessiblePaths|ProtectSystem|ProtectHome|StateDirectory|workspaceRoot)\b",
-        "writable paths: changes what a unit or an agent may write",
-    ),
-    (
-        r"systemd\.(services|paths|timers)\.\"?hearth|serviceConfig|\bhardening\b",
-        "hardening: overrides a hearth unit or its hardening",
-    ),
-    (
-        r"users\.(users|groups)\.(hearth|\"hearth)|security\.(polkit|sudo|wrappers)",
-        "users: changes the hearth user, polkit, sudo or setuid wrappers",
-    ),
-    (r"^\+\+\+ b/.*(hearth|module\.nix|units\.nix)", "module: edits a file of hearth's own module"),
-]
 
 
 @dataclass
@@ -112,16 +72,7 @@ class Proposal:
 
 def security_findings(diff: str) -> list[str]:
     """Why a diff touches hearth's own security settings (changed lines and file names only)."""
-    changed = [
-        line
-        for line in diff.splitlines()
-        if line.startswith(("+", "-")) and not line.startswith(("--- ", "+++ ")) or line.startswith("+++ b/")
-    ]
-    reasons = []
-    for pattern, reason in SECURITY_PATTERNS:
-        if any(re.search(pattern, line) for line in changed):
-            reasons.append(reason)
-    return reasons
+    return diff_findings(diff)
 
 
 def config_repo(explicit: Path | None = None) -> Path:

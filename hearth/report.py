@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
@@ -56,7 +58,10 @@ def active_runs(settings: Settings, launcher: Launcher | None = None) -> dict[st
     launcher = launcher or launcher_for(settings)
     queue = Queue(settings.queue_dir)
     states = {str(s.get("run_id")): s for s in [*read_states(settings.runs_state_dir), *launcher.live()]}
-    active = [_claimed(queue, name, states, launcher) for name in _names(queue.claimed) if name.endswith(".json")]
+    waiting = _waiting(settings)
+    active = [
+        _claimed(queue, name, states, launcher, waiting) for name in _names(queue.claimed) if name.endswith(".json")
+    ]
     seen = {run["id"] for run in active}
     for run_id, state in states.items():
         if run_id not in seen and state.get("state") not in FINAL_STATES:
@@ -70,12 +75,31 @@ def active_runs(settings: Settings, launcher: Launcher | None = None) -> dict[st
     }
 
 
-def _claimed(queue: Queue, name: str, states: dict[str, dict[str, Any]], launcher: Launcher) -> dict[str, Any]:
+def _claimed(
+    queue: Queue, name: str, states: dict[str, dict[str, Any]], launcher: Launcher, waiting: set[str]
+) -> dict[str, Any]:
     run_id = name.removesuffix(".json")
     alive = launcher.alive(run_id)
     pid = lock_holder(queue.lock_path(run_id)) if alive else None  # shown only; a state's pid wins
     row = {"id": run_id, "queued": True, "alive": alive, "pid": pid}
-    return {**row, **_live(states.get(run_id) or {"state": "starting" if alive else "claimed"})}
+    idle = "waiting" if run_id in waiting else "claimed"  # suspended for a person: no process, by design
+    return {**row, **_live(states.get(run_id) or {"state": "starting" if alive else idle})}
+
+
+def _waiting(settings: Settings) -> set[str]:
+    """The runs suspended while their approval waits (status `waiting`), as the audit says."""
+    if not settings.audit_path.exists():
+        return set()
+    try:
+        audit = AuditStore.read_only(settings.audit_path)
+    except sqlite3.Error:
+        return set()
+    try:
+        return {str(row["id"]) for row in audit.rows("select id from runs where status = 'waiting'")}
+    except sqlite3.Error:
+        return set()
+    finally:
+        audit.close()
 
 
 def _live(state: dict[str, Any]) -> dict[str, Any]:

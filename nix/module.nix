@@ -153,6 +153,12 @@ let
         example = [ "failed" "approval" ];
         description = "What this destination is told of: run statuses, `approval` (a call waits for a decision) and `rejected` (a refused request).";
       };
+      local = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Whether this destination is on this machine or the LAN: only then may its host be (or resolve to) a loopback, link-local, private or other special-purpose address, which alerts are otherwise refused.";
+      };
     };
   };
 
@@ -244,7 +250,11 @@ let
     + lib.concatStringsSep "" (map ruleToml cfg.router.rules);
   budgetToml = tomlKeys { daily = cfg.budget.daily; }
     + (if cfg.budget.perAgent == { } then "" else "\n[per_agent]\n" + tomlKeys cfg.budget.perAgent);
-  alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys { inherit name; inherit (d) url events; }) cfg.alerts.destinations);
+  alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys ({ inherit name; inherit (d) url events; } // (if d.local or false then { local = true; } else { }))) cfg.alerts.destinations)
+    + approvalToml;
+  # the [approval] table: where a phone reaches the command center, and when an undecided approval is alerted again
+  approvalKeys = { public_url = cfg.alerts.approval.publicUrl; remind_after = cfg.alerts.approval.remindAfter; remind_before = cfg.alerts.approval.remindBefore; };
+  approvalToml = if builtins.all (v: v == null) (builtins.attrValues approvalKeys) then "" else "\n[approval]\n" + tomlKeys approvalKeys;
   missionToml = s: tomlKeys {
     schedule = s.onCalendar; timer = "systemd"; inherit (s) goal agent model mode egress label;
     allowed_tools = s.allowedTools; max_iterations = s.maxIterations; max_tokens = s.maxTokens; timeout_s = s.timeoutS;
@@ -492,6 +502,27 @@ in
       default = { };
       example = literalExpression ''{ phone = { url = "ntfy://{cred:ntfy-token}@ntfy.example.org/hearth"; events = [ "failed" "approval" ]; }; }'';
       description = "Where alerts go (apprise URLs), written to /etc/hearth/alerts.toml; every alert is recorded in the audit as sent or failed. `hearth alerts test` tries each.";
+    };
+
+    alerts.approval = {
+      publicUrl = mkOption {
+        type = types.nullOr (types.strMatching "https?://.+");
+        default = null;
+        example = "https://hearth.lan:8443";
+        description = "Where a phone reaches `hearth serve` (a reverse proxy with TLS in front, on the LAN or a VPN): the base of the Approve and Deny links an approval alert carries. null: HEARTH_WEB_URL.";
+      };
+      remindAfter = mkOption {
+        type = types.nullOr (types.either types.str (types.enum [ false ]));
+        default = null;
+        example = "2h";
+        description = "An approval still undecided this long after it was asked is alerted once more (false: never; null: 1h).";
+      };
+      remindBefore = mkOption {
+        type = types.nullOr (types.either types.str (types.enum [ false ]));
+        default = null;
+        example = "30m";
+        description = "An approval still undecided this long before it expires is alerted once more (false: never; null: 15m).";
+      };
     };
 
     credentials = mkOption {

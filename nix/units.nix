@@ -54,7 +54,8 @@ let
     // optionalAttrs ((u.bwrap or false) && cfg.sandbox == "bwrap") bwrapRelaxations;
   # a unit's description and wantedBy, from its table in units.toml (kind: services, paths, timers)
   head = kind: name: extra: let u = fill extra data.${kind}.${name}; in
-    { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; };
+    { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; }
+    // optionalAttrs (u ? unit) { unitConfig = u.unit; };
   unitHead = head "services";
 
   environment = {
@@ -102,7 +103,11 @@ let
     environment = environment // { HEARTH_CGROUP_DELEGATED = "1"; };
     serviceConfig = serviceConfig "hearth-agent@" {
       host = {
-        IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow;
+        # with alerts, loopback too: a run's alert is sent from a child whose only way out is a
+        # guard proxy on 127.0.0.1 in this unit (hearth/leash/alertnet.py); the run's own tools
+        # still reach no loopback address (the network guard), its commands have no such network
+        IPAddressAllow = ollamaAllow ++ cfg.agentAddressAllow
+          ++ (if destinations != [ ] && !(builtins.elem "localhost" ollamaAllow) then [ "localhost" ] else [ ]);
         LoadCredential = loadCredentials (attrNames cfg.credentials);
         MemoryMax = cfg.limits.memoryMax;
         TasksMax = cfg.limits.tasksMax;

@@ -54,10 +54,13 @@ class Receiver:
         return Handler
 
 
-def write_alerts_toml(config: Path, *destinations: tuple[str, str, list[str] | None]) -> None:
+def write_alerts_toml(config: Path, *destinations: tuple[str, str, list[str] | None], local: bool = True) -> None:
+    """alerts.toml with these destinations; `local` marks each one `local = true` (the receivers
+    here are on 127.0.0.1, which the address policy refuses unless the file says so)."""
     config.mkdir(parents=True, exist_ok=True)
     text = ""
     for name, url, events in destinations:
         text += f"[[destination]]\nname = {json.dumps(name)}\nurl = {json.dumps(url)}\n"
+        text += "local = true\n" if local else ""
         text += f"events = {json.dumps(events)}\n\n" if events else "\n"
     (config / "alerts.toml").write_text(text)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from agent.parsing.names import resolve_tool_name
+from agent.parsing.names import plain_name, resolve_tool_name
 
 
 @dataclass(frozen=True)
@@ -117,11 +117,35 @@ def coerce_arguments(raw: Any) -> dict[str, Any] | None:
 
 
 def arguments_from(raw: Any) -> dict[str, Any] | None:
-    """Arguments written in a reply: as coerce_arguments, but a JSON schema is a tool definition."""
+    """Arguments written in a reply: as coerce_arguments, but a JSON Schema is a tool definition:
+    an object schema, or a map of parameters to their schemas ({"path": {"type": "string"}})."""
     arguments = coerce_arguments(raw)
-    if arguments is None or (arguments.get("type") == "object" and "properties" in arguments):
+    if arguments is None or is_schema(arguments):
         return None
     return arguments
+
+
+_SCHEMA_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array", "null"))
+_SCHEMA_WORDS = frozenset(
+    (
+        *("type", "description", "enum", "default", "items", "properties", "required", "format", "title"),
+        *("minimum", "maximum", "minLength", "maxLength", "pattern", "examples", "additionalProperties"),
+        *("anyOf", "oneOf", "allOf", "const", "nullable"),
+    )
+)
+
+
+def is_schema(value: dict[str, Any]) -> bool:
+    """Whether a dict is a JSON Schema (an object schema with properties) or a map of names to
+    property schemas, each with a JSON type and only schema keywords beside it."""
+    if value.get("type") == "object" and isinstance(value.get("properties"), dict):
+        return True
+    return bool(value) and all(
+        isinstance(item, dict)
+        and (item.get("type") in _SCHEMA_TYPES or isinstance(item.get("type"), list))
+        and set(item) <= _SCHEMA_WORDS
+        for item in value.values()
+    )
 
 
 # A tool name is one word: no spaces, no markup. "John Smith" or "<name>" in a name key is data.
@@ -143,8 +167,12 @@ def resolve(candidates: Sequence[Candidate], tools: ToolSet, marked: bool) -> tu
     for candidate, name in zip(candidates, real):
         if name is not None:
             calls.append(ToolCall(name, candidate.arguments, written="" if name == candidate.name else candidate.name))
-        elif (marked or (candidate.certain and vouched)) and _is_tool_name(candidate.name.strip()):
-            calls.append(ToolCall(candidate.name.strip(), candidate.arguments, known=False))
+        elif (marked or (candidate.certain and vouched)) and _is_tool_name(plain := plain_name(candidate.name.strip())):
+            calls.append(
+                ToolCall(
+                    plain, candidate.arguments, known=False, written="" if plain == candidate.name else candidate.name
+                )
+            )
         else:
             return ()
     return tuple(calls)

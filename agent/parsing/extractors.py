@@ -38,6 +38,19 @@ span is a call only if all of these hold; check a case against them in order:
   are dropped. A past cue as its last cue ("I ran", "was called", "earlier", "it failed") means a
   report of a call already made: that span is dropped. A later "let me"/"I'll"/"now" makes it an
   action again ("It failed, so let me retry:").
+- It is not a format being explained. A lead-in that says how calls in general are written (a
+  format's name: "the syntax is", "format:", "usage:"; how a call "is written as", "takes the
+  form", "like so"; calls as a kind: "a tool call is", "each call", "tool calls use"; what "the
+  model emits"; "when you want ..."; layout._FORMAT) documents a format, unless it also says
+  "let me"/"I'll"/"now"; so does prose right after a span that names its parts ("where `name`
+  is ...") or what to put in their place ("Replace the path with ..."; layout._EXPLAINS). Either
+  way, that span and every later one are dropped, as after an example cue.
+- It is not an API response being shown. A value that carries a server's own bookkeeping at any
+  level of its envelope (a model, a creation time, usage, a finish, stop or done reason, an
+  `object` type; json_calls._RESPONSE_KEYS) reports calls someone already made: it is data.
+- It is not a listing of tool schemas. Arguments that are a JSON Schema (an object schema, or a
+  map of parameters each to its own schema: {"path": {"type": "string"}}) describe a tool, so a
+  name above its schema, a name key beside a schema, or a name keyed to one is a definition.
 """
 
 import re
@@ -138,7 +151,7 @@ def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:
         if not hit.calls or not layout.stands_alone(hit) or layout.in_mixed_fence(hit):
             continue
         frame = framing(layout.lead_in(hit.start))
-        documenting = documenting or frame == "example"
+        documenting = documenting or frame in ("example", "format") or layout.explained_after(hit)
         if not documenting and frame != "past":
             calls += hit.calls
     return calls

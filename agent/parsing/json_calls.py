@@ -34,6 +34,14 @@ _BOOKKEEPING = frozenset(
 _CALL_LISTS = ("tool_calls", "tool_uses", "calls")
 _CALL_ONE = ("tool_call", "function_call")
 _ENVELOPES = ("message", "choices", "delta")
+# What only a server's response carries (OpenAI, Ollama, Anthropic, llama.cpp): a value with any of
+# these at any level of its envelope is a response being shown; its calls were made, not asked for.
+_RESPONSE_KEYS = frozenset(
+    (
+        *("object", "created", "created_at", "model", "usage", "system_fingerprint", "finish_reason"),
+        *("done", "done_reason", "stop_reason", "logprobs", "eval_count", "prompt_eval_count", "total_duration"),
+    )
+)
 _DEPTH = 6
 
 
@@ -65,7 +73,8 @@ def _hit(text: str, start: int, end: int, value: Any, tools: ToolSet, floor: int
     if not calls and isinstance(value, dict) and (named := _name_above(text, start, floor)):
         above, name = named
         marked = opened_by_marker(text, above)
-        calls = resolve([Candidate(name, value, certain=False)], tools, marked)
+        arguments = arguments_from(value)  # a name above its JSON Schema lists a tool, it calls none
+        calls = resolve([Candidate(name, arguments, certain=False)], tools, marked) if arguments is not None else ()
         if calls:
             return Hit(above, end, calls, marked, True)
     return Hit(start, end, calls, marked, bool(calls))
@@ -101,6 +110,8 @@ def _candidates(value: Any, tools: ToolSet, depth: int = 0) -> list[Candidate] |
 def _unwrap(obj: dict[str, Any], tools: ToolSet, depth: int) -> list[Candidate] | None:
     """Calls under a wrapper key: {"tool_calls": [...]}, {"tool_call": {...}}, and the same inside
     an API response's message, choices or delta; None when no wrapper leads to calls."""
+    if len(obj) > 1 and not _RESPONSE_KEYS.isdisjoint(obj):
+        return None  # a response shown (see _RESPONSE_KEYS); _call_object finds no call in it either
     for key in (*_CALL_LISTS, *_CALL_ONE):
         if isinstance(obj.get(key), (list, dict)):
             return _candidates(obj[key], tools, depth + 1)

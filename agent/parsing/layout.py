@@ -15,7 +15,7 @@ from agent.parsing.calls import Hit, NextMatch
 TAG = re.compile(
     r"</?[A-Za-z][\w:.=-]{0,60}(?:\s[^<>\n]{0,200})?/?>"  # <tool_call>, <invoke name="x">, <function=f>
     r"|<\|[^<>\n]{1,60}>|<[\w\"]{1,40}\|>|</?｜[^<>\n]{1,200}>"  # <|python_tag|>, <|tool_call>, <tool_call|>, <｜tool▁sep｜>
-    r"|\[/?[A-Z][A-Z_]{1,30}\]|```[\w-]*|\bfunctools(?=\[)|>>>"  # [TOOL_CALLS], fences, Phi-4, Functionary
+    r"|\[/?[A-Z][A-Z_]{1,30}\]|```[\w-]*|\bfunctools(?=\[)|>>>(?:all\b)?"  # [TOOL_CALLS], fences, Phi-4, Functionary
 )
 # Markup that opens a region of calls: a value right after it is a call even mid-line.
 OPENER = re.compile(
@@ -39,6 +39,17 @@ _EXAMPLE = (
     r"|you (?:can|could|should|would|must|need to|might) (?:write|use|call|send|output|emit|reply)"
     r"|to (?:call|use|invoke) (?:a|any) tool)"
 )
+# How calls in general are written, not what this reply does: a format's name, how a call "is
+# written", calls as a kind, what "the model emits". A first-person intent in the lead-in wins over it.
+_FORMAT = (
+    r"\b(?:syntax|format|shape|structure|template|schema|notation|convention)\b|\busage\s*:"
+    r"|\b(?:is|are|be|gets?) (?:written|formatted|expressed|encoded|rendered|spelled|structured|represented"
+    r"|serialized)\b|\b(?:takes?|has|in) the form\b|\blike so\b|\bas follows\b"
+    r"|\b(?:a|each|every|any|one) (?:tool[ -]|function[ -])?call (?:is|has|takes|looks|must|should|needs|consists)\b"
+    r"|\b(?:tool|function) calls (?:are|use|look|take|have|must|should)\b|\bcalls are\b|\ba valid (?:tool |function )?call\b"
+    r"|\bthe (?:model|assistant|agent|llm|parser|server) (?:emits|writes|outputs|replies|returns|sends|produces"
+    r"|generates|expects|reads|accepts)\b|\b(?:when|if|whenever) you (?:want|need|wish)\b"
+)
 _PAST = (
     r"\b(?:earlier|previously|last time|already|before that"
     r"|(?:I|we) (?:ran|called|used|tried|invoked|executed|sent|issued|made|did)"
@@ -47,7 +58,21 @@ _PAST = (
     r"|(?:the|my) (?:last|previous|earlier|first) (?:call|attempt|try|run|command))\b"
 )
 _INTENT = r"\b(?:let me|let's|I'll|I will|I'm going to|I am going to|I need to|I should|now|next)\b"
-_FRAME = re.compile(rf"(?P<example>{_EXAMPLE})|(?P<past>{_PAST})|(?P<intent>{_INTENT})", re.I)
+_FRAME = re.compile(rf"(?P<example>{_EXAMPLE})|(?P<format>{_FORMAT})|(?P<past>{_PAST})|(?P<intent>{_INTENT})", re.I)
+# The prose right after a span that explains it: its parts named ("where `name` is ..."), or
+# what to put in their place ("Replace the path with ...").
+_EXPLAINS = re.compile(
+    r"^\s*(?:where|in which)\b[^\n]{0,60}?\b(?:is|are|holds|names|gives|says)\b|^\s*(?:here,|replace|substitute|fill in)\b"
+    r"|`(?:name|arguments|parameters|args)`|placeholder",
+    re.I,
+)
+# The markers that close a region of calls (the mirror of OPENER), with space between them.
+_CLOSERS = re.compile(
+    r"(?:[ \t]*(?:</(?:[\w-]+:)?(?:tool_calls?|tools|function_calls?|toolcall|TOOLCALL|longcat_tool_call)>"
+    r"|<\|(?:tool_calls?_end|tool_call_end|tool_calls_section_end|python_end|END_ACTION|action_end|tools_suffix)\|>"
+    r"|<[|｜]tool[▁_ ]calls?[▁_ ]end[|｜]>|<end_function_call>|<tool_call\|>))+"
+)
+_TRAIL_REACH = 200  # how much of the line after a span is read for an explanation
 
 
 def mask(text: str, hits: Sequence[Hit]) -> str:
@@ -73,12 +98,16 @@ def opened_by_marker(text: str, start: int) -> bool:
 
 
 def framing(lead_in: str) -> str:
-    """How the lead-in frames what follows: "example" if it documents a format, else "past" if its
-    last cue reports something done ("I ran", "earlier"), else "call"; a later "let me" or
-    "now" turns a past report back into an action."""
+    """How the lead-in frames what follows: "example" if it shows an example, "format" if it
+    explains how calls are written (unless it also says "let me", "I'll", "now": then it is about
+    to act), else "past" if its last cue reports something done ("I ran", "earlier"), else "call";
+    a later "let me" or "now" turns a past report back into an action."""
     cues = [match.lastgroup for match in _FRAME.finditer(lead_in)]
     if "example" in cues:
         return "example"
+    if "format" in cues and "intent" not in cues:
+        return "format"
+    cues = [cue for cue in cues if cue != "format"]
     return "past" if cues and cues[-1] == "past" else "call"
 
 
@@ -87,6 +116,7 @@ class Layout:
     the spans in the order of the text, and every stretch of it is looked at once."""
 
     def __init__(self, text: str, hits: Sequence[Hit]) -> None:
+        self.text = text
         prose = mask(text, [hit for hit in hits if hit.calls != ()])
         self.prose = blank_tags(prose)
         self.fences = [(m.start(1), m.end(1)) for m in _FENCE.finditer(prose)]
@@ -99,13 +129,27 @@ class Layout:
     def stands_alone(self, hit: Hit) -> bool:
         """Nothing but tags, space or `;` after the hit on its last line; before it on its first
         line, nothing either, or a marker that opened it, or prose that ends with a colon to
-        introduce it. A call with prose after it on the line is quoted in a sentence, not made."""
+        introduce it. A call with prose after it on the line is quoted in a sentence, not made;
+        except a marked call that begins its line and ends at its family's close marker (LFM2
+        writes `<|tool_call_start|>[f(x=1)]<|tool_call_end|>Checking the file.`)."""
         self._walk_to(hit.start)
         alone_before = not self._line_has_prose or hit.marked or self.prose[self._prose_end - 1] == ":"
         after = self._next_prose.search(self.prose, hit.end)
         newline = self._next_newline.search(self.prose, hit.end)
         alone_after = after is None or (newline is not None and newline.start() < after.start())
+        if not alone_after and hit.marked and not self._line_has_prose:
+            alone_after = _CLOSERS.match(self.text, hit.end) is not None
         return alone_before and alone_after
+
+    def explained_after(self, hit: Hit) -> bool:
+        """Whether the first line of prose after the hit explains it: names its parts ("where
+        `name` is the tool") or says what to put in their place ("Replace the path with ...")."""
+        after = self._next_prose.search(self.prose, hit.end)
+        if after is None:
+            return False
+        end = self.prose.find("\n", after.start(), after.start() + _TRAIL_REACH)
+        line = self.prose[after.start() : end if end >= 0 else after.start() + _TRAIL_REACH]
+        return _EXPLAINS.search(line) is not None
 
     def in_mixed_fence(self, hit: Hit) -> bool:
         """Whether the hit is in a fenced block that holds anything besides calls (code, data)."""

@@ -21,7 +21,11 @@ from agent.parsing.names import resolve_tool_name
 
 # a line's start, tags and space allowed before the call: `<|python_tag|>f(...)`, `<function_calls>f(...)`
 _LEAD = r"(?:[ \t]|<[^<>\n]{1,60}>)*"
-_START = re.compile(rf"^{_LEAD}(?P<call>(?P<list>\[[ \t]*)?(?:print\([ \t]*)?(?P<name>[A-Za-z_][\w.]*)[ \t]*\()", re.M)
+# or right after LFM2's marker mid-line: `Let me look.<|tool_call_start|>[f(x=1)]<|tool_call_end|>`
+_START = re.compile(
+    rf"(?:^{_LEAD}|<\|tool_call_start\|>[ \t]*)(?P<call>(?P<list>\[[ \t]*)?(?:print\([ \t]*)?(?P<name>[A-Za-z_][\w.]*)[ \t]*\()",
+    re.M,
+)
 _OPEN, _CLOSE = "([{", ")]}"
 # what moves the bracket scanner: brackets, a comment, a quote (a string prefix is just a letter)
 _SYNTAX = re.compile(r"""[()\[\]{}#]|'''|\"\"\"|['"]""")

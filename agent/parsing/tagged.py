@@ -4,7 +4,8 @@
     DeepSeek V3/R1   <｜tool▁call▁begin｜>function<｜tool▁sep｜>name\\n```json\\n{...}\\n```<｜tool▁call▁end｜>
     DeepSeek V3.1    <｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}<｜tool▁call▁end｜>   (and Cogito)
     Kimi K2          <|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>
-    Functionary v3   >>>name\\n{...}   (>>>all\\n is its prose channel)
+    Functionary v3   >>>name\\n{...}>>>name\\n{...}   (>>>all\\n is its prose channel; a chain's first
+                     call has no >>>, which its template put in the prompt: name\\n{...}>>>name\\n{...})
     gpt-oss          <|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>
     <function>name</function>{...}, also with the JSON in <arguments>...</arguments>
     Gemma 4          <|tool_call>call:name{key:<|"|>text<|"|>,n:1}<tool_call|>
@@ -27,8 +28,8 @@ _FAMILIES = (
     re.compile(r"\[TOOL_CALLS\][ \t]*(?P<name>[A-Za-z_][\w.:-]*)[ \t]*(?:\[CALL_ID\][ \t]*[\w-]*[ \t]*)?(?:\[ARGS\])?"),
     re.compile(rf"(?:<{_BAR}tool[▁_ ]call[▁_ ]begin{_BAR}>[ \t]*)?function[ \t]*{_SEP}[ \t]*(?P<name>[^\s<>]+)"),
     re.compile(rf"<{_BAR}tool[▁_ ]call[▁_ ]begin{_BAR}>[ \t]*(?P<name>[^\s<>]+?)[ \t]*{_SEP}"),
-    re.compile(r"<\|tool_call_begin\|>[ \t]*(?P<name>[^\s<>]+?)[ \t]*<\|tool_call_argument_begin\|>"),
-    re.compile(r"^[ \t]*>>>[ \t]*(?P<name>[A-Za-z_][\w.-]*)[ \t]*\n", re.M),
+    re.compile(r"<\|tool_call_begin\|>\s*(?P<name>[^\s<>]+?)\s*<\|tool_call_argument_begin\|>\s*"),
+    re.compile(r">>>[ \t]*(?P<name>[A-Za-z_][\w.-]*)[ \t]*\n"),
     re.compile(r"\bto=(?P<name>[A-Za-z_][\w.:/-]*)(?:(?!<\|message\|>)[^\n]){0,120}<\|message\|>"),
     re.compile(r"<function>[ \t]*(?P<name>[A-Za-z_][\w.:-]*)[ \t]*</function>\s*(?:<(?:arguments|args|parameters)>)?"),
 )
@@ -45,8 +46,26 @@ _GEMMA_CLOSE = {"<|tool_call>": "<tool_call|>", "<start_function_call>": "<end_f
 _GEMMA_TOKEN = re.compile(r'<\|"\|>(.*?)<\|"\|>|<escape>(.*?)<escape>|(?<=[{,])(\s*)([A-Za-z_][\w-]*)(?=\s*:)', re.S)
 
 
+# Functionary's first call of a chain: a name at the start of the reply, its JSON, then `>>>`
+_FUNCTIONARY_FIRST = re.compile(r"\A\s*(?P<name>[A-Za-z_][\w.-]*)[ \t]*\n")
+_CHAIN = re.compile(r"\s*>>>")
+
+
 def readers() -> list[tuple[re.Pattern[str], Reader]]:
-    return [*((family, _arguments_after) for family in _FAMILIES), (_GEMMA, _gemma_call)]
+    return [
+        *((family, _arguments_after) for family in _FAMILIES),
+        (_GEMMA, _gemma_call),
+        (_FUNCTIONARY_FIRST, _chain_start),
+    ]
+
+
+def _chain_start(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:
+    """A name line and JSON at the reply's start are Functionary's first call when `>>>` (its next
+    call, or its prose channel) follows them; without it, the name line is left to json_calls."""
+    hit = _arguments_after(text, match, tools, floor)
+    if hit is None or hit.calls is None or _CHAIN.match(text, hit.end) is None:
+        return None
+    return hit
 
 
 def _arguments_after(text: str, match: re.Match[str], tools: ToolSet, floor: int) -> Hit | None:

@@ -12,6 +12,7 @@ file). The seccomp filter keeps the command from making namespaces of its own.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -45,13 +46,30 @@ _probe: subprocess.Popen[bytes] | None = None
 
 
 def start_probe() -> None:
-    """Start the probe problem() waits for, so it runs beside other work (a run's first model call)."""
+    """Start the probe problem() waits for, so it runs beside other work (a run's first model call).
+
+    A process that never asks problem() (a run that runs no command) still waits for its probe, or
+    ends it, before it exits (end_probe, registered here): no child of hearth is left unreaped."""
     global _probe
     if _probe is None and not problem.cache_info().currsize:
         try:
             _probe = _popen_probe()
         except OSError:
             _probe = None  # problem() runs it again and reports why
+        else:
+            atexit.register(end_probe)
+
+
+def end_probe(grace_s: float = 2.0) -> None:
+    """Wait for a started probe that nobody waited for, ending it after `grace_s`; its verdict is dropped."""
+    proc = _probe
+    if proc is None or proc.returncode is not None:
+        return
+    try:
+        proc.communicate(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
 
 
 @functools.cache
@@ -80,6 +98,9 @@ def _popen_probe() -> subprocess.Popen[bytes]:
         "/proc",
         "--dev",
         "/dev",
+        # `true` needs no init of bwrap's: without one the outer bwrap reaps what it started, while
+        # its init would be left a zombie for the nearest subreaper (bwrap exits on init's report)
+        "--as-pid-1",
         "--",
         "/bin/sh",
         "-c",

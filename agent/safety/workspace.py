@@ -7,8 +7,16 @@ in agent.safety.resolve.
 
 Both give the same answers: a symlink that stays inside is followed; one that leads out (existing
 or dangling, at any position) is refused, and so is any absolute symlink (the BENEATH rule).
-Operations on the last component itself (write, remove, stat, mkdir) go through the parent's fd
-and never follow it. Writes (write, mkdir, remove) never go into a `.git` directory at all, nor
+
+One symlink rule for every file tool (read_file, list_files, list_tree, search_files, edit_file,
+write_file, replace_in_files): a symlink that stays inside the workspace is followed, for reads
+and writes alike, as if the path it leads to had been given. A write to such a link (write_bytes,
+check_replaceable) lands on its target, found by the kernel's own resolution of the link (the
+fd's path), and the target must pass every write rule itself (no .git, no protected path, a
+regular file with one link); a link whose target does not exist is not written through (nothing
+is created at the end of a link). Walks (search_files and replace_in_files under a directory,
+list_tree) list a symlink but never descend or read through it, so nothing is seen twice and no
+loop is walked. Remove, stat and mkdir act on the last component itself, through the parent's fd. Writes (write, mkdir, remove) never go into a `.git` directory at all, nor
 into a protected path (`RunServices.protected`: hearth's checkpoint histories when they lie
 inside the workspace): git's data is how a planted hook or filter would run. A path is refused
 before any lookup when it is deeper than `MAX_DEPTH` levels or has a name longer than the file
@@ -222,6 +230,8 @@ class Workspace:
         """
         if not self.enforce:  # test-only mode writes through a final symlink, wherever it leads
             path = os.path.realpath(os.path.join(self.root, self.relpath(path)))
+        else:
+            path = self._through_link(path)
         self._writable(path)
         if mkdirs:
             self._make_dirs(posixpath.dirname(self.relpath(path)) or ".", path)
@@ -235,12 +245,37 @@ class Workspace:
     def check_replaceable(self, path: str) -> None:
         """Raise PathRefused when write_bytes would refuse ``path``; lets a many-file edit check
         every target before it writes any."""
+        if self.enforce:
+            path = self._through_link(path)
         self._writable(path)
         dir_fd, name = self._parent(path)
         try:
             self._replaceable_mode(dir_fd, name, path)
         finally:
             os.close(dir_fd)
+
+    def _through_link(self, path: str) -> str:
+        """`path`, or when its last component is a symlink, the workspace path of its target (the
+        module docstring's rule): resolved by the kernel inside the root, never by reading the link."""
+        entry = self.stat(path)
+        if entry is None or entry.kind != "symlink":
+            return path
+        try:
+            fd = self._open(self.relpath(path), os.O_PATH, path)
+        except FileNotFoundError:
+            raise PathRefused(
+                f"path {_quoted(path)} is a symlink to a path that does not exist; nothing is created through it"
+            ) from None
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            raise PathRefused(f"path {_quoted(path)} is a symlink whose target cannot be named here") from None
+        finally:
+            os.close(fd)
+        inside = os.path.relpath(real, self.root)
+        if inside == "." or inside == ".." or inside.startswith("../"):
+            raise PathRefused(f"path {_quoted(path)} is a symlink to the workspace root or outside it")
+        return inside
 
     def _replaceable_mode(self, dir_fd: int, name: str, path: str) -> int | None:
         try:

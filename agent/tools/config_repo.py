@@ -5,7 +5,10 @@ repository the appliance hands the run (``RunServices.config_repo``; without one
 shown, and refuse if called). Paths there go through a Workspace rooted at the repository plus
 ``agent.safety.selfconfig.guard``; git and nix run as that module says, inside the run's command
 sandbox, never on the host with the repository's config. Every tool here is safe
-(read-only) except write_self_config (edit).
+(read-only) except write_self_config: edit, and dangerous (asks in auto; plan refuses it as an
+edit anyway) when the write widens hearth's security (agent/safety/widening.py: mode, tools,
+egress, writable paths, sandbox, credentials, hardening, users, against the file as it is now).
+The one exception is evolve's proposal checkout (see write_risk).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from agent.safety.workspace import Workspace
+from agent.safety.workspace import PathRefused, Workspace
 from agent.services import RunServices
 from agent.tools.args import integer
 from agent.tools.registry import Tool, ToolFailed
@@ -72,6 +75,30 @@ def write_self_config(args: dict[str, Any], ws: Workspace) -> str:
         # intent-to-add: nix flake check reads a git flake's tracked files only
         _git_or_fail(path, "add", "--intent-to-add", "--", rel, ws=ws)
     return f"wrote {len(data)} bytes to {rel} in the config repository"
+
+
+def write_risk(args: dict[str, Any], ws: Workspace) -> str:
+    """dangerous when writing `content` over the file as it is now widens security, else edit.
+
+    Not in a proposal checkout: when the config repository is the run's own workspace (hearth
+    evolve's scratch worktree), a write lands only on a proposal branch that a person applies, and a
+    proposal that widens security is flagged and held apart (hearth/evolve.py); there it stays edit,
+    so an auto evolve run still ends in a proposal."""
+    from agent.safety.selfconfig import guard
+    from agent.safety.widening import widening
+
+    try:
+        target = _repo(ws)
+        if target.resolve() == Path(ws.root).resolve():
+            return "edit"
+        with Workspace(target) as repo:
+            rel = guard(repo, args["path"], writing=True)
+            old = None
+            if repo.stat(rel) is not None:
+                old = repo.read_bytes(rel, limit=WRITE_CHECK_LIMIT)[0].decode("utf-8", "replace")
+    except (PathRefused, ToolFailed):
+        return "edit"  # the write itself refuses it, with its own reason, and writes nothing
+    return "dangerous" if widening(old, args["content"], rel) else "edit"
 
 
 def _digest(data: bytes) -> str:
@@ -146,6 +173,7 @@ TOOLS = [
         risk="edit",
         required=("path", "content"),
         available=_has_repo,
+        risk_of_call=write_risk,
     ),
     Tool(
         "git_status",

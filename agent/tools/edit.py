@@ -1,7 +1,8 @@
 """Edit tools: exact find-and-replace in one file (edit_file) or across files (replace_in_files).
 
-Both read UTF-8 text only and write through Workspace.write_bytes (atomic, no symlinks, no hard
-links). A failure changes nothing: replace_in_files checks every target before writing any, and
+Both read UTF-8 text only and write through Workspace.write_bytes (atomic, no hard links; a symlink
+that stays inside is written at its target: agent/safety/workspace.py states the one symlink rule
+of every file tool). A failure changes nothing: replace_in_files checks every target before writing any, and
 puts back what it wrote if a write still fails half way.
 """
 

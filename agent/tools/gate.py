@@ -41,7 +41,7 @@ from agent.safety.display import bounded, shorten
 from agent.safety.workspace import PathRefused, Workspace
 from agent.services import RunServices
 from agent.tools.builtin import TOOLS
-from agent.tools.registry import ARGUMENTS_LIMIT, Tool, ToolFailed, ToolResult, arguments_size
+from agent.tools.registry import ARGUMENTS_LIMIT, RISKS, Tool, ToolFailed, ToolResult, arguments_size
 from agent.tools.spill import OUTPUT_LIMIT, OutputSpill, cap_output
 
 __all__ = [
@@ -143,7 +143,8 @@ def clear(
         if isinstance(validated, str):
             return Clearance("invalid", tool, refusal=validated)
         checked = validated
-        verdict = policy.decide(name, tool.risk, mode, allowed, checked, auto_commands=ws.services.auto_commands)
+        risk = _call_risk(tool, checked, ws)
+        verdict = policy.decide(name, risk, mode, allowed, checked, auto_commands=ws.services.auto_commands)
     if verdict.action == "deny":
         return Clearance(
             "denied", tool, refusal=policy.denied_message(name, verdict.reason), detail={"reason": verdict.reason}
@@ -159,6 +160,17 @@ def clear(
     if not decision.granted:
         return Clearance("denied", tool, refusal=policy.denied_message(name, decision.detail), detail=detail)
     return Clearance("approved", tool, checked, detail=detail)
+
+
+def _call_risk(tool: Tool, checked: dict[str, Any], ws: Workspace) -> str:
+    """The tool's risk for these arguments: never below its declared one; dangerous if it cannot be judged."""
+    if tool.risk_of_call is None:
+        return tool.risk
+    try:
+        risk = tool.risk_of_call(checked, ws)
+    except Exception:  # a call whose risk cannot be judged is treated as the riskiest
+        return "dangerous"
+    return max(tool.risk, risk, key=RISKS.index) if risk in RISKS else "dangerous"
 
 
 def pass_through(

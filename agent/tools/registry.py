@@ -46,6 +46,9 @@ class Tool:
     available: Callable[[RunServices], bool] | None = None
     # whether running it may change files in the workspace (a checkpoint after the run is owed)
     writes: bool = False
+    # the risk of one call from its checked arguments, when it depends on them (write_self_config:
+    # a change that widens security is dangerous); None: always `risk`. It may only raise the risk.
+    risk_of_call: Callable[[dict[str, Any], Workspace], str] | None = None
 
     def __post_init__(self) -> None:
         if self.risk not in RISKS:

@@ -353,6 +353,21 @@ def m121_standing_rules(db: sqlite_utils.Database) -> None:
     db.table("standing_rules").create_index(["profile", "tool"])
 
 
+def m122_alert_actions(db: sqlite_utils.Database) -> None:
+    """Each signed alert link that decided an approval (hearth/leash/actions.py): the SHA-256 of the
+    token (never the token: it was a capability), its approval and decision, when and by whom it was
+    used. A token whose digest is here is refused: a link decides once.
+
+    `alert_reminders` claims each reminder of a waiting approval (`after`: still undecided after the
+    reminder interval; `before`: shortly before it expires) before it is sent, so two sweeps in two
+    processes send it once; what was sent is in `alerts` as any alert."""
+    db.table("alert_actions").create(
+        {"digest": str, "approval_id": str, "decision": str, "used_at": str, "used_by": str},
+        pk="digest",
+    )
+    db.table("alert_reminders").create({"approval_id": str, "kind": str, "at": str}, pk=("approval_id", "kind"))
+
+
 def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     """The MCP tools an operator approved (hearth/mcp/pins.py): per server and tool, the SHA-256 of
     its name, description and input schema as approved, that description and schema, who and when.
@@ -391,5 +406,6 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m110_runs_search,
     m120_conversation,
     m121_standing_rules,
+    m122_alert_actions,
     m130_mcp_pins,
 ]

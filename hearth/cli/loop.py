@@ -18,6 +18,7 @@ from hearth.render import JSON_EVENTS_HELP, visible_line
 from hearth.run.exits import EXIT_CODES, exit_code
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
+from hearth.run.services import load_redactor
 from hearth.settings import Settings, tool_names
 
 EPILOG = f"""\
@@ -205,7 +206,7 @@ def _main(argv: list[str]) -> int:
     if args.state_dir:  # read again: --state-dir is now the environment's
         settings = Settings.from_env()
     settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, lambda: load_redactor(settings))
     try:
         if args.self_test:
             from hearth.selftest import run_self_test

@@ -11,10 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hearth.cli.commands import modules_for
 from hearth.errors import HearthError
 from hearth.render import fill_json_help, visible_line
+
+if TYPE_CHECKING:
+    from hearth.settings import Settings
 
 INTERNAL_ERROR = 70
 GLOBAL_VALUED = ("--state-dir",)  # options before the command that take a value
@@ -100,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         flush_alerts()
 
 
+def _store_redactor(settings: Settings) -> Callable[[str], str]:
+    """The credential store's values, for the logs of a process that admits no run."""
+    from hearth.run.services import load_redactor
+
+    return load_redactor(settings)
+
+
 def _run(args: argparse.Namespace) -> int:
     # here, not at the top: a usage or --help needs neither the settings nor the logging set up
     from hearth.logs import configure as configure_logging
@@ -107,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         settings = Settings.from_env()
-        configure_logging(settings.log_level)
+        configure_logging(settings.log_level, lambda: _store_redactor(settings))
         return args.handler(args, settings)
     except HearthError as exc:
         print(visible_line(f"hearth {args.command}: {exc}"), file=sys.stderr)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -120,7 +121,8 @@ class Spawner:
     # -- dead runs ------------------------------------------------------------------------------
     def sweep(self) -> None:
         """Settle every claimed request whose process is gone (not our own live children), then
-        every other run whose process is gone (a `hearth-loop` killed, say)."""
+        every other run whose process is gone (a `hearth-loop` killed, say); start again the runs
+        that go on; alert again the approvals whose reminder is due."""
         mine = {f"{rid}.json" for rid in self.launcher.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
@@ -130,6 +132,10 @@ class Spawner:
                 self._settled(name, settled)
         for run_id in settle_dead(self.audit, self.settings, self.launcher):
             self._settled(run_id, "interrupted")
+        # approvals still waiting are alerted again when due (hearth/leash/alerts.py): a suspended
+        # run has no process to do it, so the sweeps (the spawner's timer, `hearth watch`) do
+        for sent in alerts.remind_due(self.settings, self.audit):
+            self.report("reminded", sent, "")
 
     def reap(self) -> None:
         """Local runs that ended: a run that died without placing its request is settled now."""
@@ -237,7 +243,7 @@ class Spawner:
                 data = _peek(path)
                 raise RequestRefused(refused)
             data = read_request_bytes(path, self.owners)
-            parsed = parse_request(data, entry.name)
+            parsed = as_its_owner(parse_request(data, entry.name), path)
             check(parsed.request)
             self._within_budget(parsed.request)
             admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
@@ -285,6 +291,28 @@ class Spawner:
             return
         self.counts["started"] += 1
         self.report("started", request_id, "")
+
+
+def as_its_owner(parsed: Parsed, path: Path) -> Parsed:
+    """A follow-up from someone other than hearth or root says who asked as its file's owner does:
+    who may continue a run is decided by `requested_by` and `source` (hearth/run/long/followup.py),
+    which a submitter could otherwise write as "root" or "command-center"."""
+    request = parsed.request
+    if not request.continues:
+        return parsed
+    try:
+        uid = path.lstat().st_uid
+    except OSError:
+        return parsed  # gone: the claim path says so
+    if uid in (0, os.getuid()):
+        return parsed  # root, or hearth itself (the command center, `hearth enqueue` as hearth)
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = f"uid {uid}"
+    if request.requested_by == name and request.source != "command-center":
+        return parsed
+    return Parsed(request.model_copy(update={"requested_by": name, "source": "cli"}), parsed.shape)
 
 
 def _still_being_written(path: Path) -> bool:

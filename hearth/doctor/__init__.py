@@ -10,7 +10,8 @@ credentials store; nothing is created or changed.
 finding.py   Finding (one check's verdict) and the counts of each status
 files.py     the state directory, the audit, the config tree, the queue, the credentials store
 config.py    profiles, prompt files and their placeholders, router, budget, alerts, missions
-host.py      Ollama and its models, the command sandbox, git, systemd's hearth units
+host.py      Ollama and its models, the command sandbox, whether nobody reaches hearth's venv,
+             git, systemd's hearth units
 mcp.py       the declared MCP servers: their files, and drift of the tools approved
 
 This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
@@ -20,12 +21,22 @@ This module runs them all, in the order an operator fixes things (`diagnose`); `
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 
 from hearth.doctor.config import check_leash, check_profiles, check_prompt_files
 from hearth.doctor.files import check_audit, check_config_dir, check_credentials, check_queue, check_state_dir
 from hearth.doctor.finding import Finding
-from hearth.doctor.host import check_cgroups, check_git, check_ollama, check_sandbox, check_systemd, pid1_name
+from hearth.doctor.host import (
+    check_cgroups,
+    check_git,
+    check_ollama,
+    check_reach,
+    check_sandbox,
+    check_systemd,
+    hearth_places,
+    pid1_name,
+)
 from hearth.doctor.mcp import check_mcp
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
@@ -56,6 +67,7 @@ def diagnose(
         *check_mcp(settings),
         *check_ollama(settings.ollama_host, models, probe),
         *check_sandbox(settings.sandbox),
+        *check_reach(hearth_places(sys.prefix if sys.prefix != sys.base_prefix else "", settings.sandbox_expose)),
         *check_git(which),
         *check_systemd(pid1 or pid1_name()),
         *check_cgroups(),

@@ -122,6 +122,15 @@ def check_leash(settings: Settings) -> list[Finding]:
         destinations = []
         found.append(Finding("alerts", "error", f"{exc}; no alerts are sent"))
     found += _alert_credentials(settings, destinations)
+    found += [
+        Finding(
+            "alerts",
+            "info",
+            f"alert destination {d.name} is local = true: the address policy lets it reach this machine or the LAN",
+        )
+        for d in destinations
+        if d.local
+    ]
     missions, problems = load_missions(settings)
     found += [Finding("missions", "ok", f"mission {m.name}: {m.schedule}") for m in missions]
     found += [Finding("missions", "error", f"{p.line()}; skipped", str(p.path)) for p in problems]

@@ -1,6 +1,6 @@
 """The doctor's checks of what this machine gives runs: Ollama and the models the profiles name, a
-command sandbox, git (for checkpoints), the cgroup hierarchy the units' limits rely on, and
-systemd's hearth units.
+command sandbox, whether other users (nobody) can reach hearth's venv, code and exposed paths, git
+(for checkpoints), the cgroup hierarchy the units' limits rely on, and systemd's hearth units.
 
 Its own room because these ask something outside hearth (a server, the kernel, a program, PID 1),
 not a path hearth keeps (files.py) or a file the operator wrote (config.py); the probe, `which` and
@@ -9,8 +9,11 @@ PID 1's name come in as arguments, so a test can answer for the machine.
 
 from __future__ import annotations
 
+import os
+import pwd
+import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agent.safety.sandbox import SandboxUnavailable, detect
@@ -51,6 +54,68 @@ def check_sandbox(kind: str) -> list[Finding]:
     if used == "none":
         return [Finding("sandbox", "warn", "HEARTH_SANDBOX=none: commands run without an OS sandbox")]
     return [Finding("sandbox", "ok", f"commands run under {used}" + (" (asked: auto)" if kind == "auto" else ""))]
+
+
+def check_reach(places: Iterable[tuple[str, str]]) -> list[Finding]:
+    """Whether a user other than hearth's own can enter each (what, path): hearth's venv and code,
+    the paths exposed to commands. Commands hearth runs as nobody (the sandbox's user, the
+    ordinary-user checks) start its Python and import hearth from there; a parent directory only
+    its owner may enter (a home, a `mktemp -d` directory, mode 0700) stops them."""
+    walls: dict[Path, list[str]] = {}
+    for what, path in places:
+        wall = closed_parent(Path(path))
+        if wall is not None:
+            walls.setdefault(wall, []).append(f"{what} {path}")
+    findings = []
+    for wall, blocked in walls.items():
+        info = wall.stat()
+        findings.append(
+            Finding(
+                "reach",
+                "warn",
+                f"{' and '.join(blocked)} {'is' if len(blocked) == 1 else 'are'} beneath {wall} "
+                f"(mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner(info.st_uid)}), "
+                "which other users may not enter: a command hearth runs as nobody cannot start its Python or "
+                "import hearth from there (ModuleNotFoundError); install hearth where every user may enter "
+                f"(VENV=/opt/hearth/venv sh scripts/bootstrap.sh) or let them through (chmod o+x {wall})",
+                str(wall),
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding("reach", "ok", "other users (nobody, whom commands run as) can reach hearth's venv and code")
+        )
+    return findings
+
+
+def closed_parent(path: Path) -> Path | None:
+    """The first directory on the way to `path` (itself included) that others may not search."""
+    for directory in [*reversed(path.parents), path]:
+        try:
+            info = directory.stat()
+        except OSError:
+            return None  # gone or unreadable to hearth too: other checks say so
+        if stat.S_ISDIR(info.st_mode) and not info.st_mode & stat.S_IXOTH:
+            return directory
+    return None
+
+
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def hearth_places(prefix: str, expose: Iterable[str]) -> list[tuple[str, str]]:
+    """What commands run as nobody may need of hearth: its venv, its code, the exposed paths."""
+    import hearth
+
+    code = str(Path(hearth.__file__).resolve().parent)
+    places = [("hearth's venv", prefix)] if prefix else []
+    if not any(code.startswith(place + os.sep) for _, place in places):
+        places.append(("hearth's code", code))
+    return places + [("the exposed path", path) for path in expose]
 
 
 def check_git(which: Callable[[str], str | None]) -> list[Finding]:

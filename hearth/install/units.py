@@ -154,6 +154,7 @@ class Renderer:
         head: Table = {"Description": unit["description"]}
         if unit.get("after"):
             head["After"] = " ".join(unit["after"])
+        head.update(unit.get("unit", {}))  # [Unit] directives the table names (a start limit)
         environment = env if env is not None else self.environment()
         body = {"Environment": [f'"{k}={v}"' for k, v in sorted(environment.items())], **body}
         return Unit(file, head, body, tuple(unit.get("wantedBy", ())))

@@ -5,6 +5,22 @@
         name = "phone"
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
         events = ["failed", "approval"]  absent: DEFAULT_EVENTS
+        local = true                     only for a destination on this machine or the LAN
+
+A destination gets the network guard's address policy (hearth/leash/alertnet.py): loopback,
+link-local, private and other special-purpose addresses are refused at load and at send (names
+resolved then, every redirect checked) unless that destination says `local = true`.
+
+        [approval]                          all optional
+        public_url = "https://hearth.lan:8443"   where a phone reaches `hearth serve` (else HEARTH_WEB_URL)
+        remind_after = "1h"                 still undecided after this: alerted once more (false: never)
+        remind_before = "15m"               and again this long before it expires (false: never)
+
+An approval alert carries Approve and Deny as signed single-use links (hearth/leash/actions.py) to
+`hearth serve`'s /act/ page when a base URL is known: ntfy destinations get them as `http` action
+buttons (apprise's `actions=` URL argument, sent as ntfy's X-Actions header), every other destination
+as two links in the text. The links are capabilities: the `alerts` table records that they were
+sent, never the links themselves. Without a base URL the alert says how to decide from the CLI.
 
 Sending is apprise's (ntfy, Telegram, Slack, Matrix, email, webhooks, ... in one URL syntax);
 `{cred:NAME}` in a URL is replaced at send time by that credential from hearth's store (or
@@ -16,19 +32,21 @@ destination never fails or holds up a run; the process waits at most for its las
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from agent.clock import utc_now
-from hearth.audit.approvals import Approval, parse_stamp, utc_clock
+from agent.clock import stamp, utc_now
+from hearth.audit.approvals import Approval, from_row, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
+from hearth.limits import parse_duration
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
 
@@ -48,7 +66,11 @@ EVENTS = (
     "denied",
 )
 DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
-KEYS = ("name", "url", "events")
+KEYS = ("name", "url", "events", "local")
+APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
+REMIND_AFTER_S = 3600.0
+REMIND_BEFORE_S = 900.0
+NTFY = ("ntfy://", "ntfys://")
 CRED = re.compile(r"\{cred:([A-Za-z][A-Za-z0-9_.-]{0,63})\}")
 TIMEOUTS = {"cto": "3", "rto": "4"}  # apprise's connect and read timeouts, when a URL does not set them
 RETRIES = 2
@@ -62,6 +84,7 @@ class Destination:
     name: str
     url: str  # as written: `{cred:NAME}` not yet replaced
     events: tuple[str, ...] = DEFAULT_EVENTS
+    local: bool = False  # alerts.toml's `local = true`: the guard's address policy is waived for it
 
     @property
     def credentials(self) -> list[str]:
@@ -74,6 +97,62 @@ class Alert:
     title: str
     body: str
     run_id: str | None = None
+    links: Links | None = None  # Approve / Deny: buttons on ntfy, links in the text elsewhere
+
+
+@dataclass(frozen=True)
+class Links:
+    """What an approval alert's signed links need; each destination gets its own (signed with its kind)."""
+
+    base: str  # where `hearth serve` is reached
+    approval_id: str
+    expires: int  # epoch seconds: the approval's deadline
+
+    def signed(self, state_dir: Path, destination: Destination) -> tuple[tuple[str, str], ...]:
+        from hearth.leash import actions
+
+        via = destination.url.split("://", 1)[0]
+        return tuple(
+            (label, f"{self.base}/act/{actions.sign(state_dir, self.approval_id, decision, self.expires, via)}")
+            for label, decision in (("Approve", "approve"), ("Deny", "deny"))
+        )
+
+
+@dataclass(frozen=True)
+class ApprovalAlerts:
+    """alerts.toml's [approval]: the base of the signed links, and when to remind (None: never)."""
+
+    public_url: str = ""
+    remind_after_s: float | None = REMIND_AFTER_S
+    remind_before_s: float | None = REMIND_BEFORE_S
+
+
+def load_approval_alerts(config_dir: Path) -> ApprovalAlerts:
+    """alerts.toml's [approval] table (defaults without it); ConfigError names the file and key."""
+    path = config_dir / ALERTS_FILE
+    return _approval_alerts(path, read_toml(path)) if path.exists() else ApprovalAlerts()
+
+
+def _approval_alerts(path: Path, data: dict[str, Any]) -> ApprovalAlerts:
+    raw = known_table(path, "approval", data.get("approval", {}), APPROVAL_KEYS)
+    url = raw.get("public_url", "")
+    if not isinstance(url, str) or (url and not url.startswith(("http://", "https://"))):
+        raise ConfigError(f"{path}: approval.public_url must be an http:// or https:// address")
+    return ApprovalAlerts(
+        url.strip().rstrip("/"),
+        _interval(path, raw, "remind_after", REMIND_AFTER_S),
+        _interval(path, raw, "remind_before", REMIND_BEFORE_S),
+    )
+
+
+def _interval(path: Path, raw: dict[str, Any], name: str, default: float) -> float | None:
+    value = raw.get(name, default)
+    if value is False:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: approval.{name}: {exc} (or false: never)") from None
 
 
 def load_destinations(config_dir: Path) -> list[Destination]:
@@ -82,8 +161,10 @@ def load_destinations(config_dir: Path) -> list[Destination]:
     if not path.exists():
         return []
     data = read_toml(path)
-    if set(data) - {"destination"}:
-        raise ConfigError(f"{path}: unknown key {sorted(set(data) - {'destination'})[0]!r}; use [[destination]]")
+    if set(data) - {"destination", "approval"}:
+        odd = sorted(set(data) - {"destination", "approval"})[0]
+        raise ConfigError(f"{path}: unknown key {odd!r}; use [[destination]] (and [approval])")
+    _approval_alerts(path, data)  # a bad [approval] is reported (hearth doctor) as a bad file
     raw = data.get("destination", [])
     if not isinstance(raw, list):
         raise ConfigError(f"{path}: destination must be a list of tables ([[destination]])")
@@ -110,8 +191,25 @@ def _destination(path: Path, index: int, raw: Any) -> Destination:
     odd = next((e for e in events if e not in EVENTS), None)
     if odd:
         raise ConfigError(f"{path}: {where}.events: {odd!r} is not one of {', '.join(EVENTS)}")
+    local = raw.get("local", False)
+    if not isinstance(local, bool):
+        raise ConfigError(f"{path}: {where}.local must be true or false")
+    _address_policy(path, where, CRED.sub("x", url.strip()), local)
     name = raw.get("name", f"destination-{index}")
-    return Destination(str(name), url.strip(), tuple(events))
+    return Destination(str(name), url.strip(), tuple(events), local)
+
+
+def _address_policy(path: Path, where: str, url: str, local: bool) -> None:
+    from hearth.leash.alertnet import origin, refusal
+
+    if local and origin(url) is None:
+        raise ConfigError(f"{path}: {where}.local: the URL names no host apprise connects to, so nothing is local")
+    problem = None if local else refusal(url)
+    if problem:
+        raise ConfigError(
+            f"{path}: {where}.url: {problem}; alerts go only to public addresses unless the destination "
+            "says local = true"
+        )
 
 
 def known_url(url: str) -> bool:
@@ -166,9 +264,19 @@ def _send_one(settings: Settings, alert: Alert, destination: Destination) -> dic
         url = _filled(destination.url, _resolver(settings), secrets)
     except HearthError as exc:
         url, error = "", str(exc)
+    sent = alert
+    if url and alert.links is not None:
+        try:
+            links = alert.links.signed(settings.state_dir, destination)
+        except OSError:  # no key, no links: the CLI's way still works
+            links = ()
+        buttons = bool(links) and destination.url.startswith(NTFY) and ntfy_buttons()
+        sent = _with_links(alert, links, buttons=buttons)
+        if buttons:
+            url = _with_ntfy_actions(url, links)
     while url and attempts <= RETRIES:
         attempts += 1
-        error = _attempt(url, alert)
+        error = _attempt(url, sent, destination, secrets)
         if not error:
             break
         if attempts <= RETRIES:
@@ -198,21 +306,40 @@ def _filled(url: str, resolve: Resolve, secrets: list[str]) -> str:
     return filled + (("&" if "?" in filled else "?") + extra if extra else "")
 
 
-def _attempt(url: str, alert: Alert) -> str:
-    """One send; the error ('' when sent)."""
-    import apprise
+def _with_ntfy_actions(url: str, actions: tuple[tuple[str, str], ...]) -> str:
+    """ntfy `http` action buttons (each POSTs its signed link without opening a page) via apprise's
+    `actions=` argument, which it sends as ntfy's X-Actions header."""
+    header = "; ".join(f"http, {label}, {link}, method=POST, clear=true" for label, link in actions)
+    return url + ("&" if "?" in url else "?") + "actions=" + quote(header, safe="")
 
-    # sequential: apprise's own thread pool refuses work once the interpreter starts to exit, which is
-    # when a run's last alerts are still going out
-    sender = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False))
-    if not sender.add(url):
-        return "apprise does not accept this URL"
-    with apprise.LogCapture(level=logging.WARNING) as logs:
-        sent = sender.notify(title=alert.title, body=alert.body)
-    if sent:
-        return ""
-    lines = [line.split(" - ", 2)[-1] for line in logs.getvalue().splitlines() if line.strip()]
-    return "; ".join(lines[-2:]) or "apprise could not send it"
+
+def ntfy_buttons() -> bool:
+    """Whether this apprise sends ntfy action buttons (its `actions=` argument, added late in 2025);
+    an older one would drop them silently, so its ntfy alerts get the links in the text instead."""
+    from apprise.plugins import ntfy
+
+    return "actions" in getattr(ntfy.NotifyNtfy, "template_args", {})
+
+
+def _with_links(alert: Alert, links: tuple[tuple[str, str], ...], *, buttons: bool) -> Alert:
+    """What a destination is sent: ntfy's buttons are said in a line, others get the links in the text."""
+    if not links:
+        return alert
+    if buttons:
+        extra = "Approve or Deny with the buttons below (each decides once)."
+    else:
+        extra = "\n".join(f"{label.lower()}: {link}" for label, link in links) + "\n(each link decides once)"
+    return Alert(alert.event, alert.title, f"{alert.body}\n{extra}", alert.run_id)
+
+
+def _attempt(url: str, alert: Alert, destination: Destination, secrets: list[str]) -> str:
+    """One send, through the guard (hearth/leash/alertnet.py); the error ('' when sent)."""
+    from hearth.leash.alertnet import origin, send
+
+    local = origin(url) if destination.local else None
+    if destination.local and local is None:
+        return "local = true, but the URL names no host apprise connects to"
+    return send(url, alert.title, alert.body, local=local, secrets=secrets)
 
 
 def _record(settings: Settings, alert: Alert, destination: Destination, attempts: int, error: str) -> dict[str, Any]:
@@ -225,7 +352,10 @@ def _record(settings: Settings, alert: Alert, destination: Destination, attempts
         "attempts": attempts,
         "error": error or None,
         "title": alert.title,
-        "body": alert.body[:2000],
+        "body": (
+            alert.body
+            + ("\n[approve and deny links sent; a link is a capability and is not kept]" if alert.links else "")
+        )[:2000],
     }
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
@@ -247,21 +377,106 @@ def run_ended(settings: Settings, run_id: str, status: str, *, goal: str, detail
 def approval_waiting(
     settings: Settings, run_id: str, approval_id: str, call: str, expires_at: str, left_s: float
 ) -> None:
-    """A call waits for a decision: its id, the call, the time left and (with a command center) a link."""
-    link = f"\n{settings.web_url}/approvals" if settings.web_url else ""
+    """A call waits for a decision: the call, the run, the time left, and Approve / Deny links (with
+    a base URL) or the CLI commands (without)."""
+    notify(settings, approval_alert(settings, run_id, approval_id, call, expires_at, left_s))
+
+
+def approval_alert(
+    settings: Settings,
+    run_id: str,
+    approval_id: str,
+    call: str,
+    expires_at: str,
+    left_s: float,
+    *,
+    title: str = "",
+) -> Alert:
+    """The alert of a waiting approval (first, or a reminder with its own `title`)."""
+    try:
+        base = load_approval_alerts(settings.config_dir).public_url or settings.web_url
+    except ConfigError:
+        base = settings.web_url
+    links = Links(base, approval_id, int(parse_stamp(expires_at).timestamp())) if base else None
+    cli = f"\n{'or ' if links else ''}decide: hearth approve {approval_id}  or  hearth deny {approval_id}"
+    page = f"\n{settings.web_url}/approvals" if settings.web_url else ""
     body = (
         f"run {run_id} waits for approval {approval_id}: {call[:600]}\n"
-        f"{left_s:.0f} s left (until {expires_at}); no decision is a deny.\n"
-        f"decide: hearth approve {approval_id}  or  hearth deny {approval_id}{link}"
+        f"{left(left_s)} left (until {expires_at}); no decision is a deny.{cli}{page}"
     )
-    notify(settings, Alert("approval", f"hearth: approval {approval_id} waits", body, run_id))
+    return Alert("approval", title or f"hearth: approval {approval_id} waits", body, run_id, links)
+
+
+def left(seconds: float) -> str:
+    """`7h 59m`, `14m 30s`, `40s`: a time left, as a person reads it on a phone."""
+    whole = max(0, round(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def pending_alert(settings: Settings) -> Callable[[Approval, str], None]:
     """The headless approver's `on_pending`: alert each approval it starts waiting for."""
 
     def pending(approval: Approval, call: str) -> None:
-        left = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
-        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left))
+        left_s = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
+        approval_waiting(settings, approval.run_id, approval.id, call, approval.expires_at, max(0.0, left_s))
 
     return pending
+
+
+# -- reminders --------------------------------------------------------------------------------------
+def remind_due(settings: Settings, audit: AuditStore, now: datetime | None = None) -> list[str]:
+    """Alert once more each approval still undecided `remind_after` after it was asked, and again
+    `remind_before` before it expires; each reminder once (claimed in `alert_reminders` before it is
+    sent, so sweeps in several processes agree). The reminders sent, as `APPROVAL:after|before`.
+
+    For the spawner's sweep, `hearth watch`'s and `hearth serve`'s: cheap when nothing waits."""
+    try:
+        config = load_approval_alerts(settings.config_dir)
+        if not [d for d in load_destinations(settings.config_dir) if "approval" in d.events]:
+            return []
+    except ConfigError:
+        return []
+    moment = now or utc_clock()
+    rows = audit.rows("select * from approvals where status = 'pending' and expires_at > ?", [stamp(moment)])
+    sent = []
+    for row in rows:
+        approval = from_row(row)
+        kind = _reminder_due(approval, config, moment)
+        if kind is None or not _claimed(audit, approval.id, kind, moment):
+            continue
+        left_s = (parse_stamp(approval.expires_at) - moment).total_seconds()
+        title = f"hearth: approval {approval.id} " + (
+            "still waits" if kind == "after" else f"expires in {left(left_s)}"
+        )
+        call = f"{approval.tool} {approval.arguments}"
+        notify(
+            settings,
+            approval_alert(settings, approval.run_id, approval.id, call, approval.expires_at, left_s, title=title),
+        )
+        sent.append(f"{approval.id}:{kind}")
+    return sent
+
+
+def _reminder_due(approval: Approval, config: ApprovalAlerts, moment: datetime) -> str | None:
+    asked, expires = parse_stamp(approval.requested_at), parse_stamp(approval.expires_at)
+    before = None if config.remind_before_s is None else expires - timedelta(seconds=config.remind_before_s)
+    if before is not None and before > asked and moment >= before:
+        return "before"
+    if config.remind_after_s is not None and moment >= asked + timedelta(seconds=config.remind_after_s):
+        return "after"
+    return None
+
+
+def _claimed(audit: AuditStore, approval_id: str, kind: str, moment: datetime) -> bool:
+    cursor = audit.conn.execute(
+        "insert or ignore into alert_reminders (approval_id, kind, at) values (?, ?, ?)",
+        [approval_id, kind, stamp(moment)],
+    )
+    return cursor.rowcount == 1

@@ -156,7 +156,10 @@ class RunGuard:
         *,
         now: Now = local_now,
         clock: Callable[[], float] = time.monotonic,
+        own_so_far: int = 0,
     ) -> None:
+        """`own_so_far`: tokens the run spent before this process (a resumed run's), which the
+        audit's spend already holds and its outcome starts from."""
         self.limits, self.audit, self.max_tokens, self.now, self.clock = (
             limits_for(budget, agent),
             audit,
@@ -168,7 +171,7 @@ class RunGuard:
         self._own_at_read = 0
         self._read_at = 0.0
         if self.limits:
-            self._read(0)
+            self._read(own_so_far)
 
     @property
     def active(self) -> bool:

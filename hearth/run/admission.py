@@ -77,6 +77,7 @@ def goal_request(request: Request, settings: Settings, *, workspace: Path | None
         parent_run=request.child_of,
         link="child" if request.child_of else None,
         network=request.network,
+        queued=True,
     )
 
 

@@ -58,6 +58,8 @@ class GoalRequest:
     model_reason: str | None = None
     model_requested: str | None = None
     fallbacks: tuple[str, ...] = ()
+    # from the queue (goal_request): its asker is only what the request says (hearth/run/long/followup.py)
+    queued: bool = False
     escalate: bool = False
 
 

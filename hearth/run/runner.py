@@ -250,7 +250,8 @@ def _execute(
             prompt = _prompt_record(run, point.system_prompt, {})
             _went_on(run.recorder, point)
             start = lambda: loop.resume(point.resumed)  # noqa: E731
-        loop.guard = _guard(plan, settings, run.audit)
+        spent = point.resumed.tokens_in + point.resumed.tokens_out if point else 0  # in the audit already
+        loop.guard = _guard(plan, settings, run.audit, spent)
         outcome = _drive(loop, start, run.recorder, run.state, run.redactor, prompt)
     if outcome.status == "waiting":
         return outcome
@@ -296,13 +297,13 @@ def _prompt_record(run: AdmittedRun, text: str, values: dict[str, str]) -> str:
     return json.dumps({"values": values, "sha256": digest}, ensure_ascii=False)
 
 
-def _guard(plan: RunPlan, settings: Settings, audit: AuditStore) -> RunGuard | None:
+def _guard(plan: RunPlan, settings: Settings, audit: AuditStore, own_so_far: int = 0) -> RunGuard | None:
     """The run's token budgets, checked before each model call; a broken budget file is doctor's to report."""
     try:
         budget = load_budget(settings.config_dir, settings.daily_tokens)
     except HearthError:
         budget = Budget()
-    guard = RunGuard(budget, audit, plan.agent_name, plan.max_tokens or None)
+    guard = RunGuard(budget, audit, plan.agent_name, plan.max_tokens or None, own_so_far=own_so_far)
     return guard if guard.active else None
 
 

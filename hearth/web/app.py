@@ -48,9 +48,11 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(web.live.run())
+        reminding = asyncio.create_task(_remind(config))
         yield
         web.live.close()
         task.cancel()
+        reminding.cancel()
 
     app = FastAPI(
         title="hearth command center",
@@ -71,6 +73,30 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     return app
+
+
+REMIND_EVERY_S = 30.0
+
+
+async def _remind(config: WebConfig) -> None:
+    """Approvals' reminders (hearth.leash.alerts.remind_due) while the command center is up; the
+    spawner's and `hearth watch`'s sweeps send the same ones, and each goes once whoever sends it."""
+    while True:
+        await asyncio.to_thread(_remind_once, config)
+        await asyncio.sleep(REMIND_EVERY_S)
+
+
+def _remind_once(config: WebConfig) -> None:
+    from hearth.audit.store import AuditStore
+    from hearth.leash.alerts import remind_due
+
+    if not config.settings.audit_path.exists():
+        return
+    try:
+        with AuditStore(config.settings.audit_path) as audit:
+            remind_due(config.settings, audit)
+    except Exception:  # best effort, as every alert: a reminder never takes the command center down
+        return
 
 
 def _handlers(app: FastAPI) -> None:

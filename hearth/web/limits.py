@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from hearth.queue.intake import MAX_BYTES
-from hearth.web.security import HEADERS
+from hearth.web.security import ACT_PREFIX, HEADERS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,10 +24,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_LIMIT = MAX_BYTES
 LIMITS = {"/signin": 16 * 1024, "/signout": 16 * 1024}
+ACT_LIMIT = 16 * 1024  # signed alert links (hearth/web/routes/alert_actions.py)
 
 
 def limit_for(path: str) -> int:
-    return LIMITS.get(path, DEFAULT_LIMIT)
+    return ACT_LIMIT if path.startswith(ACT_PREFIX) else LIMITS.get(path, DEFAULT_LIMIT)
 
 
 class BodyLimit:

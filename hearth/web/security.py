@@ -15,6 +15,11 @@ POST             the only verb that changes anything; from a browser it carries 
 bad tokens       compared in constant time, one check at a time per address and a few at once
                  in all; each failure from one address doubles the wait before its next check
                  (up to 10 s); guesses queued past a few are refused 429 unchecked
+alert links      /act/TOKEN (hearth/web/routes/alert_actions.py) needs no session, no CSRF token
+                 and no Origin: the token is its own authority (signed by hearth/leash/actions.py
+                 for one approval and one decision, single use, expiring), and ntfy's http action
+                 posts it from a phone app that sends no Origin. Host check and body limit
+                 (16 KiB) stand; GET only shows what a POST would decide
 every answer     a Content-Security-Policy without inline script or third-party origins
 """
 
@@ -40,6 +45,7 @@ from hearth.web.config import WebConfig
 COOKIE = "hearth_session"
 CSRF_COOKIE = "hearth_csrf"  # a random nonce; the token a page carries is the server's HMAC of it
 SESSION_TTL_S = 12 * 3600
+ACT_PREFIX = "/act/"  # signed alert links: their token is their authority (see the table above)
 SESSIONS_PER_ROLE = 1000
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -225,7 +231,7 @@ class Guard:
         try:
             self._check_host(request)
             nonce = await self._identify(request)
-            if request.method not in ("GET", "HEAD"):
+            if request.method not in ("GET", "HEAD") and not request.url.path.startswith(ACT_PREFIX):
                 self._check_origin(request)
         except WebError as exc:
             return _secured(JSONResponse({"error": exc.reason}, status_code=exc.status))

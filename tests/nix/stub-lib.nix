@@ -51,6 +51,7 @@ let
       positive = mkType "positive integer, meaning >0" (v: isInt v && v > 0);
     };
     strMatching = re: mkType "string matching ${re}" (v: isString v && builtins.match re v != null);
+    either = a: b: mkType "${a.name} or ${b.name}" (v: a.check v || b.check v);
     nullOr = t: (mkType "null or ${t.name}" (v: v == null || t.check v)) // {
       merge = p: v: if v == null then null else t.merge p v;
     };

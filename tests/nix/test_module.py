@@ -242,7 +242,11 @@ LEASH = {
     "budget": {"daily": 2000000, "perAgent": {"notes": 100000}},
     "credentials": {"ntfy": {"file": "/run/secrets/ntfy", "hosts": ["ntfy.example.org"]}},
     "alerts": {
-        "destinations": {"phone": {"url": "ntfy://{cred:ntfy}@ntfy.example.org/hearth", "events": ["approval"]}}
+        "destinations": {
+            "phone": {"url": "ntfy://{cred:ntfy}@ntfy.example.org/hearth", "events": ["approval"]},
+            "lan": {"url": "json://192.168.1.5:8080/hook", "events": ["failed"], "local": True},
+        },
+        "approval": {"publicUrl": "https://hearth.lan:8443", "remindAfter": "2h", "remindBefore": False},
     },
     "schedules": {
         "notes": {
@@ -259,7 +263,7 @@ LEASH = {
 
 
 def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_path: Path) -> None:
-    from hearth.leash.alerts import load_destinations
+    from hearth.leash.alerts import load_approval_alerts, load_destinations
     from hearth.leash.budget import load_budget
     from hearth.leash.missions import load_missions
     from hearth.run.router import load_router
@@ -276,8 +280,15 @@ def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_
         ("nightly", "qwen2.5-coder:3b", (), ("timer",), ()),
     ]
     assert load_budget(config).daily == 2000000 and load_budget(config).per_agent == {"notes": 100000}
-    [phone] = load_destinations(config)
-    assert (phone.name, phone.events, phone.credentials) == ("phone", ("approval",), ["ntfy"])
+    lan, phone = load_destinations(config)
+    assert (phone.name, phone.events, phone.credentials, phone.local) == ("phone", ("approval",), ["ntfy"], False)
+    assert (lan.name, lan.url, lan.local) == ("lan", "json://192.168.1.5:8080/hook", True)
+    approval = load_approval_alerts(config)
+    assert (approval.public_url, approval.remind_after_s, approval.remind_before_s) == (
+        "https://hearth.lan:8443",
+        7200,
+        None,
+    )
     profile = load_profile(config, "notes")
     assert (profile.fallbacks, profile.escalate, profile.max_tokens) == (("qwen2.5-coder:3b",), True, 9000)
     settings = Settings.from_env({"HEARTH_CONFIG_DIR": str(config), "HEARTH_STATE_DIR": str(tmp_path / "s")})

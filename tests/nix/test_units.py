@@ -203,6 +203,17 @@ def test_the_agent_unit_reaches_only_ollama_unless_the_operator_adds_more(
     ]
 
 
+def test_with_alerts_the_agent_unit_reaches_loopback_for_the_alert_senders_proxy(tmp_path: Path) -> None:
+    alerts = {"destinations": {"phone": {"url": "ntfys://ntfy.example.org/hearth", "events": ["failed"]}}}
+    remote = _service(
+        _render(tmp_path, ollama={"url": "http://10.0.0.7:11434"}, alerts=alerts), "hearth-agent@.service"
+    )
+    assert [x for x in remote if x.startswith("IPAddressAllow=")] == [
+        "IPAddressAllow=10.0.0.7",
+        "IPAddressAllow=localhost",
+    ]
+
+
 def test_the_agent_unit_delegates_its_cgroup_for_the_commands_caps(rendered: dict[str, Path]) -> None:
     lines = _service(rendered, "hearth-agent@.service")
     assert "Delegate=pids memory cpu" in lines and "ProtectControlGroups=false" in lines

@@ -5,6 +5,8 @@ depends on the goal (the first user message):
     "... RUN: <command> :NUR"   a run_command call with that command, then a final answer
     "... HOLD: <name>"     no answer until /run/hearth-test/release-<name> exists (the run stays up
                            for the probes, `hearth stop`, SIGKILL), then a final answer
+    "... STEP: <name>"     a list_files call; then, once its result is in, held as HOLD (a run
+                           killed between steps), then a final answer
     anything else          write_file hello.txt, then a final answer (as nix/fake-ollama.py)
 """
 
@@ -28,8 +30,10 @@ def _goal(body: dict[str, Any]) -> str:
 def answer(body: dict[str, Any]) -> dict[str, Any]:
     goal = _goal(body)
     answered = any(m.get("role") == "tool" for m in body.get("messages", []))
-    if "HOLD: " in goal:
-        name = goal.split("HOLD: ", 1)[1].split()[0]
+    if "STEP: " in goal and not answered:
+        return tool_call("list_files", {})
+    if "HOLD: " in goal or "STEP: " in goal:
+        name = goal.split("HOLD: " if "HOLD: " in goal else "STEP: ", 1)[1].split()[0]
         deadline = time.monotonic() + 600
         while not (RELEASE / f"release-{name}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -234,6 +234,40 @@ def test_a_run_killed_with_sigkill_goes_on_once_in_a_new_unit_when_the_spawner_s
     assert [s["kind"] for s in steps].count("resume") == 1
 
 
+def test_a_unit_killed_while_its_command_runs_goes_on_without_running_the_command_again(machine: Container) -> None:
+    enqueue(machine, rid("cmd"), "RUN: touch started; echo once >> runs.log; sleep 300 :NUR", mode="bypass")
+    started = f"{STATE}/agents/{rid('cmd')}/started"
+    wait_for("the command to start", lambda: machine.run(["test", "-e", started], check=False).returncode == 0)
+    machine.systemctl("kill", "--signal=SIGKILL", f"hearth-agent@{rid('cmd')}.service")
+    unit = f"hearth-agent@{rid('cmd')}.service"
+    wait_for("the killed unit to be gone", lambda: unit_state(machine, unit) != "active")
+    machine.systemctl("start", "hearth-spawn.service")
+    assert wait_status(machine, rid("cmd"), {"done", "interrupted", "failed"}) == "done"
+    steps = json.loads(as_hearth(machine, "show", rid("cmd"), "--json"))["steps"]
+    [tool] = [s for s in steps if s["kind"] == "tool"]
+    assert tool["verdict"] == "unknown"
+    assert machine.run(["cat", f"{STATE}/agents/{rid('cmd')}/runs.log"]).stdout == "once\n"  # not run again
+
+
+def test_a_unit_killed_between_steps_goes_on_with_its_kept_result(machine: Container) -> None:
+    enqueue(machine, rid("step"), f"STEP: {rid('step')}")
+    unit = f"hearth-agent@{rid('step')}.service"
+
+    def listed() -> bool:
+        run = json.loads(as_hearth(machine, "show", rid("step"), "--json", check=False) or "{}")
+        return any(s["kind"] == "tool" and s["ok"] for s in run.get("steps", []))
+
+    wait_for("the first step to be kept", listed)
+    machine.systemctl("kill", "--signal=SIGKILL", unit)
+    wait_for("the killed unit to be gone", lambda: unit_state(machine, unit) != "active")
+    machine.systemctl("start", "hearth-spawn.service")
+    wait_active(machine, rid("step"))
+    release(machine, rid("step"))
+    assert wait_status(machine, rid("step"), {"done", "interrupted", "failed"}) == "done"
+    kinds = [s["kind"] for s in json.loads(as_hearth(machine, "show", rid("step"), "--json"))["steps"]]
+    assert kinds.count("tool") == 1 and kinds.count("resume") == 1
+
+
 def test_a_run_waiting_for_approval_has_no_unit_and_goes_on_when_approved(machine: Container) -> None:
     enqueue(machine, rid("ask"), "RUN: echo booted-approved :NUR")
     assert wait_status(machine, rid("ask"), {"waiting", "done", "failed"}) == "waiting"

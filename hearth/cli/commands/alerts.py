@@ -30,12 +30,12 @@ def alerts(args: argparse.Namespace, settings: Settings) -> int:
     where = settings.audit_path if settings.audit_path.exists() else ":memory:"
     with AuditStore(where) as audit:
         recent = audit.rows("select * from alerts order by id desc limit ?", [args.limit])
-    shown = [{"name": d.name, "events": ",".join(d.events), "url": d.url} for d in destinations]
+    shown = [{"name": d.name, "events": ",".join(d.events), "local": d.local, "url": d.url} for d in destinations]
     if args.json:
         print_json({"destinations": shown, "recent": recent})
         return 0
     if shown:
-        table(shown, ["name", "events", "url"], widths={"url": 60})
+        table(shown, ["name", "events", "local", "url"], widths={"url": 60})
     else:
         print(f"no alert destinations (add {settings.config_dir / 'alerts.toml'})")
     if recent:

@@ -127,6 +127,7 @@ def _register_rules(listing: argparse.ArgumentParser) -> None:
     remove.add_argument("rule_id", help="a rule id (or a unique prefix of 4+ characters)")
     remove.add_argument("--json", action="store_true")
     remove.set_defaults(handler=remove_rule)
+    _register_rotate(actions)
 
 
 def _rule_row(rule: Any) -> dict[str, Any]:
@@ -185,4 +186,26 @@ def approve_always(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     print(visible_line(f"approved {approval.id}: {approval.tool} {approval.arguments} (run {approval.run_id})"))
     print(visible_line(f"standing rule {rule.id}: {rule.covers} in profile {rule.profile}"))
+    return 0
+
+
+# -- the alert links' key -------------------------------------------------------------------------
+def _register_rotate(actions: argparse._SubParsersAction) -> None:
+    rotate = actions.add_parser(
+        "rotate-key",
+        help="replace the key that signs alerts' Approve / Deny links: every link sent so far stops working",
+        epilog="the key is alert-actions.key in the state directory (mode 0600); exit code 0 done",
+    )
+    rotate.add_argument("--json", action="store_true")
+    rotate.set_defaults(handler=rotate_key)
+
+
+def rotate_key(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.leash import actions
+
+    path = actions.rotate_key(settings.writable_state_dir())
+    if args.json:
+        print_json({"key": str(path), "rotated": True})
+    else:
+        print(f"rotated {path}: every approve and deny link sent before now is void")
     return 0

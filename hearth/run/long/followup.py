@@ -16,9 +16,20 @@ Where it works:
   history (hearth/run/history.py; `restore_from`, done by admission and recorded as a `restore`
   step). The earlier run's directory is left as it was; the follow-up's row names its own.
 
-Refused, with the reason (and recorded as a rejected run): an unknown run, one still running,
-one whose workspace is neither here nor in hearth's history, one whose agent profile no longer
-exists. Any ended run may be continued, as the local launcher always allowed; what a follow-up
+Who may continue what (`check_allowed`). A follow-up reads the earlier run's files and record and
+works under a profile, so:
+- an operator may continue any ended run, and under another profile by naming it (`agent_name`,
+  or a label that names a profile); an operator is a request from the command center (only its
+  operator role may queue), from root or hearth's own user, or a run started in this process
+  (`hearth-loop --continue`: whoever runs it writes hearth's audit directly);
+- anyone else may continue only a run they asked for (the same non-empty `requested_by`), under
+  that run's own profile (naming none, or naming that one).
+`requested_by` is what the request says; the queue's owner check (hearth/queue/directory.py) is what
+stands behind a queue file's word.
+
+Refused, with the reason (and recorded as a rejected run, like any request that cannot run): an
+unknown run, one still running, one whose workspace is neither here nor in hearth's history, one
+whose agent profile no longer exists, one the asker may not continue (above). What a follow-up
 reads is that one run's files and record, nothing else. Mode and tools come from the follow-up's
 own request or the profile, as for any run: a follow-up is never wider than its asker may make a run.
 """
@@ -26,6 +37,8 @@ own request or the profile, as for any run: a follow-up is never wider than its 
 from __future__ import annotations
 
 import json
+import os
+import pwd
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,11 +59,12 @@ def continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> Go
     """The follow-up made whole; UsageError says why the earlier run cannot be continued."""
     earlier = earlier_run(audit, request.continues or "")
     check_continuable(earlier, settings)
+    profile = check_allowed(earlier, request)
     workspace, restore_from = where(earlier, request, settings, audit)
     prompt = prompt_record(earlier)
     return replace(
         request,
-        agent_name=earlier["agent_name"] or "default",
+        agent_name=profile,
         model=request.model or earlier["model"] or None,
         workspace=workspace,
         restore_from=restore_from,
@@ -77,6 +91,42 @@ def check_continuable(run: dict[str, Any], settings: Settings) -> None:
         load_profile(settings.config_dir, run["agent_name"] or "default")
     except HearthError as exc:
         raise UsageError(f"run {run['id']}'s agent profile {run['agent_name']!r} no longer exists ({exc})") from None
+
+
+def check_allowed(run: dict[str, Any], request: GoalRequest) -> str:
+    """The profile the follow-up runs under; UsageError when its asker may not continue this run
+    (see the module's doc: an operator anything, anyone else their own runs, under their profile)."""
+    own = run["agent_name"] or "default"
+    named = request.agent_name if request.agent_name not in ("", "default", own) else own
+    if is_operator(request):
+        return named
+    asker = request.requested_by or "(nobody named)"
+    if not request.requested_by or request.requested_by != (run.get("requested_by") or ""):
+        by = run.get("requested_by") or "nobody named"
+        raise UsageError(
+            f"{asker} may not continue run {run['id']}: it was asked for by {by}, and only its asker or an "
+            "operator (the command center, root, hearth's own user) may continue a run"
+        )
+    if named != own:
+        raise UsageError(
+            f"{asker} may not continue run {run['id']} (profile {own!r}) under profile {named!r}: a follow-up "
+            "runs under its run's profile unless an operator asks for another"
+        )
+    return own
+
+
+def is_operator(request: GoalRequest) -> bool:
+    """A request from the command center, from root or hearth's own user, or not from the queue at all."""
+    if not request.queued or request.source == "command-center":
+        return True
+    return request.requested_by in ("root", _own_user())
+
+
+def _own_user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return ""
 
 
 def where(

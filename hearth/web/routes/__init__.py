@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from hearth.web.routes import approvals, auth, knowledge, launch, overview, proposals, report, runs
+from hearth.web.routes import alert_actions, approvals, auth, knowledge, launch, overview, proposals, report, runs
 
 ROUTERS: list[APIRouter] = [
     auth.router,
@@ -15,4 +15,5 @@ ROUTERS: list[APIRouter] = [
     report.router,
     knowledge.router,
     proposals.router,
+    alert_actions.router,
 ]

@@ -13,7 +13,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.netfixtures import TestNet
 from tests.netwalls_support import PACKAGE, index
-from tests.walls_support import ROOT, WHO, as_who, give_to_user
+from tests.walls_support import WHO, as_who, checkout, give_to_user, python
 
 
 @pytest.fixture(autouse=True)
@@ -56,12 +55,12 @@ def ws(who: str) -> Iterator[Path]:
 
 def scenario(who: str, name: str, ws: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [*as_who(who), sys.executable, "-m", "tests.netwalls_support", name, str(ws)],
-        cwd=ROOT,
+        [*as_who(who), python(who), "-m", "tests.netwalls_support", name, str(ws)],
+        cwd=checkout(who),
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(checkout(who))},
     )
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))

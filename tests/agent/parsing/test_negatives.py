@@ -230,6 +230,20 @@ def test_flattened_arguments_must_be_the_tools_parameters_when_they_are_known() 
             '{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>',
             id="intent-after-a-past-sentence",
         ),
+        P(
+            "The format of the config is wrong, so let me read it:\n"
+            '{"name": "read_file", "arguments": {"path": "a.txt"}}',
+            id="a-format-word-then-intent",
+        ),
+        P(
+            'I\'ll check the structure of the data:\n```json\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n```\n'
+            "Then I will fix the parser.",
+            id="intent-beside-a-format-word-and-a-plain-sentence-after",
+        ),
+        P(
+            '{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "call_1", "type": "function"}',
+            id="call-bookkeeping",
+        ),
     ],
 )
 def test_prose_that_introduces_an_action_keeps_the_call(content: str) -> None:

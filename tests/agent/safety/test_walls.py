@@ -11,6 +11,8 @@ import errno
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 
 from agent.safety import cgroups, seccomp
 from tests.conftest import require
-from tests.walls_support import ROOT, WHO, give_to_user, sandboxed
+from tests.walls_support import ROOT, WHO, as_who, checkout, give_to_user, link_tree, readable_copy, sandboxed
 
 SECRET = "walls-secret-canary"
 
@@ -134,7 +136,7 @@ def test_each_refused_system_call_gets_eperm_or_enosys(who: str, kind: str, stat
     if not seccomp.supported():
         pytest.skip("no seccomp filter for this architecture")
     ws = state / "agents" / "this"
-    (ws / "probe.py").write_text(PROBE.format(root=str(ROOT)))
+    (ws / "probe.py").write_text(PROBE.format(root=str(checkout(who))))
     give_to_user(who, ws)
     result = sandboxed(who, "python3 probe.py", ws, kind=kind)
     seen = json.loads(result["output"])
@@ -149,7 +151,9 @@ def test_each_refused_system_call_gets_eperm_or_enosys(who: str, kind: str, stat
 def test_without_the_filter_the_keyring_call_really_works(who: str, state: Path) -> None:
     """The control: the probe's keyctl is a real call that succeeds when nothing refuses it."""
     ws = state / "agents" / "this"
-    (ws / "probe.py").write_text(PROBE.format(root=str(ROOT)).split("out = {")[0] + "print(call('keyctl', 0, -2, 1))\n")
+    (ws / "probe.py").write_text(
+        PROBE.format(root=str(checkout(who))).split("out = {")[0] + "print(call('keyctl', 0, -2, 1))\n"
+    )
     result = sandboxed("root" if os.geteuid() == 0 else "user", "python3 probe.py", ws, kind="none")
     assert result["output"].strip() == "0", result["output"]
 
@@ -226,3 +230,38 @@ def test_cpu_time_is_capped_by_the_kernel(who: str, kind: str, state: Path) -> N
     ws = state / "agents" / "this"
     result = sandboxed(who, "python3 -c 'while True: pass'; echo after", ws, kind=kind, cpu_seconds=1)
     assert result["output"].split() == ["Killed", "after"] and not result["timed_out"], result
+
+
+def test_the_ordinary_user_runs_the_walls_from_a_checkout_it_cannot_enter(tmp_path: Path) -> None:
+    """A clone inside a directory only root may enter (`mktemp -d`, mode 0700): the [user]
+    variants run from a copy made for that user, not from a path it cannot reach."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can make a checkout the ordinary user cannot enter, and run as that user")
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    for name in ("agent", "hearth", "tests"):
+        link_tree(ROOT / name, hidden / "c" / name)
+    venv = Path(sys.executable).parent.parent
+    link_tree(venv, hidden / "venv")
+    interpreter = str(hidden / "venv" / Path(sys.executable).relative_to(venv))
+    probe = [*as_who("user"), interpreter, "-c", "import hearth.cli.loop"]
+    seen = subprocess.run(probe, cwd="/", env={**os.environ, "PYTHONPATH": str(hidden / "c")}, capture_output=True)
+    assert seen.returncode != 0  # the user cannot reach the hidden checkout itself: why the copy exists
+    tree, python = readable_copy(hidden / "c", interpreter)
+    assert not tree.is_relative_to(hidden)
+    ws = Path(tempfile.mkdtemp(prefix="hearth-walls-", dir="/var/tmp"))
+    try:
+        give_to_user("user", ws)
+        plan = {"command": "id -u", "workspace": str(ws), "policy": {"kind": "none", "expose": [str(tree)]}}
+        done = subprocess.run(
+            [*as_who("user"), python, "-m", "tests.walls_support", json.dumps(plan)],
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(ws)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"].strip() == "65534"

@@ -78,3 +78,44 @@ def test_a_unit_whose_run_waits_for_approval_ends_and_a_new_one_goes_on_when_app
         assert "resumed unitask" in spawn(systemd)  # the path unit's job: a wake-up is waiting
         wait_for(lambda: run_of(state_dir, "unitask").get("status") == "done", timeout=120, what="the run to end")
     assert len(fake.requests) == 2 and prefix_identical(fake.requests[0], fake.requests[1])
+
+
+def test_a_unit_killed_between_steps_goes_on_with_its_kept_result(
+    state_dir: Path, tmp_path: Path, agent_unit: Path
+) -> None:
+    Queue(state_dir / "queue").ensure().enqueue(Request(id="unitstep", goal="list twice", mode="auto"))
+    blocked = Blocked()
+    script = [tool_call("list_files", {}), tool_call("list_files", {"path": "."}), blocked, final_answer("two")]
+    with FakeOllama(script) as fake:
+        systemd = FakeSystemd(tmp_path, agent_unit, Host(state_dir, tmp_path / "config", fake.url))
+        spawn(systemd)
+        assert blocked.reached.wait(120)  # both results kept, the next reply awaited
+        lock = state_dir / "queue" / "locks" / "unitstep.lock"
+        pid = wait_for(lambda: lock_holder(lock), what="the run's pid")
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        wait_for(lambda: not lock_is_held(lock), what="the unit to end")
+        assert "resumed unitstep" in spawn(systemd)
+        wait_for(lambda: run_of(state_dir, "unitstep").get("status") == "done", timeout=120, what="the run to end")
+    assert fake.requests[-1]["messages"] == blocked.bodies[0]["messages"]
+    assert kinds(state_dir, "unitstep").count("tool") == 2
+
+
+def test_a_unit_killed_while_its_command_runs_goes_on_without_running_it_again(
+    state_dir: Path, tmp_path: Path, agent_unit: Path
+) -> None:
+    Queue(state_dir / "queue").ensure().enqueue(Request(id="unitcmd", goal="run it", mode="bypass"))
+    command = tool_call("run_command", {"command": "echo once >> runs.log; sleep 60"})
+    with FakeOllama([command, final_answer("looked at runs.log")]) as fake:
+        systemd = FakeSystemd(tmp_path, agent_unit, Host(state_dir, tmp_path / "config", fake.url))
+        spawn(systemd)
+        log = state_dir / "agents" / "unitcmd" / "runs.log"
+        wait_for(log.exists, timeout=120, what="the command to start")
+        lock = state_dir / "queue" / "locks" / "unitcmd.lock"
+        pid = wait_for(lambda: lock_holder(lock), what="the run's pid")
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        wait_for(lambda: not lock_is_held(lock), what="the unit to end")
+        assert "resumed unitcmd" in spawn(systemd)
+        wait_for(lambda: run_of(state_dir, "unitcmd").get("status") == "done", timeout=120, what="the run to end")
+    assert log.read_text() == "once\n"
+    told = fake.requests[-1]["messages"][-1]
+    assert told["role"] == "tool" and "outcome of this call is unknown" in told["content"]

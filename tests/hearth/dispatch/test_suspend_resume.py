@@ -93,6 +93,8 @@ def test_a_waiting_run_suspends_then_goes_on_once_approved_with_the_same_convers
         assert pending["status"] == "pending" and pending["timeout_s"] == 12 * 3600  # the host's default wait
         shown = run_cli("hearth", "runs", "--json")
         assert [r["status"] for r in json.loads(shown.stdout)] == ["waiting"]
+        [live] = json.loads(run_cli("hearth", "state", "--json").stdout)["active"]
+        assert (live["id"], live["state"], live["alive"]) == ("asker", "waiting", False)
 
         approved = run_cli("hearth", "approve", pending["id"])
         assert approved.returncode == 0, approved.stderr
@@ -308,3 +310,18 @@ def test_pause_holds_a_decided_run_from_going_on_until_hearth_is_resumed(state_d
         assert run_cli("hearth", "resume").returncode == 0
         run_cli("hearth", "spawn", "--local", env=env)
     assert run_of(state_dir, "held")["status"] == "done" and len(fake.requests) == 2
+
+
+def test_a_resumed_run_counts_its_earlier_tokens_once_against_the_daily_budget(state_dir: Path) -> None:
+    # 100 + 20 tokens a turn: a day of 250 allows a third turn after two (240) and stops the fourth,
+    # whichever process makes them; counted twice after the resume (480), it would stop at the third
+    enqueue(state_dir, "capped")
+    with FakeOllama([tool_call("list_files", {}), ECHO, tool_call("list_files", {}), final_answer("x")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV, "HEARTH_DAILY_TOKENS": "250"}
+        run_cli("hearth", "spawn", "--local", env=env)
+        [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+        run_cli("hearth", "approve", pending["id"])
+        run_cli("hearth", "spawn", "--local", env=env)
+    run = run_of(state_dir, "capped")
+    assert run["status"] == "budget_exceeded" and "250" in run["error"], run["error"]
+    assert len(fake.requests) == 3 and (run["tokens_in"], run["tokens_out"]) == (300, 60)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,8 @@ import pytest
 
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.doctor.files import check_credentials
-from hearth.doctor.host import check_cgroups, check_systemd
+from hearth.doctor.finding import Finding
+from hearth.doctor.host import check_cgroups, check_reach, check_systemd
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer
@@ -248,3 +251,32 @@ def test_the_nixos_layout_of_state_and_queue_is_healthy(state_dir: Path, tmp_pat
     _, report = doctor(fake, sandbox="none")
     found = statuses(report)
     assert found["state"] == {"ok"} and found["queue"] == {"ok"} and found["credentials"] == {"ok"}
+
+
+def test_a_venv_beneath_a_directory_others_may_not_enter_is_a_warning_saying_how_to_fix_it(
+    state_dir: Path, tmp_path: Path, fake: FakeOllama
+) -> None:
+    """hearth runs commands as nobody; from a venv in a home (or a `mktemp -d` directory) that
+    nobody may enter, they cannot start its Python: the doctor says so, where, and what to do."""
+    healthy_config(tmp_path)
+    base = Path(tempfile.mkdtemp(prefix="hearth-doctor-", dir="/var/tmp"))  # not under pytest's 0700 base
+    base.chmod(0o755)
+    home = base / "home"
+    (home / "tool").mkdir(parents=True)
+    home.chmod(0o700)
+    try:
+        expose = {"OLLAMA_HOST": fake.url, "HEARTH_SANDBOX_EXPOSE": str(home / "tool")}
+        proc = run_cli("hearth", "doctor", "--json", env=expose)
+    finally:
+        shutil.rmtree(base)
+    [warning] = [f for f in json.loads(proc.stdout)["findings"] if f["check"] == "reach" and f["status"] == "warn"]
+    assert warning["path"] == str(home)
+    assert f"the exposed path {home / 'tool'} is beneath {home} (mode 0700" in warning["message"]
+    assert f"chmod o+x {home}" in warning["message"] and "VENV=/opt/hearth/venv" in warning["message"]
+    assert proc.returncode == 0  # a warning: runs work, commands that need the venv do not
+
+
+def test_other_users_reaching_the_venv_is_ok() -> None:
+    assert check_reach([("hearth's venv", "/usr")]) == [
+        Finding("reach", "ok", "other users (nobody, whom commands run as) can reach hearth's venv and code")
+    ]

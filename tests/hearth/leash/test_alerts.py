@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -68,6 +69,10 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
             wait_for(lambda: ntfy.got and hook.got, timeout=10, what="the alert at both receivers")
             assert run_cli("hearth", "deny", approval["id"]).returncode == 0
             wait_for(lambda: rows(state_dir, "select status from runs where status = 'done'"), what="the run")
+            wait_for(  # each send is recorded once its sender is done, after the receiver has it
+                lambda: len(rows(state_dir, "select id from alerts where event = 'approval'")) == 2,
+                what="both approval alerts recorded",
+            )
         finally:
             stop_watch(watch)
     [sent] = ntfy.got
@@ -75,9 +80,15 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
     assert sent["body"]["title"] == f"hearth: approval {approval['id']} waits"
     message = sent["body"]["message"]
     assert f'run asks waits for approval {approval["id"]}: run_command {{"command": "echo hi"}}' in message
-    assert " s left (until " in message and f"hearth approve {approval['id']}" in message
+    assert "s left (until " in message and f"hearth approve {approval['id']}" in message
     assert "http://hearth.lan:8770/approvals" in message
-    assert hook.got[0]["path"] == "/alerts" and hook.got[0]["body"]["message"] == message
+    # with a base URL: ntfy gets Approve and Deny buttons, a webhook the same two as links in its text
+    assert "http, Approve, http://hearth.lan:8770/act/" in sent["headers"]["X-Actions"]
+    assert "Approve or Deny with the buttons below" in message
+    hooked = hook.got[0]["body"]["message"]
+    assert hook.got[0]["path"] == "/alerts" and hooked.startswith(message.rsplit("\n", 1)[0])
+    assert re.search(rf"approve: http://hearth.lan:8770/act/{approval['id']}\.a\.\d+\.json\.", hooked)
+    assert re.search(rf"deny: http://hearth.lan:8770/act/{approval['id']}\.d\.\d+\.json\.", hooked)
     assert hook.got[0]["body"]["version"] == "1.0" and hook.got[0]["body"]["type"] == "info"
     recorded = rows(state_dir, "select event, run_id, destination, status, attempts from alerts order by id")
     assert {(r["destination"], r["status"]) for r in recorded if r["event"] == "approval"} == {
@@ -122,7 +133,7 @@ def test_a_failing_or_slow_destination_never_blocks_or_fails_a_run(state_dir: Pa
         slow.close()
     recorded = {r["destination"]: r for r in rows(state_dir, "select * from alerts")}
     assert recorded["gone"]["status"] == "failed" and recorded["gone"]["attempts"] == 3
-    assert "Connection error" in recorded["gone"]["error"]
+    assert "Connection refused" in recorded["gone"]["error"]
     assert recorded["slow"]["status"] in ("sent", "failed")  # a timeout is a failure, recorded like any
 
 
@@ -150,7 +161,7 @@ def test_alerts_test_sends_to_each_destination_and_reports_each(
     proc = run_cli("hearth", "alerts", "test")
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert lines[0] == "phone: sent" and lines[1].startswith("gone: failed (A Connection error occurred")
+    assert lines[0] == "phone: sent" and lines[1].startswith("gone: failed (cannot connect to 127.0.0.1:")
     assert ntfy.got[0]["body"]["title"] == "hearth: test alert"
     listed = run_cli("hearth", "alerts").stdout
     assert "phone" in listed and "failed" in listed

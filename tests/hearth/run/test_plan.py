@@ -25,6 +25,7 @@ CARRIED: dict[str, tuple[str, Any]] = {
     "allowed_tools": ("allowed_tools", ("read_file", "list_files")),
     "max_iterations": ("max_iters", 7),
     "timeout_s": ("timeout_s", 99.0),
+    "approval_wait": ("approval_wait_s", 5400.0),
     "max_tokens": ("max_tokens", 1234),
     "credentials": ("credentials", ("TOKEN",)),
     "egress": ("egress", ("api.example.org",)),
@@ -39,6 +40,7 @@ NOT_A_RUNS = {"version", "created_at", "evolve", "marathon", "swarm"}
 REQUEST_VALUES = {
     "allowed_tools": ["read_file", "list_files"],
     "timeout_s": 99,
+    "approval_wait": "90m",
     "credentials": ["TOKEN"],
     "egress": ["api.example.org"],
 }
@@ -78,7 +80,7 @@ def test_a_request_with_every_field_set_arrives_in_the_plan_with_every_value(tmp
 def test_a_profile_fills_what_the_request_leaves_out_and_hearth_the_rest(tmp_path: Path) -> None:
     toml = (
         'model = "profile-model"\nmode = "plan"\nallowed_tools = ["read_file"]\nmax_iterations = 5\n'
-        'network = true\negress = ["pypi.org"]\nmax_tokens = 500\n'
+        'network = true\negress = ["pypi.org"]\nmax_tokens = 500\napproval_wait = "2h"\n'
     )
     settings = _settings(tmp_path, {"scout": toml})
     plan = _plan(Request.model_validate({"id": "r1", "goal": "g", "agent_name": "scout"}), settings)
@@ -89,12 +91,14 @@ def test_a_profile_fills_what_the_request_leaves_out_and_hearth_the_rest(tmp_pat
         False,
     )
     assert (plan.max_iters, plan.network, plan.egress, plan.max_tokens) == (5, True, ("pypi.org",), 500)
+    assert plan.approval_wait_s == 7200
     labelled = _plan(Request.model_validate({"id": "r2", "goal": "g", "label": "scout"}), settings)
     assert (labelled.agent_name, labelled.model, labelled.label) == ("scout", "profile-model", "scout")
     bare = _plan(Request.model_validate({"id": "r3", "goal": "g"}), settings)
     assert (bare.agent_name, bare.model, bare.mode, bare.max_iters) == ("default", "host-model", "auto", 12)
     assert (bare.every_tool, bare.allowed_tools, bare.network, bare.max_tokens) == (True, (), False, 0)
     assert (bare.label, bare.parent_run, bare.link, bare.continues, bare.timeout_s) == ("", "", "", "", 3600.0)
+    assert bare.approval_wait_s == 12 * 3600  # the host's default
 
 
 def test_the_plan_is_frozen_and_no_field_may_be_none(tmp_path: Path) -> None:

@@ -204,7 +204,9 @@ def test_hearth_doctor_catches_a_bad_router_budget_or_alerts_file(state_dir: Pat
     config = tmp_path / "config"
     _write(config, '[[rule]]\nname = "x"\n')
     (config / "budget.toml").write_text("daily = -3\n")
-    (config / "alerts.toml").write_text('[[destination]]\nname = "p"\nurl = "json://u:{cred:nope}@127.0.0.1:9/"\n')
+    (config / "alerts.toml").write_text(
+        '[[destination]]\nname = "p"\nurl = "json://u:{cred:nope}@127.0.0.1:9/"\nlocal = true\n'
+    )
     proc = run_cli("hearth", "doctor", "--json")
     found = {f["check"]: f["message"] for f in json.loads(proc.stdout)["findings"] if f["status"] == "error"}
     assert "router.toml: rule[0] names no model" in found["router"]

@@ -14,7 +14,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.netfixtures import TestNet
 from tests.netwalls_support import index
-from tests.walls_support import ROOT, as_who
+from tests.walls_support import as_who, checkout, python
 
 MARKER = "AFTER-THE-TRIP"
 
@@ -173,7 +172,7 @@ def test_a_run_as_an_ordinary_user_trips_the_same_way() -> None:
             done = subprocess.run(
                 [
                     *prefix,
-                    sys.executable,
+                    python("user"),
                     "-m",
                     "hearth.cli.loop",
                     "--ollama-host",
@@ -182,13 +181,13 @@ def test_a_run_as_an_ordinary_user_trips_the_same_way() -> None:
                     "bypass",
                     "look",
                 ],
-                cwd=ROOT,
+                cwd=checkout("user"),
                 capture_output=True,
                 text=True,
                 timeout=120,
                 env={
                     **os.environ,
-                    "PYTHONPATH": str(ROOT),
+                    "PYTHONPATH": str(checkout("user")),
                     "HEARTH_STATE_DIR": str(state / "s"),
                     "HEARTH_CONFIG_DIR": str(state / "c"),
                 },

@@ -4,15 +4,19 @@ through the queue, what the model is sent, the audit's links, `hearth show --cha
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
 from pathlib import Path
+
+import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.long_support import Script, verdict, write
-from tests.queue_support import rows, wait_for
+from tests.queue_support import drop, rows, wait_for
 from tests.web_support import Center
 
 
@@ -174,3 +178,62 @@ def test_the_launch_form_queues_a_marathon_or_a_swarm(state_dir: Path) -> None:
     assert json.loads((queued / "s-1.json").read_text())["swarm"] == {"max_workers": 2}
     assert refused.status_code == 422 and "swarm[max_workers]: input should be less than or equal to 16" in refused.text
     assert 'id="error-swarm"' in refused.text
+
+
+def test_who_may_continue_a_queued_run_is_its_asker_under_its_profile_or_an_operator(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    for name in ("builder", "reviewer"):
+        (tmp_path / "config" / "agents" / name).mkdir(parents=True)
+    queue = state_dir / "queue"
+    asked = {"goal": "write a.txt", "agent_name": "builder", "requested_by": "alice"}
+    follow_ups = {
+        "by-mallory": {"requested_by": "mallory"},
+        "by-nobody": {},
+        "alice-as-reviewer": {"requested_by": "alice", "agent_name": "reviewer"},
+        "alice-again": {"requested_by": "alice"},
+    }
+    script = [tool_call("write_file", {"path": "a.txt", "content": "a"}), final_answer("Wrote a.txt.")]
+    with FakeOllama([*script, final_answer("Checked it."), final_answer("Reviewed it.")]) as fake:
+        drop(queue, "first.json", {"version": 1, "id": "first", **asked})
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+        for name, body in follow_ups.items():
+            drop(queue, f"{name}.json", {"version": 1, "id": name, "goal": "go on", "continues": "first", **body})
+        spawned = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url})
+        assert spawned.returncode == 0, spawned.stderr
+        # an operator (here root) may continue anyone's run, and under another profile
+        root = {"requested_by": "root", "agent_name": "reviewer"}
+        drop(
+            queue,
+            "root-review.json",
+            {"version": 1, "id": "root-review", "goal": "review", "continues": "first", **root},
+        )
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+    assert len(fake.requests) == 4  # the first run's two turns, alice's follow-up, root's: no refused one
+    runs = {row["id"]: row for row in rows(state_dir, "select * from runs")}
+    for refused in ("by-mallory", "by-nobody", "alice-as-reviewer"):
+        assert (runs[refused]["status"], runs[refused]["parent_run"]) == ("rejected", "first"), refused
+    assert "mallory may not continue run first: it was asked for by alice" in runs["by-mallory"]["error"]
+    assert "(nobody named) may not continue run first" in runs["by-nobody"]["error"]
+    assert (
+        "alice may not continue run first (profile 'builder') under profile 'reviewer'"
+        in (runs["alice-as-reviewer"]["error"])
+    )
+    assert (runs["alice-again"]["status"], runs["alice-again"]["agent_name"]) == ("done", "builder")
+    assert (runs["root-review"]["status"], runs["root-review"]["agent_name"]) == ("done", "reviewer")
+    assert runs["root-review"]["requested_by"] == "root"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a queue file to another owner needs root")
+def test_a_follow_up_file_of_another_owner_is_believed_only_as_that_owner(state_dir: Path) -> None:
+    queue = state_dir / "queue"
+    with FakeOllama([final_answer("Wrote nothing.")]) as fake:
+        drop(queue, "first.json", {"version": 1, "id": "first", "goal": "g", "requested_by": "alice"})
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+        forged = {"requested_by": "root", "source": "command-center", "continues": "first"}
+        path = drop(queue, "forged.json", {"version": 1, "id": "forged", "goal": "go on", **forged})
+        os.chown(path, pwd.getpwnam("nobody").pw_uid, -1)  # a submitter's file claiming to be an operator's
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+    [run] = rows(state_dir, "select * from runs where id = 'forged'")
+    assert run["status"] == "rejected" and "nobody may not continue run first" in run["error"]
+    assert (run["requested_by"], run["source"]) == ("nobody", "cli") and len(fake.requests) == 1

@@ -133,7 +133,8 @@ def test_a_follow_up_naming_a_run_it_may_not_continue_is_refused_in_one_line_and
             audit.finish_run("ghost", status="done", iterations=1)
             audit.update_run("ghost", workspace="/srv/elsewhere")
         for rid, target in (("hostile-1", "no-such-run"), ("hostile-2", "ghost")):
-            drop(state_dir / "queue", f"{rid}.json", {"version": 1, "id": rid, "goal": "read it", "continues": target})
+            body = {"version": 1, "id": rid, "goal": "read it", "continues": target, "requested_by": "root"}
+            drop(state_dir / "queue", f"{rid}.json", body)  # an operator's: refused for what the runs are
         box.run_until(lambda: box.ended("hostile-1") and box.ended("hostile-2"), "both follow-ups' units to end")
         asked = [r for r in fake.requests if "read it" in r["messages"][1]["content"]]
     refused = {r["id"]: r for r in rows(state_dir, "select * from runs where id like 'hostile-%'")}

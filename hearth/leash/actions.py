@@ -1,0 +1,208 @@
+"""Signed alert links: Approve and Deny straight from an alert, once, until the approval expires.
+
+    token = APPROVAL . a|d . EXPIRY . VIA . MAC    MAC = HMAC-SHA256(key, "hearth-act-v1", id, decision, expiry, via)
+
+A token names one approval, one decision, when it stops working (the approval's own deadline) and
+the kind of destination it was sent to (`ntfy`, `json`, ...: the decision is recorded as
+`alert:VIA`); the MAC binds all four, so a link for approval A never decides approval B and an approve link
+cannot be edited into a deny. The key is 32 random bytes only hearth holds: `alert-actions.key`
+in the state directory, made at first use with mode 0600 (written to a private temporary file, then
+linked into place: never readable by others, never seen half-written); `hearth approvals
+rotate-key` replaces it, which voids every link still out. A link decides once: the SHA-256 of each
+used token is a row of `alert_actions` (with when and by whom), and a replay is refused even when it
+asks for the same decision. Every refusal is an ActionRefused with a one-line reason and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from agent.clock import stamp
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval, ApprovalClosed, parse_stamp, utc_clock
+from hearth.audit.store import AuditStore
+from hearth.errors import HearthError, NotFound
+
+KEY_FILE = "alert-actions.key"
+DECISIONS = {"a": "approve", "d": "deny"}
+MAX_TOKEN = 160  # characters; anything longer is refused before it is parsed
+TOKEN = re.compile(r"([A-Za-z0-9_-]{1,64})\.([ad])\.([0-9]{1,12})\.([a-z0-9]{1,16})\.([A-Za-z0-9_-]{43})")
+
+
+class ActionRefused(HearthError):
+    """A link that decides nothing: forged, expired, used, or for an approval closed already."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Action:
+    approval_id: str
+    decision: str  # approve | deny
+    expires: int  # seconds since the epoch
+    via: str  # the kind of destination it was sent to
+    token: str
+
+    @property
+    def by(self) -> str:
+        return f"alert:{self.via}"
+
+    @property
+    def granted(self) -> bool:
+        return self.decision == "approve"
+
+    @property
+    def digest(self) -> str:
+        return digest(self.token)
+
+
+# -- the key ----------------------------------------------------------------------------------------
+def key_path(state_dir: Path) -> Path:
+    return state_dir / KEY_FILE
+
+
+def key(state_dir: Path) -> bytes:
+    """The signing key, made at first use (two processes racing to make it agree on one)."""
+    path = key_path(state_dir)
+    if not path.exists():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        made = _private_key_file(state_dir)
+        try:
+            os.link(made, path)  # fails if another process linked its key first: then that one is the key
+        except FileExistsError:
+            pass
+        finally:
+            made.unlink()
+    return bytes.fromhex(path.read_text().strip())
+
+
+def rotate_key(state_dir: Path) -> Path:
+    """A new key in place of the old one: every link signed before is void from now on."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    os.replace(_private_key_file(state_dir), key_path(state_dir))
+    return key_path(state_dir)
+
+
+def _private_key_file(state_dir: Path) -> Path:
+    """32 random bytes (hex) in a new file that was 0600 from its creation (os.open's mode, not a chmod)."""
+    path = state_dir / f".{KEY_FILE}.{secrets.token_hex(6)}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_hex(32) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    return path
+
+
+# -- tokens -----------------------------------------------------------------------------------------
+def _mac(secret: bytes, approval_id: str, letter: str, expires: int, via: str) -> str:
+    message = f"hearth-act-v1\0{approval_id}\0{letter}\0{expires}\0{via}".encode()
+    return base64.urlsafe_b64encode(hmac.new(secret, message, hashlib.sha256).digest()).decode().rstrip("=")
+
+
+def sign(state_dir: Path, approval_id: str, decision: str, expires: int, via: str) -> str:
+    """The token that makes `decision` (approve | deny) on this approval until `expires` (epoch s),
+    recorded as decided by `alert:VIA`."""
+    letter = next(k for k, v in DECISIONS.items() if v == decision)
+    via = kind_of(via)
+    return f"{approval_id}.{letter}.{expires}.{via}.{_mac(key(state_dir), approval_id, letter, expires, via)}"
+
+
+def kind_of(name: str) -> str:
+    """A destination kind as a token carries it: lowercase letters and digits (`ntfys` is `ntfy`)."""
+    kind = "".join(c for c in name.lower() if c.isascii() and c.isalnum())[:16] or "link"
+    return "ntfy" if kind == "ntfys" else kind
+
+
+def for_approval(state_dir: Path, approval: Approval, via: str) -> dict[str, str]:
+    """The approve and deny tokens of a pending approval, valid until it expires."""
+    expires = int(parse_stamp(approval.expires_at).timestamp())
+    return {decision: sign(state_dir, approval.id, decision, expires, via) for decision in ("approve", "deny")}
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def verify(state_dir: Path, token: str, now: datetime | None = None) -> Action:
+    """The action a token carries; ActionRefused when it is not one hearth signed, or has expired."""
+    if len(token) > MAX_TOKEN:
+        raise ActionRefused(400, "this is not a hearth link (too long); nothing changed")
+    found = TOKEN.fullmatch(token)
+    if found is None:
+        raise ActionRefused(400, "this is not a hearth link (malformed or cut short); nothing changed")
+    approval_id, letter, expiry, via, mac = found.groups()
+    if not key_path(state_dir).exists():
+        raise ActionRefused(403, "this link was not signed by this hearth (it has no link key yet); nothing changed")
+    if not hmac.compare_digest(mac, _mac(key(state_dir), approval_id, letter, int(expiry), via)):
+        raise ActionRefused(
+            403, "this link's signature is wrong: forged, altered, or signed with a key since rotated; nothing changed"
+        )
+    action = Action(approval_id, DECISIONS[letter], int(expiry), via, token)
+    moment = now or utc_clock()
+    if moment.timestamp() >= action.expires:
+        raise ActionRefused(410, f"this link expired at {stamp(_at(action.expires))}; nothing changed")
+    return action
+
+
+def _at(epoch: int) -> datetime:
+    from datetime import UTC
+
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def used(audit: AuditStore, action: Action) -> dict[str, str] | None:
+    """When and by whom this token was used, if it was."""
+    rows = audit.rows("select * from alert_actions where digest = ?", [action.digest])
+    return next(iter(rows), None)
+
+
+def check(audit: AuditStore, state_dir: Path, token: str, now: datetime | None = None) -> tuple[Action, Approval]:
+    """A token that could decide now, and its approval; ActionRefused otherwise (nothing changes)."""
+    action = verify(state_dir, token, now)
+    if (use := used(audit, action)) is not None:
+        raise ActionRefused(
+            409, f"this link was used already, at {use['used_at']} by {use['used_by']}; nothing changed"
+        )
+    approval = approvals.find(audit, action.approval_id)
+    if approval is None or approval.id != action.approval_id:
+        raise ActionRefused(404, f"no approval with id {action.approval_id!r}; nothing changed")
+    status = approval.status_at(stamp(now or utc_clock()))
+    if status != "pending":
+        by = f" by {approval.decided_by}" if approval.decided_by else ""
+        raise ActionRefused(409, f"approval {approval.id} is {status} already{by}; nothing changed")
+    return action, approval
+
+
+def decide(audit: AuditStore, state_dir: Path, token: str, now: datetime | None = None) -> Approval:
+    """Make the token's decision, once, as `alert:VIA`: through approvals.decide, then record the
+    token as used."""
+    action, approval = check(audit, state_dir, token, now)
+    by = action.by
+    try:
+        decided = approvals.decide(audit, approval.id, granted=action.granted, by=by, note="decided from an alert link")
+    except (ApprovalClosed, NotFound) as exc:
+        raise ActionRefused(409, str(exc)) from None
+    audit.insert(
+        "alert_actions",
+        {
+            "digest": action.digest,
+            "approval_id": approval.id,
+            "decision": action.decision,
+            "used_at": stamp(utc_clock()),
+            "used_by": by,
+        },
+    )
+    return decided
