@@ -58,3 +58,7 @@ class RunServices:
     # and the sha256 of each config file as the run last read or wrote it (write_self_config)
     counts: dict[str, int] = field(default_factory=dict)
     config_seen: dict[str, str] = field(default_factory=dict)
+    # more tools the appliance gives this run besides hearth's own: the approved tools of MCP servers
+    # (hearth/mcp/offer.py), each an agent.tools.registry.Tool that the gate shows and runs as its own
+    # (typed where the gate takes them out: agent/tools/gate.py's `tools_of`)
+    tools: tuple[Any, ...] = ()

@@ -79,8 +79,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.dispatch.pause",
     ),  # settings read once, and the stores: the audit, the state map, the pause flag (a file in dispatch/)
     # the leash's rules, which a run and the spawner obey; the launcher seam's Protocol and table
-    # (its rows, which start runs, stand with dispatch)
-    12: ("hearth.leash", "hearth.leash.budget", "hearth.leash.alerts", "hearth.dispatch.launchers"),
+    # (its rows, which start runs, stand with dispatch); MCP tool servers (hearth/mcp/) as the
+    # operator declares and pins them, which a run obeys too
+    12: ("hearth.leash", "hearth.leash.budget", "hearth.leash.alerts", "hearth.dispatch.launchers", "hearth.mcp"),
     # the queue: the request, its intake, the directory, its ledger in the audit, and the front door
     13: (
         "hearth.queue",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,6 +54,7 @@ __all__ = [
     "call_tool",
     "cap_output",
     "risk_of",
+    "tools_of",
     "validate_arguments",
     "visible_tools",
 ]
@@ -81,15 +82,25 @@ def risk_of(name: str) -> str:
     return tool.risk if tool else "dangerous"
 
 
+def tools_of(services: RunServices) -> Mapping[str, Tool]:
+    """Every tool a run with these services has: hearth's own, and those the appliance added
+    (approved MCP tools, `<server>__<tool>`: a name of hearth's own is never replaced)."""
+    if not services.tools:
+        return TOOLS
+    added: dict[str, Tool] = {t.name: t for t in services.tools if isinstance(t, Tool) and t.name not in TOOLS}
+    return {**TOOLS, **added}
+
+
 def visible_tools(allowed: Iterable[str] | None, mode: str = "auto", services: RunServices | None = None) -> list[Tool]:
     """The tools a run's model is shown: the manifest's, minus what the mode denies outright and
     what cannot work with the run's services (no config repo, not NixOS)."""
     services = services or RunServices()
-    names = set(TOOLS) if allowed is None else set(allowed) & set(TOOLS)
+    table = tools_of(services)
+    names = set(table) if allowed is None else set(allowed) & set(table)
     return [
-        TOOLS[n]
+        table[n]
         for n in sorted(names)
-        if policy.decide(n, TOOLS[n].risk, mode, allowed).action != "deny" and _usable(TOOLS[n], services)
+        if policy.decide(n, table[n].risk, mode, allowed).action != "deny" and _usable(table[n], services)
     ]
 
 
@@ -121,9 +132,10 @@ def clear(
     name: Any, args: Any, ws: Workspace, mode: str, allowed: Iterable[str] | None, approve: policy.Approver | None
 ) -> Clearance:
     """Lookup, policy, validation and approval of one call."""
-    tool = TOOLS.get(name) if isinstance(name, str) else None
+    table = tools_of(ws.services)
+    tool = table.get(name) if isinstance(name, str) else None
     if tool is None:
-        return Clearance("unknown", refusal=_unknown_tool_message(name, allowed))
+        return Clearance("unknown", refusal=_unknown_tool_message(name, allowed, table))
     verdict = policy.decide(name, tool.risk, mode, allowed)  # the manifest and the mode come first
     checked: dict[str, Any] = {}
     if verdict.action != "deny":
@@ -264,7 +276,7 @@ class ToolRunner:
             refused=self._refusal(call),
             finish=self._finish,
         )
-        tool = TOOLS.get(call.name)
+        tool = tools_of(self.workspace.services).get(call.name)
         self.touched |= tool is not None and tool.writes and result.verdict in ("run", "approved")
         for hook in self.after:
             hook(call, result)
@@ -277,7 +289,10 @@ class ToolRunner:
             if reason is not None:
                 refusal = policy.denied_message(shorten(call.name), reason)
                 return Clearance(
-                    "denied", TOOLS.get(call.name), refusal=refusal, detail={"reason": reason, "decided_by": "hook"}
+                    "denied",
+                    tools_of(self.workspace.services).get(call.name),
+                    refusal=refusal,
+                    detail={"reason": reason, "decided_by": "hook"},
                 )
         return None
 
@@ -308,9 +323,9 @@ def _run(tool: Tool, args: dict[str, Any], ws: Workspace) -> ToolResult:
         return ToolResult(False, bounded(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"))
 
 
-def _unknown_tool_message(name: Any, allowed: Iterable[str] | None) -> str:
+def _unknown_tool_message(name: Any, allowed: Iterable[str] | None, table: Mapping[str, Tool] = TOOLS) -> str:
     shown = shorten(name if isinstance(name, str) else repr(name))
-    names = list(TOOLS) if allowed is None else [n for n in allowed if n in TOOLS]
+    names = list(table) if allowed is None else [n for n in allowed if n in table]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
     hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"
     return f"Error: no tool named {shown!r}{hint}"

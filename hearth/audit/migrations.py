@@ -368,6 +368,24 @@ def m122_alert_actions(db: sqlite_utils.Database) -> None:
     db.table("alert_reminders").create({"approval_id": str, "kind": str, "at": str}, pk=("approval_id", "kind"))
 
 
+def m130_mcp_pins(db: sqlite_utils.Database) -> None:
+    """The MCP tools an operator approved (hearth/mcp/pins.py): per server and tool, the SHA-256 of
+    its name, description and input schema as approved, that description and schema, who and when.
+    Approving again replaces the row."""
+    db.table("mcp_pins").create(
+        {
+            "server": str,
+            "tool": str,
+            "sha256": str,
+            "description": str,
+            "schema": str,
+            "approved_by": str,
+            "approved_at": str,
+        },
+        pk=("server", "tool"),
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -389,4 +407,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m120_conversation,
     m121_standing_rules,
     m122_alert_actions,
+    m130_mcp_pins,
 ]

@@ -178,6 +178,8 @@ def step_line(raw: dict[str, Any], live: bool = False) -> str:
         return f"{head} {visible_line(_approval_line(raw))}"
     if step["kind"] in ("credential", "redirect"):
         return f"{head} {visible_line(_decision_line(raw))}"
+    if step["kind"] == "mcp":
+        return f"{head} {visible_line(_mcp_line(raw))}"
     detail = step.get("detail") or visible_line(raw.get("output") or "")
     return f"{head} {detail}"
 
@@ -195,6 +197,14 @@ def _decision_line(step: dict[str, Any]) -> str:
     return (
         f"{where}header {d.get('header', '?')} dropped on the redirect {d.get('source', '?')} -> {d.get('target', '?')}"
     )
+
+
+def _mcp_line(step: dict[str, Any]) -> str:
+    """What the run was offered of one MCP server, and what not and why (hearth/mcp/offer.py's line)."""
+    try:
+        return str(json.loads(step.get("detail") or "{}").get("line") or step.get("detail") or "")
+    except (ValueError, AttributeError):
+        return step.get("detail") or ""
 
 
 def _approval_line(step: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ files.py     the state directory, the audit, the config tree, the queue, the cre
 config.py    profiles, prompt files and their placeholders, router, budget, alerts, missions
 host.py      Ollama and its models, the command sandbox, whether nobody reaches hearth's venv,
              git, systemd's hearth units
+mcp.py       the declared MCP servers: their files, and drift of the tools approved
 
 This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
 (hearth/cli/commands/doctor.py) prints them and sets the exit code.
@@ -36,6 +37,7 @@ from hearth.doctor.host import (
     hearth_places,
     pid1_name,
 )
+from hearth.doctor.mcp import check_mcp
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 
@@ -62,6 +64,7 @@ def diagnose(
         *check_queue(settings),
         *check_credentials(settings),
         *check_leash(settings),
+        *check_mcp(settings),
         *check_ollama(settings.ollama_host, models, probe),
         *check_sandbox(settings.sandbox),
         *check_reach(hearth_places(sys.prefix if sys.prefix != sys.base_prefix else "", settings.sandbox_expose)),

@@ -15,8 +15,10 @@ from agent.net.guard import NetGuard, NetRefused, Record
 from agent.safety.redaction import Redactor, SecretFinder
 from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
+from agent.tools.mcp.tools import SEPARATOR
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
+from hearth.mcp.offer import Offered, offer
 from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
@@ -48,7 +50,8 @@ def run_services(
     redactor: Redactor,
     record: Record | None = None,
 ) -> Iterator[RunServices]:
-    """The run's services; the knowledge store, if the run opened it, is closed when the block ends.
+    """The run's services; the knowledge store, if the run opened it, is closed when the block ends,
+    and the MCP servers the run started (hearth/mcp/offer.py) are stopped.
 
     `record` keeps the network guard's and the credentials' decisions in the run's audit."""
     store = credential_store(settings)
@@ -70,11 +73,22 @@ def run_services(
         auto_commands=settings.auto_commands,
         protected=(str(settings.checkpoints_dir),),
     )
+    offered = mcp_tools(plan, settings, sandbox, record)
+    services.tools = tuple(offered.tools)
     try:
         yield services
     finally:
+        offered.close()
         if services.knowledge is not None:
             services.knowledge.close()
+
+
+def mcp_tools(plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record: Record | None) -> Offered:
+    """The approved tools of the declared MCP servers, when the run may have any (every tool, or a
+    manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace."""
+    if not (plan.every_tool or any(SEPARATOR in name for name in plan.allowed_tools)):
+        return Offered()
+    return offer(settings, plan.workspace, sandbox, record)
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:

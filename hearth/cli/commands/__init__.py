@@ -31,6 +31,7 @@ MODULES = (
     "pause",
     "alerts",
     "missions",
+    "mcp",
     "docs",
     "install",
 )
@@ -61,6 +62,7 @@ COMMANDS = {
     "resume": "pause",
     "alerts": "alerts",
     "missions": "missions",
+    "mcp": "mcp",
     "completion": "docs",
     "man": "docs",
     "install": "install",

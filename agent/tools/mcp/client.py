@@ -1,0 +1,263 @@
+"""One MCP server's connection, through the official `mcp` SDK, for a synchronous engine.
+
+The SDK is asynchronous; hearth's loop is not. A `Connection` runs the SDK's `Client` on an event
+loop in its own thread and hands each request to it, waiting at most the call's deadline. The
+server is started on first use (`tools()` or `call()`), and stopped by `close()` with its whole
+process group (the SDK starts a stdio server in a new session and kills the tree on exit).
+
+Every failure is an `McpFailed` whose text is one line: the server did not start, did not answer
+in time, ended mid-call, or answered with an error. After a failure the connection is closed; the
+next call starts the server again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import hashlib
+import json
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.errors import AgentError
+
+Save = Callable[[str, bytes], str]  # (mime type, bytes) -> where they were kept, for the model to read
+START_S = 20.0  # how long a server may take to start and answer its first request
+RESULT_LIMIT = 1_000_000  # characters of one result kept before the gate's own cap
+
+
+class McpFailed(AgentError):
+    """A server or a call that failed; str(error) is the one line the model reads."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to reach a server: a stdio program (`argv`, `env`, `cwd`) or a streamable-HTTP `url`."""
+
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    annotations: dict[str, Any]
+
+
+def digest(info: ToolInfo) -> str:
+    """The pin of a tool: SHA-256 of its name, description and input schema (canonical JSON)."""
+    body = json.dumps([info.name, info.description, info.schema], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class Connection:
+    """`pinned` (tool name -> its pin): every time the server is started for a call, its tools are
+    listed again first, and a tool whose pin no longer matches is not called (a server that changes
+    a tool when it restarts is caught as at run start)."""
+
+    def __init__(
+        self, name: str, launch: Launch, *, start_s: float = START_S, pinned: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.launch = launch
+        self.start_s = start_s
+        self.pinned = pinned
+        self._starts = 0  # how many times the server was started
+        self._checked = -1  # the start whose tool list was compared with the pins
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._client: Any = None
+        self._stop: asyncio.Event | None = None
+        self._errlog: Any = None
+        self.pid: int | None = None  # the stdio server's process (its group's leader)
+
+    # -- the requests ----------------------------------------------------------------------------
+    def tools(self, timeout_s: float = 30.0) -> list[ToolInfo]:
+        result = self._request(lambda c: c.list_tools(), timeout_s, "listing its tools")
+        self._checked = self._starts
+        return [
+            ToolInfo(
+                t.name,
+                t.description or "",
+                dict(t.input_schema or {}),
+                t.annotations.model_dump(exclude_none=True) if t.annotations else {},
+            )
+            for t in result.tools
+        ]
+
+    def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, save: Save | None = None) -> str:
+        """The call's result as text (`save` keeps an image or binary, see `result_text`); McpFailed
+        for every way it can fail."""
+        if self.pinned is not None and (self._checked != self._starts or self._client is None):
+            listed = {info.name: info for info in self.tools(timeout_s)}
+            info = listed.get(tool)
+            if info is None or digest(info) != self.pinned.get(tool):
+                change = "no longer lists it" if info is None else "changed its description or input schema"
+                raise McpFailed(f"MCP server {self.name} {change} since {tool} was approved; it was not called")
+        result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
+        text = result_text(result, save)
+        if result.is_error:
+            raise McpFailed(f"{self.name} answered {tool} with an error: {_line(text) or 'no detail'}")
+        return text
+
+    def _request(self, make: Callable[[Any], Awaitable[Any]], timeout_s: float, what: str) -> Any:
+        with self._lock:
+            client, loop = self._started()
+            future = asyncio.run_coroutine_threadsafe(_awaited(make(client)), loop)
+            try:
+                return future.result(timeout=max(0.1, timeout_s))
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                self._close()
+                raise McpFailed(
+                    f"MCP server {self.name} did not answer within {timeout_s:g}s {what}; it was stopped"
+                ) from None
+            except McpFailed:
+                raise
+            except Exception as exc:
+                self._close()
+                raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
+
+    # -- the server's life -----------------------------------------------------------------------
+    def _started(self) -> tuple[Any, asyncio.AbstractEventLoop]:
+        if self._client is not None and self._loop is not None and self._thread and self._thread.is_alive():
+            return self._client, self._loop
+        self._close()
+        loop = asyncio.new_event_loop()
+        ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        # closed by _close(): the server's stderr, kept for the one line a failure quotes
+        self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        thread = threading.Thread(target=self._serve, args=(loop, ready), name=f"mcp-{self.name}", daemon=True)
+        self._loop, self._thread = loop, thread
+        thread.start()
+        self._starts += 1
+        try:
+            self._client = ready.result(timeout=self.start_s)
+        except concurrent.futures.TimeoutError:
+            self._close()
+            raise McpFailed(f"MCP server {self.name} did not start within {self.start_s:g}s") from None
+        except Exception as exc:
+            detail = self._stderr()
+            self._close()
+            raise McpFailed(f"MCP server {self.name} did not start: {_describe(exc)}{detail}") from None
+        return self._client, loop
+
+    def _serve(self, loop: asyncio.AbstractEventLoop, ready: concurrent.futures.Future[Any]) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._session(ready))
+        except BaseException as exc:  # the server's end, whatever it was: the waiting caller learns it
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+        finally:
+            loop.close()
+
+    async def _session(self, ready: concurrent.futures.Future[Any]) -> None:
+        from mcp import Client, StdioServerParameters, stdio_client
+
+        self._stop = asyncio.Event()
+        target: Any
+        if self.launch.url:
+            target = self.launch.url
+        else:
+            command, *args = self.launch.argv
+            params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
+            target = stdio_client(params, errlog=self._errlog)  # its stderr is kept, not hearth's
+        client = Client(target, cache=None, mode="legacy")
+        async with client:
+            if not ready.done():
+                ready.set_result(client)
+            await self._stop.wait()
+
+    def close(self) -> None:
+        """Stop the server (its whole process group) and the thread that spoke to it."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        loop, thread, stop = self._loop, self._thread, self._stop
+        self._loop = self._thread = self._client = self._stop = None
+        if loop is not None and thread is not None and thread.is_alive():
+            if stop is not None:
+                loop.call_soon_threadsafe(stop.set)
+            thread.join(timeout=10)
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    def _stderr(self) -> str:
+        """The last line the server wrote to its stderr, as `; it said: ...`."""
+        try:
+            self._errlog.seek(0)
+            lines = [line.strip() for line in self._errlog.read()[-4000:].splitlines() if line.strip()]
+        except (AttributeError, OSError, ValueError):
+            return ""
+        return f"; it said: {_line(lines[-1])}" if lines else ""
+
+
+def _binary(kind: str, mime: str, data: str, save: Save | None) -> str:
+    """`[image image/png, 68 bytes, saved as mcp-output/x.png]`: what the model reads of binary content."""
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except ValueError:
+        return f"[{kind} {mime}: not valid base64, not shown]"
+    where = ""
+    if save is not None:
+        try:
+            where = f", saved as {save(mime, raw)}"
+        except Exception as exc:  # the note says why it was not kept; the call's text still counts
+            where = f", not saved: {_line(str(exc))}"
+    return f"[{kind} {mime}, {len(raw)} bytes{where}, not shown]"
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def result_text(result: Any, save: Save | None = None) -> str:
+    """A call's result as the model reads it: text as is, structured content as JSON, an image,
+    audio or binary as a short note of its type and size (and, with `save`, where it was saved),
+    a resource link as its address."""
+    parts: list[str] = []
+    for block in result.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            parts.append(_binary(kind, block.mime_type, block.data, save))
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            blob = getattr(resource, "blob", None) or ""
+            mime = getattr(resource, "mime_type", None) or "application/octet-stream"
+            parts.append(text if text is not None else _binary(f"resource {resource.uri}:", mime, blob, save))
+        elif kind == "resource_link":
+            parts.append(f"[resource link {block.uri}]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content, not shown]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    text = "\n".join(parts)
+    return text if len(text) <= RESULT_LIMIT else text[:RESULT_LIMIT] + f"\n[... cut at {RESULT_LIMIT} characters]"
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return _line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def _line(text: str, limit: int = 300) -> str:
+    first = " ".join(text.split())
+    return first if len(first) <= limit else first[: limit - 3] + "..."

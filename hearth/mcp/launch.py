@@ -1,0 +1,99 @@
+"""How hearth starts a declared server: its credentials as environment values (named in the file,
+read from hearth's store), and a stdio server inside the command sandbox.
+
+Under bubblewrap the server gets the commands' walls (agent/safety/bwrap.py): the allow-list
+filesystem with the workspace as its only writable path (plus the file's `read` paths, read-only),
+new user, PID, IPC, UTS and network namespaces as nobody with no capabilities, hearth's state and
+credentials hidden, `--die-with-parent`, the commands' seccomp filter (AF_UNIX allowed) and the
+memory, file-size and core rlimits. Not yet: the process rlimit and the run's cgroup (commands
+get them in a preexec hook the SDK's process start does not take), and network (an `egress`
+list is not granted: the server gets none). Where bubblewrap does not work, a
+server is started only when the operator chose `HEARTH_SANDBOX=none`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import tempfile
+from pathlib import Path
+
+from agent.safety import bwrap, seccomp
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.tools.mcp.client import Connection, Launch, McpFailed
+from hearth.credentials import CredentialStore
+from hearth.mcp.config import ServerConfig
+from hearth.settings import Settings
+
+SECCOMP_FD = 3
+
+
+def connection(config: ServerConfig, settings: Settings, workspace: Path, policy: SandboxPolicy) -> Connection:
+    """The server's connection (not started: the first request starts it); McpFailed when it may not start."""
+    if config.transport == "http":
+        return Connection(config.name, Launch(url=config.url))
+    env = _environment(config, settings)
+    try:
+        kind = detect(policy.kind)
+    except SandboxUnavailable as exc:
+        raise McpFailed(f"MCP server {config.name} was not started: no sandbox ({exc})") from None
+    if kind == "none":
+        bare = Launch(argv=(config.command, *config.args), env=env, cwd=str(workspace))
+        return Connection(config.name, bare)
+    if kind != "bwrap":
+        raise McpFailed(
+            f"MCP server {config.name} was not started: only bubblewrap can hold an MCP server, and the sandbox here is {kind}"
+        )
+    command = shlex.join([config.command, *config.args])
+    mounts = bwrap.Mounts(
+        str(workspace),
+        None,
+        (),
+        expose=tuple(dict.fromkeys((*config.read, *policy.expose))),
+        hide=policy.hide,
+        tmp_bytes=policy.file_size_bytes,
+    )
+    variables = {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}
+    filtered = seccomp.supported()
+    walled = bwrap.argv(command, mounts, variables, network=False, seccomp_fd=SECCOMP_FD if filtered else None)
+    # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits and
+    # opens the seccomp program as bwrap's fd 3, then becomes bwrap
+    limits = f"ulimit -v {policy.memory_bytes // 1024} && ulimit -f {policy.file_size_bytes // 512} && ulimit -c 0"
+    opened = f' {SECCOMP_FD}<"$0"' if filtered else ""
+    script = f'{limits} && exec "$@"{opened}'
+    program = str(_seccomp_file()) if filtered else "-"
+    return Connection(config.name, Launch(argv=("/bin/sh", "-c", script, program, *walled), cwd=str(workspace)))
+
+
+def _seccomp_file() -> Path:
+    """The commands' seccomp filter (AF_UNIX allowed: an event loop's self-pipe is a socketpair) in a
+    file named after its bytes, this user's own, in the temp directory; written once per content."""
+    code = seccomp.program(network=False, unix=True)
+    path = Path(tempfile.gettempdir()) / f"hearth-mcp-seccomp-{os.getuid()}-{hashlib.sha256(code).hexdigest()[:16]}"
+    try:
+        if path.stat().st_uid == os.getuid() and path.read_bytes() == code:
+            return path
+    except OSError:
+        pass
+    scratch = path.with_name(f"{path.name}.{os.getpid()}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(code)
+    os.replace(scratch, path)
+    return path
+
+
+def _environment(config: ServerConfig, settings: Settings) -> dict[str, str]:
+    """Each `env` variable's value from hearth's store; McpFailed naming a credential that is not there."""
+    if not config.env:
+        return {}
+    store = CredentialStore(settings.credentials_path, settings.credentials_dir)
+    env = {}
+    for variable, name in config.env:
+        value = store.value(name)
+        if value is None:
+            raise McpFailed(
+                f"MCP server {config.name} was not started: credential {name!r} ({variable}) is not in hearth's store; hearth creds set {name}"
+            )
+        env[variable] = value
+    return env

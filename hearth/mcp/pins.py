@@ -1,0 +1,104 @@
+"""The operator's pins: each approved MCP tool's SHA-256 (of its name, description and input
+schema, agent/tools/mcp/client.py's `digest`) in the audit's `mcp_pins`, with who and when.
+
+A tool a server lists now is, against the pins and the server's file:
+    approved    pinned, and the same now: offered to runs (risk from the file)
+    changed     pinned, but its description or schema is not what was approved: not offered
+    new         never approved: not offered
+    withheld    the file says `offered = false`: not offered, approved or not
+    clash       its name as a run's tool (`<server>__<tool>`, made to hearth's rules) is another of
+                the server's tools' too: neither is offered, nor may be approved
+and a pinned tool the server no longer lists is `removed`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+from agent.tools.mcp.client import ToolInfo
+from agent.tools.mcp.tools import digest, tool_name
+from hearth.audit.store import AuditStore
+from hearth.mcp.config import ServerConfig
+
+APPROVED, CHANGED, NEW, WITHHELD, REMOVED, CLASH = "approved", "changed", "new", "withheld", "removed", "clash"
+
+
+@dataclass(frozen=True)
+class Pin:
+    server: str
+    tool: str
+    sha256: str
+    approved_by: str
+    approved_at: str
+
+
+@dataclass(frozen=True)
+class ToolState:
+    tool: str
+    state: str
+    risk: str
+    sha256: str  # what the server lists now ("" for a removed tool)
+    pin: Pin | None
+
+    def reason(self, server: str) -> str:
+        """Why a tool is not offered, as one line (for the run's `mcp` step and `hearth mcp list`)."""
+        if self.state == CHANGED and self.pin is not None:
+            return (
+                f"{server}__{self.tool}: its description or input schema changed since {self.pin.approved_by} "
+                f"approved it at {self.pin.approved_at} (pinned {self.pin.sha256[:12]}, now {self.sha256[:12]}); "
+                f"review it: hearth mcp review {server}"
+            )
+        if self.state == NEW:
+            return f"{server}__{self.tool}: not approved yet; hearth mcp approve {server} {self.tool}"
+        if self.state == WITHHELD:
+            return f"{server}__{self.tool}: offered = false in the server's file"
+        if self.state == CLASH:
+            return f"{tool_name(server, self.tool)}: another tool of {server} has the same name once made a tool name; neither is offered"
+        if self.state == REMOVED:
+            return f"{server}__{self.tool}: approved, but the server no longer lists it"
+        return f"{server}__{self.tool}: approved"
+
+
+def pin(audit: AuditStore, server: str, info: ToolInfo, by: str) -> Pin:
+    """Approve one tool as the server lists it now (a second approval replaces the first)."""
+    row = {
+        "server": server,
+        "tool": info.name,
+        "sha256": digest(info),
+        "description": info.description,
+        "schema": json.dumps(info.schema, sort_keys=True, ensure_ascii=False),
+        "approved_by": by,
+        "approved_at": audit.clock(),
+    }
+    audit.conn.execute(
+        "insert or replace into mcp_pins (server, tool, sha256, description, schema, approved_by, approved_at)"
+        " values (:server, :tool, :sha256, :description, :schema, :approved_by, :approved_at)",
+        row,
+    )
+    return Pin(server, info.name, row["sha256"], by, row["approved_at"])
+
+
+def pins(audit: AuditStore, server: str) -> dict[str, Pin]:
+    rows = audit.rows("select * from mcp_pins where server = ? order by tool", [server])
+    return {r["tool"]: Pin(r["server"], r["tool"], r["sha256"], r["approved_by"], r["approved_at"]) for r in rows}
+
+
+def states(config: ServerConfig, listed: list[ToolInfo], pinned: dict[str, Pin]) -> list[ToolState]:
+    """Each listed tool's state, then each pinned tool the server no longer lists."""
+    out = []
+    named = Counter(tool_name(config.name, info.name) for info in listed)
+    for info in listed:
+        rule, now, approved = config.rule(info.name), digest(info), pinned.get(info.name)
+        if named[tool_name(config.name, info.name)] > 1:
+            state = CLASH
+        elif not rule.offered:
+            state = WITHHELD
+        elif approved is None:
+            state = NEW
+        else:
+            state = APPROVED if approved.sha256 == now else CHANGED
+        out.append(ToolState(info.name, state, rule.risk, now, approved))
+    names = {info.name for info in listed}
+    out += [ToolState(t, REMOVED, config.rule(t).risk, "", p) for t, p in pinned.items() if t not in names]
+    return out

@@ -1,0 +1,65 @@
+"""A stdio MCP server started by hearth runs inside the command sandbox (bubblewrap): as nobody,
+under the seccomp filter and the rlimits, the workspace its only writable path, hearth's state
+hidden. The server's own tools are the probe: what it can read and write is what it is allowed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
+from agent.tools.mcp.client import Connection, McpFailed
+from hearth.mcp.config import load_server
+from hearth.mcp.launch import connection
+from hearth.settings import Settings
+from tests.mcp_servers.declare import declare
+
+
+def bwrap_works() -> bool:
+    try:
+        return detect("auto") == "bwrap"
+    except SandboxUnavailable:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap does not work here")
+
+
+@pytest.fixture
+def walled(tmp_path: Path) -> Iterator[tuple[Connection, Path, Path]]:
+    workspace, state = tmp_path / "ws", tmp_path / "state"
+    workspace.mkdir()
+    state.mkdir()
+    (state / "audit.db").write_text("the audit")
+    config = load_server(declare(tmp_path / "config"))
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "config")})
+    server = connection(config, settings, workspace, SandboxPolicy(kind="auto", hide=(str(state),)))
+    yield server, workspace, state
+    server.close()
+
+
+def test_the_server_runs_as_nobody_under_seccomp_with_no_core_dumps(walled: tuple[Connection, Path, Path]) -> None:
+    server, _, _ = walled
+    status = dict(
+        line.split(":", 1) for line in server.call("read_note", {"name": "/proc/self/status"}, 30).splitlines()
+    )
+    assert status["Uid"].split()[0] == "65534" and status["Seccomp"].strip() == "2"
+    assert status["NoNewPrivs"].strip() == "1"
+    limits = server.call("read_note", {"name": "/proc/self/limits"}, 30)
+    assert any(line.startswith("Max core file size") and line.split()[4] == "0" for line in limits.splitlines())
+
+
+def test_the_workspace_is_writable_and_hearths_state_is_not_there(walled: tuple[Connection, Path, Path]) -> None:
+    server, workspace, state = walled
+    server.call("write_note", {"name": "made.txt", "text": "inside"}, 30)
+    assert (workspace / "made.txt").read_text() == "inside"
+    with pytest.raises(McpFailed):
+        server.call("read_note", {"name": str(state / "audit.db")}, 30)
+    with pytest.raises(McpFailed):
+        server.call("write_note", {"name": "/tmp/../etc/escaped", "text": "x"}, 30)
+    with pytest.raises(McpFailed):
+        server.call("write_note", {"name": str(Path(sys.prefix) / "planted.py"), "text": "x"}, 30)
+    assert not (Path(sys.prefix) / "planted.py").exists()

@@ -1,0 +1,79 @@
+"""A real MCP server, written with the same SDK hearth's client uses, for the tests to start.
+
+    python toy.py [--description-file PATH] [--http PORT]     (--http: streamable HTTP on 127.0.0.1:PORT/mcp)
+
+Its tools: notes in its working directory (read_note, write_note), `echo` (whose description is
+the file's text when one is given: a test changes it between two runs, a "rug pull"), one that
+never answers (`hang`), one that ends the process mid-call (`crash`), one that writes garbage on the protocol's stream
+(`garbage`) and one that floods (`flood`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
+
+server = MCPServer("toy")
+_describe = sys.argv[sys.argv.index("--description-file") + 1] if "--description-file" in sys.argv else None
+ECHO = Path(_describe).read_text().strip() if _describe else "Say the text back."
+
+
+@server.tool(description="Read the note called name from the server's directory.")
+def read_note(name: str) -> str:
+    return Path(name).read_text()
+
+
+@server.tool(description="Write text to the note called name in the server's directory.")
+def write_note(name: str, text: str) -> str:
+    Path(name).write_text(text)
+    return f"wrote {len(text)} characters to {name}"
+
+
+@server.tool(description=ECHO)
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Never answer.")
+def hang() -> str:
+    time.sleep(3600)
+    return "late"
+
+
+@server.tool(description="End the server mid-call.")
+def crash() -> str:
+    os._exit(3)
+
+
+@server.tool(description="Write a line that is not JSON-RPC to stdout, then answer.")
+def garbage() -> str:
+    sys.stdout.write("this is not json\n")
+    sys.stdout.flush()
+    return "answered after the garbage"
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"toy image"
+
+
+@server.tool(description="Answer with a small picture and a caption.", structured_output=False)
+def picture() -> list[Any]:
+    return ["a caption", Image(data=PNG, format="png")]
+
+
+@server.tool(description="Answer with a great deal of text.")
+def flood(lines: int = 100_000) -> str:
+    return "\n".join(f"line {i} " + "x" * 60 for i in range(lines))
+
+
+if __name__ == "__main__":
+    print(f"toy server {os.getpid()} starting", file=sys.stderr)
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")
