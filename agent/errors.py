@@ -12,6 +12,7 @@ AgentError                  anything the engine raises because something failed
 ├── SandboxUnavailable      the asked sandbox kind cannot be set up on this host (agent/safety/sandbox.py)
 ├── PathRefused             a path the workspace will not touch (agent/safety/workspace.py)
 ├── GitFailed               a git command failed (agent/safety/selfconfig.py)
+├── McpFailed               an MCP server did not start, hung, crashed or answered garbage (agent/tools/mcp/client.py)
 └── ToolFailed              a tool's function failed; the gate makes it the result (agent/tools/registry.py)
 
 Not errors, and so outside the tree: a StopRun is how a run ends, well or badly, raised anywhere

@@ -8,6 +8,7 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 ├── ConfigError         a state or config directory hearth cannot use (exit 2)
 ├── NotFound            a run, request or record that does not exist (exit 2)
 ├── ApprovalClosed      an approval decided or expired already; nothing changed (exit 1)
+├── ActionRefused       an alert's Approve or Deny link that is forged, used, expired or for another approval
 ├── RuleRefused         a standing rule that may not be made (the hard floor, not one simple command) or was removed already (exit 1)
 ├── NotRunning          a stop for a run that has ended already; nothing changed (exit 1)
 ├── StopFailed          a run that could not be stopped: systemctl refused, no right to signal it (exit 1)
