@@ -40,7 +40,7 @@ from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "9"))
-TURNS = int(os.environ.get("BENCH_TURNS", "10"))
+TURNS = int(os.environ.get("BENCH_TURNS", "30"))
 
 
 class Stamped(FakeOllama):
@@ -99,7 +99,7 @@ def one(settings: Settings, fake: Stamped, queue: Queue, n: int, *, suspend: boo
     run_id, goal = f"r{n}-{'s' if suspend else 'p'}", f"goal {n} {'s' if suspend else 'p'}"
     first = tool_call("run_command", {"command": "true"}) if suspend else tool_call("list_files", {})
     fake.add(first, *[tool_call("list_files", {"path": "."}) for _ in range(TURNS)], final_answer("done"))
-    queue.enqueue(Request(id=run_id, goal=goal, mode="auto"))
+    queue.enqueue(Request(id=run_id, goal=goal, mode="auto", max_iterations=TURNS + 4))
     latency = 0.0
     if suspend:
         until(lambda: status(settings, run_id) == "waiting")
