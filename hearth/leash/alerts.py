@@ -64,8 +64,9 @@ EVENTS = (
     "iteration_limit",
     "model_unavailable",
     "denied",
+    "mcp_drift",
 )
-DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected")
+DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected", "mcp_drift")
 KEYS = ("name", "url", "events", "local")
 APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
 REMIND_AFTER_S = 3600.0
@@ -372,6 +373,13 @@ def run_ended(settings: Settings, run_id: str, status: str, *, goal: str, detail
     link = f"\n{settings.web_url}/runs/{run_id}" if settings.web_url else ""
     body = f"{agent}: {goal[:300]}\n{detail[:800]}{link}".strip()
     notify(settings, Alert(status, title, body, run_id))
+
+
+def mcp_drift(settings: Settings, run_id: str, server: str, refused: list[str]) -> None:
+    """An MCP server's tool changed since it was approved (a "rug pull"): the run did not offer it."""
+    title = f"hearth: MCP server {server} changed a tool since it was approved"
+    body = "\n".join(refused[:10]) + f"\nnot offered to run {run_id}; review: hearth mcp review {server}"
+    notify(settings, Alert("mcp_drift", title, body, run_id or None))
 
 
 def approval_waiting(

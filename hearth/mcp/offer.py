@@ -21,6 +21,7 @@ from agent.tools.mcp.tools import mcp_tool, tool_name
 from agent.tools.registry import Tool
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
+from hearth.leash import alerts
 from hearth.mcp.config import load_servers
 from hearth.mcp.launch import connection
 from hearth.mcp.pins import APPROVED, CHANGED, pins, states
@@ -42,8 +43,11 @@ class Offered:
             server.close()
 
 
-def offer(settings: Settings, workspace: Path, policy: SandboxPolicy, record: Record | None) -> Offered:
-    """The run's MCP tools; every problem is recorded and costs only the tools it concerns."""
+def offer(
+    settings: Settings, workspace: Path, policy: SandboxPolicy, record: Record | None, run_id: str = ""
+) -> Offered:
+    """The run's MCP tools; every problem is recorded and costs only the tools it concerns; a tool
+    changed since its approval is alerted (`mcp_drift`)."""
     note = record or (lambda kind, detail: None)
     offered = Offered()
     try:
@@ -95,4 +99,6 @@ def offer(settings: Settings, workspace: Path, policy: SandboxPolicy, record: Re
                 "line": line,
             },
         )
+        if drift:
+            alerts.mcp_drift(settings, run_id, config.name, [str(r["why"]) for r in drift])
     return offered

@@ -88,7 +88,7 @@ def mcp_tools(plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record:
     manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace."""
     if not (plan.every_tool or any(SEPARATOR in name for name in plan.allowed_tools)):
         return Offered()
-    return offer(settings, plan.workspace, sandbox, record)
+    return offer(settings, plan.workspace, sandbox, record, plan.run_id)
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:
