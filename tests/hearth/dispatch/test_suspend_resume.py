@@ -157,9 +157,15 @@ def test_under_watch_a_waiting_run_has_no_process_and_an_approval_resumes_it(sta
         watch = start_watch({"OLLAMA_HOST": fake.url, **ENV})
         try:
             wait_for(lambda: run_of(state_dir, "watched").get("status") == "waiting", what="the run to suspend")
-            server = [pid for pid, cmd in descendants(watch.pid) if "forkserver" in cmd]
-            runs = [p for p in descendants(watch.pid) if p[0] not in server and "resource_tracker" not in p[1]]
-            assert runs == [], runs  # no process of the run: only the launcher's fork server
+
+            def others() -> list[tuple[int, str]]:
+                below = descendants(watch.pid)
+                server = [pid for pid, cmd in below if "forkserver" in cmd]
+                return [p for p in below if p[0] not in server and "resource_tracker" not in p[1]]
+
+            # the run's process exits once it has recorded `waiting`, and the launcher reaps it:
+            # then nothing of it is left, only the launcher's fork server
+            wait_for(lambda: others() == [], what="the suspended run's process to be gone")
             [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
             assert run_cli("hearth", "approve", pending["id"]).returncode == 0
             wait_for(lambda: run_of(state_dir, "watched").get("status") == "done", what="the run to go on and end")
