@@ -87,31 +87,9 @@ def _run_locked(queue: Queue, path: Path, request_id: str, settings: Settings, o
             if parsed is None:
                 return exit_code("rejected")
     if cause:
-        return _go_on(queue, path, going, cause, settings, out)
+        return _run_request(queue, path, going, settings, out, resume=cause)
     assert parsed is not None
     return _run_request(queue, path, parsed.request, settings, out)
-
-
-def _go_on(queue: Queue, path: Path, request: Request, cause: str, settings: Settings, out: _Output) -> int:
-    """A run that goes on in this new process (hearth/run/resume.py), its file placed as it ends."""
-    from hearth.run.runner import resume_goal
-
-    try:
-        _, outcome = resume_goal(
-            goal_request(request, settings), cause, settings, out=out.out, json_lines=out.json_lines
-        )
-        status, error = outcome.status, outcome.error
-    except (KeyboardInterrupt, Interrupted):
-        status, error = "interrupted", "interrupted by a signal"
-        _close_run(settings, request.id, status, error)
-    except BaseException as exc:
-        reason = f"internal error while going on: {type(exc).__name__}: {exc}"
-        _close_run(settings, request.id, "failed", reason)
-        queue.fail(path, reason, run_id=request.id, status="failed")
-        raise
-    with AuditStore(settings.audit_path) as audit:
-        place(queue, audit, path, status, error)
-    return exit_code(status)
 
 
 def _admitted(queue: Queue, audit: AuditStore, path: Path) -> Parsed | None:
@@ -148,7 +126,10 @@ def _say_if_changed(path: Path, sha256: str | None) -> None:
         )
 
 
-def _run_request(queue: Queue, path: Path, request: Request, settings: Settings, out: _Output) -> int:
+def _run_request(
+    queue: Queue, path: Path, request: Request, settings: Settings, out: _Output, *, resume: str | None = None
+) -> int:
+    """Run the request (or, with `resume`, go on with its run: hearth/run/resume.py) and place its file."""
     try:
         if request.evolve:
             run_evolve_request(goal_request(request, settings), settings)
@@ -157,7 +138,7 @@ def _run_request(queue: Queue, path: Path, request: Request, settings: Settings,
             status, error = _run_long(request, settings, out)
         else:
             goal = goal_request(request, settings)
-            _, outcome = run_goal(goal, settings, out=out.out, json_lines=out.json_lines, suspend=True)
+            _, outcome = run_goal(goal, settings, out=out.out, json_lines=out.json_lines, suspend=True, resume=resume)
             status, error = outcome.status, outcome.error
     except UsageError as exc:  # recorded by run_goal as a rejected run
         status, error = "rejected", str(exc)

@@ -128,21 +128,42 @@ def admit(
     if plan.restore_from:
         _restore_follow_up(sink, plan.restore_from, root, run_id)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
+    run = _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, chosen, json_lines=json_lines, out=out)
+    _warn_unsandboxed(settings, run.recorder)
+    if warning:
+        run.recorder.notice("warning", f"{warning}; the router's rules were not used")
+    return run
+
+
+def _ready(
+    plan: RunPlan,
+    root: Path,
+    audit: AuditStore,
+    sink: RunRecorder,
+    settings: Settings,
+    redactor: Redactor,
+    kept_goal: str,
+    parts: list[PromptPart],
+    route: Route,
+    *,
+    json_lines: bool,
+    out: TextIO,
+) -> AdmittedRun:
+    """What a planned run works with: its live state, its recorder (its id shown first), the
+    sandbox of its commands and its checkpoints; for a run admitted now or one going on."""
+    run_id = plan.run_id
     state = StateFile(
         settings.runs_state_dir, run_id, agent_name=plan.agent_name, model=plan.model, label=plan.label or None
     )
     recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     recorder.announce()
-    _warn_unsandboxed(settings, recorder)
-    if warning:
-        recorder.notice("warning", f"{warning}; the router's rules were not used")
     sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
     checkpoints = Checkpoints(
         root, run_id, sandbox, exclude=exclude, fresh=plan.fresh, history=settings.checkpoints_dir
     )
     return AdmittedRun(
-        run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, chosen
+        run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, route
     )
 
 
@@ -168,23 +189,7 @@ def readmit(
     plan, route, parts, _ = plan_of(asked, settings, pulled, run_id)
     root = Path(row["workspace"]) if row.get("workspace") else _checked(plan, settings)
     plan = replace(plan, workspace=root)
-    state = StateFile(
-        settings.runs_state_dir, run_id, agent_name=plan.agent_name, model=plan.model, label=plan.label or None
-    )
-    recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
-    recorder.announce()
-    sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
-    checkpoints = Checkpoints(
-        root,
-        run_id,
-        sandbox,
-        exclude=state_inside(settings.state_dir, root),
-        fresh=plan.fresh,
-        history=settings.checkpoints_dir,
-    )
-    return AdmittedRun(
-        run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, route
-    )
+    return _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, route, json_lines=json_lines, out=out)
 
 
 def _recorded_plan(

@@ -68,6 +68,7 @@ def run_goal(
     configure_services: ServicesHook | None = None,
     recorder: RunRecorder | None = None,
     suspend: bool = False,
+    resume: str | None = None,
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
@@ -77,6 +78,8 @@ def run_goal(
     inject a resolver and connector into the network guard there). `recorder` takes the run's
     record (and its linked runs'); without it, this machine's audit does. With `suspend` (a queued
     run, which its launcher starts again) a run whose approval waits ends `waiting` (hearth/run/suspend.py).
+    With `resume` (why: hearth/run/suspend.py's `ready`), the request's run was begun by an earlier
+    process and goes on from where that one kept it (hearth/run/resume.py); its linked runs start anew.
     """
     settings.writable_state_dir()
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
@@ -88,48 +91,38 @@ def run_goal(
             # held from before the run's row exists until after its final status: a `running` row whose
             # lock is free is a dead run, and the next command that looks settles it (dispatch/settle.py)
             with hold_run(settings, run_id):
-                run = admit(
-                    replace(request, run_id=run_id), settings, audit, pulled, json_lines=json_lines, out=out, sink=sink
-                )
-                outcome = _attempt(run, settings, model, approve, configure_services, Going(suspend))
+                asked = replace(request, run_id=run_id)
+                if resume:
+                    run, going = _readmitted(asked, resume, settings, audit, pulled, json_lines, out, sink)
+                else:
+                    run = admit(asked, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
+                    going = Going(suspend)
+                outcome = _attempt(run, settings, model, approve, configure_services, going)
             follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
                 return run.id, outcome
-            request = follow
+            request, resume = follow, None
 
 
-def resume_goal(
+def _readmitted(
     request: GoalRequest,
     cause: str,
     settings: Settings,
-    *,
-    model: ChatModel | None = None,
-    json_lines: bool = False,
-    out: TextIO = sys.stdout,
-    configure_services: ServicesHook | None = None,
-    recorder: RunRecorder | None = None,
-) -> tuple[str, Outcome]:
-    """Go on with a run an earlier process of it began (hearth/run/resume.py says from where);
-    its linked runs, if it ends so, start as `run_goal`'s do."""
+    audit: AuditStore,
+    pulled: list[str] | None,
+    json_lines: bool,
+    out: TextIO,
+    sink: RunRecorder,
+) -> tuple[AdmittedRun, Going]:
+    """A run an earlier process of it began, made ready to go on from its point."""
     from hearth.run.admission import readmit
     from hearth.run.resume import resume_point
 
-    assert request.run_id
-    settings.writable_state_dir()
-    start_detection(settings.sandbox)
-    pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
-    with AuditStore(settings.audit_path) as audit:
-        sink = recorder or SqliteRecorder(audit)
-        with hold_run(settings, request.run_id):
-            row = audit.run(request.run_id)
-            assert row is not None, f"run {request.run_id} is not in the audit"
-            point = resume_point(audit, row, cause)
-            run = readmit(request, row, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
-            outcome = _attempt(run, settings, model, None, configure_services, Going(True, point))
-        follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
-    if follow is None:
-        return run.id, outcome
-    return run_goal(follow, settings, model=model, json_lines=json_lines, out=out, recorder=recorder, suspend=True)
+    row = audit.run(str(request.run_id))
+    assert row is not None, f"run {request.run_id} is not in the audit"
+    point = resume_point(audit, row, cause)
+    run = readmit(request, row, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
+    return run, Going(True, point)
 
 
 @dataclass(frozen=True)
