@@ -20,7 +20,6 @@ suspension), never the time it waited with no process. Token budgets count token
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +28,7 @@ from agent.parsing.calls import ToolCall
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore
-from hearth.run.suspend import SUSPEND, suspended_on
+from hearth.run.suspend import SUSPEND, step_data, suspended_on
 
 UNKNOWN = (
     "Error: the outcome of this call is unknown: the run's process stopped while it ran (hearth, its "
@@ -84,7 +83,7 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
     )
     tools = [s for s in steps if s["kind"] == "tool" and s["opens"]]
     suspension = next((s for s in reversed(steps) if s["kind"] == SUSPEND), None)
-    worked = max([int(r["worked_ms"] or 0) for r in rows] + [_data(suspension).get("worked_ms", 0)])
+    worked = max([int(r["worked_ms"] or 0) for r in rows] + [step_data(suspension).get("worked_ms", 0)])
     model = [s for s in steps if s["kind"] == "model"]
     resumed = Resumed(
         messages=messages,
@@ -103,7 +102,7 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
     first = owed[0]
     calls = [ToolCall(c["name"], c["arguments"]) for c in owed if c["name"] != INVALID_CALL]
     malformed = [c["name"] for c in owed if c["name"] == INVALID_CALL]
-    problems = list(_data(suspension).get("malformed", [])) if suspension else []
+    problems = list(step_data(suspension).get("malformed", [])) if suspension else []
     problems = (problems + ["it could not be read as a call"] * len(malformed))[: len(malformed)]
     if (
         waited is not None
@@ -160,13 +159,3 @@ def _waited_on(audit: AuditStore, run: dict[str, Any], suspension: dict[str, Any
         [run["id"], approval.id],
     ).fetchone()
     return None if used or approval.status == "cancelled" else approval
-
-
-def _data(row: dict[str, Any] | None) -> dict[str, Any]:
-    if not row:
-        return {}
-    try:
-        data = json.loads(row.get("data") or "{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

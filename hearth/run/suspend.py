@@ -38,7 +38,7 @@ def kept_conversation(audit: AuditStore, run_id: str) -> bool:
 def restarts(audit: AuditStore, run_id: str) -> int:
     """How many times the run has been resumed after its process was gone."""
     rows = audit.rows("select data from steps where run_id = ? and kind = ?", [run_id, RESUME])
-    return sum(1 for row in rows if _data(row).get("cause") == "restart")
+    return sum(1 for row in rows if step_data(row).get("cause") == "restart")
 
 
 def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
@@ -48,7 +48,7 @@ def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
     )
     if not rows:
         return None
-    found = audit.rows("select * from approvals where id = ?", [_data(rows[0]).get("approval", "")])
+    found = audit.rows("select * from approvals where id = ?", [step_data(rows[0]).get("approval", "")])
     return approvals.from_row(found[0]) if found else None
 
 
@@ -68,7 +68,10 @@ def ready(audit: AuditStore, run: dict[str, Any], now: str | None = None) -> str
     return None
 
 
-def _data(row: dict[str, Any]) -> dict[str, Any]:
+def step_data(row: dict[str, Any] | None) -> dict[str, Any]:
+    """A step row's `data` JSON as a dict ({} for no row, no data, or data that is not an object)."""
+    if not row:
+        return {}
     try:
         data = json.loads(row.get("data") or "{}")
     except ValueError:
