@@ -9,101 +9,20 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import re
-import shutil
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from agent.knowledge.store import KnowledgeStore
 from hearth.evolve import Proposal, record_proposal
 from hearth.settings import Settings
+from tests.browser_support import Browser
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import Gate, rows, wait_for
 from tests.web_support import Center, run_status, seed_runs
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 OPERATOR = "operator-token-0123456789abcdef"
 PAYLOAD = '<script>window.__xss=1;alert(1)</script><img src=x onerror="window.__xss=2;alert(2)"> javascript:alert(3)'
-
-
-def _playwright() -> Any:
-    missing = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing = "Playwright for Python is not installed (pip install -e '.[test]')"
-    if missing is None and not CHROMIUM.exists():
-        missing = "Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)"
-    if missing is None:
-        return sync_playwright
-    if os.geteuid() == 0 and os.environ.get("CI"):
-        pytest.fail(f"the browser tests must run in CI: {missing}")
-    pytest.skip(missing)
-
-
-@pytest.fixture(scope="module")
-def playwright() -> Iterator[Any]:
-    with _playwright()() as p:
-        yield p
-
-
-class Browser:
-    """One fresh Chromium profile: pages, dialogs seen, screenshots saved."""
-
-    def __init__(self, playwright: Any, tmp: Path) -> None:
-        self.context = playwright.chromium.launch_persistent_context(
-            str(tmp / "profile"),
-            executable_path=str(CHROMIUM),
-            args=ARGS,
-            headless=True,
-            viewport={"width": 1280, "height": 900},
-        )
-        self.shots = tmp / "screenshots"
-        self.shots.mkdir()
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-
-    def page(self, width: int = 1280, height: int = 900) -> Any:
-        page = self.context.new_page()
-        page.set_viewport_size({"width": width, "height": height})
-        page.on("dialog", self._dialog)
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        return page
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.accept()
-
-    def shot(self, page: Any, name: str) -> None:
-        path = self.shots / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        keep = os.environ.get("HEARTH_SCREENSHOTS")
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, Path(keep) / path.name)
-
-
-@pytest.fixture
-def browser(playwright: Any, tmp_path: Path) -> Iterator[Browser]:
-    opened = Browser(playwright, tmp_path)
-    yield opened
-    opened.context.close()
-    assert opened.errors == [], opened.errors
 
 
 def test_launch_from_the_form_shows_the_run_on_the_live_map_until_it_is_done(
