@@ -256,6 +256,7 @@ class Loop:
                     "tokens_out": reply.tokens_out,
                     "duration_s": reply.duration_s,
                     "tool_calls": len(reply.tool_calls),
+                    **({"host": reply.host} if reply.host else {}),
                 },
             )
         )

@@ -36,6 +36,7 @@ class Settings:
     sandbox: str
     ollama_timeout_s: float = 300.0
     ollama_backoff_s: float = 0.5
+    ollama_hosts: str = ""  # HEARTH_OLLAMA_HOSTS: several hosts, `label=url,...` (hearth/run/hosts.py)
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
     # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
     unit_state_dirs: tuple[str, ...] = ()
@@ -75,6 +76,7 @@ class Settings:
             sandbox=_sandbox(env),
             ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
             ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
+            ollama_hosts=env.get("HEARTH_OLLAMA_HOSTS", ""),
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),

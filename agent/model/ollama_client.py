@@ -62,6 +62,7 @@ class ChatReply:
     tokens_in: int = 0
     tokens_out: int = 0
     duration_s: float = 0.0
+    host: str = ""  # the host that answered, when a HostPool chose among several (agent/model/hosts.py)
 
 
 class ChatModel(Protocol):

@@ -386,6 +386,13 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     )
 
 
+def m190_run_model_host(db: sqlite_utils.Database) -> None:
+    """The Ollama hosts that answered a run's turns, in the order it first used them (`gpu1,gpu2`
+    after a switch), when it had several to choose from (hearth/run/hosts.py); each turn's host is
+    also on its `model` step's data."""
+    db.table("runs").add_column("model_host", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -408,4 +415,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m121_standing_rules,
     m122_alert_actions,
     m130_mcp_pins,
+    m190_run_model_host,
 ]

@@ -55,6 +55,7 @@ class RunRecord:
     label: str | None = None  # the operator's free-text name for the run (a request's `label`)
     model_requested: str | None = None  # what the request asked for (`auto`: the router chose)
     model_reason: str | None = None  # why `model` was used: a router rule, default, fallback, escalation, tag
+    model_host: str | None = None  # the Ollama hosts that answered, when there were several (hearth/run/hosts.py)
 
 
 # How a run can be made from another: a follow-up continues it, a leg is one of a marathon's,

@@ -114,7 +114,8 @@ def show_chain(chain: list[dict[str, Any]], as_json: bool) -> int:
 
 def model_line(run: dict[str, Any]) -> str:
     """`llama3.2:3b (asked auto; why: fallback)`: the chosen model, what was asked, and why."""
-    return f"{run['model']} (asked {run.get('model_requested') or 'auto'}; why: {run['model_reason']})"
+    on = f" on host {run['model_host'].replace(',', ', then ')}" if run.get("model_host") else ""
+    return f"{run['model']} (asked {run.get('model_requested') or 'auto'}; why: {run['model_reason']}){on}"
 
 
 def print_checkpoints(rows: list[dict[str, Any]], workspace: str | None) -> None:
@@ -171,7 +172,8 @@ def step_line(raw: dict[str, Any], live: bool = False) -> str:
             f"({step['duration_ms']} ms)\n{_indent(step['output'])}"
         )
     if step["kind"] == "model":
-        return f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms)" + (
+        where = f" on host {_host_of(step)}" if _host_of(step) else ""
+        return f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms){where}" + (
             f"\n{_indent(step['output'])}" if step["output"] else ""
         )
     if step["kind"] == "approval":
@@ -182,6 +184,15 @@ def step_line(raw: dict[str, Any], live: bool = False) -> str:
         return f"{head} {visible_line(_mcp_line(raw))}"
     detail = step.get("detail") or visible_line(raw.get("output") or "")
     return f"{head} {detail}"
+
+
+def _host_of(step: dict[str, Any]) -> str:
+    """The Ollama host that answered a model turn, when a run had several (hearth/run/hosts.py)."""
+    try:
+        data = json.loads(step.get("data") or "{}")
+    except (TypeError, ValueError):
+        return ""
+    return str(data.get("host") or "") if isinstance(data, dict) else ""
 
 
 def _decision_line(step: dict[str, Any]) -> str:

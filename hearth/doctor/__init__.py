@@ -37,6 +37,7 @@ from hearth.doctor.host import (
     hearth_places,
     pid1_name,
 )
+from hearth.doctor.hosts import check_hosts, named_hosts
 from hearth.doctor.mcp import check_mcp
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
@@ -65,7 +66,11 @@ def diagnose(
         *check_credentials(settings),
         *check_leash(settings),
         *check_mcp(settings),
-        *check_ollama(settings.ollama_host, models, probe),
+        *(
+            check_hosts(settings, models)
+            if named_hosts(settings)
+            else check_ollama(settings.ollama_host, models, probe)
+        ),
         *check_sandbox(settings.sandbox),
         *check_reach(hearth_places(sys.prefix if sys.prefix != sys.base_prefix else "", settings.sandbox_expose)),
         *check_git(which),

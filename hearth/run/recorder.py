@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from agent.loop import Event
 from agent.safety.redaction import Redactor
 from hearth.render import json_line, tolerant, visible_line
-from hearth.run.events import MessagesKept, RunEvent, RunRecorder, StepClosed, StepRecorded
+from hearth.run.events import MessagesKept, RunEvent, RunRecorder, RunUpdated, StepClosed, StepRecorded
 from hearth.run.state import StateFile
 
 THINKING_EVERY_S = 0.5
@@ -54,6 +54,7 @@ class Recorder:
         self._opened = 0  # tool steps started so far, for their keys
         self._announced = False  # the run's id is on the screen already
         self.worked_before_ms = 0  # what earlier processes of the run worked (a resumed run)
+        self._hosts: list[str] = []  # the Ollama hosts that answered so far, in order
         self._worked_from = time.monotonic()
 
     def worked_ms(self) -> int:
@@ -148,7 +149,12 @@ class Recorder:
             "tokens_out": d["tokens_out"],
             "duration_ms": _ms(d["duration_s"]),
         }
+        if d.get("host"):  # several Ollama hosts: which one answered this turn
+            columns["data"] = json.dumps({"host": d["host"]})
         self.sink.record(StepRecorded(self.run_id, "model", columns))
+        if d.get("host") and d["host"] not in self._hosts:
+            self._hosts.append(d["host"])
+            self.sink.record(RunUpdated(self.run_id, {"model_host": ",".join(self._hosts)}))
 
     def _on_tool_started(self, event: Event) -> None:
         """Recorded before it runs (one insert): a run killed mid-command still shows the command."""

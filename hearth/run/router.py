@@ -15,6 +15,10 @@
         goal_max_chars = 2000
         fallbacks = ["qwen2.5-coder:3b"] the next models, in order
         escalate = true                  a run ending iteration_limit or failed is retried once on the next
+        host = "gpu1"                    the run's turns go only to the Ollama host of this label
+        [[host]]                         several Ollama hosts (hearth/run/hosts.py); none: OLLAMA_HOST
+        url = "http://10.0.0.5:11434"
+        label = "gpu1"                   optional; weight = 2.0 takes twice the load
 
 Precedence: a model the request names, then the agent profile's, then the rules, then the default.
 Against the models Ollama has pulled (`/api/tags`), a name resolves exactly, or by tag
@@ -52,8 +56,9 @@ RULE_KEYS = (
     "goal_max_chars",
     "fallbacks",
     "escalate",
+    "host",
 )
-TOP_KEYS = ("default", "fallbacks", "escalate", "rule")
+TOP_KEYS = ("default", "fallbacks", "escalate", "rule", "host")
 _LISTS = ("agents", "modes", "tools", "sources", "fallbacks")
 
 
@@ -81,6 +86,7 @@ class Rule:
     goal_max_chars: int | None = None
     fallbacks: tuple[str, ...] = ()
     escalate: bool = False
+    host: str = ""  # an Ollama host's label: the run's turns go only there
 
     def matches(self, facts: Facts) -> bool:
         tools_ok = not self.tools or facts.tools is None or any(t in facts.tools for t in self.tools)
@@ -113,6 +119,7 @@ class Route:
     fallbacks: tuple[str, ...] = ()
     escalate: bool = False
     problem: str = ""  # set when nothing usable is pulled: the run ends model_unavailable with it
+    host: str = ""  # the label of the Ollama host a rule pinned, else any host that has the model
     pulled: tuple[str, ...] | None = field(default=None, compare=False)
 
 
@@ -160,6 +167,7 @@ def _rule(path: Path, index: int, raw: Any) -> Rule:
         goal_min_chars=_count(path, f"{where}.goal_min_chars", raw.get("goal_min_chars")),
         goal_max_chars=_count(path, f"{where}.goal_max_chars", raw.get("goal_max_chars")),
         escalate=_bool(path, f"{where}.escalate", raw.get("escalate", False)),
+        host=_label(path, f"{where}.host", raw.get("host", "")),
         **{**lists, "fallbacks": tuple(_model(path, f"{where}.fallbacks", m) for m in lists["fallbacks"])},
     )
 
@@ -178,6 +186,12 @@ def _model(path: Path, where: str, value: Any) -> str:
 
 def _models(path: Path, where: str, value: Any) -> tuple[str, ...]:
     return tuple(_model(path, where, m) for m in _strings(path, where, value))
+
+
+def _label(path: Path, where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: {where} must be the label of a [[host]], got {value!r}")
+    return value.strip()
 
 
 def _pattern(path: Path, where: str, value: Any) -> re.Pattern[str] | None:
@@ -225,7 +239,7 @@ def route(
         return Route(AUTO, (profile_model or "").strip(), "profile", tail, escalate)
     rule = next((r for r in router.rules if r.matches(facts)), None)
     if rule is not None:
-        return Route(AUTO, rule.model, rule.name, (*rule.fallbacks, *tail), rule.escalate or escalate)
+        return Route(AUTO, rule.model, rule.name, (*rule.fallbacks, *tail), rule.escalate or escalate, host=rule.host)
     return Route(AUTO, router.default or host_default, "default", tail, escalate)
 
 

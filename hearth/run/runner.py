@@ -21,7 +21,8 @@ from agent.context.compaction import Compactor, estimate_tokens
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Event, Loop, Outcome
-from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient, probe
+from agent.model.hosts import HostPool
+from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient
 from agent.safety.policy import Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxUnavailable, detect, start_detection
@@ -33,7 +34,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
 from hearth.leash.budget import Budget, RunGuard, load_budget
 from hearth.leash.rules import with_rules
-from hearth.run import approvers
+from hearth.run import approvers, hosts
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder, StepClosed
@@ -83,7 +84,7 @@ def run_goal(
     """
     settings.writable_state_dir()
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
-    pulled = probe(settings.ollama_host, timeout_s=PROBE_S) if model is None else None
+    pulled = hosts.pulled(settings, PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
         sink = recorder or SqliteRecorder(audit)
         while True:
@@ -174,9 +175,9 @@ def _with_model(
     # run waited on is the person's decision, not a rule's
     resumed = going.point.approval if going.point else None
     approve = with_rules(approve, run.recorder, run.audit, run.plan.agent_name, resumed=resumed)
-    own: OllamaClient | None = None  # a client we open is ours to close
+    own: OllamaClient | HostPool | None = None  # a client we open is ours to close
     if model is None:
-        model = own = model_client(run.plan, settings, run.recorder)
+        model = own = model_client(run.plan, settings, run.recorder, host=run.route.host)
     try:
         return _execute(run, settings, model, approve, hook, going.point)
     except UsageError as exc:  # found once the prompt is built (a window too small for it)
@@ -307,16 +308,28 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def model_client(plan: RunPlan, settings: Settings, recorder: Recorder | None = None) -> OllamaClient:
-    return OllamaClient(
-        plan.model,
-        settings.ollama_host,
-        num_ctx=plan.num_ctx,
-        timeout_s=settings.ollama_timeout_s,
-        backoff_s=settings.ollama_backoff_s,
-        on_retry=recorder.retrying if recorder else None,
-        on_tokens=recorder.progress if recorder else None,
-    )
+def model_client(
+    plan: RunPlan, settings: Settings, recorder: Recorder | None = None, *, host: str = ""
+) -> OllamaClient | HostPool:
+    """The run's model: one Ollama host's client, or a pool over several (hearth/run/hosts.py), whose
+    choice of host and any switch are `host` steps. `host` is a label a router rule pinned."""
+
+    def client(url: str, retries: int = 3) -> OllamaClient:
+        return OllamaClient(
+            plan.model,
+            url,
+            num_ctx=plan.num_ctx,
+            timeout_s=settings.ollama_timeout_s,
+            retries=retries,
+            backoff_s=settings.ollama_backoff_s,
+            on_retry=recorder.retrying if recorder else None,
+            on_tokens=recorder.progress if recorder else None,
+        )
+
+    note = (lambda line: recorder.note("host", detail=line)) if recorder else None
+    # with another host to turn to, one retry on a failing host is enough before moving on
+    pooled = hosts.pool(plan.model, settings, lambda url: client(url, retries=1), host, note)
+    return pooled if pooled is not None else client(settings.ollama_host)
 
 
 def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> None:

@@ -280,3 +280,24 @@ def test_other_users_reaching_the_venv_is_ok() -> None:
     assert check_reach([("hearth's venv", "/usr")]) == [
         Finding("reach", "ok", "other users (nobody, whom commands run as) can reach hearth's venv and code")
     ]
+
+
+def test_with_several_hosts_each_is_checked_and_a_model_on_any_host_that_is_up_is_enough(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    config = healthy_config(tmp_path)
+    with FakeOllama() as gone:
+        dead = gone.url
+    with FakeOllama(models=("qwen2.5-coder:latest",), loaded=(("qwen2.5-coder:latest", 2**31),)) as up:
+        write(
+            config / "router.toml",
+            f'[[host]]\nurl = "{up.url}"\nlabel = "gpu1"\n[[host]]\nurl = "{dead}"\nlabel = "gpu2"\n',
+        )
+        _, report = doctor(None)
+    said = {f["message"]: f["status"] for f in report["findings"] if f["check"] in ("ollama", "models")}
+    assert said[f"Ollama host gpu1 ({up.url}) answers with 1 model(s), 1 loaded (2.0 GiB)"] == "ok"
+    [down] = [m for m in said if m.startswith(f"Ollama host gpu2 ({dead}) does not answer: ")]
+    assert said[down] == "error" and down.endswith("runs go to the other hosts")
+    [model] = [m for m in said if m.startswith("model qwen2.5-coder is on gpu1 (profiles: builder")]
+    assert said[model] == "ok"
+    assert not any("127.0.0.1:9" in m for m in said)  # OLLAMA_HOST is not asked when hosts are named
