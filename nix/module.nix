@@ -136,6 +136,34 @@ let
         example = true;
         description = "Retry a run of this rule that ends iteration_limit or failed once on the next fallback.";
       };
+      host = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "gpu1";
+        description = "Send the turns of a run of this rule only to the Ollama host of this label (`ollama.hosts`); null: any host that has the model.";
+      };
+    };
+  };
+
+  hostOptions = { ... }: {
+    options = {
+      url = mkOption {
+        type = types.strMatching "https?://.+";
+        example = "http://10.0.0.5:11434";
+        description = "The host's Ollama URL. The agent units may reach it when it names an address (IPAddressAllow= takes no names: put a name's address in `agentAddressAllow`).";
+      };
+      label = mkOption {
+        type = types.str;
+        default = "";
+        example = "gpu1";
+        description = "The name runs and the command center show for it, and router rules pin with `host`.";
+      };
+      weight = mkOption {
+        type = types.ints.positive;
+        default = 1;
+        example = 2;
+        description = "Its share of the load: a host of weight 2 is given runs until it holds twice the memory of a host of weight 1.";
+      };
     };
   };
 
@@ -242,12 +270,13 @@ let
     (builtins.filter (k: attrs.${k} != null) (builtins.attrNames attrs)));
 
   ruleToml = r: "\n[[rule]]\n" + tomlKeys {
-    inherit (r) name model agents modes tools sources escalate;
+    inherit (r) name model agents modes tools sources escalate host;
     goal = r.goalRegex; goal_max_chars = r.goalMaxChars;
     fallbacks = if r.fallbacks == [ ] then null else r.fallbacks;
   };
   routerToml = tomlKeys { default = cfg.router.default; fallbacks = if cfg.router.fallbacks == [ ] then null else cfg.router.fallbacks; escalate = cfg.router.escalate; }
-    + lib.concatStringsSep "" (map ruleToml cfg.router.rules);
+    + lib.concatStringsSep "" (map ruleToml cfg.router.rules)
+    + lib.concatStringsSep "" (map (h: "\n[[host]]\n" + tomlKeys { inherit (h) url weight; label = if h.label == "" then null else h.label; }) cfg.ollama.hosts);
   budgetToml = tomlKeys { daily = cfg.budget.daily; }
     + (if cfg.budget.perAgent == { } then "" else "\n[per_agent]\n" + tomlKeys cfg.budget.perAgent);
   alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys ({ inherit name; inherit (d) url events; } // (if d.local or false then { local = true; } else { }))) cfg.alerts.destinations)
@@ -400,6 +429,12 @@ in
         default = [ ];
         example = [ "qwen2.5-coder:7b" ];
         description = "Models services.ollama pulls at start (its loadModels) when `ollama.enable` is set.";
+      };
+      hosts = mkOption {
+        type = types.listOf (types.submodule hostOptions);
+        default = [ ];
+        example = literalExpression ''[ { url = "http://10.0.0.5:11434"; label = "gpu1"; } { url = "http://10.0.0.6:11434"; label = "gpu2"; weight = 2; } ]'';
+        description = "Several Ollama hosts: each run's turns go to one that is up and has the model (loaded there first, then the least busy for its weight), and to the next when it fails. Written to /etc/hearth/router.toml; empty: `url` alone.";
       };
     };
 

@@ -76,17 +76,20 @@ let
     # links to the command center in alerts
     // optionalAttrs web.enable { HEARTH_WEB_URL = if (web.publicUrl or null) != null then web.publicUrl else "http://${web.listenAddress}:${toString web.port}"; };
 
-  # The one endpoint every run needs: Ollama, when its URL names a literal address or localhost
-  # (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
-  ollamaHost =
+  # The one endpoint every run needs: Ollama (each of its hosts), when a URL names a literal address
+  # or localhost (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
+  hostOf = url:
     let
-      v6 = builtins.match "[a-z]+://\\[([^]]+)].*" cfg.ollama.url;
-      plain = builtins.match "[a-z]+://([^/:]+).*" cfg.ollama.url;
+      v6 = builtins.match "[a-z]+://\\[([^]]+)].*" url;
+      plain = builtins.match "[a-z]+://([^/:]+).*" url;
     in if v6 != null then builtins.head v6 else if plain != null then builtins.head plain else "";
-  ollamaAllow =
-    if ollamaHost == "localhost" || builtins.match "127\\.[0-9.]+|::1" ollamaHost != null then [ "localhost" ]
-    else if builtins.match "[0-9.]+|[0-9a-fA-F:]+" ollamaHost != null then [ ollamaHost ]
+  allowOf = host:
+    if host == "localhost" || builtins.match "127\\.[0-9.]+|::1" host != null then [ "localhost" ]
+    else if builtins.match "[0-9.]+|[0-9a-fA-F:]+" host != null then [ host ]
     else [ ];
+  # every Ollama host's (services.hearth.ollama.hosts), each once
+  ollamaAllow = builtins.foldl' (seen: a: if builtins.elem a seen then seen else seen ++ [ a ]) [ ]
+    (builtins.concatLists (map (url: allowOf (hostOf url)) ([ cfg.ollama.url ] ++ map (h: h.url) (cfg.ollama.hosts or [ ]))));
 
   # Alerts a refused request raises are sent by the spawner: only then does it get the network
   # and the credentials those destinations' URLs name.

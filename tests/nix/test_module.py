@@ -230,13 +230,23 @@ def _write_etc(result: dict[str, Any], config: Path) -> None:
 
 LEASH = {
     "enable": True,
-    "ollama": {"enable": True, "models": ["qwen2.5-coder:7b", "qwen2.5-coder:3b"]},
+    "ollama": {
+        "enable": True,
+        "models": ["qwen2.5-coder:7b", "qwen2.5-coder:3b"],
+        "hosts": [{"url": "http://10.0.0.5:11434", "label": "gpu1"}, {"url": "http://10.0.0.6:11434", "weight": 2}],
+    },
     "agents": {"notes": {"fallbacks": ["qwen2.5-coder:3b"], "escalate": True, "maxTokens": 9000}},
     "router": {
         "default": "qwen2.5-coder:7b",
         "rules": [
             {"name": "coder", "model": "qwen2.5-coder:7b", "tools": ["run_command"], "fallbacks": ["qwen2.5-coder:3b"]},
-            {"name": "nightly", "model": "qwen2.5-coder:3b", "sources": ["timer"], "goalRegex": "(?i)notes"},
+            {
+                "name": "nightly",
+                "model": "qwen2.5-coder:3b",
+                "sources": ["timer"],
+                "goalRegex": "(?i)notes",
+                "host": "gpu1",
+            },
         ],
     },
     "budget": {"daily": 2000000, "perAgent": {"notes": 100000}},
@@ -266,6 +276,7 @@ def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_
     from hearth.leash.alerts import load_approval_alerts, load_destinations
     from hearth.leash.budget import load_budget
     from hearth.leash.missions import load_missions
+    from hearth.run.hosts import configured
     from hearth.run.router import load_router
     from hearth.settings import Settings
 
@@ -279,6 +290,14 @@ def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_
         ("coder", "qwen2.5-coder:7b", ("run_command",), (), ("qwen2.5-coder:3b",)),
         ("nightly", "qwen2.5-coder:3b", (), ("timer",), ()),
     ]
+    assert [r.host for r in router.rules] == ["", "gpu1"]
+    settings_here = Settings.from_env({"HEARTH_CONFIG_DIR": str(config), "HEARTH_STATE_DIR": str(tmp_path / "s")})
+    assert [(h.url, h.label, h.weight) for h in configured(settings_here)] == [
+        ("http://10.0.0.5:11434", "gpu1", 1.0),
+        ("http://10.0.0.6:11434", "", 2.0),
+    ]
+    agent_allow = result["config"]["systemd"]["services"]["hearth-agent@"]["serviceConfig"]["IPAddressAllow"]
+    assert "10.0.0.5" in agent_allow and "10.0.0.6" in agent_allow
     assert load_budget(config).daily == 2000000 and load_budget(config).per_agent == {"notes": 100000}
     lan, phone = load_destinations(config)
     assert (phone.name, phone.events, phone.credentials, phone.local) == ("phone", ("approval",), ["ntfy"], False)
