@@ -157,8 +157,10 @@ class HostPool:
     client_for: Callable[[str], OllamaClient]
     label: str = ""
     on_switch: Callable[[str], None] | None = None
+    refresh: Callable[[], list[HostView]] | None = None  # asked again when a host fails
     _clients: dict[str, OllamaClient] = field(default_factory=dict)
     _current: HostView | None = None
+    _failed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         ranked = rank(self.views, self.model, self.label)
@@ -189,7 +191,11 @@ class HostPool:
         raise ModelUnavailable(f"every Ollama host with model {self.model} failed this turn: " + " | ".join(tried))
 
     def _down(self, view: HostView, why: str) -> None:
-        self.views = [replace(v, up=False, why=why) if v is view else v for v in self.views]
+        """Mark the failed host down and look again at the others (one may have come back, or
+        loaded the model since the run began); the failed one stays down for the rest of the run."""
+        self._failed.add(view.host.url)
+        fresh = self.refresh() if self.refresh else self.views
+        self.views = [replace(v, up=False, why=why) if v.host.url in self._failed else v for v in fresh]
         ranked = rank(self.views, self.model, self.label)
         self._current = ranked[0] if ranked else None
         if self._current is not None and self.on_switch:

@@ -95,4 +95,5 @@ def pool(
     views: list[HostView] = survey(hosts, SURVEY_S)
     if note is not None:
         note(choice_line(views, model, label))
-    return HostPool(model, views, make, label=label, on_switch=note)
+    again = lambda: survey(hosts, SURVEY_S)  # noqa: E731
+    return HostPool(model, views, make, label=label, on_switch=note, refresh=again)

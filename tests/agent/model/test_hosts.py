@@ -103,3 +103,25 @@ def test_a_model_no_host_has_fails_the_first_turn_saying_where_to_pull_it() -> N
         with pytest.raises(ModelUnavailable, match=r"a: has no qwen2.5-coder.*ollama pull qwen2.5-coder"):
             pool.chat([{"role": "user", "content": "hi"}], [])
     assert a.requests == []
+
+
+def test_when_a_host_fails_the_others_are_asked_again_so_one_that_loaded_the_model_since_is_preferred() -> None:
+    asked: list[int] = []
+    with (
+        FakeOllama(
+            [lambda body: (_ for _ in ()).throw(ConnectionResetError("gone"))] * 2, loaded=(("qwen2.5-coder", GIB),)
+        ) as a,
+        FakeOllama([final_answer("never")]) as b,
+        FakeOllama([final_answer("from c, which loaded it since")]) as c,
+    ):
+        hosts = [Host(a.url, "a"), Host(b.url, "b"), Host(c.url, "c")]
+        views = survey(hosts)
+        c.loaded = (("qwen2.5-coder", GIB),)  # c loaded the model after the run began
+
+        def again() -> list[Any]:
+            asked.append(1)
+            return survey(hosts)
+
+        pool = HostPool("qwen2.5-coder", views, _client, refresh=again)
+        reply = pool.chat([{"role": "user", "content": "hi"}], [])
+    assert (reply.host, asked) == ("c", [1]) and b.requests == []
