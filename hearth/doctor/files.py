@@ -143,8 +143,22 @@ def check_credentials(settings: Settings) -> list[Finding]:
                 item, 0o700 if item.is_dir() else 0o600, "directory" if item.is_dir() else "credential file"
             )
         found += loose or [Finding("credentials", "ok", f"{folder} is 0700 and every file in it 0600", str(folder))]
+    found += _action_key(settings.state_dir)
     return found or [
         Finding("credentials", "info", f"no credentials store at {store} (hearth creds set makes one)", str(store))
+    ]
+
+
+def _action_key(state_dir: Path) -> list[Finding]:
+    """The key that signs alert links (hearth/leash/actions.py): whoever reads it can forge a link
+    that decides an approval, so it is 0600 like a credential. Absent until the first alert link."""
+    from hearth.leash.actions import key_path
+
+    path = key_path(state_dir)
+    if not path.exists():
+        return []
+    return _private(path, 0o600, "the alert-link signing key") or [
+        Finding("credentials", "ok", f"the alert-link signing key {path} is readable by its owner only", str(path))
     ]
 
 

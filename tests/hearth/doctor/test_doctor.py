@@ -301,3 +301,18 @@ def test_with_several_hosts_each_is_checked_and_a_model_on_any_host_that_is_up_i
     [model] = [m for m in said if m.startswith("model qwen2.5-coder is on gpu1 (profiles: builder")]
     assert said[model] == "ok"
     assert not any("127.0.0.1:9" in m for m in said)  # OLLAMA_HOST is not asked when hosts are named
+
+
+def test_an_alert_link_key_others_can_read_is_an_error_naming_the_chmod(state_dir: Path, tmp_path: Path) -> None:
+    from hearth.leash.actions import key, key_path
+
+    healthy_config(tmp_path)
+    key(state_dir)
+    path = key_path(state_dir)
+    with FakeOllama() as fake:
+        _, report = doctor(fake)
+        assert f"the alert-link signing key {path} is readable by its owner only" in str(report)
+        path.chmod(0o644)
+        code, report = doctor(fake)
+    assert code == 1
+    assert f"the alert-link signing key {path} has mode 0644, expected 0600; run: chmod 600 {path}" in errors(report)
