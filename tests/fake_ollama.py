@@ -1,5 +1,4 @@
-"""A real HTTP server on 127.0.0.1:0 that speaks Ollama's `/api/chat`, for tests and benchmarks
-(and `/api/tags`, `/api/ps` with the `loaded` models, `/api/show`).
+"""A real HTTP server on 127.0.0.1:0 that speaks Ollama's `/api/chat`, for tests and benchmarks.
 
 It plays a script of replies in order, streams them as NDJSON or answers in one body (as the
 request asks), returns 404 for models it does not have, and records every request body so tests
@@ -63,14 +62,16 @@ class FakeOllama:
         chunk_size: int = 7,
         repeat_last: bool = False,
         port: int = 0,
-        loaded: tuple[tuple[str, int], ...] = (),
+        tag_details: dict[str, dict[str, Any]] | None = None,
+        loaded: list[dict[str, Any]] | None = None,
     ) -> None:
         self.script: list[Script] = list(script or [])
         self.models = models
+        self.tag_details = tag_details or {}  # more of /api/tags' fields per model (size, details)
+        self.loaded = loaded or []  # what /api/ps answers: the models in memory
         self.tokens = tokens
         self.chunk_size = chunk_size
         self.repeat_last = repeat_last
-        self.loaded = loaded  # (model, bytes in VRAM) that /api/ps reports as loaded
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -115,10 +116,10 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             fake.paths.append(self.path)
             if self.path == "/api/tags":
-                self._send(200, json.dumps({"models": [{"name": m} for m in fake.models]}))
+                tags = [{"name": m, **fake.tag_details.get(m, {})} for m in fake.models]
+                self._send(200, json.dumps({"models": tags}))
             elif self.path == "/api/ps":
-                loaded = [{"name": m, "model": m, "size": size, "size_vram": size} for m, size in fake.loaded]
-                self._send(200, json.dumps({"models": loaded}))
+                self._send(200, json.dumps({"models": fake.loaded}))
             elif self.path == "/api/version":
                 self._send(200, json.dumps({"version": "0.0.0-fake"}))
             else:

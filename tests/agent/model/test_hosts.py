@@ -25,7 +25,9 @@ def _dead_url() -> str:
 
 
 def test_a_survey_reads_each_hosts_models_and_loaded_memory_and_names_a_dead_one() -> None:
-    with FakeOllama(models=("qwen2.5-coder:latest", "llama3.2:3b"), loaded=(("llama3.2:3b", 3 * GIB),)) as a:
+    with FakeOllama(
+        models=("qwen2.5-coder:latest", "llama3.2:3b"), loaded=[{"name": "llama3.2:3b", "size_vram": 3 * GIB}]
+    ) as a:
         views = survey([Host(a.url, "gpu1"), Host(_dead_url(), "gpu2")], timeout_s=2)
     assert views[0].up and views[0].models == ("qwen2.5-coder:latest", "llama3.2:3b")
     assert views[0].loaded == ("llama3.2:3b",) and views[0].vram == 3 * GIB
@@ -35,9 +37,9 @@ def test_a_survey_reads_each_hosts_models_and_loaded_memory_and_names_a_dead_one
 
 def test_the_host_that_has_the_model_loaded_comes_first_then_the_least_loaded_for_its_weight() -> None:
     with (
-        FakeOllama(models=("m:latest",), loaded=(("other", 8 * GIB),)) as busy,
-        FakeOllama(models=("m:latest",), loaded=(("other", 6 * GIB),)) as heavy_but_strong,
-        FakeOllama(models=("m:latest",), loaded=(("m:latest", 9 * GIB),)) as loaded,
+        FakeOllama(models=("m:latest",), loaded=[{"name": "other", "size_vram": 8 * GIB}]) as busy,
+        FakeOllama(models=("m:latest",), loaded=[{"name": "other", "size_vram": 6 * GIB}]) as heavy_but_strong,
+        FakeOllama(models=("m:latest",), loaded=[{"name": "m:latest", "size_vram": 9 * GIB}]) as loaded,
         FakeOllama(models=("x",)) as lacks,
     ):
         hosts = [Host(busy.url, "busy"), Host(heavy_but_strong.url, "strong", 4.0), Host(loaded.url, "loaded")]
@@ -58,7 +60,7 @@ def test_a_host_that_fails_mid_run_gives_the_same_turn_to_another_host_that_has_
         raise ConnectionResetError("host a went away")
 
     with (
-        FakeOllama([final_answer("first turn"), die], loaded=(("qwen2.5-coder", GIB),)) as a,
+        FakeOllama([final_answer("first turn"), die], loaded=[{"name": "qwen2.5-coder", "size_vram": GIB}]) as a,
         FakeOllama([final_answer("second turn, from b")]) as b,
     ):
         views = survey([Host(a.url, "a"), Host(b.url, "b")])
@@ -107,16 +109,18 @@ def test_a_model_no_host_has_fails_the_first_turn_saying_where_to_pull_it() -> N
 
 def test_when_a_host_fails_the_others_are_asked_again_so_one_that_loaded_the_model_since_is_preferred() -> None:
     asked: list[int] = []
+
+    def gone(body: dict[str, Any]) -> dict[str, Any]:
+        raise ConnectionResetError("host a went away")
+
     with (
-        FakeOllama(
-            [lambda body: (_ for _ in ()).throw(ConnectionResetError("gone"))] * 2, loaded=(("qwen2.5-coder", GIB),)
-        ) as a,
+        FakeOllama([gone, gone], loaded=[{"name": "qwen2.5-coder", "size_vram": GIB}]) as a,
         FakeOllama([final_answer("never")]) as b,
         FakeOllama([final_answer("from c, which loaded it since")]) as c,
     ):
         hosts = [Host(a.url, "a"), Host(b.url, "b"), Host(c.url, "c")]
         views = survey(hosts)
-        c.loaded = (("qwen2.5-coder", GIB),)  # c loaded the model after the run began
+        c.loaded = [{"name": "qwen2.5-coder", "size_vram": GIB}]  # c loaded the model after the run began
 
         def again() -> list[Any]:
             asked.append(1)

@@ -288,7 +288,9 @@ def test_with_several_hosts_each_is_checked_and_a_model_on_any_host_that_is_up_i
     config = healthy_config(tmp_path)
     with FakeOllama() as gone:
         dead = gone.url
-    with FakeOllama(models=("qwen2.5-coder:latest",), loaded=(("qwen2.5-coder:latest", 2**31),)) as up:
+    with FakeOllama(
+        models=("qwen2.5-coder:latest",), loaded=[{"name": "qwen2.5-coder:latest", "size_vram": 2**31}]
+    ) as up:
         write(
             config / "router.toml",
             f'[[host]]\nurl = "{up.url}"\nlabel = "gpu1"\n[[host]]\nurl = "{dead}"\nlabel = "gpu2"\n',

@@ -51,7 +51,7 @@ def test_a_run_goes_to_the_host_that_has_its_model_loaded_and_records_it_on_ever
         FakeOllama(
             [tool_call("read_file", {"path": "notes.md"}), final_answer("read it")],
             models=("llama3.2:3b",),
-            loaded=(("llama3.2:3b", 2 * GIB),),
+            loaded=[{"name": "llama3.2:3b", "size_vram": 2 * GIB}],
         ) as b,
         FakeOllama(models=("llama3.2:3b",)) as c,
     ):
@@ -75,7 +75,9 @@ def test_a_host_killed_mid_run_hands_the_same_turn_to_another_and_the_run_finish
         raise ConnectionResetError("host a went away")
 
     with (
-        FakeOllama([tool_call("read_file", {"path": "notes.md"}), die], loaded=(("qwen2.5-coder", GIB),)) as a,
+        FakeOllama(
+            [tool_call("read_file", {"path": "notes.md"}), die], loaded=[{"name": "qwen2.5-coder", "size_vram": GIB}]
+        ) as a,
         FakeOllama([final_answer("The copy needs the NAS mounted.")]) as b,
     ):
         _hosts(tmp_path / "config", ("a", a.url), ("b", b.url))
@@ -107,7 +109,7 @@ def test_with_every_host_down_the_run_ends_model_unavailable_in_one_line(state_d
 def test_a_router_rule_pins_a_run_to_a_host_by_its_label(state_dir: Path, tmp_path: Path) -> None:
     rule = '[[rule]]\nname = "on-c"\nmodel = "qwen2.5-coder"\nhost = "c"\n'
     with (
-        FakeOllama(loaded=(("qwen2.5-coder", GIB),)) as b,
+        FakeOllama(loaded=[{"name": "qwen2.5-coder", "size_vram": GIB}]) as b,
         FakeOllama([final_answer("done on c")]) as c,
     ):
         _hosts(tmp_path / "config", ("b", b.url), ("c", c.url), rules=rule)
