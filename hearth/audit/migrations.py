@@ -386,6 +386,17 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     )
 
 
+def m155_operator_actions(db: sqlite_utils.Database) -> None:
+    """What an operator changed or tried to change from the command center's operator pages
+    (hearth/web/routes/): budgets, missions, alerts' test sends, proposals' decisions. `ok` 0 is a
+    refused change, with the one-line reason in `detail`; `subject` names what it was about."""
+    db.table("operator_actions").create(
+        {"id": int, "at": str, "by": str, "area": str, "action": str, "subject": str, "ok": int, "detail": str},
+        pk="id",
+    )
+    db.table("operator_actions").create_index(["at"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -408,4 +419,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m121_standing_rules,
     m122_alert_actions,
     m130_mcp_pins,
+    m155_operator_actions,
 ]
