@@ -12,6 +12,7 @@ from hearth.web.routes import (
     health,
     knowledge,
     launch,
+    missions,
     operate,
     overview,
     proposals,
@@ -32,4 +33,5 @@ ROUTERS: list[APIRouter] = [
     health.router,
     operate.router,
     budgets.router,
+    missions.router,
 ]
