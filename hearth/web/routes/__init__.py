@@ -17,6 +17,7 @@ from hearth.web.routes import (
     overview,
     proposals,
     report,
+    router_page,
     runs,
 )
 
@@ -34,4 +35,5 @@ ROUTERS: list[APIRouter] = [
     operate.router,
     budgets.router,
     missions.router,
+    router_page.router,
 ]
