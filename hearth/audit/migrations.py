@@ -397,6 +397,16 @@ def m155_operator_actions(db: sqlite_utils.Database) -> None:
     db.table("operator_actions").create_index(["at"])
 
 
+def m156_security_indexes(db: sqlite_utils.Database) -> None:
+    """The security page's reads across runs (hearth/web/routes/security.py): denied calls and
+    credential uses, each a partial index holding only those steps, so it costs nothing per other
+    step and the page reads no full table; connections and tripwires by time."""
+    db.execute("create index if not exists idx_steps_denied on steps(id) where verdict = 'denied'")
+    db.execute("create index if not exists idx_steps_credential on steps(id) where kind = 'credential'")
+    db.table("connections").create_index(["at"], if_not_exists=True)
+    db.table("tripwires").create_index(["at"], if_not_exists=True)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -420,4 +430,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m122_alert_actions,
     m130_mcp_pins,
     m155_operator_actions,
+    m156_security_indexes,
 ]

@@ -19,6 +19,7 @@ from hearth.web.routes import (
     report,
     router_page,
     runs,
+    security,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -36,4 +37,5 @@ ROUTERS: list[APIRouter] = [
     budgets.router,
     missions.router,
     router_page.router,
+    security.router,
 ]
