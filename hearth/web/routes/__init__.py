@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from hearth.web.routes import (
     alert_actions,
+    alerts_page,
     approvals,
     auth,
     budgets,
@@ -38,4 +39,5 @@ ROUTERS: list[APIRouter] = [
     missions.router,
     router_page.router,
     security.router,
+    alerts_page.router,
 ]
