@@ -62,9 +62,13 @@ class FakeOllama:
         chunk_size: int = 7,
         repeat_last: bool = False,
         port: int = 0,
+        tag_details: dict[str, dict[str, Any]] | None = None,
+        loaded: list[dict[str, Any]] | None = None,
     ) -> None:
         self.script: list[Script] = list(script or [])
         self.models = models
+        self.tag_details = tag_details or {}  # more of /api/tags' fields per model (size, details)
+        self.loaded = loaded or []  # what /api/ps answers: the models in memory
         self.tokens = tokens
         self.chunk_size = chunk_size
         self.repeat_last = repeat_last
@@ -112,7 +116,10 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             fake.paths.append(self.path)
             if self.path == "/api/tags":
-                self._send(200, json.dumps({"models": [{"name": m} for m in fake.models]}))
+                tags = [{"name": m, **fake.tag_details.get(m, {})} for m in fake.models]
+                self._send(200, json.dumps({"models": tags}))
+            elif self.path == "/api/ps":
+                self._send(200, json.dumps({"models": fake.loaded}))
             elif self.path == "/api/version":
                 self._send(200, json.dumps({"version": "0.0.0-fake"}))
             else:

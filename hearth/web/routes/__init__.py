@@ -14,6 +14,7 @@ from hearth.web.routes import (
     knowledge,
     launch,
     missions,
+    models,
     operate,
     overview,
     proposals,
@@ -40,4 +41,5 @@ ROUTERS: list[APIRouter] = [
     router_page.router,
     security.router,
     alerts_page.router,
+    models.router,
 ]
