@@ -43,7 +43,8 @@ def models_data(settings: Settings) -> dict[str, Any]:
 
 
 def _model(raw: dict[str, Any]) -> dict[str, Any]:
-    details = raw.get("details") if isinstance(raw.get("details"), dict) else {}
+    found = raw.get("details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
     return {
         "name": raw.get("name"),
         "size": raw.get("size"),
