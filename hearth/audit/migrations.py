@@ -407,6 +407,15 @@ def m156_security_indexes(db: sqlite_utils.Database) -> None:
     db.table("tripwires").create_index(["at"], if_not_exists=True)
 
 
+def m157_proposal_decisions(db: sqlite_utils.Database) -> None:
+    """A person's decision on a self-evolution proposal (hearth/web/routes/decisions.py): accepted
+    (to apply by hand: hearth never applies one) or rejected, by whom, when and why; one per proposal."""
+    db.table("proposal_decisions").create(
+        {"proposal_id": str, "decision": str, "decided_by": str, "decided_at": str, "reason": str},
+        pk="proposal_id",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -431,4 +440,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m130_mcp_pins,
     m155_operator_actions,
     m156_security_indexes,
+    m157_proposal_decisions,
 ]

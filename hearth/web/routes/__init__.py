@@ -10,6 +10,7 @@ from hearth.web.routes import (
     approvals,
     auth,
     budgets,
+    decisions,
     health,
     knowledge,
     launch,
@@ -42,4 +43,5 @@ ROUTERS: list[APIRouter] = [
     security.router,
     alerts_page.router,
     models.router,
+    decisions.router,
 ]
