@@ -416,6 +416,11 @@ def m157_proposal_decisions(db: sqlite_utils.Database) -> None:
     )
 
 
+def m158_runs_by_requester(db: sqlite_utils.Database) -> None:
+    """A mission's last runs (requested_by `mission:NAME`, the missions page) read by index."""
+    db.table("runs").create_index(["requested_by", "started_at"], if_not_exists=True)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -441,4 +446,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m155_operator_actions,
     m156_security_indexes,
     m157_proposal_decisions,
+    m158_runs_by_requester,
 ]

@@ -27,6 +27,7 @@ from hearth.queue.submit import SubmitRefused
 from hearth.run.profiles import profile_names
 from hearth.settings import Settings
 from hearth.web.context import web_of
+from hearth.web.reader import Reader
 from hearth.web.routes.launch import STATUS_OF, field_of
 from hearth.web.routes.operate import recent_actions, record_action, toml_text
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
@@ -34,6 +35,7 @@ from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 router = APIRouter()
 LISTS = ("allowed_tools", "egress", "credentials")
 NUMBERS = ("max_iterations", "max_tokens", "timeout_s")
+LAST_RUNS = 5
 FORM_KEYS = ("name", *leash.KEYS)
 NAME_RULE = "1-40 characters from A-Z a-z 0-9 . _ - (starting with a letter or digit)"
 
@@ -44,11 +46,17 @@ class MissionRefused(Exception):
         self.field, self.reason = field, reason
 
 
-def missions_data(settings: Settings) -> dict[str, Any]:
-    """As `hearth missions --json`, plus where the files are."""
+def missions_data(settings: Settings, reader: Reader) -> dict[str, Any]:
+    """As `hearth missions --json`, plus each mission's last runs and where the files are."""
     _, problems = leash.load_missions(settings)
+    rows = leash.listing(settings, datetime.now())
+    for row in rows:
+        row["runs"] = reader.rows(
+            "select id, status, started_at from runs where requested_by = ? order by started_at desc limit ?",
+            [f"mission:{row['name']}", LAST_RUNS],
+        )
     return {
-        "missions": leash.listing(settings, datetime.now()),
+        "missions": rows,
         "problems": [p.line() for p in problems],
         "directory": str(leash.missions_dir(settings)),
     }
@@ -167,7 +175,7 @@ def _render(request: Request, template: str, code: int = 200, **context: Any) ->
 
 @router.get("/operate/missions", response_class=HTMLResponse, include_in_schema=False)
 async def missions_page(request: Request, done: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
-    data = await run_in_threadpool(missions_data, web_of(request).config.settings)
+    data = await run_in_threadpool(missions_data, web_of(request).config.settings, web_of(request).reader)
     return _render(request, "missions.html", **data, done=done[:200], changes=recent_actions(request, "missions"))
 
 
@@ -225,7 +233,7 @@ async def mission_action(request: Request, name: str, action: str, me: Identity 
 async def api_missions(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
     """As `hearth missions --json`: each mission's schedule, next fire, pause, skips and last run;
     `problems` lists the files that do not load."""
-    return await run_in_threadpool(missions_data, web_of(request).config.settings)
+    return await run_in_threadpool(missions_data, web_of(request).config.settings, web_of(request).reader)
 
 
 @router.post("/api/missions/{name}/{action}", tags=["missions"], dependencies=[Depends(check_csrf)])

@@ -109,3 +109,24 @@ def test_the_budgets_page_saves_from_the_form_and_shows_a_refusal_beside_the_fie
     viewer.goto(guarded.url + "/operate/budgets")
     assert viewer.locator("#save-budgets").count() == 0 and viewer.is_disabled("input[name=daily]")
     assert "read-only" in viewer.inner_text("main")
+
+
+def test_the_operator_forms_refuse_a_post_without_the_csrf_token_and_change_nothing(
+    center: Center, state_dir: Path
+) -> None:
+    config = Path(center.config.settings.config_dir)
+    (config / "missions").mkdir(parents=True)
+    (config / "missions" / "nightly.toml").write_text('schedule = "daily"\ngoal = "x"\n')
+    client = center.client()
+    for path, data in (
+        ("/operate/budgets", {"daily": "5"}),
+        ("/operate/missions/nightly/pause", {}),
+        ("/operate/missions/new", {"name": "other", "schedule": "daily", "goal": "y"}),
+        ("/operate/alerts/test", {}),
+    ):
+        refused = client.post(path, data=data)
+        assert refused.status_code == 403 and "CSRF" in refused.text, path
+    assert not (config / "budget.toml").exists() and not (config / "missions" / "other.toml").exists()
+    assert not (state_dir / "missions" / "nightly.paused.json").exists()
+    assert client.post_form("/operate/budgets", {"daily": "5"}).status_code == 303
+    assert (config / "budget.toml").read_text() == "daily = 5\n"

@@ -39,6 +39,7 @@ def test_the_list_gives_the_next_fire_and_the_last_run_of_each_mission(guarded: 
     assert mission["name"] == "nightly" and mission["schedule"] == "*-*-* 06:00:00"
     assert mission["next"].endswith("T06:00:00") and mission["fired_by"] == "hearth watch"
     assert (mission["last_run"], mission["last_status"]) == ("nightly-1", "done")
+    assert [(r["id"], r["status"]) for r in mission["runs"]] == [("nightly-1", "done")]
     assert answer["problems"] == []
 
 
