@@ -26,6 +26,20 @@ def test_healthz_answers_ok_to_anyone_and_tells_nothing(guarded: Center) -> None
     assert guarded.client().get("/api/budgets").status_code == 401
     schema = guarded.client(Authorization=f"Bearer {VIEWER}").get("/api/openapi.json").json()
     assert "/healthz" in schema["paths"] and {"get", "put"} <= set(schema["paths"]["/api/budgets"])
+    twins = {
+        "/api/missions": "get",
+        "/api/missions/{name}/{action}": "post",
+        "/api/missions/{name}": "put",
+        "/api/router": "get",
+        "/api/router/try": "get",
+        "/api/security": "get",
+        "/api/alerts": "get",
+        "/api/alerts/test": "post",
+        "/api/models": "get",
+        "/api/proposals/{proposal_id}": "get",
+        "/api/proposals/{proposal_id}/decision": "post",
+    }
+    assert {path: method for path, method in twins.items() if method not in schema["paths"].get(path, {})} == {}
 
 
 def test_the_budget_shows_todays_spend_per_profile_against_the_limits(guarded: Center, state_dir: Path) -> None:
