@@ -326,3 +326,27 @@ def probe(host: str | None, *, timeout_s: float = 1.5) -> list[str] | None:
     if not isinstance(models, list):
         return None
     return [str(m.get("name")) for m in models if isinstance(m, dict) and m.get("name")]
+
+
+def server_models(host: str | None, *, timeout_s: float = 2.0) -> dict[str, list[dict[str, Any]]]:
+    """What the server holds: `pulled` (/api/tags) and `loaded` (/api/ps, with their memory), each
+    a list of Ollama's own objects; ModelUnavailable, one line with the URL, when it does not answer."""
+    base = normalize_host(host)
+    verify: ssl.SSLContext | bool = _tls() if base.startswith("https://") else False
+    found: dict[str, list[dict[str, Any]]] = {}
+    for key, path in (("pulled", "/api/tags"), ("loaded", "/api/ps")):
+        try:
+            response = httpx.get(f"{base}{path}", timeout=timeout_s, verify=verify)
+            models = response.json().get("models") if response.status_code == 200 else None
+        except (httpx.HTTPError, OSError) as exc:
+            raise ModelUnavailable(
+                f"cannot reach Ollama at {base}: {_cause(exc)}; is ollama.service running?"
+            ) from None
+        except (ValueError, AttributeError):
+            models = None
+        if not isinstance(models, list):
+            raise ModelUnavailable(
+                f"Ollama at {base} answered {path} with {response.status_code}, not a list of models"
+            )
+        found[key] = [m for m in models if isinstance(m, dict)]
+    return found

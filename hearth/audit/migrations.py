@@ -386,6 +386,39 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     )
 
 
+def m155_operator_actions(db: sqlite_utils.Database) -> None:
+    """What an operator changed or tried to change from the command center's operator pages
+    (hearth/web/routes/): budgets, missions, alerts' test sends, proposals' decisions. `ok` 0 is a
+    refused change, with the one-line reason in `detail`; `subject` names what it was about."""
+    db.table("operator_actions").create(
+        {"id": int, "at": str, "by": str, "area": str, "action": str, "subject": str, "ok": int, "detail": str},
+        pk="id",
+    )
+    db.table("operator_actions").create_index(["at"])
+
+
+def m156_security_indexes(db: sqlite_utils.Database) -> None:
+    """The security page's reads across runs (hearth/web/routes/security.py): denied calls and
+    credential uses, each a partial index holding only those steps, so it costs nothing per other
+    step and the page reads no full table; connections and tripwires by time."""
+    db.execute("create index if not exists idx_steps_denied on steps(id) where verdict = 'denied'")
+    db.execute("create index if not exists idx_steps_credential on steps(id) where kind = 'credential'")
+    db.table("connections").create_index(["at"], if_not_exists=True)
+    db.table("tripwires").create_index(["at"], if_not_exists=True)
+
+
+def m157_proposal_decisions(db: sqlite_utils.Database) -> None:
+    """A person's decision on a self-evolution proposal (hearth/web/routes/decisions.py): accepted
+    (to apply by hand: hearth never applies one) or rejected, by whom, when and why; one per proposal."""
+    db.table("proposal_decisions").create(
+        {"proposal_id": str, "decision": str, "decided_by": str, "decided_at": str, "reason": str},
+        pk="proposal_id",
+    )
+
+
+def m158_runs_by_requester(db: sqlite_utils.Database) -> None:
+    """A mission's last runs (requested_by `mission:NAME`, the missions page) read by index."""
+    db.table("runs").create_index(["requested_by", "started_at"], if_not_exists=True)
 def m190_run_model_host(db: sqlite_utils.Database) -> None:
     """The Ollama hosts that answered a run's turns, in the order it first used them (`gpu1,gpu2`
     after a switch), when it had several to choose from (hearth/run/hosts.py); each turn's host is
@@ -415,5 +448,9 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m121_standing_rules,
     m122_alert_actions,
     m130_mcp_pins,
+    m155_operator_actions,
+    m156_security_indexes,
+    m157_proposal_decisions,
+    m158_runs_by_requester,
     m190_run_model_host,
 ]

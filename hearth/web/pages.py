@@ -26,6 +26,7 @@ NAV = (
     ("/report", "Report"),
     ("/knowledge", "Knowledge"),
     ("/proposals", "Proposals"),
+    ("/operate", "Operate"),  # budgets, missions, router, security, alerts, model server
 )
 
 

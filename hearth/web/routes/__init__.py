@@ -4,7 +4,26 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from hearth.web.routes import alert_actions, approvals, auth, knowledge, launch, overview, proposals, report, runs
+from hearth.web.routes import (
+    alert_actions,
+    alerts_page,
+    approvals,
+    auth,
+    budgets,
+    decisions,
+    health,
+    knowledge,
+    launch,
+    missions,
+    models,
+    operate,
+    overview,
+    proposals,
+    report,
+    router_page,
+    runs,
+    security,
+)
 
 ROUTERS: list[APIRouter] = [
     auth.router,
@@ -16,4 +35,13 @@ ROUTERS: list[APIRouter] = [
     knowledge.router,
     proposals.router,
     alert_actions.router,
+    health.router,
+    operate.router,
+    budgets.router,
+    missions.router,
+    router_page.router,
+    security.router,
+    alerts_page.router,
+    models.router,
+    decisions.router,
 ]

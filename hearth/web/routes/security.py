@@ -1,0 +1,115 @@
+"""Security: what the walls did, across runs or for one run, read from the audit.
+
+    connections    every connection a command made through its run's proxy: host, allowed, why
+    hosts          the same, counted per host and port (allowed and refused)
+    tripwires      a decoy secret touched: which, how, by which tool, and what the run did
+    denials        tool calls the policy, a person or a rule denied (steps with verdict `denied`)
+    credentials    each credential a tool used or was refused, and for which host
+
+Read-only, for viewers too; each list is the newest first and capped (LIMIT), and reads go
+through indexes (m156's partial ones for denials and credential uses), never a full table.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse
+
+from hearth.web.context import web_of
+from hearth.web.reader import Reader
+from hearth.web.security import Identity, viewer
+
+router = APIRouter()
+LIMIT = 200
+
+
+def _where(run: str, column: str = "run_id") -> tuple[str, list[Any]]:
+    return (f" and {column} = ?", [run]) if run else ("", [])
+
+
+def security_data(reader: Reader, run: str = "", denied_only: bool = False) -> dict[str, Any]:
+    """The five lists, for one run when `run` is given; `denied_only` keeps refused connections."""
+    clause, params = _where(run)
+    refused = " and allowed = 0" if denied_only else ""
+    connections = reader.rows(
+        f"select id, run_id, at, host, port, method, allowed, reason, bytes_up, bytes_down from connections"
+        f" where 1 = 1{clause}{refused} order by id desc limit ?",
+        [*params, LIMIT],
+    )
+    hosts = reader.rows(
+        "select host, port, count(*) as connections, sum(allowed) as allowed, count(*) - sum(allowed) as refused,"
+        f" count(distinct run_id) as runs, max(at) as last_at from connections where 1 = 1{clause}"
+        " group by host, port order by refused desc, connections desc limit ?",
+        [*params, LIMIT],
+    )
+    tripwires = reader.rows(
+        f"select id, run_id, at, decoy, how, tool, action from tripwires where 1 = 1{clause} order by id desc limit ?",
+        [*params, LIMIT],
+    )
+    denials = reader.rows(
+        "select id, run_id, seq, at, tool, arguments, detail, output from steps"
+        f" where verdict = 'denied'{clause} order by id desc limit ?",
+        [*params, LIMIT],
+    )
+    credentials = [
+        _credential(row)
+        for row in reader.rows(
+            "select id, run_id, seq, at, tool, verdict, detail from steps"
+            f" where kind = 'credential'{clause} order by id desc limit ?",
+            [*params, LIMIT],
+        )
+    ]
+    for row in connections:
+        row["allowed"] = bool(row["allowed"])
+    return {
+        "run": run,
+        "denied_only": denied_only,
+        "connections": connections,
+        "hosts": hosts,
+        "tripwires": tripwires,
+        "denials": [_denial(row) for row in denials],
+        "credentials": credentials,
+    }
+
+
+def _decoded(text: Any) -> dict[str, Any]:
+    try:
+        found = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _credential(row: dict[str, Any]) -> dict[str, Any]:
+    """A credential step's JSON detail as columns: name, host, verdict, reason (never a value:
+    the recorder redacts, and a credential step holds none)."""
+    detail = _decoded(row.pop("detail"))
+    return {**row, "name": detail.get("name"), "host": detail.get("host"), "reason": detail.get("reason") or ""}
+
+
+def _denial(row: dict[str, Any]) -> dict[str, Any]:
+    reason = _decoded(row["detail"]).get("reason") or row["detail"] or row["output"] or ""
+    return {**row, "reason": str(reason)[:500], "output": (row["output"] or "")[:500]}
+
+
+@router.get("/operate/security", response_class=HTMLResponse, include_in_schema=False)
+async def security_page(
+    request: Request, run: str = "", denied: bool = False, me: Identity = Depends(viewer)
+) -> HTMLResponse:
+    web = web_of(request)
+    data = await run_in_threadpool(security_data, web.reader, run[:128].strip(), denied)
+    return web.pages.render(request, "security.html", **data)
+
+
+@router.get("/api/security", tags=["security"])
+async def api_security(
+    request: Request, run: str = "", denied: bool = False, me: Identity = Depends(viewer)
+) -> dict[str, Any]:
+    """Connections (host, allowed, reason), per host and port, tripwires tripped, denied calls and
+    credential uses; newest first, at most 200 each; `run` narrows to one run, `denied` to refused
+    connections."""
+    return await run_in_threadpool(security_data, web_of(request).reader, run[:128].strip(), denied)
