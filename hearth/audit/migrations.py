@@ -419,6 +419,8 @@ def m157_proposal_decisions(db: sqlite_utils.Database) -> None:
 def m158_runs_by_requester(db: sqlite_utils.Database) -> None:
     """A mission's last runs (requested_by `mission:NAME`, the missions page) read by index."""
     db.table("runs").create_index(["requested_by", "started_at"], if_not_exists=True)
+
+
 def m190_run_model_host(db: sqlite_utils.Database) -> None:
     """The Ollama hosts that answered a run's turns, in the order it first used them (`gpu1,gpu2`
     after a switch), when it had several to choose from (hearth/run/hosts.py); each turn's host is
