@@ -80,3 +80,32 @@ def test_the_model_server_page_up_and_down(
         page = signed_in(down, browser, VIEWER)
         looked_at(browser, page, down.url + "/operate/models", "models-down")
         assert "connection refused" in page.inner_text("#ollama-down") and page.locator("#pulled").count() == 0
+
+
+def test_with_several_hosts_each_shows_its_models_and_a_dead_one_says_why(
+    state_dir: Path, tmp_path: Path, fake: FakeOllama, browser: Browser
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    with FakeOllama(models=("llama3.2:3b",)) as second:
+        (tmp_path / "config").mkdir(exist_ok=True)
+        (tmp_path / "config" / "router.toml").write_text(
+            f'[[host]]\nurl = "{fake.url}"\nlabel = "gpu1"\n[[host]]\nurl = "{second.url}"\nlabel = "gpu2"\n'
+            f'[[host]]\nurl = "{dead}"\nlabel = "gpu3"\n'
+        )
+        with Center(Settings.from_env(), tokens=TOKENS) as center:
+            answer = center.client(Authorization=f"Bearer {VIEWER}").get("/api/models").json()
+            page = signed_in(center, browser, VIEWER)
+            looked_at(browser, page, center.url + "/operate/models", "models-hosts")
+            for width in (390,):
+                page.set_viewport_size({"width": width, "height": 844})
+                looked_at(browser, page, center.url + "/operate/models", f"models-hosts-{width}")
+            text = page.inner_text("main")
+    gpu1, gpu2, gpu3 = answer["hosts"]
+    assert (gpu1["label"], gpu1["up"], [m["name"] for m in gpu1["loaded"]]) == ("gpu1", True, ["qwen2.5-coder:7b"])
+    assert (gpu2["label"], gpu2["up"], [m["name"] for m in gpu2["pulled"]]) == ("gpu2", True, ["llama3.2:3b"])
+    assert (
+        gpu3["up"] is False
+        and gpu3["problem"] == f"cannot reach Ollama at {dead}: connection refused; is ollama.service running?"
+    )
+    assert answer["up"] is True and answer["host"] == fake.url  # the first host's, as with one
+    assert "Host gpu1" in text and "Pulled on gpu2" in text and "Host gpu3" in text and "connection refused" in text
