@@ -87,6 +87,9 @@ class Semantic:
         return self.reason is None
 
     def close(self) -> None:
+        closing = getattr(self.embedder, "close", None)  # the store owns its embedder's connections
+        if closing is not None:
+            closing()
         if self._vec is not None:
             self._vec.close()
             self._vec = None

@@ -357,4 +357,6 @@ def run_store(services: RunServices) -> KnowledgeStore | None:
     store = services.knowledge
     if store is not None and not isinstance(store, KnowledgeStore):
         raise TypeError(f"a run's knowledge must be a KnowledgeStore, not {type(store).__name__}")
+    if store is not None and services.on_lexical is not None:
+        store.semantic.on_lexical = services.on_lexical  # set after a store handed in was opened
     return store

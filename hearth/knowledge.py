@@ -1,0 +1,54 @@
+"""The knowledge base as the appliance opens it: with the embedder and fusion weights its settings name.
+
+One place for the CLI, the command center, `hearth watch` and every run, so they all search the
+same way (hybrid when HEARTH_EMBED_MODEL names a model Ollama has, by text otherwise) and embed
+with the same model. `embed_backlog` is the background half of "nothing is lost": chunks stored
+while the embedder was down get their vectors when it is back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.knowledge.embedding import Embedder
+    from agent.knowledge.semantic import Fusion
+    from agent.knowledge.store import KnowledgeStore
+
+
+def embedder_for(settings: Settings) -> Embedder | None:
+    """The Ollama embedder, or None when semantic recall is off (HEARTH_EMBED_MODEL=off)."""
+    if not settings.embed_model:
+        return None
+    from agent.model.embeddings import OllamaEmbedder
+
+    return OllamaEmbedder(settings.ollama_host)
+
+
+def fusion_for(settings: Settings) -> Fusion:
+    from agent.knowledge.semantic import Fusion
+
+    return Fusion(text_weight=settings.recall_text_weight, meaning_weight=settings.recall_meaning_weight)
+
+
+def open_knowledge(settings: Settings, on_lexical: Callable[[str], None] | None = None) -> KnowledgeStore:
+    from agent.knowledge.store import KnowledgeStore
+
+    return KnowledgeStore(
+        settings.knowledge_path,
+        embedder=embedder_for(settings),
+        embed_model=settings.embed_model,
+        fusion=fusion_for(settings),
+        on_lexical=on_lexical,
+    )
+
+
+def embed_backlog(settings: Settings, budget_s: float = 10.0) -> int:
+    """Embed what was stored without vectors, for at most budget_s (a pass of `hearth watch`, `serve`)."""
+    if not settings.embed_model or not settings.knowledge_path.exists():
+        return 0
+    with open_knowledge(settings) as store:
+        return store.embed_pending(budget_s)
