@@ -8,6 +8,8 @@ while the embedder was down get their vectors when it is back.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -46,9 +48,41 @@ def open_knowledge(settings: Settings, on_lexical: Callable[[str], None] | None 
     )
 
 
+BACKLOG_EVERY_S = 60.0  # how often `hearth watch` and `serve` look for rows without vectors
+log = logging.getLogger(__name__)
+
+
 def embed_backlog(settings: Settings, budget_s: float = 10.0) -> int:
     """Embed what was stored without vectors, for at most budget_s (a pass of `hearth watch`, `serve`)."""
     if not settings.embed_model or not settings.knowledge_path.exists():
         return 0
     with open_knowledge(settings) as store:
         return store.embed_pending(budget_s)
+
+
+class Backlog:
+    """A daemon thread embedding the backlog now and every `every_s`; `stop` ends it."""
+
+    def __init__(self, settings: Settings, every_s: float = BACKLOG_EVERY_S) -> None:
+        self.settings, self.every_s = settings, every_s
+        self.passes = 0  # passes made, for a test to wait on
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="hearth-embed-backlog", daemon=True)
+
+    def start(self) -> Backlog:
+        if self.settings.embed_model:
+            self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                embed_backlog(self.settings)
+            except Exception as exc:  # a pass that failed is tried again next time; the watch goes on
+                log.warning("embedding the knowledge backlog failed: %s", exc)
+            self.passes += 1
+            if self._stop.wait(self.every_s):
+                return
