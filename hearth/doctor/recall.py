@@ -15,7 +15,7 @@ from hearth.doctor.finding import Finding
 from hearth.doctor.host import has_model
 from hearth.settings import Settings
 
-HOW = "ollama pull {m}, or on NixOS: services.hearth.embedModel (the module pulls it)"
+HOW = "ollama pull {m}, or on NixOS: services.hearth.settings.embedModel (the module pulls it)"
 
 
 def check_recall(settings: Settings, probe: Callable[[str], list[str] | None]) -> list[Finding]:

@@ -23,7 +23,7 @@ def test_recall_off_says_how_to_turn_it_on(state_dir: Path) -> None:
         (
             "info",
             "semantic recall is off (HEARTH_EMBED_MODEL=off); to turn it on: ollama pull nomic-embed-text, "
-            "or on NixOS: services.hearth.embedModel (the module pulls it)",
+            "or on NixOS: services.hearth.settings.embedModel (the module pulls it)",
         )
     ]
 
