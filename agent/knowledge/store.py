@@ -267,7 +267,7 @@ class KnowledgeStore(SqliteFile):
         ranked = {
             cid: (score, way)
             for cid, score, way in fuse(
-                text, self.semantic.neighbours("chunks", query, scopes, depth), self.semantic.fusion
+                text, self.semantic.neighbours("chunks", query, scopes, _near(k)), self.semantic.fusion
             )[:k]
         }
         if not ranked:
@@ -313,7 +313,7 @@ class KnowledgeStore(SqliteFile):
             f"where lessons_fts match ?{where} order by score limit ?"
         )
         text = [r[0] for r in self.conn.execute(sql, [match, *params, depth]).fetchall()] if match else []
-        meaning = self.semantic.neighbours("lessons", query, scopes, depth)
+        meaning = self.semantic.neighbours("lessons", query, scopes, _near(k))
         ranked = {i: (score, way) for i, score, way in fuse(text, meaning, self.semantic.fusion)[:k]}
         if not ranked:
             return []
@@ -334,6 +334,12 @@ class KnowledgeStore(SqliteFile):
         with self.writing():
             cursor = self.conn.execute(f"delete from lessons where id = ?{where}", [lesson_id, *params])
         return cursor.rowcount > 0
+
+
+def _near(k: int) -> int:
+    """How many vector neighbours a search of k fuses: fewer than its text candidates, because
+    sqlite-vec's top-k scan grows faster than k (64 candidates cost a quarter of 128's)."""
+    return max(2 * k, 10)
 
 
 def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[str]]:

@@ -31,7 +31,7 @@ from agent.sqlite_store import BUSY_TIMEOUT_S
 
 KINDS = ("chunks", "lessons")
 COARSE = 4  # candidates from the bit index per neighbour wanted (then ranked exactly)
-MIN_COARSE = 48
+MIN_COARSE = 40
 
 
 class VecUnavailable(Exception):
