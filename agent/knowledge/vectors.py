@@ -64,7 +64,7 @@ def open_vec(path: Path) -> Any:
 def _drivers() -> list[Any]:
     drivers: list[Any] = [sqlite3] if hasattr(sqlite3.Connection, "enable_load_extension") else []
     try:
-        import pysqlite3.dbapi2 as alternative  # type: ignore[import-not-found]
+        import pysqlite3.dbapi2 as alternative  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         drivers.append(alternative)
     except ImportError:
