@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agent.errors import AgentError
 from agent.sqlite_store import BUSY_TIMEOUT_S
 
 KINDS = ("chunks", "lessons")
@@ -34,7 +35,7 @@ COARSE = 4  # candidates from the bit index per neighbour wanted (then ranked ex
 MIN_COARSE = 40
 
 
-class VecUnavailable(Exception):
+class VecUnavailable(AgentError):
     """sqlite-vec cannot be loaded here; str() says why and what to do."""
 
 
