@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -43,3 +44,17 @@ def test_the_knowledge_page_says_why_it_searched_by_text_only(state_dir: Path) -
         page = httpx.get(center.url + "/knowledge", params={"q": "nightly copy"}).text
     assert "Found by text only: cannot reach http://127.0.0.1:9/api/embed: connection refused" in page
     assert 'found by <span class="way">text</span>' in page
+
+
+@needs_vec
+def test_the_ways_read_well_at_both_widths_and_pass_axe(state_dir: Path, browser: Any) -> None:
+    with FakeOllama(embedders={"nomic-embed-text": concept_vectors(CONCEPTS)}) as fake:
+        settings = replace(Settings.from_env(), ollama_host=fake.url)
+        seed(settings)
+        with Center(settings) as center:
+            for width, height in ((1280, 900), (390, 844)):
+                page = browser.page(width, height)
+                page.goto(center.url + "/knowledge?q=nightly+copy")
+                assert "found by meaning" in page.inner_text(".hits")
+                browser.shot(page, f"knowledge-ways-{width}")
+                assert browser.axe(page) == []
