@@ -57,7 +57,10 @@ def embed_backlog(settings: Settings, budget_s: float = 10.0) -> int:
     if not settings.embed_model or not settings.knowledge_path.exists():
         return 0
     with open_knowledge(settings) as store:
-        return store.embed_pending(budget_s)
+        done = store.embed_pending(budget_s)
+        if store.semantic.enabled:
+            store.semantic.sweep()  # vectors of removed or rewritten chunks, which search skips anyway
+        return done
 
 
 class Backlog:

@@ -232,6 +232,21 @@ class Semantic:
             raise
         self._queries.clear()
 
+    def sweep(self) -> int:
+        """Drop the active set's vectors whose row is gone or rewritten; how many went."""
+        active = self.active() if self.enabled else None
+        if active is None:
+            return 0
+        vec = self.vec()
+        vec.execute("BEGIN IMMEDIATE")
+        try:
+            dropped = sum(vectors.sweep(vec, active.key, kind) for kind in vectors.KINDS)
+            vec.execute("COMMIT")
+        except BaseException:
+            vec.execute("ROLLBACK")
+            raise
+        return dropped
+
     def counts(self, target: ActiveSet) -> tuple[int, int]:
         """(rows with a current vector, rows in all) of one set."""
         vec = self.vec()

@@ -227,8 +227,7 @@ def kb_embed(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("semantic recall is off (HEARTH_EMBED_MODEL=off); set it to an Ollama embedding model")
     with open_store(settings) as store:
         try:
-            active = store.semantic.active()
-            swept = sum(vectors.sweep(store.semantic.vec(), active.key, k) for k in vectors.KINDS) if active else 0
+            swept = store.semantic.sweep()
             done = store.semantic.fill(None, budget_s=24 * 3600.0)
             active = store.semantic.active()
             have, total = store.semantic.counts(active) if active else (0, 0)

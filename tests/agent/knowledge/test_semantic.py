@@ -198,3 +198,19 @@ def test_reembedding_to_another_dimension_keeps_search_working_throughout(tmp_pa
 def test_reembed_without_an_embedder_says_how_to_turn_it_on(tmp_path: Path) -> None:
     with KnowledgeStore(tmp_path / "k.db") as store, pytest.raises(EmbedFailed, match="HEARTH_EMBED_MODEL"):
         store.semantic.reembed("embed-b")
+
+
+@needs_vec
+def test_a_rewritten_chunk_is_not_found_by_its_old_meaning_and_its_vector_is_swept(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    with (
+        open_store(tmp_path / "k.db", f"http://127.0.0.1:{free_port()}") as away,
+        open_store(tmp_path / "k.db", fake) as store,
+    ):
+        store.add("The backup job needs the NAS mounted first.", title="Backups", source="b")
+        away.add("Bread needs flour and water.", title="Backups", source="b")  # rewritten, no new vector
+        hits = store.search("why does the nightly copy fail")
+        assert store.semantic.sweep() == 1
+        assert store.embed_pending() == 1
+    assert hits == []  # the old vector no longer matches its row's hash
