@@ -12,6 +12,8 @@ AgentError                  anything the engine raises because something failed
 ├── SandboxUnavailable      the asked sandbox kind cannot be set up on this host (agent/safety/sandbox.py)
 ├── PathRefused             a path the workspace will not touch (agent/safety/workspace.py)
 ├── GitFailed               a git command failed (agent/safety/selfconfig.py)
+├── EmbedFailed             the embedder is missing, down, slow or answered unusable vectors (agent/knowledge/embedding.py)
+├── VecUnavailable          sqlite-vec cannot be loaded by any sqlite3 here (agent/knowledge/vectors.py)
 ├── McpFailed               an MCP server did not start, hung, crashed or answered garbage (agent/tools/mcp/client.py)
 └── ToolFailed              a tool's function failed; the gate makes it the result (agent/tools/registry.py)
 

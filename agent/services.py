@@ -50,6 +50,13 @@ class RunServices:
     run_id: str = ""
     knowledge: Closable | None = None
     knowledge_path: Path | None = None  # opened there on first use when `knowledge` is not given
+    # semantic recall (agent/knowledge/semantic.py): an Embedder and its model (None: by text only),
+    # the fusion weights (an agent.knowledge.semantic.Fusion; None: its defaults), and who hears,
+    # once, why search went lexical (the appliance records it as the run's `recall` step)
+    embedder: Any = None
+    embed_model: str = "nomic-embed-text"
+    recall_fusion: Any = None
+    on_lexical: Callable[[str], None] | None = None
     net: object | None = None  # a NetGuard, read through agent.net.guard.run_guard; None: the default guard
     credentials: Callable[[str, str], str] | None = None  # (name, host) -> value, or CredentialRefused
     redact: Callable[[str], str] = no_redaction  # applied to every tool result by call_tool

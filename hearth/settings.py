@@ -42,6 +42,12 @@ class Settings:
     unit_state_dirs: tuple[str, ...] = ()
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
+    # semantic recall (agent/knowledge/semantic.py): the Ollama embedding model (HEARTH_EMBED_MODEL;
+    # "off": by text only), and how much each way counts in the fusion (HEARTH_RECALL_TEXT_WEIGHT,
+    # HEARTH_RECALL_MEANING_WEIGHT)
+    embed_model: str = "nomic-embed-text"
+    recall_text_weight: float = 1.0
+    recall_meaning_weight: float = 1.0
     # how long an approval waits for a person before it is a deny (HEARTH_APPROVAL_WAIT, e.g. 12h):
     # a queued run that waits holds nothing (it suspends after `suspend_after_s`), so the wait is long
     approval_wait_s: float = DEFAULT_APPROVAL_WAIT_S
@@ -81,6 +87,9 @@ class Settings:
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
+            embed_model=_embed_model(env),
+            recall_text_weight=_weight(env, "HEARTH_RECALL_TEXT_WEIGHT"),
+            recall_meaning_weight=_weight(env, "HEARTH_RECALL_MEANING_WEIGHT"),
             approval_wait_s=_approval_wait(env),
             suspend_after_s=_number(env, "HEARTH_SUSPEND_AFTER_S", 10.0),
             auto_commands=_heads(env),
@@ -206,6 +215,24 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
     if value < 0:
         raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _embed_model(env: Mapping[str, str]) -> str:
+    """HEARTH_EMBED_MODEL: an Ollama model name; `off` (or `none`) searches by text only."""
+    raw = env.get("HEARTH_EMBED_MODEL")
+    name = "nomic-embed-text" if raw is None else raw.strip()
+    return "" if name.lower() in ("", "off", "none") else name
+
+
+def _weight(env: Mapping[str, str], name: str) -> float:
+    raw = env.get(name)
+    try:
+        value = 1.0 if not raw else float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:
+        raise ConfigError(f"{name} must be a number from 0 to 100 (1 is the default), got {raw!r}")
     return value
 
 

@@ -320,10 +320,13 @@ let
     approvalWait = "HEARTH_APPROVAL_WAIT";
     autoApprovedCommands = "HEARTH_AUTO_COMMANDS";
     recallChars = "HEARTH_RECALL_CHARS";
+    embedModel = "HEARTH_EMBED_MODEL";
     netPrivateHosts = "HEARTH_NET_PRIVATE_HOSTS";
     ollamaTimeoutSec = "HEARTH_OLLAMA_TIMEOUT_S";
     logLevel = "HEARTH_LOG_LEVEL";
   };
+  # semantic recall's model, pulled beside the run models when this module runs Ollama
+  embedModel = if cfg.settings.embedModel == null then "nomic-embed-text" else cfg.settings.embedModel;
   knobValue = v: if builtins.isList v then lib.concatStringsSep "," v else toString v;
   settingsEnv = lib.concatMapAttrs (name: var:
     if cfg.settings.${name} == null || cfg.settings.${name} == [ ] then { } else { ${var} = knobValue cfg.settings.${name}; }) knobs;
@@ -382,6 +385,12 @@ in
         default = null;
         example = 4000;
         description = "Knowledge and memory recalled into a run's first message, in characters; 0 turns it off (HEARTH_RECALL_CHARS; null: 2000).";
+      };
+      embedModel = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "mxbai-embed-large";
+        description = "The Ollama embedding model of semantic recall, pulled with `ollama.models` when `ollama.enable` is set; \"off\" searches by text only (HEARTH_EMBED_MODEL; null: nomic-embed-text). After a change: hearth kb reembed. The fusion weights are HEARTH_RECALL_TEXT_WEIGHT and HEARTH_RECALL_MEANING_WEIGHT in `environment`.";
       };
       netPrivateHosts = mkOption {
         type = types.listOf types.str;
@@ -808,7 +817,7 @@ in
     })
     (mkIf cfg.ollama.enable {
       services.ollama.enable = true;
-      services.ollama.loadModels = cfg.ollama.models;
+      services.ollama.loadModels = cfg.ollama.models ++ lib.optional (embedModel != "off") embedModel;
     })
   ]);
 

@@ -55,9 +55,13 @@ py.buildPythonApplication {
   nativeBuildInputs = [ installShellFiles ];
   dependencies = [ py.httpx py.pydantic py.watchdog py.sqlite-utils py.trafilatura py.lxml-html-clean py.regex ddgs ]
     # the command center (hearth serve)
-    ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ];
+    ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ]
+    # semantic recall's vector search (agent/knowledge/vectors.py), nixpkgs' wheel of sqlite-vec;
+    # a nixpkgs without it still builds hearth, whose search is then by text only (hearth doctor says so)
+    ++ lib.optional (py ? sqlite-vec) py.sqlite-vec;
+  pythonRemoveDeps = lib.optional (!(py ? sqlite-vec)) "sqlite-vec";
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
-  pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" ];
+  pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" "sqlite-vec" ];
 
   nativeCheckInputs = [ py.pytestCheckHook bubblewrap git openssl ]; # openssl: the TLS tests make a certificate
   preCheck = ''

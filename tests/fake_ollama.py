@@ -11,11 +11,19 @@ assert on exactly what was sent. Script items:
 - a callable taking the request body and returning either of the above.
 
 When the script runs out it answers HTTP 500 "script exhausted", so an overrun is loud.
+
+`/api/embed` answers from `embedders`: model name -> a function of one text giving its vector (a
+test owns its table, e.g. `concept_vectors`, where a paraphrase set shares directions) or a `Raw`
+reply (garbage, an error, a slow answer). A model it does not have is a 404, as Ollama answers;
+every embed body is recorded in `embeds`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +48,38 @@ class Held:
 
 
 Script = dict[str, Any] | Raw | Held | Callable[[dict[str, Any]], "dict[str, Any] | Raw | Held"]
+Embedder = Callable[[str], list[float]] | Raw
+
+
+def hashed_direction(seed: str, dim: int) -> list[float]:
+    """A unit vector fixed by seed; two different seeds give nearly orthogonal ones in high dims."""
+    out: list[float] = []
+    block = 0
+    while len(out) < dim:
+        digest = hashlib.blake2b(f"{seed}\0{block}".encode(), digest_size=64).digest()
+        out.extend((b - 127.5) / 127.5 for b in digest)
+        block += 1
+    norm = math.sqrt(sum(x * x for x in out[:dim])) or 1.0
+    return [x / norm for x in out[:dim]]
+
+
+def concept_vectors(concepts: dict[str, tuple[str, ...]], dim: int = 768) -> Callable[[str], list[float]]:
+    """text -> vector: the sum of the directions of the concepts whose phrases the text contains,
+    plus a small direction of its own, normalised. Texts sharing a concept point the same way;
+    a text of no concept points nowhere in particular (nearly orthogonal to everything)."""
+    directions = {name: hashed_direction(name, dim) for name in concepts}
+
+    def vector(text: str) -> list[float]:
+        lowered = text.lower()
+        own = hashed_direction(text, dim)
+        total = [0.15 * x for x in own]
+        for name, phrases in concepts.items():
+            if any(p.lower() in lowered for p in phrases):
+                total = [t + d for t, d in zip(total, directions[name])]
+        norm = math.sqrt(sum(x * x for x in total)) or 1.0
+        return [x / norm for x in total]
+
+    return vector
 
 
 def final_answer(text: str) -> dict[str, Any]:
@@ -64,6 +104,7 @@ class FakeOllama:
         port: int = 0,
         tag_details: dict[str, dict[str, Any]] | None = None,
         loaded: list[dict[str, Any]] | None = None,
+        embedders: dict[str, Embedder] | None = None,
     ) -> None:
         self.script: list[Script] = list(script or [])
         self.models = models
@@ -73,6 +114,8 @@ class FakeOllama:
         self.chunk_size = chunk_size
         self.repeat_last = repeat_last
         self.requests: list[dict[str, Any]] = []
+        self.embedders: dict[str, Embedder] = dict(embedders or {})
+        self.embeds: list[dict[str, Any]] = []  # every /api/embed body, in order
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -116,7 +159,8 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             fake.paths.append(self.path)
             if self.path == "/api/tags":
-                tags = [{"name": m, **fake.tag_details.get(m, {})} for m in fake.models]
+                names = [*fake.models, *fake.embedders]
+                tags = [{"name": m, **fake.tag_details.get(m, {})} for m in names]
                 self._send(200, json.dumps({"models": tags}))
             elif self.path == "/api/ps":
                 self._send(200, json.dumps({"models": fake.loaded}))
@@ -131,6 +175,9 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length)
             if self.path == "/api/show":
                 self._show(raw)
+                return
+            if self.path == "/api/embed":
+                self._embed(raw)
                 return
             if self.path != "/api/chat":
                 self._send(404, "404 page not found", "text/plain")
@@ -158,6 +205,25 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 self._send(200, json.dumps({"model_info": {"general.context_length": 32768}}))
             else:
                 self._send(404, json.dumps({"error": f"model '{name}' not found"}))
+
+        def _embed(self, raw: bytes) -> None:
+            body = json.loads(raw or b"{}")
+            with fake._lock:
+                fake.embeds.append(body)
+            embedder = fake.embedders.get(body.get("model", ""))
+            if embedder is None:
+                error = f'model "{body.get("model")}" not found, try pulling it first'
+                self._send(404, json.dumps({"error": error}))
+            elif isinstance(embedder, Raw):
+                time.sleep(embedder.delay_s)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that gave up
+                    self._send(embedder.status, embedder.body, embedder.content_type)
+            else:
+                texts = body.get("input", [])
+                texts = [texts] if isinstance(texts, str) else texts
+                vectors = [embedder(text) for text in texts]
+                reply = {"model": body["model"], "embeddings": vectors, "prompt_eval_count": len(texts)}
+                self._send(200, json.dumps(reply))
 
         def _final(self, model: str, message: dict[str, Any]) -> dict[str, Any]:
             tokens_in, tokens_out = fake.tokens

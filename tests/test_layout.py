@@ -77,6 +77,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.audit",
         "hearth.run.state",
         "hearth.dispatch.pause",
+        "hearth.knowledge",
     ),  # settings read once, and the stores: the audit, the state map, the pause flag (a file in dispatch/)
     # the leash's rules, which a run and the spawner obey; the launcher seam's Protocol and table
     # (its rows, which start runs, stand with dispatch); MCP tool servers (hearth/mcp/) as the

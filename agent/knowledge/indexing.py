@@ -151,6 +151,8 @@ def index_directory(
         if len(batch) >= BATCH:
             _store(store, batch, known, collection, scope, report)
     _store(store, batch, known, collection, scope, report, gone=set() if report.stopped else set(known) - seen)
+    if report.chunks_added:
+        store.embed_pending()  # within its bound; what is left is embedded later (hearth kb embed, watch)
     return report
 
 

@@ -52,4 +52,14 @@ def k002_lessons(db: sqlite_utils.Database) -> None:
     db.table("lessons").enable_fts(["lesson", "tags"], tokenize="porter unicode61", create_triggers=True)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons]
+def k003_embed_models(db: sqlite_utils.Database) -> None:
+    """The sets of vectors (agent/knowledge/vectors.py): one per embedding model and dimension,
+    `active` (what search uses) or `building` (a re-embed not finished yet). The vector tables
+    themselves are made by sqlite-vec's connection when a set starts, not here: this file must
+    open and migrate where the extension cannot load."""
+    db.table("embed_models").create(
+        {"key": str, "model": str, "dim": int, "state": str, "created_at": str}, pk="key", not_null={"state"}
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [k001_documents_and_chunks, k002_lessons, k003_embed_models]

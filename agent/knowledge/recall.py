@@ -8,6 +8,9 @@ prompt, which stays byte-stable so Ollama can reuse its cache.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from agent.knowledge.store import Hit, KnowledgeStore, Lesson, scopes_for
 
 RECALL_CHARS = 2000
@@ -19,15 +22,32 @@ HEADER = (
 )
 
 
+@dataclass
+class Recalled:
+    """The preface ("" when nothing relevant is stored) and what it holds, for the audit."""
+
+    text: str = ""
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+
 def recall_context(store: KnowledgeStore, goal: str, agent_name: str, budget: int = RECALL_CHARS) -> str:
     """The preface for the first user message, or "" when nothing relevant is stored."""
+    return recall_for(store, goal, agent_name, budget).text
+
+
+def recall_for(store: KnowledgeStore, goal: str, agent_name: str, budget: int = RECALL_CHARS) -> Recalled:
+    """The preface and, for each line of it, the lesson or chunk id, its score and how it was found."""
     if budget <= 0:
-        return ""
+        return Recalled()
     scopes = scopes_for(agent_name)
-    lessons = [_lesson_line(item) for item in store.recall(goal, scopes=scopes, k=5)]
-    chunks = [_chunk_line(hit) for hit in store.search(goal, scopes=scopes, k=8)]
-    lines = _fit([*lessons, *chunks], budget - len(HEADER))
-    return "\n".join([HEADER, *lines]) if lines else ""
+    lessons = store.recall(goal, scopes=scopes, k=5)
+    chunks = store.search(goal, scopes=scopes, k=8)
+    lines = _fit([*map(_lesson_line, lessons), *map(_chunk_line, chunks)], budget - len(HEADER))
+    if not lines:
+        return Recalled()
+    items = [{"lesson": x.id, "score": round(x.score, 5), "way": x.way} for x in lessons]
+    items += [{"chunk": h.chunk_id, "score": round(h.score, 5), "way": h.way} for h in chunks]
+    return Recalled("\n".join([HEADER, *lines]), items[: len(lines)])
 
 
 def _lesson_line(lesson: Lesson) -> str:

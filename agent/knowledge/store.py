@@ -9,7 +9,9 @@ Writers take the write lock up front (BEGIN IMMEDIATE) and the file is in WAL mo
 timeout, so several runs can write at once. Chunking lives in `agent/knowledge/chunking.py`, the
 walk of a directory in `agent/knowledge/indexing.py`, the tables in `agent/knowledge/migrations.py`
 and the text of a search (its FTS5 query, scope tokens, snippets) in `agent/knowledge/query.py`;
-this module stores and ranks.
+this module stores and ranks. With an embedder, search is hybrid: full-text ranks fused with vector
+neighbours (agent/knowledge/semantic.py), each hit saying which way it was found; new rows are
+embedded after their write commits, within a bound, and the rest later (`embed_pending`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent.clock import utc_now
 from agent.knowledge.chunking import chunk_text
+from agent.knowledge.embedding import Embedder
 from agent.knowledge.migrations import MIGRATIONS
 from agent.knowledge.query import chunk_match, fts_query, scope_token, snippet
+from agent.knowledge.semantic import DEFAULT_EMBED_MODEL, WRITE_BOUND_S, Fusion, Semantic, fuse
 from agent.sqlite_store import SqliteFile, immediate
 
 if TYPE_CHECKING:
@@ -53,7 +57,8 @@ class Hit:
     scope: str
     snippet: str
     text: str
-    score: float
+    score: float  # the fused score: higher is better
+    way: str = "text"  # how it was found: text, meaning or both
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Lesson:
     tags: str
     created_at: str
     score: float = 0.0
+    way: str = "text"
 
 
 @dataclass
@@ -80,9 +86,27 @@ class Stored:
 class KnowledgeStore(SqliteFile):
     """The knowledge base and memory in one SQLite file; see the module docstring."""
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], str] = utc_now,
+        embedder: Embedder | None = None,
+        embed_model: str = DEFAULT_EMBED_MODEL,
+        fusion: Fusion | None = None,
+        on_lexical: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(path, MIGRATIONS, check_same_thread=False)
         self.clock = clock
+        self.semantic = Semantic(self.path, self.conn, embedder, embed_model, fusion or Fusion(), on_lexical)
+
+    def close(self) -> None:
+        self.semantic.close()
+        super().close()
+
+    def embed_pending(self, budget_s: float = WRITE_BOUND_S) -> int:
+        """Embed rows written without a vector, for at most budget_s; how many were embedded."""
+        return self.semantic.embed_pending(budget_s)
 
     def __enter__(self) -> KnowledgeStore:
         return self
@@ -109,7 +133,10 @@ class KnowledgeStore(SqliteFile):
     ) -> Stored:
         """Add or update the document (scope, source); only changed chunks are rewritten."""
         with self.writing():
-            return self.put(text, title, source, scope, kind, collection)
+            stored = self.put(text, title, source, scope, kind, collection)
+        if stored.added:
+            self.embed_pending()
+        return stored
 
     def put(self, text: str, title: str, source: str, scope: str, kind: str, collection: str | None) -> Stored:
         """`add` for callers that hold `writing()` already (a batch of files)."""
@@ -219,19 +246,30 @@ class KnowledgeStore(SqliteFile):
         ]
 
     def search(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Hit]:
-        """The k chunks that best match query, best first (BM25; a title match counts double)."""
+        """The k chunks that best match query, best first: BM25 ranks (a title match counts double)
+        fused with the vector neighbours' when semantic recall is on."""
+        depth = max(4 * k, 20)
         match = chunk_match(query, scopes)
-        if match is None:
-            return []
         # rank by score alone, then fetch the k best rows; snippets are cut in Python (FTS5's
         # snippet() in the ranking query runs for every match, and with MATCH again costs 2 ms)
-        ranked = dict(
-            self.conn.execute(
-                "select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
-                "where chunks_fts match ? order by score limit ?",
-                [match, k],
-            ).fetchall()
+        text = (
+            [
+                r[0]
+                for r in self.conn.execute(
+                    "select rowid, bm25(chunks_fts, 2.0, 1.0, 0.0) as score from chunks_fts "
+                    "where chunks_fts match ? order by score limit ?",
+                    [match, depth],
+                ).fetchall()
+            ]
+            if match is not None
+            else []
         )
+        ranked = {
+            cid: (score, way)
+            for cid, score, way in fuse(
+                text, self.semantic.neighbours("chunks", query, scopes, _near(k)), self.semantic.fusion
+            )[:k]
+        }
         if not ranked:
             return []
         sql = (
@@ -239,10 +277,10 @@ class KnowledgeStore(SqliteFile):
             f"join documents d on d.id = c.doc_id where c.id in ({','.join('?' * len(ranked))})"
         )
         hits = [
-            Hit(cid, doc, title, source, scope, snippet(text, query), text, ranked[cid])
+            Hit(cid, doc, title, source, scope, snippet(text, query), text, *ranked[cid])
             for cid, doc, title, source, scope, text in self.conn.execute(sql, list(ranked)).fetchall()
         ]
-        return sorted(hits, key=lambda hit: hit.score)
+        return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
     # -- lessons ---------------------------------------------------------------------------
     def remember(self, lesson: str, *, tags: str = "", scope: str = "global", run_id: str = "") -> tuple[int, bool]:
@@ -260,19 +298,31 @@ class KnowledgeStore(SqliteFile):
                 "run_id": run_id,
                 "created_at": self.clock(),
             }
-            return int(self.db.table("lessons").insert(record).last_pk or 0), True
+            lesson_id = int(self.db.table("lessons").insert(record).last_pk or 0)
+        self.embed_pending()
+        return lesson_id, True
 
     def recall(self, query: str, *, scopes: Iterable[str] | None = None, k: int = 5) -> list[Lesson]:
+        """The k lessons that best match query, best first (BM25 fused with meaning, as `search`)."""
+        depth = max(4 * k, 20)
         match = fts_query(query)
-        if match is None:
-            return []
         where, params = _scope_clause(scopes, "l.scope")
         sql = (
-            "select l.id, l.scope, l.lesson, l.tags, l.created_at, bm25(lessons_fts, 1.0, 0.5) as score "
+            "select l.id, bm25(lessons_fts, 1.0, 0.5) as score "
             "from lessons_fts join lessons l on l.id = lessons_fts.rowid "
             f"where lessons_fts match ?{where} order by score limit ?"
         )
-        return [Lesson(*row) for row in self.conn.execute(sql, [match, *params, k]).fetchall()]
+        text = [r[0] for r in self.conn.execute(sql, [match, *params, depth]).fetchall()] if match else []
+        meaning = self.semantic.neighbours("lessons", query, scopes, _near(k))
+        ranked = {i: (score, way) for i, score, way in fuse(text, meaning, self.semantic.fusion)[:k]}
+        if not ranked:
+            return []
+        rows = self.conn.execute(
+            f"select id, scope, lesson, tags, created_at from lessons where id in ({','.join('?' * len(ranked))})",
+            list(ranked),
+        ).fetchall()
+        found = [Lesson(i, scope, text, tags, at, *ranked[i]) for i, scope, text, tags, at in rows]
+        return sorted(found, key=lambda lesson: (-lesson.score, lesson.id))
 
     def lessons(self, scopes: Iterable[str] | None = None, limit: int = 200) -> list[Lesson]:
         where, params = _scope_clause(scopes, "scope")
@@ -286,6 +336,12 @@ class KnowledgeStore(SqliteFile):
         return cursor.rowcount > 0
 
 
+def _near(k: int) -> int:
+    """How many vector neighbours a search of k fuses: fewer than its text candidates, because
+    sqlite-vec's top-k scan grows faster than k (64 candidates cost a quarter of 128's)."""
+    return max(2 * k, 10)
+
+
 def _scope_clause(scopes: Iterable[str] | None, column: str) -> tuple[str, list[str]]:
     if scopes is None:
         return "", []
@@ -297,8 +353,16 @@ def run_store(services: RunServices) -> KnowledgeStore | None:
     """The run's knowledge store: `services.knowledge`, else the one at `services.knowledge_path`,
     opened on first use (a run that never touches knowledge never opens the file)."""
     if services.knowledge is None and services.knowledge_path is not None:
-        services.knowledge = KnowledgeStore(services.knowledge_path)
+        services.knowledge = KnowledgeStore(
+            services.knowledge_path,
+            embedder=services.embedder,
+            embed_model=services.embed_model,
+            fusion=services.recall_fusion,
+            on_lexical=services.on_lexical,
+        )
     store = services.knowledge
     if store is not None and not isinstance(store, KnowledgeStore):
         raise TypeError(f"a run's knowledge must be a KnowledgeStore, not {type(store).__name__}")
+    if store is not None and services.on_lexical is not None:
+        store.semantic.on_lexical = services.on_lexical  # set after a store handed in was opened
     return store

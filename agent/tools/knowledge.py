@@ -24,6 +24,7 @@ from agent.tools.registry import Tool, ToolFailed
 MAX_TEXT = 200_000
 MAX_LESSON = 2_000
 MAX_LESSONS_PER_RUN = 20  # per run, as the knowledge base's documents (agent/tools/args.py)
+WAYS = {"text": "text", "meaning": "meaning", "both": "text and meaning"}  # how a hit was found
 
 
 def kb_add(args: dict[str, Any], ws: Workspace) -> str:
@@ -50,7 +51,8 @@ def kb_search(args: dict[str, Any], ws: Workspace) -> str:
     if not hits:
         return f"no knowledge matches {args['query']!r}"
     return "\n\n".join(
-        f"{n}. {h.title} (source: {h.source}, document #{h.doc_id})\n   {' '.join(h.snippet.split())}"
+        f"{n}. {h.title} (source: {h.source}, document #{h.doc_id}; found by {WAYS[h.way]})\n"
+        f"   {' '.join(h.snippet.split())}"
         for n, h in enumerate(hits, 1)
     )
 
@@ -88,7 +90,8 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
     if not found:
         return f"no lessons match {args['query']!r}"
     return "\n".join(
-        f"- #{item.id} ({item.created_at[:10]}{', tags: ' + item.tags if item.tags else ''}): {item.lesson}"
+        f"- #{item.id} ({item.created_at[:10]}{', tags: ' + item.tags if item.tags else ''}; "
+        f"found by {WAYS[item.way]}): {item.lesson}"
         for item in found
     )
 

@@ -51,6 +51,7 @@ environment:
   HEARTH_APPROVAL_WAIT        how long an approval waits for a person (90s, 30m, 8h; default 12h); silence is a deny
   HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
+  HEARTH_EMBED_MODEL        Ollama embedding model of semantic recall (default nomic-embed-text; off: text only)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
   HEARTH_SANDBOX_EXPOSE     more read-only paths commands see, colon-separated (a tool under /opt)
   HEARTH_COMMAND_MAX_PROCS, HEARTH_COMMAND_MEMORY_MB, HEARTH_COMMAND_CPU_S   the run's caps for its

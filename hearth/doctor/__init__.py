@@ -13,6 +13,7 @@ config.py    profiles, prompt files and their placeholders, router, budget, aler
 host.py      Ollama and its models, the command sandbox, whether nobody reaches hearth's venv,
              git, systemd's hearth units
 mcp.py       the declared MCP servers: their files, and drift of the tools approved
+recall.py    semantic recall: the embedding model pulled, sqlite-vec loadable, the vectors current
 
 This module runs them all, in the order an operator fixes things (`diagnose`); `hearth doctor`
 (hearth/cli/commands/doctor.py) prints them and sets the exit code.
@@ -39,6 +40,7 @@ from hearth.doctor.host import (
 )
 from hearth.doctor.hosts import check_hosts, named_hosts
 from hearth.doctor.mcp import check_mcp
+from hearth.doctor.recall import check_recall
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 
@@ -71,6 +73,7 @@ def diagnose(
             if named_hosts(settings)
             else check_ollama(settings.ollama_host, models, probe)
         ),
+        *check_recall(settings, probe),
         *check_sandbox(settings.sandbox),
         *check_reach(hearth_places(sys.prefix if sys.prefix != sys.base_prefix else "", settings.sandbox_expose)),
         *check_git(which),

@@ -18,6 +18,7 @@ from agent.services import RunServices
 from agent.tools.mcp.tools import SEPARATOR
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
+from hearth.knowledge import embedder_for, fusion_for
 from hearth.mcp.offer import Offered, offer
 from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
@@ -72,6 +73,9 @@ def run_services(
         ollama_host=settings.ollama_host,
         auto_commands=settings.auto_commands,
         protected=(str(settings.checkpoints_dir),),
+        embedder=embedder_for(settings),
+        embed_model=settings.embed_model,
+        recall_fusion=fusion_for(settings),
     )
     offered = mcp_tools(plan, settings, sandbox, record)
     services.tools = tuple(offered.tools)
@@ -92,17 +96,23 @@ def mcp_tools(plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record:
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:
-    """The auto-recall preface for the first user message; recorded as a step when there is one."""
+    """The auto-recall preface for the first user message; recorded as a step when there is one,
+    with what it holds (ids, scores, ways). Why search went lexical, if it did (now or in a later
+    kb_search or recall), is recorded once, as a `recall` step of its own."""
+    services.on_lexical = lambda why: recorder.note(
+        "recall", verdict="lexical", detail=f"searching by text only: {why}; see: hearth doctor"
+    )
     if settings.recall_chars <= 0 or not (services.knowledge or settings.knowledge_path.exists()):
         return ""  # nothing was ever stored: nothing to recall, and no file to create
-    from agent.knowledge.recall import recall_context  # a knowledge base exists: only then is its code loaded
+    from agent.knowledge.recall import recall_for  # a knowledge base exists: only then is its code loaded
     from agent.knowledge.store import run_store
 
     store = run_store(services)
     if store is None:
         return ""
-
-    preface = services.redact(recall_context(store, goal, services.agent_name, settings.recall_chars))
+    recalled = recall_for(store, goal, services.agent_name, settings.recall_chars)
+    preface = services.redact(recalled.text)
     if preface:
-        recorder.note("recall", output=preface, detail=f"{len(preface)} characters recalled into the first message")
+        detail = f"{len(preface)} characters recalled into the first message"
+        recorder.note("recall", output=preface, detail=detail, arguments={"items": recalled.items})
     return preface

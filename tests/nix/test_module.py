@@ -200,7 +200,9 @@ def test_queue_is_writable_by_submitters_only_and_state_is_private(tmp_path: Pat
 
 def test_ollama_is_enabled_with_its_models_only_when_asked(tmp_path: Path) -> None:
     on = evaluate({"enable": True, "ollama": {"enable": True, "models": ["qwen2.5-coder:7b"]}}, tmp_path)["config"]
-    assert on["services"]["ollama"] == {"enable": True, "loadModels": ["qwen2.5-coder:7b"]}
+    assert on["services"]["ollama"] == {"enable": True, "loadModels": ["qwen2.5-coder:7b", "nomic-embed-text"]}
+    off = {"enable": True, "ollama": {"enable": True, "models": ["m"]}, "settings": {"embedModel": "off"}}
+    assert evaluate(off, tmp_path)["config"]["services"]["ollama"]["loadModels"] == ["m"]  # semantic recall off
     assert "ollama" not in evaluate({"enable": True}, tmp_path)["config"].get("services", {})
 
 

@@ -1,4 +1,6 @@
-"""`hearth kb add|search|list|rm` and `hearth memory list|rm`: the operator's view of what runs learn."""
+"""`hearth kb add|search|list|rm|embed|reembed` and `hearth memory list|rm`: the operator's view of
+what runs learn. `embed` gives vectors to what was stored while the embedder was away; `reembed`
+moves every vector to another embedding model (agent/knowledge/semantic.py), with a progress bar."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from hearth.settings import Settings
 if TYPE_CHECKING:
     from agent.knowledge.store import KnowledgeStore
 
+WAYS = {"both": "text and meaning"}  # how a hit was found, as kb_search says it
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     kb = sub.add_parser("kb", help="the knowledge base: add, search, list, remove")
@@ -31,6 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("query")
     search.add_argument("-k", type=int, default=5, help="how many results (default 5)")
     _scope_args(search, "search what this agent's runs see (default: everything)")
+    embed = verbs.add_parser("embed", help="embed chunks and lessons stored without vectors")
+    embed.add_argument("--json", action="store_true")
+    reembed = verbs.add_parser("reembed", help="re-embed everything with another model (resumable)")
+    reembed.add_argument("--model", help="the Ollama embedding model (default: HEARTH_EMBED_MODEL)")
+    reembed.add_argument("--json", action="store_true")
     listing = verbs.add_parser("list", help="list documents")
     listing.add_argument("--limit", type=positive, default=200)
     _scope_args(listing, "list what this agent's runs see (default: everything)")
@@ -48,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     for parser, handler in (
         (add, kb_add),
         (search, kb_search),
+        (embed, kb_embed),
+        (reembed, kb_reembed),
         (listing, kb_list),
         (remove, kb_rm),
         (lessons, memory_list),
@@ -62,10 +73,10 @@ def _scope_args(parser: argparse.ArgumentParser, agent_help: str) -> None:
 
 
 def open_store(settings: Settings) -> KnowledgeStore:
-    from agent.knowledge.store import KnowledgeStore
+    from hearth.knowledge import open_knowledge
 
     settings.writable_state_dir()
-    return KnowledgeStore(settings.knowledge_path)
+    return open_knowledge(settings)
 
 
 def _view(args: argparse.Namespace) -> tuple[str, ...] | None:
@@ -147,12 +158,16 @@ def kb_search(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"-k must be between 1 and 100, got {args.k}")
     with open_store(settings) as store:
         hits = store.search(args.query, scopes=_view(args), k=args.k)
+        lexical = store.semantic.reason
     if args.json:
         print_json([asdict(h) for h in hits])
     elif not hits:
         print(f"no knowledge matches {args.query!r}")
     for n, hit in enumerate([] if args.json else hits, 1):
-        print(f"{n}. #{hit.doc_id} {hit.title}  ({hit.source}, {hit.scope})\n   {' '.join(hit.snippet.split())}")
+        print(f"{n}. #{hit.doc_id} {hit.title}  ({hit.source}, {hit.scope}; found by {WAYS.get(hit.way, hit.way)})")
+        print(f"   {' '.join(hit.snippet.split())}")
+    if lexical and not args.json:
+        print(f"(by text only: {lexical})", file=sys.stderr)
     return 0
 
 
@@ -202,3 +217,69 @@ def memory_rm(args: argparse.Namespace, settings: Settings) -> int:
         raise NotFound(f"no lesson #{args.id}; see: hearth memory list")
     print_json({"removed": 1}) if args.json else print(f"removed lesson #{args.id}")
     return 0
+
+
+def kb_embed(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.knowledge import vectors
+    from agent.knowledge.embedding import EmbedFailed
+
+    if not settings.embed_model:
+        raise UsageError("semantic recall is off (HEARTH_EMBED_MODEL=off); set it to an Ollama embedding model")
+    with open_store(settings) as store:
+        try:
+            swept = store.semantic.sweep()
+            done = store.semantic.fill(None, budget_s=24 * 3600.0)
+            active = store.semantic.active()
+            have, total = store.semantic.counts(active) if active else (0, 0)
+        except (EmbedFailed, vectors.VecUnavailable) as exc:
+            raise UsageError(f"nothing embedded: {exc}") from None
+    model = active.model if active else settings.embed_model
+    report = {"model": model, "embedded": done, "stale_dropped": swept, "with_vectors": have, "total": total}
+    if args.json:
+        print_json(report)
+    else:
+        print(f"embedded {done} (dropped {swept} stale); {have} of {total} have vectors from {model}")
+    return 0
+
+
+def kb_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.knowledge import vectors
+    from agent.knowledge.embedding import EmbedFailed
+
+    model = args.model or settings.embed_model
+    if not model:
+        raise UsageError("no model to embed with: pass --model or set HEARTH_EMBED_MODEL")
+    bar = _Bar(quiet=args.json)
+    with open_store(settings) as store:
+        try:
+            done = store.semantic.reembed(model, bar.show)
+        except (EmbedFailed, vectors.VecUnavailable) as exc:
+            bar.end()
+            raise UsageError(f"re-embedding stopped (run it again to go on): {exc}") from None
+    bar.end()
+    if args.json:
+        print_json({"model": done.model, "dim": done.dim, "chunks_and_lessons": bar.total})
+    else:
+        print(f"re-embedded {bar.total} chunks and lessons with {done.model} ({done.dim} dimensions)")
+    if model != settings.embed_model:
+        print(f"note: HEARTH_EMBED_MODEL still says {settings.embed_model!r}; set it to {model!r}", file=sys.stderr)
+    return 0
+
+
+class _Bar:
+    """A one-line progress bar on stderr (only on a terminal): done/total and a bar of 30."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.live = not quiet and sys.stderr.isatty()
+        self.total = 0
+
+    def show(self, done: int, total: int) -> None:
+        self.total = total
+        if self.live:
+            filled = 30 * done // total if total else 30
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")

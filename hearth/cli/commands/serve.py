@@ -34,6 +34,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from hearth.dispatch.settle import settle_dead_runs
+    from hearth.knowledge import Backlog
     from hearth.web.app import create_app
     from hearth.web.config import WebConfig, check_bind, load_tokens
 
@@ -43,6 +44,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     config = WebConfig(settings, args.host, args.port, tokens, tuple(args.allowed_host))
     app = create_app(config)
     watcher = _start_watch(settings) if args.watch else None
+    backlog = Backlog(settings).start()  # chunks stored while the embedder was away get vectors
     scheme = "https" if args.certfile else "http"
     access = "open to anyone who reaches it (no token)" if config.open else f"tokens: {', '.join(sorted(tokens))}"
     print(f"hearth serve: {scheme}://{_shown(args.host)}:{args.port}/ ({access})", file=sys.stderr, flush=True)
@@ -52,6 +54,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         server.run()
     finally:
+        backlog.stop()
         if watcher is not None:
             watcher.stop()
     return 0

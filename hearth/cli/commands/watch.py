@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.dispatch.spawner import Spawner
     from hearth.dispatch.watch import Watch
+    from hearth.knowledge import Backlog
     from hearth.leash.missions import Timetable
 
     launcher = launcher_for(settings, "local", concurrency=args.concurrency)
@@ -43,7 +44,11 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
             flush=True,
         )
-        watch.run()
+        backlog = Backlog(settings).start()  # chunks stored while the embedder was away get vectors
+        try:
+            watch.run()
+        finally:
+            backlog.stop()
         summary(spawner, args.json)
     return 0
 

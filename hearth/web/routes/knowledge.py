@@ -10,6 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.knowledge.store import KnowledgeStore
+from hearth.knowledge import open_knowledge
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
@@ -18,18 +19,19 @@ router = APIRouter()
 
 def _store(request: Request) -> KnowledgeStore | None:
     """The knowledge base, or None before anything was stored (reading must not create it)."""
-    path = web_of(request).config.settings.knowledge_path
-    return KnowledgeStore(path) if path.exists() else None
+    settings = web_of(request).config.settings
+    return open_knowledge(settings) if settings.knowledge_path.exists() else None
 
 
 def knowledge_data(request: Request, q: str = "") -> dict[str, Any]:
     store = _store(request)
     if store is None:
-        return {"q": q, "hits": [], "documents": [], "lessons": []}
+        return {"q": q, "hits": [], "documents": [], "lessons": [], "lexical": None}
     with store:
         hits = [asdict(h) for h in store.search(q, k=20)] if q.strip() else []
-        lessons = [{k: v for k, v in asdict(x).items() if k != "score"} for x in store.lessons(limit=200)]
-        return {"q": q, "hits": hits, "documents": store.documents(limit=200), "lessons": lessons}
+        lessons = [{k: v for k, v in asdict(x).items() if k not in ("score", "way")} for x in store.lessons(limit=200)]
+        lexical = store.semantic.reason if q.strip() else None  # why the hits were found by text only
+        return {"q": q, "hits": hits, "documents": store.documents(limit=200), "lessons": lessons, "lexical": lexical}
 
 
 def remove(request: Request, kind: str, ident: int) -> int:

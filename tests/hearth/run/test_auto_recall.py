@@ -55,8 +55,11 @@ def test_a_later_run_sees_what_an_earlier_run_stored_without_asking(state_dir: P
     assert "Lesson #1" in user and "Always run migrations on staging before production." in user
     assert user.endswith("## Goal\nconnect to the staging database")
     assert "Recalled" not in first[1]["content"]  # nothing was stored before the first run
-    recall_steps = sqlite_rows(state_dir, "select kind, output from steps where kind = 'recall'")
-    assert len(recall_steps) == 1 and "6543" in recall_steps[0][1]
+    recall_steps = sqlite_rows(state_dir, "select verdict, output from steps where kind = 'recall' order by id")
+    prefaces = [output for verdict, output in recall_steps if verdict != "lexical"]
+    assert len(prefaces) == 1 and "6543" in prefaces[0]
+    # the fake has no embedding model: each run searched by text and said so once
+    assert [verdict for verdict, _ in recall_steps].count("lexical") == 2
 
 
 def test_another_agents_lessons_are_not_recalled_and_the_budget_holds(state_dir: Path, tmp_path: Path) -> None:
