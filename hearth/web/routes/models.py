@@ -37,7 +37,9 @@ def models_data(settings: Settings) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=min(8, len(named))) as pool:
         hosts = list(pool.map(lambda h: {"label": h[0], **host_data(h[1])}, named))
     if broken:
-        hosts.insert(0, {"label": "router.toml", "host": "", "up": False, "problem": broken, "pulled": [], "loaded": []})
+        hosts.insert(
+            0, {"label": "router.toml", "host": "", "up": False, "problem": broken, "pulled": [], "loaded": []}
+        )
     return {**hosts[0], "hosts": hosts, "default": settings.model}
 
 
