@@ -52,7 +52,7 @@ CHECK_KEYS = (
     "judge",
 )
 MODES = ("plan", "auto", "bypass")
-_CASE_HEADER = re.compile(r"^\s*\[\[\s*case\s*\]\]", re.MULTILINE)
+_CASE_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*case[ \t]*\]\]", re.MULTILINE)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from hearth.settings import Settings
 
 def find_eval(settings: Settings, eval_id: str = "", suite: str = "") -> str:
     """The eval named, else the latest (of `suite`); NotFound when there is none."""
+    settings.writable_state_dir()
     if eval_id:
         return eval_id
     with AuditStore(settings.audit_path) as audit:

@@ -57,6 +57,7 @@ def overview(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.eval.store import eval_rows
     from hearth.eval.suite import suite_names
 
+    settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
         evals = eval_rows(audit, limit=20)
     suites = suite_names(settings.config_dir)
@@ -75,6 +76,7 @@ def add_case(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.eval.cases import case_from_run
     from hearth.eval.suite import add_case as append
 
+    settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
         case = case_from_run(audit, args.run, args.name)
     path = append(settings.config_dir, args.suite, case)
