@@ -34,7 +34,7 @@ def _seconds(ms: int | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.1f}s"
 
 
-def standing_rows(m: Matrix) -> list[dict[str, Any]]:
+def standing_rows(standing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "model": s["model"],
@@ -46,7 +46,7 @@ def standing_rows(m: Matrix) -> list[dict[str, Any]]:
             "wall_time": _seconds(s["median_wall_ms"]),
             "approvals": s["approvals"],
         }
-        for s in m.standing
+        for s in standing
     ]
 
 
@@ -65,7 +65,8 @@ def text(m: Matrix) -> str:
     ]
     table(rows, ["case", *m.models, "winner"], out=out)
     print("", file=out)
-    table(standing_rows(m), list(standing_rows(m)[0]) if m.standing else ["model"], out=out)
+    rows = standing_rows(m.standing)
+    table(rows, list(rows[0]) if rows else ["model"], out=out)
     return out.getvalue().rstrip("\n")
 
 
@@ -78,7 +79,7 @@ def markdown(m: Matrix) -> str:
     lines = [f"**{_heading(m)}**", "", line(["case", *m.models, "winner"]), line(["---"] * (len(m.models) + 2))]
     for c in m.cases:
         lines.append(line([c, *(cell_text(m.cells[(c, model)]) for model in m.models), m.winners[c] or "-"]))
-    rows = standing_rows(m)
+    rows = standing_rows(m.standing)
     if rows:
         lines += ["", line(list(rows[0])), line(["---"] * len(rows[0]))]
         lines += [line([str(v) for v in r.values()]) for r in rows]

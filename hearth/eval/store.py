@@ -7,14 +7,21 @@ ordinary run that did it: `runs.id`, whose `requested_by` is `eval:EVAL_ID` and 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agent.clock import utc_now
 from hearth.audit.store import AuditStore, immediate
 from hearth.errors import NotFound
 
 REQUESTED_BY = "eval:"
+
+
+class Rows(Protocol):
+    """What reading needs: the AuditStore, or the command center's read-only Reader."""
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -51,19 +58,19 @@ def record_eval(audit: AuditStore, eval_row: dict[str, Any], items: list[Item]) 
             )
 
 
-def item_of(audit: AuditStore, run_id: str) -> dict[str, Any] | None:
+def item_of(audit: Rows, run_id: str) -> dict[str, Any] | None:
     found = audit.rows("select * from eval_results where run_id = ?", [run_id])
     return found[0] if found else None
 
 
-def eval_row(audit: AuditStore, eval_id: str) -> dict[str, Any]:
+def eval_row(audit: Rows, eval_id: str) -> dict[str, Any]:
     found = audit.rows("select * from eval_runs where id = ?", [eval_id])
     if not found:
         raise NotFound(f"no eval run {eval_id!r}; `hearth eval show` lists them")
     return {**found[0], "models": json.loads(found[0]["models"] or "[]")}
 
 
-def eval_rows(audit: AuditStore, suite: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+def eval_rows(audit: Rows, suite: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     where, params = ("where suite = ?", [suite]) if suite else ("", [])
     found = audit.rows(
         f"select * from eval_runs {where} order by created_at desc, rowid desc limit {int(limit)}", params
@@ -71,7 +78,7 @@ def eval_rows(audit: AuditStore, suite: str | None = None, limit: int = 50) -> l
     return [{**r, "models": json.loads(r["models"] or "[]")} for r in found]
 
 
-def results_of(audit: AuditStore, eval_id: str) -> list[dict[str, Any]]:
+def results_of(audit: Rows, eval_id: str) -> list[dict[str, Any]]:
     """Each item of the eval with its run's status and error (None until the run exists)."""
     found = audit.rows(
         "select e.*, r.status as status, r.error as error, r.summary as summary from eval_results e "
@@ -97,7 +104,7 @@ def finish_eval(audit: AuditStore, eval_id: str, pass_rate: float) -> bool:
     return cursor.rowcount == 1
 
 
-def previous_eval(audit: AuditStore, suite: str, eval_id: str, created_at: str) -> dict[str, Any] | None:
+def previous_eval(audit: Rows, suite: str, eval_id: str, created_at: str) -> dict[str, Any] | None:
     """The finished eval of the same suite just before this one (the baseline a regression is measured from)."""
     found = audit.rows(
         "select * from eval_runs where suite = ? and id != ? and status = 'done' and created_at <= ? "

@@ -8,8 +8,10 @@ import json
 import re
 from pathlib import Path
 
+from hearth.settings import Settings
 from tests.conftest import require, run_cli
 from tests.eval_support import GOALS, rows, scripted, state_dir  # noqa: F401 (the fixture)
+from tests.web_support import Center
 
 SECRET_CASE = """
 [[case]]
@@ -97,6 +99,13 @@ def test_three_recorded_runs_become_a_suite_that_a_wins_and_b_fails_each_in_its_
     assert re.search(r"secret\s+1/1 pass\s+0/1 fail: .*no_tripwire.*\s+a", table.stdout), table.stdout
     markdown = run_cli("hearth", "eval", "show", eval_id, "--markdown").stdout
     assert "| case | a | b | winner |" in markdown and "| hello | 1/1 pass | 0/1 fail: files | a |" in markdown
+
+    with Center(Settings.from_env()) as center:  # the command center reads what the CLI scored
+        page = center.client().get("/evals").text
+        answer = center.client().get("/api/evals").json()
+    assert answer["matrix"]["winners"] == shown["winners"]
+    for run in runs:
+        assert f'href="/runs/{run["id"]}"' in page
 
 
 def test_a_suite_with_a_mistake_is_refused_naming_its_file_line_and_key(state_dir: Path) -> None:  # noqa: F811
