@@ -126,7 +126,7 @@ def _matched(root: Path, path: str, pattern: str) -> Result:
             text, _ = ws.read_text(path, limit=MATCH_LIMIT)
     except (OSError, ValueError, PathRefused) as exc:
         return Result("match", False, f"{path} cannot be read: {exc}")
-    ok = re.search(pattern, text) is not None
+    ok = re.search(pattern, text, re.MULTILINE) is not None  # ^ and $ at each line, as grep
     return Result("match", ok, f"{path} {'matches' if ok else 'does not match'} {pattern!r}")
 
 

@@ -10,7 +10,7 @@
     from_run = "20261201T101500-ab12cd"  or: a recorded run's `before` checkpoint, restored as follow-ups are
     [case.check]
     files = ["hello.txt"]                must exist
-    match = { "hello.txt" = "^hi" }      must match (a regular expression, searched)
+    match = { "hello.txt" = "^hi" }      must match (a regular expression, searched; ^ and $ at each line)
     command = "grep -q hi hello.txt"     must exit 0 in the command sandbox
     summary_contains = ["hello.txt"]
     tools_called = ["write_file"]
