@@ -121,6 +121,12 @@ def test_a_suite_with_a_mistake_is_refused_naming_its_file_line_and_key(state_di
     missing = run_cli("hearth", "eval", "run", "nosuch", "--model", "a")
     assert missing.returncode == 2 and "no suite 'nosuch'" in missing.stderr and "suites: bad" in missing.stderr
     assert not list((state_dir / "queue").glob("*.json"))  # nothing was queued
+    (state_dir.parent / "config" / "missions").mkdir()
+    (state_dir.parent / "config" / "missions" / "m.toml").write_text('schedule = "daily"\ngoal = "g"\neval = "gone"\n')
+    report = json.loads(run_cli("hearth", "doctor", "--json", env={"OLLAMA_HOST": "127.0.0.1:9"}).stdout)
+    said = {(f["status"], f["message"].split(";")[0]) for f in report["findings"] if f["check"] == "evals"}
+    assert ("error", f"{evals / 'bad.toml'}:5: case 'two': check: unknown key 'max_iteration'") in said
+    assert ("warn", "a mission watches suite gone, but there is no evals/gone.toml") in said
 
 
 def test_eval_add_refuses_an_unknown_run_and_keeps_the_suite_as_it_was(state_dir: Path) -> None:  # noqa: F811
