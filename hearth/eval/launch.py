@@ -46,6 +46,7 @@ class Plan:
 
     def estimate(self, settings: Settings) -> dict[str, Any]:
         """The cost in the budget's terms: tokens the recorded runs spent, caps, what is left today."""
+        settings.writable_state_dir()
         with AuditStore(settings.audit_path) as audit:
             known = [_recorded_tokens(audit, case.from_run) for _, case, _ in self.items]
             budget = load_budget(settings.config_dir, settings.daily_tokens)

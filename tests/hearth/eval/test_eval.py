@@ -133,3 +133,37 @@ def test_eval_add_refuses_an_unknown_run_and_keeps_the_suite_as_it_was(state_dir
     proc = run_cli("hearth", "eval", "add", "no-such-run", "--suite", "chores")
     assert proc.returncode == 2 and "no run 'no-such-run' in the audit" in proc.stderr
     assert not (state_dir.parent / "config" / "evals" / "chores.toml").exists()
+
+
+def test_a_dry_run_lists_each_case_model_profile_and_repeat_and_queues_nothing(state_dir: Path) -> None:  # noqa: F811
+    evals = state_dir.parent / "config" / "evals"
+    evals.mkdir(parents=True)
+    (evals / "two.toml").write_text(
+        '[[case]]\nname = "one"\ngoal = "g"\n[case.check]\nmax_tokens = 1000\n\n'
+        '[[case]]\nname = "two"\ngoal = "g"\n[case.check]\nmax_tokens = 500\n'
+    )
+    (state_dir.parent / "config" / "budget.toml").write_text("daily = 100000\n")
+    proc = run_cli("hearth", "eval", "run", "two", "--model", "a", "--profile", "default", "--profile", "notes",
+                   "--repeat", "2", "--dry-run", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    planned = json.loads(proc.stdout)
+    assert [(r["case"], r["model"], r["profile"], r["repeat"]) for r in planned["would_run"]] == [
+        (case, f"a+{profile}", profile, repeat)
+        for case in ("one", "two")
+        for profile in ("default", "notes")
+        for repeat in (1, 2)
+    ]
+    assert planned["cost"] == {
+        "runs": 8,
+        "estimated_tokens": 0,
+        "estimated_from": 0,
+        "capped_tokens": 6000,
+        "daily_budget": 100000,
+        "daily_left": 100000,
+    }
+    said = run_cli("hearth", "eval", "run", "two", "--model", "a", "--dry-run").stdout
+    assert "would queue 2 runs" in said and "at most 1,500 by the cases' max_tokens" in said
+    assert "the daily token budget has 100,000 of 100,000 left" in said
+    assert not (state_dir / "queue").exists() or not list((state_dir / "queue").glob("*.json"))
+    too_many = run_cli("hearth", "eval", "run", "two", "--model", "a", "--repeat", "50")
+    assert too_many.returncode == 2 and "--repeat 50 is out of range; use 1 to 20" in too_many.stderr
