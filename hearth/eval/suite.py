@@ -261,8 +261,11 @@ def case_text(case: Case) -> str:
     ):
         if value:
             lines.append(f"{key} = {json.dumps(value)}")
-    if c.command:
-        lines.append(f"command = {json.dumps(c.command)}")
+    if c.match:
+        lines.append("match = { " + ", ".join(f"{json.dumps(p)} = {json.dumps(r)}" for p, r in c.match) + " }")
+    for key, text in (("command", c.command), ("judge", c.judge)):
+        if text:
+            lines.append(f"{key} = {json.dumps(text)}")
     for key, number in (("max_iterations", c.max_iterations), ("max_tokens", c.max_tokens)):
         if number is not None:
             lines.append(f"{key} = {number}")

@@ -21,13 +21,14 @@ MAX_REPEAT = 20
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate models on suites made from recorded runs", epilog=EPILOG)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the suites and recent evals as JSON")
     p.set_defaults(handler=overview)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     add = actions.add_parser("add", help="make a case of a recorded run (its before checkpoint is the start)")
     add.add_argument("run", help="the recorded run")
     add.add_argument("--suite", required=True, help="the suite to add it to (made when missing)")
     add.add_argument("--name", default="", help="the case's name (default: from its label or goal)")
+    add.add_argument("--json", action="store_true", help="the case added, as JSON")
     add.set_defaults(handler=add_case)
     run = actions.add_parser("run", help="queue every case for every model; `hearth eval show` reads the matrix")
     run.add_argument("suite")
@@ -36,19 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--repeat", type=int, default=1, help=f"runs per case and model (1-{MAX_REPEAT})")
     run.add_argument("--alert-drop", type=float, default=None, help="alert when the pass rate falls by more")
     run.add_argument("--dry-run", action="store_true", help="say what would run and what it would cost")
-    run.add_argument("--json", action="store_true")
+    run.add_argument("--json", action="store_true", help="the eval id and its runs (or the plan) as JSON")
     run.set_defaults(handler=run_suite)
     show = actions.add_parser("show", help="the matrix of an eval (default: the latest)")
     show.add_argument("eval", nargs="?", default="", help="an eval id")
     show.add_argument("--suite", default="", help="the latest eval of this suite")
     shown = show.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true")
+    shown.add_argument("--json", action="store_true", help="the matrix as JSON")
     shown.add_argument("--markdown", action="store_true", help="a table for a pull request")
     show.set_defaults(handler=show_eval)
     compare = actions.add_parser("diff", help="compare two evals: the cases that got worse")
     compare.add_argument("a")
     compare.add_argument("b")
-    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--json", action="store_true", help="the changes as JSON")
     compare.set_defaults(handler=diff_evals)
 
 
@@ -80,6 +81,11 @@ def add_case(args: argparse.Namespace, settings: Settings) -> int:
     with AuditStore(settings.audit_path) as audit:
         case = case_from_run(audit, args.run, args.name)
     path = append(settings.config_dir, args.suite, case)
+    if args.json:
+        from hearth.eval.suite import case_spec
+
+        print_json({"suite": args.suite, "path": str(path), "case": case_spec(case)})
+        return 0
     print(f"added case {case.name} (from run {args.run}) to {path}")
     return 0
 
