@@ -25,6 +25,7 @@ class Matrix:
     standing: list[dict[str, Any]]
     winners: dict[str, str | None]
     pending: int
+    runs: list[dict[str, Any]]  # one per case, model and repeat: each check's outcome and the run's numbers
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +36,7 @@ class Matrix:
             "models_standing": self.standing,
             "winners": self.winners,
             "pending": self.pending,
+            "runs": self.runs,
         }
 
 
@@ -48,7 +50,16 @@ def matrix(eval_row: dict[str, Any], rows: list[dict[str, Any]]) -> Matrix:
     standing = [_standing(m, [r for r in rows if r["model"] == m]) for m in models]
     winners = {c: _winner({m: cells[(c, m)] for m in models}) for c in cases}
     pending = sum(1 for r in rows if r["scored_at"] is None)
-    return Matrix(eval_row, cases, models, cells, standing, winners, pending)
+    return Matrix(eval_row, cases, models, cells, standing, winners, pending, [_run(r) for r in rows])
+
+
+RUN_FIELDS = ("run_id", "case_name", "model", "repeat", "status", "passed", "checks")
+NUMBERS = ("iterations", "tokens", "model_ms", "wall_ms", "approvals")
+
+
+def _run(row: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: row.get(k) for k in (*RUN_FIELDS, *NUMBERS)}
+    return {**kept, "passed": None if row["passed"] is None else bool(row["passed"])}
 
 
 def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
