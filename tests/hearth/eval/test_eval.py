@@ -171,3 +171,23 @@ def test_a_dry_run_lists_each_case_model_profile_and_repeat_and_queues_nothing(s
     assert not (state_dir / "queue").exists() or not list((state_dir / "queue").glob("*.json"))
     too_many = run_cli("hearth", "eval", "run", "two", "--model", "a", "--repeat", "50")
     assert too_many.returncode == 2 and "--repeat 50 is out of range; use 1 to 20" in too_many.stderr
+
+
+def test_a_case_whose_start_is_gone_is_a_refused_run_scored_as_failed_with_the_reason(
+    state_dir: Path,  # noqa: F811
+) -> None:
+    evals = state_dir.parent / "config" / "evals"
+    evals.mkdir(parents=True)
+    gone = state_dir.parent / "moved-away"
+    (evals / "lost.toml").write_text(f'[[case]]\nname = "lost"\ngoal = "g"\nworkspace = "{gone}"\n')
+    eval_id = run_cli("hearth", "eval", "run", "lost", "--model", "a").stdout.strip()
+    with scripted() as fake:
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+    assert fake.requests == []  # the model was never asked
+    [run] = rows(state_dir, "select id, status, error from runs where requested_by = ?", f"eval:{eval_id}")
+    assert run["status"] == "rejected"
+    assert run["error"] == f"cannot make the start of eval case lost: the case's workspace {gone} is not a directory"
+    shown = json.loads(run_cli("hearth", "eval", "show", eval_id, "--json").stdout)
+    assert shown["eval"]["status"] == "done" and shown["winners"] == {"lost": None}
+    [result] = shown["runs"]
+    assert result["passed"] is False and result["checks"][0]["detail"] == "the run ended rejected"
