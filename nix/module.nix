@@ -167,7 +167,7 @@ let
     };
   };
 
-  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "model_unavailable" "denied" "mcp_drift" ];
+  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "model_unavailable" "denied" "mcp_drift" "eval_regression" ];
   destinationOptions = { name, ... }: {
     options = {
       url = mkOption {
@@ -177,7 +177,7 @@ let
       };
       events = mkOption {
         type = types.listOf (types.enum alertEvents);
-        default = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "mcp_drift" ];
+        default = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "mcp_drift" "eval_regression" ];
         example = [ "failed" "approval" ];
         description = "What this destination is told of: run statuses, `approval` (a call waits for a decision) and `rejected` (a refused request).";
       };

@@ -96,7 +96,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # run/long/followup.py, which leans on nothing above this floor: its room is long work, its
     # floor the run's)
     # standing approvals stand with it: the run asks them before a person (hearth/leash/rules.py)
-    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules"),
+    # an eval case's start, which admission makes (hearth/eval/seed.py), stands with the run
+    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules", "hearth.eval.seed"),
     15: (
         "hearth.run.long",
         "hearth.run.long.marathon",
@@ -106,7 +107,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.run.long.deliverable",
         "hearth.run.long.holding",
         "hearth.evolve",
-    ),  # long work: runs made of runs
+        "hearth.eval",
+    ),  # long work: runs made of runs; evals: runs judged side by side
     16: ("hearth.leash.missions",),  # the leash's timetable: it submits
     17: (
         "hearth.dispatch",

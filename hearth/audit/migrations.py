@@ -426,6 +426,49 @@ def m190_run_model_host(db: sqlite_utils.Database) -> None:
     after a switch), when it had several to choose from (hearth/run/hosts.py); each turn's host is
     also on its `model` step's data."""
     db.table("runs").add_column("model_host", str)
+def m180_evals(db: sqlite_utils.Database) -> None:
+    """Evaluations (hearth/eval/): `eval_runs` holds one row per `hearth eval run` (its suite, the
+    models, repeats, who asked, why: the CLI or a mission's regression watch, with the
+    configuration's fingerprint it ran under and the pass-rate drop that alerts), `eval_results` one
+    row per case, model and repeat, keyed by the ordinary audited run that did it (`runs.id`, whose
+    `requested_by` is `eval:EVAL_ID`), with each check's outcome once the run is scored."""
+    db.table("eval_runs").create(
+        {
+            "id": str,
+            "suite": str,
+            "created_at": str,
+            "requested_by": str,
+            "models": str,
+            "repeat": int,
+            "trigger": str,
+            "fingerprint": str,
+            "alert_drop": float,
+            "status": str,
+            "finished_at": str,
+            "pass_rate": float,
+        },
+    db.table("eval_runs").create_index(["suite", "created_at"])
+    db.table("eval_results").create(
+        {
+            "run_id": str,
+            "eval_id": str,
+            "case_name": str,
+            "model": str,
+            "repeat": int,
+            "start": str,
+            "spec": str,
+            "passed": int,
+            "checks": str,
+            "iterations": int,
+            "tokens": int,
+            "model_ms": int,
+            "wall_ms": int,
+            "approvals": int,
+            "scored_at": str,
+        },
+        pk="run_id",
+        foreign_keys=[("eval_id", "eval_runs", "id")],
+    db.table("eval_results").create_index(["eval_id"])
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
@@ -454,5 +497,6 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m156_security_indexes,
     m157_proposal_decisions,
     m158_runs_by_requester,
+    m180_evals,
     m190_run_model_host,
 ]

@@ -152,6 +152,10 @@ def _run_request(
         raise
     with AuditStore(settings.audit_path) as audit:
         place(queue, audit, path, status, error)
+    if request.source == "eval":  # a case of an eval: scored as it ends (hearth/eval/watch.py)
+        from hearth.eval.watch import after_run
+
+        after_run(settings, request.id)
     return exit_code(status)
 
 

@@ -1,5 +1,6 @@
 """The doctor's checks of what the operator wrote: agent profiles, prompt files and SOUL.md (their
-placeholders), and the leash (router.toml, budget.toml, alerts.toml and its credentials, missions).
+placeholders), and the leash (router.toml, budget.toml, alerts.toml and its credentials, missions, eval
+suites).
 
 Its own room because these checks load the files the way a run would (the same loaders, the same
 errors), where files.py looks only at paths and modes and host.py at what the machine provides.
@@ -134,6 +135,24 @@ def check_leash(settings: Settings) -> list[Finding]:
     missions, problems = load_missions(settings)
     found += [Finding("missions", "ok", f"mission {m.name}: {m.schedule}") for m in missions]
     found += [Finding("missions", "error", f"{p.line()}; skipped", str(p.path)) for p in problems]
+    return found + _eval_findings(settings, [m.eval for m in missions if m.eval])
+
+
+def _eval_findings(settings: Settings, watched: list[str]) -> list[Finding]:
+    """evals/*.toml (hearth/eval/suite.py), and each suite a mission's regression watch names."""
+    from hearth.eval.suite import load_suite, suite_names
+
+    found: list[Finding] = []
+    names = suite_names(settings.config_dir)
+    for name in names:
+        try:
+            suite = load_suite(settings.config_dir, name)
+        except HearthError as exc:
+            found.append(Finding("evals", "error", f"{exc}; `hearth eval run {name}` refuses it"))
+            continue
+        found.append(Finding("evals", "ok", f"suite {name}: {len(suite.cases)} case(s)"))
+    for name in sorted(set(watched) - set(names)):
+        found.append(Finding("evals", "warn", f"a mission watches suite {name}, but there is no evals/{name}.toml"))
     return found
 
 

@@ -52,7 +52,8 @@ from hearth.tomlcheck import known_table, read_toml
 
 ALERTS_FILE = "alerts.toml"
 # run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
-# `tripped` is a run that touched a decoy secret, `rejected` a refused request
+# `tripped` is a run that touched a decoy secret, `rejected` a refused request, `eval_regression`
+# an eval's pass rate that fell past its threshold (hearth/eval/watch.py)
 EVENTS = (
     "failed",
     "interrupted",
@@ -65,8 +66,18 @@ EVENTS = (
     "model_unavailable",
     "denied",
     "mcp_drift",
+    "eval_regression",
 )
-DEFAULT_EVENTS = ("failed", "interrupted", "budget_exceeded", "approval", "tripped", "rejected", "mcp_drift")
+DEFAULT_EVENTS = (
+    "failed",
+    "interrupted",
+    "budget_exceeded",
+    "approval",
+    "tripped",
+    "rejected",
+    "mcp_drift",
+    "eval_regression",
+)
 KEYS = ("name", "url", "events", "local")
 APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
 REMIND_AFTER_S = 3600.0

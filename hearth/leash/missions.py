@@ -7,6 +7,9 @@
         model = "auto"                         mode, allowed_tools, egress, credentials,
         max_iterations = 12                    max_tokens, timeout_s, label: as in a request
         timer = "systemd"                      a systemd timer fires it (NixOS); `hearth watch` does not
+        eval = "chores"                        regression watch: when it fires after the router, a profile
+        eval_drop = 0.1                        or the default model changed, run that suite; a pass-rate
+                                               drop beyond eval_drop is alerted (hearth/eval/watch.py)
 
 A timer (or `hearth watch`, on a host without systemd) calls `fire`: it enqueues the request
 through the same queue as any other, or, while the mission is paused, records a skip instead.
@@ -31,7 +34,7 @@ from pydantic import ValidationError
 from agent.clock import utc_now
 from hearth.atomic import write_atomic
 from hearth.dispatch.launchers import heal
-from hearth.errors import NotFound
+from hearth.errors import HearthError, NotFound
 from hearth.leash.schedule import Calendar, CalendarError, parse_calendar
 from hearth.queue.intake import describe
 from hearth.queue.request import Request
@@ -53,7 +56,8 @@ FIELDS = {  # mission key -> request field
     "timeout_s": "timeout_s",
     "label": "label",
 }
-KEYS = ("schedule", "timer", *FIELDS)
+KEYS = ("schedule", "timer", "eval", "eval_drop", *FIELDS)
+EVAL_DROP = 0.1
 REQUEST_NAMES = {request: mission for mission, request in FIELDS.items()}
 
 
@@ -64,6 +68,8 @@ class Mission:
     fields: dict[str, Any]  # request fields, checked
     timer: str = ""  # "systemd": a timer fires it
     calendar: Calendar | None = field(default=None, compare=False)  # None: not a schedule hearth reads
+    eval: str = ""  # a suite the regression watch runs after a configuration change
+    eval_drop: float = EVAL_DROP
 
     def request(self, *, source: str, now: datetime) -> Request:
         stamp = now.strftime("%Y%m%dT%H%M%S")
@@ -134,6 +140,7 @@ def _load(path: Path, settings: Settings) -> Mission:
         raise _Bad(f'timer must be "systemd" or absent, got {timer!r}')
     fields = {FIELDS[k]: v for k, v in data.items() if k in FIELDS}
     _check_request(fields)
+    watched, drop = _eval_keys(data)
     agent = fields.get("agent_name", "default")
     if agent not in profile_names(settings.config_dir):
         raise _Bad(f"agent {agent!r} is not a profile; profiles: {', '.join(profile_names(settings.config_dir))}")
@@ -143,7 +150,16 @@ def _load(path: Path, settings: Settings) -> Mission:
         if timer != "systemd":  # hearth watch fires it, so it must read the schedule
             raise _Bad(f"schedule: {exc}") from None
         calendar = None
-    return Mission(name, schedule.strip(), fields, timer, calendar)
+    return Mission(name, schedule.strip(), fields, timer, calendar, watched, drop)
+
+
+def _eval_keys(data: dict[str, Any]) -> tuple[str, float]:
+    watched, drop = data.get("eval", ""), data.get("eval_drop", EVAL_DROP)
+    if not (isinstance(watched, str) and (watched == "" or NAME.fullmatch(watched))):
+        raise _Bad(f"eval must name a suite ($HEARTH_CONFIG_DIR/evals/NAME.toml), got {watched!r}")
+    if isinstance(drop, bool) or not isinstance(drop, int | float) or not 0 <= drop < 1:
+        raise _Bad(f"eval_drop must be a share of the pass rate from 0 to below 1, such as 0.1, got {drop!r}")
+    return watched, float(drop)
 
 
 def _check_request(fields: dict[str, Any]) -> None:
@@ -207,7 +223,20 @@ def fire(
         return None
     done = submit(mission.request(source=source, now=now), settings, requested_by=by, heal=heal)
     _note(settings, mission.name, last_fired=utc_now(), last_request=done.id)
+    if mission.eval:
+        done.notes.append(_watch(settings, mission))
     return done
+
+
+def _watch(settings: Settings, mission: Mission) -> str:
+    """The regression watch's turn (hearth/eval/watch.py): a note, never a failure of the mission."""
+    from hearth.eval.watch import watch_fired
+
+    try:
+        started = watch_fired(settings, mission.name, mission.eval, mission.eval_drop, heal=heal)
+    except HearthError as exc:
+        return f"eval {mission.eval} not run: {exc}"
+    return f"eval {mission.eval} started as {started}" if started else f"eval {mission.eval}: nothing changed"
 
 
 # -- seeing them ----------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ class Request(BaseModel):
         description="Give the run's commands network, only through hearth's guarded proxy (public "
         "addresses, the egress list); absent means the agent profile's setting, else none.",
     )
-    source: Literal["command-center", "cli", "timer", "self-test"] = Field(
+    source: Literal["command-center", "cli", "timer", "self-test", "eval"] = Field(
         "cli", description="Who dropped the request."
     )
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(

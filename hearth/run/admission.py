@@ -127,6 +127,8 @@ def admit(
         _seed_child(audit, sink, plan, root, run_id, settings)
     if plan.restore_from:
         _restore_follow_up(sink, plan.restore_from, root, run_id)
+    if request.source == "eval":
+        _seed_eval(audit, sink, run_id, root, settings)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
     run = _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, chosen, json_lines=json_lines, out=out)
     _warn_unsandboxed(settings, run.recorder)
@@ -283,6 +285,19 @@ def _seed_child(
     )
     seeded = {"iteration": 0, "detail": f"seeded {count} files from {where}", "ok": 1}
     sink.record(StepRecorded(run_id, "restore", seeded))
+
+
+def _seed_eval(audit: AuditStore, sink: RunRecorder, run_id: str, root: Path, settings: Settings) -> None:
+    """An eval case's run starts from its case's workspace (hearth/eval/seed.py), else is refused."""
+    from hearth.eval.seed import seed_eval
+
+    try:
+        detail = seed_eval(audit, run_id, root, settings.checkpoints_dir)
+    except UsageError as exc:
+        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
+        raise
+    if detail:
+        sink.record(StepRecorded(run_id, "restore", {"iteration": 0, "detail": detail, "ok": 1}))
 
 
 def _restore_follow_up(sink: RunRecorder, source: tuple[str, ...], root: Path, run_id: str) -> None:

@@ -27,6 +27,7 @@ NAV = (
     ("/knowledge", "Knowledge"),
     ("/proposals", "Proposals"),
     ("/operate", "Operate"),  # budgets, missions, router, security, alerts, model server
+    ("/evals", "Evals"),
 )
 
 

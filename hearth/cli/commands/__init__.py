@@ -34,6 +34,7 @@ MODULES = (
     "mcp",
     "docs",
     "install",
+    "eval",
 )
 COMMANDS = {
     "demo": "demo",
@@ -67,6 +68,7 @@ COMMANDS = {
     "man": "docs",
     "install": "install",
     "uninstall": "install",
+    "eval": "eval",
 }
 
 

@@ -11,6 +11,7 @@ from hearth.web.routes import (
     auth,
     budgets,
     decisions,
+    evals,
     health,
     knowledge,
     launch,
@@ -44,4 +45,5 @@ ROUTERS: list[APIRouter] = [
     alerts_page.router,
     models.router,
     decisions.router,
+    evals.router,
 ]
