@@ -426,6 +426,8 @@ def m190_run_model_host(db: sqlite_utils.Database) -> None:
     after a switch), when it had several to choose from (hearth/run/hosts.py); each turn's host is
     also on its `model` step's data."""
     db.table("runs").add_column("model_host", str)
+
+
 def m180_evals(db: sqlite_utils.Database) -> None:
     """Evaluations (hearth/eval/): `eval_runs` holds one row per `hearth eval run` (its suite, the
     models, repeats, who asked, why: the CLI or a mission's regression watch, with the
@@ -447,6 +449,8 @@ def m180_evals(db: sqlite_utils.Database) -> None:
             "finished_at": str,
             "pass_rate": float,
         },
+        pk="id",
+    )
     db.table("eval_runs").create_index(["suite", "created_at"])
     db.table("eval_results").create(
         {
@@ -468,6 +472,7 @@ def m180_evals(db: sqlite_utils.Database) -> None:
         },
         pk="run_id",
         foreign_keys=[("eval_id", "eval_runs", "id")],
+    )
     db.table("eval_results").create_index(["eval_id"])
 
 
