@@ -32,6 +32,7 @@ MODULES = (
     "alerts",
     "missions",
     "mcp",
+    "keys",
     "docs",
     "install",
 )
@@ -63,6 +64,7 @@ COMMANDS = {
     "alerts": "alerts",
     "missions": "missions",
     "mcp": "mcp",
+    "keys": "keys",
     "completion": "docs",
     "man": "docs",
     "install": "install",
