@@ -23,14 +23,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="keys_action")
     add = actions.add_parser("add", help="make a key and print it once (only its hash is kept)")
     add.add_argument("name", help="the key's name; its runs are recorded with source api:NAME")
-    add.add_argument("--agent", action="append", default=[], metavar="PROFILE", help="a profile it may use; repeat")
+    add.add_argument(
+        "--agent-name",
+        "--agent",
+        dest="agent",
+        action="append",
+        default=[],
+        metavar="PROFILE",
+        help="a profile it may use; repeat (default: any)",
+    )
     add.add_argument("--budget", type=int, default=0, metavar="TOKENS", help="tokens a day (UTC) for its runs; 0 none")
     add.add_argument("--rate", type=int, default=0, metavar="N", help="calls a minute; 0 none")
     add.add_argument("--json", action="store_true", help="print {name, key} as JSON")
     listing = actions.add_parser("list", help="every key: its profiles, budget, rate and today's tokens")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the keys as JSON")
     rm = actions.add_parser("rm", help="remove a key: calls with it are refused from now on")
     rm.add_argument("name")
+    rm.add_argument("--json", action="store_true", help="print {removed: NAME} as JSON")
     p.set_defaults(handler=keys, json=False)
 
 
@@ -45,7 +54,7 @@ def keys(args: argparse.Namespace, settings: Settings) -> int:
             from hearth.doors.keys import remove
 
             remove(audit, args.name)
-            print(f"removed key {args.name}")
+            print_json({"removed": args.name}) if args.json else print(f"removed key {args.name}")
             return 0
         return _list(args, audit)
 
