@@ -63,7 +63,8 @@ py.buildPythonApplication {
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" "sqlite-vec" ];
 
-  nativeCheckInputs = [ py.pytestCheckHook bubblewrap git openssl ]; # openssl: the TLS tests make a certificate
+  nativeCheckInputs = [ py.pytestCheckHook bubblewrap git openssl ] # openssl: the TLS tests make a certificate
+    ++ [ py.openai ]; # the official client drives the /v1 door's tests (tests/hearth/doors/)
   preCheck = ''
     export HOME=$TMPDIR
   '';

@@ -120,7 +120,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # checks, demonstrations and the installer the edges offer
     18: ("hearth.doctor", "hearth.selftest", "hearth.demo", "hearth.install"),
     19: ("hearth.web",),  # the command center's parts
-    20: ("hearth.web.routes",),
+    20: ("hearth.web.routes", "hearth.doors"),  # the routes, and the doors (/v1, /mcp) beside them
     21: ("hearth.web.app",),
     22: (
         "hearth.cli",

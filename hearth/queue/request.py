@@ -17,9 +17,19 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
 
 from hearth.ids import ID_PATTERN
 from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS
@@ -55,6 +65,17 @@ Name = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
 ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
 CredentialName = Annotated[str, Field(pattern=CREDENTIAL_PATTERN, max_length=64)]
+ApiSource = Annotated[str, Field(pattern=r"^api:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=68)]  # a /v1 key
+
+
+def _source(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One refusal for a source that is neither a word of the list nor api:NAME (not one per half)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        words = get_args(get_args(Request.model_fields["source"].annotation)[0])
+        shown = json.dumps(value, ensure_ascii=False, default=str)[:80]
+        raise ValueError(f"should be {', '.join(repr(w) for w in words)} or 'api:NAME', got {shown}") from None
 
 
 class Request(BaseModel):
@@ -118,8 +139,8 @@ class Request(BaseModel):
         description="Give the run's commands network, only through hearth's guarded proxy (public "
         "addresses, the egress list); absent means the agent profile's setting, else none.",
     )
-    source: Literal["command-center", "cli", "timer", "self-test", "eval"] = Field(
-        "cli", description="Who dropped the request."
+    source: Annotated[Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource, WrapValidator(_source)] = (
+        Field("cli", description="Who dropped the request (api:NAME: a call with the `/v1` key NAME).")
     )
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(
         "", description="The person or job that asked, for the audit."

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
 
+from hearth.doors.mount import Doors
 from hearth.web.config import WebConfig
 from hearth.web.context import Web, error_response, wants_json
 from hearth.web.limits import BodyLimit
@@ -45,11 +47,14 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     sessions, throttle = Sessions(config.sessions_per_role), throttle or Throttle(config.throttle_base_s)
     web = Web(config, reader, Live(config, reader), Pages(), sessions, throttle)
 
+    doors = _doors(web)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(web.live.run())
         reminding = asyncio.create_task(_remind(config))
-        yield
+        async with doors["/mcp"].running():  # the MCP door's sessions live as long as the app
+            yield
         web.live.close()
         task.cancel()
         reminding.cancel()
@@ -65,6 +70,7 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     )
     app.state.web = web
     app.middleware("http")(Guard(config, web.sessions, web.throttle))
+    app.add_middleware(Doors, doors=doors)  # /v1 and /mcp: their own keys, outside the Guard
     app.add_middleware(BodyLimit)  # added last, so outermost: it runs before the Guard
     _handlers(app)
     app.mount("/static", StaticFiles(directory=str(files("hearth.web") / "static")), name="static")
@@ -73,6 +79,13 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     return app
+
+
+def _doors(web: Web) -> dict[str, Any]:
+    from hearth.doors.mount import McpDoor
+    from hearth.web.routes.v1 import v1_app
+
+    return {"/v1": v1_app(web), "/mcp": McpDoor(web)}
 
 
 REMIND_EVERY_S = 30.0

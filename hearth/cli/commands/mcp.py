@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from hearth.cli.commands import mcp_serve
 from hearth.render import print_json, table
 from hearth.settings import Settings
 
@@ -13,6 +14,7 @@ from hearth.settings import Settings
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcp", help="MCP tool servers ($HEARTH_CONFIG_DIR/mcp/*.toml): their tools, pins and drift")
     actions = p.add_subparsers(dest="mcp_action")
+    mcp_serve.register(actions)  # `hearth mcp serve` (hearth as a server) lives in its own module
     listing = actions.add_parser("list", help="every server, its tools, their pins and drift")
     listing.add_argument("--json", action="store_true")
     review = actions.add_parser("review", help="start a server in the sandbox and show its tools as it lists them")

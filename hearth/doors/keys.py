@@ -1,0 +1,184 @@
+"""The keys of the OpenAI-compatible door: `hearth keys add|list|rm`, and the check of every `/v1` call.
+
+A key is `hk-` and 43 random characters, printed once; the audit keeps only its SHA-256 (a leaked
+audit leaks no key). Each key names the profiles it may use (none named: any), a daily token budget
+(the tokens of today's runs it launched, UTC; 0: none) and a rate (calls per minute; 0: none). Each
+call that queues a run is a row in `api_calls`, so the rate is counted across processes and the
+conversation a later call continues is found there.
+
+Refusals are `KeyRefused`, whose `status` and `code` are the OpenAI error's:
+
+    401 missing_key       no `Authorization: Bearer` key
+    401 invalid_api_key   a key no row has the digest of
+    403 model_not_allowed a profile this key may not use
+    429 insufficient_quota the key's tokens for today are spent
+    429 rate_limit_exceeded more calls this minute than the key's rate
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent.sqlite_store import immediate
+from hearth.audit.store import AuditStore
+from hearth.errors import HearthError, NotFound, UsageError
+
+PREFIX = "hk-"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+WINDOW = timedelta(minutes=1)
+RESERVED = "mcp"  # source api:mcp is hearth/doors/mcpserver.py's
+
+
+class KeyRefused(HearthError):
+    """A `/v1` call refused; str() is the reason a client reads."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    agents: tuple[str, ...]  # empty: any profile
+    budget_tokens: int  # per UTC day; 0: no budget of its own
+    rate_per_min: int  # 0: no rate of its own
+    created_at: str = ""
+    created_by: str = ""
+
+    @property
+    def source(self) -> str:
+        """How the run row names who launched it."""
+        return f"api:{self.name}"
+
+    def may_use(self, agent: str) -> bool:
+        return not self.agents or agent in self.agents
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def add(audit: AuditStore, key: Key) -> str:
+    """Store `key` and return its secret (shown once); UsageError for a bad or taken name."""
+    if not NAME.fullmatch(key.name):
+        raise UsageError(f"key name {key.name!r} is not valid; use 1-64 of A-Z a-z 0-9 . _ - starting with one")
+    if key.name == RESERVED:
+        raise UsageError(
+            f"key name {RESERVED!r} is hearth's own (its MCP server's runs are api:{RESERVED}); pick another"
+        )
+    if key.budget_tokens < 0 or key.rate_per_min < 0:
+        raise UsageError("--budget and --rate are counts: 0 (no limit) or more")
+    secret = PREFIX + secrets.token_urlsafe(32)
+    row = {
+        "name": key.name,
+        "digest": digest(secret),
+        "agents": json.dumps(list(key.agents)),
+        "budget_tokens": key.budget_tokens,
+        "rate_per_min": key.rate_per_min,
+        "created_at": key.created_at or audit.clock(),
+        "created_by": key.created_by,
+    }
+    with immediate(audit.conn):
+        if audit.rows("select 1 from api_keys where name = ?", [key.name]):
+            raise UsageError(f"a key named {key.name!r} exists; remove it first: hearth keys rm {key.name}")
+        audit.insert("api_keys", row)
+    return secret
+
+
+def listing(audit: AuditStore) -> list[Key]:
+    return [_key(row) for row in audit.rows("select * from api_keys order by name")]
+
+
+def remove(audit: AuditStore, name: str) -> None:
+    if not audit.rows("select 1 from api_keys where name = ?", [name]):
+        raise NotFound(f"no key named {name!r}; see: hearth keys list")
+    audit.conn.execute("delete from api_keys where name = ?", [name])
+
+
+def _key(row: dict[str, Any]) -> Key:
+    agents = tuple(json.loads(row["agents"] or "[]"))
+    return Key(
+        row["name"],
+        agents,
+        row["budget_tokens"] or 0,
+        row["rate_per_min"] or 0,
+        row["created_at"] or "",
+        row["created_by"] or "",
+    )
+
+
+def identify(audit: AuditStore, authorization: str) -> Key:
+    """The key an `Authorization` header carries, or KeyRefused 401."""
+    if not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
+        raise KeyRefused(401, "missing_key", "no API key: send Authorization: Bearer hk-... (hearth keys add NAME)")
+    rows = audit.rows("select * from api_keys where digest = ?", [digest(authorization[7:].strip())])
+    if not rows:
+        raise KeyRefused(401, "invalid_api_key", "wrong API key: no key of this hearth has it (see: hearth keys list)")
+    return _key(rows[0])
+
+
+def spent_today(audit: AuditStore, key: Key, now: datetime | None = None) -> int:
+    """Tokens of the runs this key launched today (UTC), as the run rows count them."""
+    midnight = (now or datetime.now(UTC)).strftime("%Y-%m-%dT00:00:00")
+    sql = "select sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) as n from runs where source = ? and started_at >= ?"
+    return int(audit.rows(sql, [key.source, midnight])[0]["n"] or 0)
+
+
+def admit(audit: AuditStore, key: Key, agent: str, now: datetime | None = None) -> int | None:
+    """Check `key` may start a run of `agent` now; the tokens left today (None: no budget).
+    The rate is checked and the call counted by `record`, in one transaction."""
+    if not key.may_use(agent):
+        raise KeyRefused(
+            403,
+            "model_not_allowed",
+            f"key {key.name!r} may not use profile {agent!r}; it may use: {', '.join(key.agents)}",
+        )
+    if not key.budget_tokens:
+        return None
+    left = key.budget_tokens - spent_today(audit, key, now)
+    if left <= 0:
+        raise KeyRefused(
+            429, "insufficient_quota", f"key {key.name!r} has spent its {key.budget_tokens} tokens for today (UTC)"
+        )
+    return left
+
+
+def record(audit: AuditStore, key: Key, run_id: str, conversation: str, now: datetime | None = None) -> None:
+    """Count the call (KeyRefused 429 past the key's rate), before its run is queued."""
+    moment = now or datetime.now(UTC)
+    with immediate(audit.conn):
+        if key.rate_per_min:
+            since = _stamp(moment - WINDOW)
+            n = audit.rows("select count(*) as n from api_calls where key = ? and at > ?", [key.name, since])[0]["n"]
+            if n >= key.rate_per_min:
+                raise KeyRefused(
+                    429,
+                    "rate_limit_exceeded",
+                    f"key {key.name!r} may make {key.rate_per_min} calls a minute; wait and retry",
+                )
+        audit.insert(
+            "api_calls", {"key": key.name, "at": _stamp(moment), "run_id": run_id, "conversation": conversation}
+        )
+
+
+def latest_run(audit: AuditStore, key: Key, conversation: str) -> str | None:
+    """The conversation's latest run this key launched, which the next turn continues."""
+    sql = "select run_id from api_calls where key = ? and conversation = ? order by id desc limit 1"
+    rows = audit.rows(sql, [key.name, conversation])
+    return rows[0]["run_id"] if rows else None
+
+
+def conversation_of(audit: AuditStore, key: Key, run_id: str) -> str | None:
+    rows = audit.rows("select conversation from api_calls where key = ? and run_id = ?", [key.name, run_id])
+    return rows[0]["conversation"] if rows else None
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -1,0 +1,259 @@
+"""A chat completion as a hearth run: the OpenAI request mapped onto a queued request, and the
+run's progress and answer shaped as OpenAI's responses (hearth/web/routes/v1.py serves them).
+
+    model               a profile name, or `auto` (the default profile, the router picks the model)
+    messages            the last user message is the goal; the earlier ones are the conversation
+    conversation        the id hearth returns in X-Hearth-Conversation; a client sends it back in
+                        that header, or as Open WebUI does (X-OpenWebUI-Chat-Id, sent with
+                        ENABLE_FORWARD_USER_INFO_HEADERS) or as a LibreChat endpoint can be told
+                        to (`headers: X-Conversation-Id: "{{LIBRECHAT_BODY_CONVERSATIONID}}"`), or
+                        in `metadata.conversation_id`; with none, an earlier assistant message
+                        that carries a run's answer names the conversation. Its latest run is
+                        continued (`continues`): the same workspace and prompt
+    user                who asked, kept in the run's requested_by after the key (LibreChat sends it)
+    tools               refused: the tools are hearth's, the profile's
+
+Every run is queued through hearth.queue.submit with source `api:KEY`, under its profile's tools,
+mode, walls and approvals; a key with a budget caps the run's own tokens to what is left today.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hearth.audit.store import AuditStore, new_run_id
+from hearth.doors import keys
+from hearth.doors.keys import Key, KeyRefused
+from hearth.settings import Settings
+
+AUTO = "auto"
+CONVERSATION_HEADERS = ("x-hearth-conversation", "x-openwebui-chat-id", "x-conversation-id")
+CONVERSATION_CHARS = 128
+
+
+class Refused(KeyRefused):
+    """Any `/v1` refusal: status, OpenAI code and type, one-line message."""
+
+    def __init__(self, status: int, code: str, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(status, code, message)
+        self.kind = kind
+
+
+def error_body(exc: KeyRefused) -> dict[str, Any]:
+    """OpenAI's error shape; the type follows the status as OpenAI's does."""
+    kind = getattr(exc, "kind", None) or {401: "authentication_error", 403: "permission_error"}.get(
+        exc.status, "rate_limit_error" if exc.status == 429 else "invalid_request_error"
+    )
+    if exc.code == "insufficient_quota":
+        kind = "insufficient_quota"
+    return {"error": {"message": str(exc), "type": kind, "code": exc.code, "param": None}}
+
+
+class ChatBody(BaseModel):
+    """What hearth reads of a chat completion request; the sampling fields a client sends are ignored
+    (the profile decides how the model is asked)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool = False
+    tools: list[Any] | None = None
+    functions: list[Any] | None = None
+    user: str | None = Field(None, max_length=128)
+    metadata: dict[str, Any] | None = None
+    stream_options: dict[str, Any] | None = None
+
+
+def parse(raw: Any) -> ChatBody:
+    try:
+        body = ChatBody.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+        raise Refused(400, "invalid_request", f"{where}: {first.get('msg', 'is not valid')}") from None
+    if body.tools or body.functions:
+        raise Refused(
+            400,
+            "tools_not_supported",
+            "tools are refused: hearth runs its profile's own tools (sandboxed, audited); send only messages",
+        )
+    return body
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """A message's text: a string, or the text parts of a list (images are not read)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def goal_of(body: ChatBody) -> str:
+    users = [m for m in body.messages if m.get("role") == "user" and text_of(m).strip()]
+    if not users:
+        raise Refused(400, "invalid_request", "messages: no user message with text; the last one is the goal")
+    return text_of(users[-1])
+
+
+def profile_of(model: str, settings: Settings) -> str:
+    """The profile a `model` names (`auto`: the default one)."""
+    from hearth.run.profiles import profile_names
+
+    if model == AUTO:
+        return "default"
+    names = profile_names(settings.config_dir)
+    if model not in names:
+        raise Refused(
+            404,
+            "model_not_found",
+            f"no model {model!r}: hearth's models are its profiles ({', '.join(names)}) and auto",
+        )
+    return model
+
+
+def models(settings: Settings, key: Key) -> list[dict[str, Any]]:
+    """GET /v1/models: each profile this key may use, and `auto`, with the model each resolves to."""
+    from hearth.run.profiles import load_profile, profile_names
+    from hearth.run.router import load_router
+
+    router_default = load_router(settings.config_dir).default or settings.model
+    listed = []
+    for name in [AUTO, *profile_names(settings.config_dir)]:
+        agent = profile_of(name, settings)
+        if not key.may_use(agent):
+            continue
+        profile = load_profile(settings.config_dir, agent)
+        resolves = (profile.model or "") if name != AUTO else ""
+        listed.append(
+            {
+                "id": name,
+                "object": "model",
+                "created": 0,
+                "owned_by": "hearth",
+                "hearth": {
+                    "agent": agent,
+                    "model": resolves or router_default,
+                    "by": "profile" if resolves else "router rules, else the default",
+                },
+            }
+        )
+    return listed
+
+
+@dataclass(frozen=True)
+class Started:
+    run_id: str
+    conversation: str
+    continues: str | None
+    key: Key
+    model: str
+    created: int
+
+
+def identify(settings: Settings, authorization: str) -> Key:
+    """The caller's key (KeyRefused 401 without a right one), before its body is read."""
+    settings.writable_state_dir()
+    with AuditStore(settings.audit_path) as audit:
+        return keys.identify(audit, authorization)
+
+
+def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str]) -> Started:
+    """Check the key may, queue the run (a follow-up when the conversation has one), count the call."""
+    from hearth.dispatch.launchers import heal
+    from hearth.queue.intake import RequestRefused, build_request
+    from hearth.queue.submit import SubmitRefused, submit
+
+    with AuditStore(settings.audit_path) as audit:
+        agent = profile_of(body.model, settings)
+        left = keys.admit(audit, key, agent)
+        conversation, earlier = _conversation(audit, key, body, headers)
+        run_id = new_run_id()
+        conversation = conversation or f"conv-{run_id}"
+        keys.record(audit, key, run_id, conversation)
+        obj = _request(run_id, body, key, agent, left, earlier, settings)
+        try:
+            request = build_request(obj, file_id=None).request
+            submit(request, settings, requested_by=obj["requested_by"], heal=heal)
+        except (RequestRefused, SubmitRefused) as exc:
+            audit.conn.execute("delete from api_calls where run_id = ?", [run_id])  # no run: no turn to continue
+            status = 503 if getattr(exc, "kind", "") == "queue" else 400
+            raise Refused(
+                status,
+                "not_queued",
+                f"the run was not queued: {exc}",
+                "server_error" if status == 503 else "invalid_request_error",
+            ) from None
+    return Started(run_id, conversation, earlier, key, body.model, int(time.time()))
+
+
+def _request(
+    run_id: str, body: ChatBody, key: Key, agent: str, left: int | None, earlier: str | None, settings: Settings
+) -> dict[str, Any]:
+    from hearth.run.profiles import load_profile
+
+    asker = key.source + (f"/{body.user}" if body.user else "")
+    obj: dict[str, Any] = {"id": run_id, "goal": goal_of(body), "source": key.source, "requested_by": asker}
+    obj["agent_name"] = agent
+    if body.model == AUTO:
+        obj["model"] = AUTO
+    if earlier:
+        obj["continues"] = earlier
+    if left is not None:
+        own = load_profile(settings.config_dir, agent).max_tokens
+        obj["max_tokens"] = min(left, own) if own else left
+    return obj
+
+
+def _conversation(audit: AuditStore, key: Key, body: ChatBody, headers: dict[str, str]) -> tuple[str, str | None]:
+    """(the conversation id, its latest run) as the client names it, else by its earlier answer."""
+    named = next((headers[h] for h in CONVERSATION_HEADERS if headers.get(h)), "")
+    meta = body.metadata or {}
+    named = named or str(meta.get("conversation_id") or meta.get("chat_id") or "")
+    named = "".join(c for c in named if c.isprintable())[:CONVERSATION_CHARS]
+    if named:
+        return named, keys.latest_run(audit, key, named)
+    answers = [text_of(m) for m in body.messages if m.get("role") == "assistant" and text_of(m).strip()]
+    if not answers:
+        return "", None
+    sql = """select c.conversation, r.summary from api_calls c join runs r on r.id = c.run_id
+             where c.key = ? and r.summary is not null and r.summary != '' order by c.id desc limit 200"""
+    for row in audit.rows(sql, [key.name]):
+        if row["summary"].strip() in answers[-1]:
+            return row["conversation"], keys.latest_run(audit, key, row["conversation"])
+    return "", None
+
+
+# -- the answers ------------------------------------------------------------------------------
+def completion(started: Started, content: str, usage: dict[str, int]) -> dict[str, Any]:
+    """The non-streaming answer: one choice, the run's answer, its tokens."""
+    return {
+        "id": completion_id(started),
+        "object": "chat.completion",
+        "created": started.created,
+        "model": started.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": usage,
+        "hearth": {"run_id": started.run_id, "conversation": started.conversation},
+    }
+
+
+def chunk(started: Started, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": completion_id(started),
+        "object": "chat.completion.chunk",
+        "created": started.created,
+        "model": started.model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+def completion_id(started: Started) -> str:
+    return f"chatcmpl-{started.run_id}"
