@@ -139,9 +139,9 @@ class Request(BaseModel):
         description="Give the run's commands network, only through hearth's guarded proxy (public "
         "addresses, the egress list); absent means the agent profile's setting, else none.",
     )
-    source: Annotated[Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource, WrapValidator(_source)] = (
-        Field("cli", description="Who dropped the request (api:NAME: a call with the `/v1` key NAME).")
-    )
+    source: Annotated[
+        Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource, WrapValidator(_source)
+    ] = Field("cli", description="Who dropped the request (api:NAME: a call with the `/v1` key NAME).")
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(
         "", description="The person or job that asked, for the audit."
     )
