@@ -1,6 +1,10 @@
 """A real MCP server, written with the same SDK hearth's client uses, for the tests to start.
 
-    python toy.py [--description-file PATH] [--http PORT]     (--http: streamable HTTP on 127.0.0.1:PORT/mcp)
+    python toy.py [--description-file PATH] [--lock PATH] [--http PORT]
+
+--http: streamable HTTP on 127.0.0.1:PORT/mcp. --lock: the server holds an exclusive lock on PATH
+for as long as it lives (a test's marker that it started, and, once the lock is free, that no
+process of it is left: inside the sandbox's PID namespace its pid means nothing outside).
 
 Its tools: notes in its working directory (read_note, write_note), `echo` (whose description is
 the file's text when one is given: a test changes it between two runs, a "rug pull"), one that
@@ -10,6 +14,7 @@ never answers (`hang`), one that ends the process mid-call (`crash`), one that w
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 import time
@@ -71,7 +76,18 @@ def flood(lines: int = 100_000) -> str:
     return "\n".join(f"line {i} " + "x" * 60 for i in range(lines))
 
 
+def _hold_lock() -> None:
+    if "--lock" in sys.argv:
+        try:
+            held = os.open(sys.argv[sys.argv.index("--lock") + 1], os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return  # not a path it may write (hearth mcp review starts it in a scratch directory)
+        fcntl.flock(held, fcntl.LOCK_EX)  # kept open, never closed: the kernel frees it with the process
+        os.write(held, f"{os.getpid()}\n".encode())
+
+
 if __name__ == "__main__":
+    _hold_lock()
     print(f"toy server {os.getpid()} starting", file=sys.stderr)
     if "--http" in sys.argv:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))

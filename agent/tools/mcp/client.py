@@ -61,17 +61,27 @@ def digest(info: ToolInfo) -> str:
 
 
 class Connection:
-    """`pinned` (tool name -> its pin): every time the server is started for a call, its tools are
-    listed again first, and a tool whose pin no longer matches is not called (a server that changes
-    a tool when it restarts is caught as at run start)."""
+    """`pinned` (tool name -> its pin): every time the server is started for a call (the first call,
+    or again after a hang or a crash), its tools are listed first and compared with the pins; a tool
+    whose pin no longer matches, or that is no longer listed, is refused for the connection's life
+    (`refused`, tool -> why), even if a later start lists it as approved again. `listed` hears each
+    such listing (the appliance records it and alerts a change)."""
 
     def __init__(
-        self, name: str, launch: Launch, *, start_s: float = START_S, pinned: dict[str, str] | None = None
+        self,
+        name: str,
+        launch: Launch,
+        *,
+        start_s: float = START_S,
+        pinned: dict[str, str] | None = None,
+        listed: Callable[[list[ToolInfo]], None] | None = None,
     ) -> None:
         self.name = name
         self.launch = launch
         self.start_s = start_s
         self.pinned = pinned
+        self.listed = listed
+        self.refused: dict[str, str] = {}
         self._starts = 0  # how many times the server was started
         self._checked = -1  # the start whose tool list was compared with the pins
         self._lock = threading.Lock()
@@ -100,16 +110,25 @@ class Connection:
         """The call's result as text (`save` keeps an image or binary, see `result_text`); McpFailed
         for every way it can fail."""
         if self.pinned is not None and (self._checked != self._starts or self._client is None):
-            listed = {info.name: info for info in self.tools(timeout_s)}
-            info = listed.get(tool)
-            if info is None or digest(info) != self.pinned.get(tool):
-                change = "no longer lists it" if info is None else "changed its description or input schema"
-                raise McpFailed(f"MCP server {self.name} {change} since {tool} was approved; it was not called")
+            self._check(self.tools(timeout_s))
+        if tool in self.refused:
+            raise McpFailed(f"MCP server {self.name} {self.refused[tool]} since {tool} was approved; it was not called")
         result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
         text = result_text(result, save)
         if result.is_error:
             raise McpFailed(f"{self.name} answered {tool} with an error: {_line(text) or 'no detail'}")
         return text
+
+    def _check(self, listing: list[ToolInfo]) -> None:
+        """Compare a fresh listing with the pins; a changed or missing tool stays refused."""
+        now = {info.name: digest(info) for info in listing}
+        for tool, pin in (self.pinned or {}).items():
+            if tool not in now:
+                self.refused.setdefault(tool, "no longer lists it")
+            elif now[tool] != pin:
+                self.refused.setdefault(tool, "changed its description or input schema")
+        if self.listed is not None:
+            self.listed(listing)
 
     def _request(self, make: Callable[[Any], Awaitable[Any]], timeout_s: float, what: str) -> Any:
         with self._lock:
