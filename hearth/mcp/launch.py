@@ -18,6 +18,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
+from agent.net.guard import NetGuard, Record
 from agent.safety import bwrap, seccomp
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.tools.mcp.client import Connection, Launch, McpFailed
@@ -28,10 +29,20 @@ from hearth.settings import Settings
 SECCOMP_FD = 3
 
 
-def connection(config: ServerConfig, settings: Settings, workspace: Path, policy: SandboxPolicy) -> Connection:
-    """The server's connection (not started: the first request starts it); McpFailed when it may not start."""
+def connection(
+    config: ServerConfig,
+    settings: Settings,
+    workspace: Path,
+    policy: SandboxPolicy,
+    guard: NetGuard | None = None,
+    record: Record | None = None,
+) -> Connection:
+    """The server's connection (not started: the first request starts it); McpFailed when it may
+    not start. An http server goes through `guard` (hearth/mcp/remote.py)."""
     if config.transport == "http":
-        return Connection(config.name, Launch(url=config.url))
+        from hearth.mcp.remote import remote
+
+        return remote(config, settings, guard, record)
     env = _environment(config, settings)
     try:
         kind = detect(policy.kind)

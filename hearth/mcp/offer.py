@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.net.guard import NetGuard
 from agent.safety.sandbox import SandboxPolicy
 from agent.tools.mcp.client import Connection, McpFailed, ToolInfo
 from agent.tools.mcp.tools import mcp_tool, tool_name
@@ -47,7 +48,12 @@ class Offered:
 
 
 def offer(
-    settings: Settings, workspace: Path, policy: SandboxPolicy, record: Record | None, run_id: str = ""
+    settings: Settings,
+    workspace: Path,
+    policy: SandboxPolicy,
+    record: Record | None,
+    run_id: str = "",
+    guard: NetGuard | None = None,
 ) -> Offered:
     """The run's MCP tools, their servers not started; every problem is recorded and costs only
     the tools it concerns."""
@@ -68,7 +74,7 @@ def offer(
         found = pinned_states(config, pinned[config.name])
         approved = [t for t in found if t.state == APPROVED and t.pin is not None]
         try:
-            server = connection(config, settings, workspace, policy)
+            server = connection(config, settings, workspace, policy, guard, record)
         except McpFailed as exc:
             note(MCP, {"server": config.name, "verdict": "failed", "offered": [], "line": f"no tools of it: {exc}"})
             continue

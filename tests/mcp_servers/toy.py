@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.server.transport_security import TransportSecuritySettings
 
 server = MCPServer("toy")
 _describe = sys.argv[sys.argv.index("--description-file") + 1] if "--description-file" in sys.argv else None
@@ -43,6 +44,11 @@ def write_note(name: str, text: str) -> str:
 @server.tool(description=ECHO)
 def echo(text: str) -> str:
     return text
+
+
+@server.tool(description="Say which Authorization header the request came with (over HTTP).")
+def whoami(ctx: Context) -> str:
+    return f"authorization: {(ctx.headers or {}).get('authorization', 'none')}"
 
 
 @server.tool(description="Never answer.")
@@ -90,6 +96,9 @@ if __name__ == "__main__":
     _hold_lock()
     print(f"toy server {os.getpid()} starting", file=sys.stderr)
     if "--http" in sys.argv:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        # reached by a test's public-looking name through hearth's guard: any Host is this server
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        server.run("streamable-http", host="127.0.0.1", port=port, transport_security=security)
     else:
         server.run("stdio")

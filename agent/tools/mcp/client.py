@@ -36,12 +36,16 @@ class McpFailed(AgentError):
 
 @dataclass(frozen=True)
 class Launch:
-    """How to reach a server: a stdio program (`argv`, `env`, `cwd`) or a streamable-HTTP `url`."""
+    """How to reach a server: a stdio program (`argv`, `env`, `cwd`) or a streamable-HTTP `url`,
+    sent through `proxy` (the run's guard proxy; "" only for the operator's own review) with
+    `headers` (credential values already resolved for the url's host)."""
 
     argv: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     url: str = ""
+    proxy: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,8 @@ class Connection:
         self.pinned = pinned
         self.listed = listed
         self.refused: dict[str, str] = {}
+        self.after_call: Callable[[], None] | None = None  # after every call, failed or not
+        self.after_close: list[Callable[[], None]] = []  # when close() has stopped the server
         self._starts = 0  # how many times the server was started
         self._checked = -1  # the start whose tool list was compared with the pins
         self._lock = threading.Lock()
@@ -109,15 +115,22 @@ class Connection:
     def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, save: Save | None = None) -> str:
         """The call's result as text (`save` keeps an image or binary, see `result_text`); McpFailed
         for every way it can fail."""
-        if self.pinned is not None and (self._checked != self._starts or self._client is None):
-            self._check(self.tools(timeout_s))
-        if tool in self.refused:
-            raise McpFailed(f"MCP server {self.name} {self.refused[tool]} since {tool} was approved; it was not called")
-        result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
+        try:
+            result = self._checked_call(tool, arguments, timeout_s)
+        finally:
+            if self.after_call is not None:
+                self.after_call()
         text = result_text(result, save)
         if result.is_error:
             raise McpFailed(f"{self.name} answered {tool} with an error: {_line(text) or 'no detail'}")
         return text
+
+    def _checked_call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        if self.pinned is not None and (self._checked != self._starts or self._client is None):
+            self._check(self.tools(timeout_s))
+        if tool in self.refused:
+            raise McpFailed(f"MCP server {self.name} {self.refused[tool]} since {tool} was approved; it was not called")
+        return self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
 
     def _check(self, listing: list[ToolInfo]) -> None:
         """Compare a fresh listing with the pins; a changed or missing tool stays refused."""
@@ -183,16 +196,27 @@ class Connection:
             loop.close()
 
     async def _session(self, ready: concurrent.futures.Future[Any]) -> None:
-        from mcp import Client, StdioServerParameters, stdio_client
+        from mcp import StdioServerParameters, stdio_client
 
         self._stop = asyncio.Event()
-        target: Any
         if self.launch.url:
-            target = self.launch.url
-        else:
-            command, *args = self.launch.argv
-            params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
-            target = stdio_client(params, errlog=self._errlog)  # its stderr is kept, not hearth's
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a server may hold a stream open
+            proxy = self.launch.proxy or None
+            http = httpx2.AsyncClient(proxy=proxy, headers=self.launch.headers, timeout=timeout, trust_env=False)
+            async with http:
+                await self._serve_client(ready, streamable_http_client(self.launch.url, http_client=http))
+            return
+        command, *args = self.launch.argv
+        params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
+        await self._serve_client(ready, stdio_client(params, errlog=self._errlog))  # its stderr kept, not hearth's
+
+    async def _serve_client(self, ready: concurrent.futures.Future[Any], target: Any) -> None:
+        from mcp import Client
+
+        assert self._stop is not None
         client = Client(target, cache=None, mode="legacy")
         async with client:
             if not ready.done():
@@ -203,6 +227,9 @@ class Connection:
         """Stop the server (its whole process group) and the thread that spoke to it."""
         with self._lock:
             self._close()
+            closers, self.after_close = self.after_close, []
+        for closer in closers:
+            closer()
 
     def _close(self) -> None:
         loop, thread, stop = self._loop, self._thread, self._stop

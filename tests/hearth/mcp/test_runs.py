@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 from tests.alert_support import Receiver
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
-from tests.mcp_servers.declare import TOY, declare
+from tests.mcp_servers.declare import declare
 from tests.mcp_servers.support import described, offered, pending, served, servers_of, steps, until
 
 RISKS = "".join(
@@ -189,33 +188,3 @@ def test_an_image_result_is_a_short_note_and_its_bytes_are_kept_in_the_workspace
     assert caption == "a caption" and note.startswith("[image image/png, 38 bytes, saved as mcp-output/toy__picture-")
     [kept] = (workspace / "mcp-output").iterdir()
     assert kept.suffix == ".png" and kept.read_bytes().endswith(b"toy image") and kept.name in note
-
-
-def test_a_run_calls_a_tool_of_a_server_over_streamable_http_on_loopback(state_dir: Path, tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(TOY), "--http", str(port)], stderr=subprocess.DEVNULL)
-    try:
-        assert until(lambda: _listening(port)), "the HTTP server never listened"
-        path = tmp_path / "config" / "mcp" / "web.toml"
-        path.parent.mkdir(parents=True)
-        path.write_text(f'transport = "http"\nurl = "http://127.0.0.1:{port}/mcp"\n[tools.echo]\nrisk = "safe"\n')
-        assert run_cli("hearth", "mcp", "approve", "web", "echo").returncode == 0
-        with FakeOllama([tool_call("web__echo", {"text": "over http"}), final_answer("ok")]) as fake:
-            done = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(tmp_path / "ws"), "e")
-        assert done.returncode == 0, done.stderr
-        _, recorded = steps(state_dir)
-        [call] = [s for s in recorded if s["kind"] == "tool"]
-        assert (call["tool"], call["verdict"], call["output"]) == ("web__echo", "run", "over http")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
