@@ -15,15 +15,18 @@ never answers (`hang`), one that ends the process mid-call (`crash`), one that w
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 server = MCPServer("toy")
 _describe = sys.argv[sys.argv.index("--description-file") + 1] if "--description-file" in sys.argv else None
@@ -67,6 +70,16 @@ def garbage() -> str:
     sys.stdout.write("this is not json\n")
     sys.stdout.flush()
     return "answered after the garbage"
+
+
+class Count(BaseModel):
+    count: int
+
+
+@server.tool(description="Answer with a count, as the declared output schema says, or (broken) not.")
+def count(broken: bool = False) -> Annotated[CallToolResult, Count]:
+    shaped: dict[str, Any] = {"count": "many"} if broken else {"count": 3}
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(shaped))], structured_content=shaped)
 
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"toy image"

@@ -17,6 +17,7 @@ import base64
 import concurrent.futures
 import hashlib
 import json
+import re
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable
@@ -96,7 +97,11 @@ class Connection:
         self._client: Any = None
         self._stop: asyncio.Event | None = None
         self._errlog: Any = None
-        self.pid: int | None = None  # the stdio server's process (its group's leader)
+
+    @property
+    def starts(self) -> int:
+        """How many times the server was started."""
+        return self._starts
 
     # -- the requests ----------------------------------------------------------------------------
     def tools(self, timeout_s: float = 30.0) -> list[ToolInfo]:
@@ -157,6 +162,15 @@ class Connection:
                 ) from None
             except McpFailed:
                 raise
+            except RuntimeError as exc:
+                mismatch = _mismatch(exc)
+                if mismatch is None:
+                    self._close()
+                    raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
+                # the SDK checked the answer against the tool's declared output schema: the server is sound
+                raise McpFailed(
+                    f"MCP server {self.name} answered {what} with a result that does not match the tool's output schema: {mismatch}"
+                ) from None
             except Exception as exc:
                 self._close()
                 raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
@@ -296,6 +310,19 @@ def result_text(result: Any, save: Save | None = None) -> str:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     text = "\n".join(parts)
     return text if len(text) <= RESULT_LIMIT else text[:RESULT_LIMIT] + f"\n[... cut at {RESULT_LIMIT} characters]"
+
+
+_MISMATCH = re.compile(
+    r"^(?:Invalid structured content returned by tool \S+: (?P<why>[^\n]*)|Tool \S+ has an output schema but did not return structured content)"
+)
+
+
+def _mismatch(exc: RuntimeError) -> str | None:
+    """What the SDK's output-schema check found (`Client.call_tool` raises it as a RuntimeError), or None."""
+    found = _MISMATCH.match(str(exc))
+    if found is None:
+        return None
+    return _line(found.group("why") or "it returned no structured content", 200)
 
 
 def _describe(exc: BaseException) -> str:
