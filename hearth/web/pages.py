@@ -26,6 +26,7 @@ NAV = (
     ("/report", "Report"),
     ("/knowledge", "Knowledge"),
     ("/proposals", "Proposals"),
+    ("/mcp", "MCP"),
 )
 
 

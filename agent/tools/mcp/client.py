@@ -27,7 +27,7 @@ from typing import Any
 from agent.errors import AgentError
 
 Save = Callable[[str, bytes], str]  # (mime type, bytes) -> where they were kept, for the model to read
-START_S = 20.0  # how long a server may take to start and answer its first request
+START_S = 60.0  # how long a server may take to start and answer its first request (a loaded machine: tens of seconds)
 RESULT_LIMIT = 1_000_000  # characters of one result kept before the gate's own cap
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from hearth.web.routes import alert_actions, approvals, auth, knowledge, launch, overview, proposals, report, runs
+from hearth.web.routes import alert_actions, approvals, auth, knowledge, launch, mcp, overview, proposals, report, runs
 
 ROUTERS: list[APIRouter] = [
     auth.router,
@@ -16,4 +16,5 @@ ROUTERS: list[APIRouter] = [
     knowledge.router,
     proposals.router,
     alert_actions.router,
+    mcp.router,
 ]
