@@ -190,6 +190,88 @@ let
     };
   };
 
+  mcpToolOptions = { name, ... }: {
+    options = {
+      risk = mkOption {
+        type = types.enum [ "safe" "edit" "dangerous" ];
+        default = "dangerous";
+        example = "safe";
+        description = "The tool's risk class: the run's mode and approvals treat it as one of hearth's own tools of that class.";
+      };
+      offer = mkOption {
+        type = types.bool;
+        default = true;
+        example = false;
+        description = "Whether runs are offered the tool once it is approved (`hearth mcp approve`); false withholds it.";
+      };
+    };
+  };
+
+  mcpServerOptions = { name, ... }: {
+    options = {
+      transport = mkOption {
+        type = types.enum [ "stdio" "http" ];
+        default = "stdio";
+        example = "http";
+        description = "stdio: hearth starts `command` in the command sandbox; http: a streamable-HTTP `url`, reached through the run's network guard.";
+      };
+      command = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "/run/current-system/sw/bin/mcp-server-git";
+        description = "The stdio server's program.";
+      };
+      args = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "--repository" "." ];
+        description = "The stdio server's arguments.";
+      };
+      url = mkOption {
+        type = types.nullOr (types.strMatching "https?://.+");
+        default = null;
+        example = "https://mcp.example.org/mcp";
+        description = "The http server's endpoint.";
+      };
+      env = mkOption {
+        type = types.attrsOf types.str;
+        default = { };
+        example = { GITHUB_TOKEN = "github"; };
+        description = "Environment of a stdio server: variable -> the NAME of a credential in `services.hearth.credentials` (never a value).";
+      };
+      headers = mkOption {
+        type = types.attrsOf types.str;
+        default = { };
+        example = { Authorization = "Bearer cred:forge"; };
+        description = "Headers of an http server's requests; `cred:NAME` is the credential's value, sent only if the credential is bound to the url's host.";
+      };
+      network = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "api.github.com" ];
+        description = "The hosts the server may reach (egress patterns); empty: none.";
+      };
+      read = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "/var/lib/notes" ];
+        description = "More read-only paths a stdio server needs inside the sandbox.";
+      };
+      timeout = mkOption {
+        type = types.ints.between 1 600;
+        default = 30;
+        example = 60;
+        description = "Seconds one call may take (cut to what is left of the run's time limit).";
+      };
+      tools = mkOption {
+        type = types.attrsOf (types.submodule mcpToolOptions);
+        default = { };
+        example = literalExpression ''{ read_file = { risk = "safe"; }; delete_file = { offer = false; }; }'';
+        description = "Per tool (as the server names it): its risk class and whether it is offered; a tool not named is dangerous.";
+      };
+    };
+  };
+
   scheduleOptions = { name, ... }: {
     options = {
       goal = mkOption {
@@ -289,6 +371,15 @@ let
     allowed_tools = s.allowedTools; max_iterations = s.maxIterations; max_tokens = s.maxTokens; timeout_s = s.timeoutS;
     credentials = if s.credentials == [ ] then null else s.credentials;
   };
+  # [env], [headers] and [tools."NAME"] tables after the server's own keys
+  mcpTable = title: attrs: if attrs == { } then "" else "\n[${title}]\n" + lib.concatStringsSep "" (lib.mapAttrsToList (k: v: "${builtins.toJSON k} = ${builtins.toJSON v}\n") attrs);
+  mcpToml = s: tomlKeys {
+    inherit (s) transport command url read timeout;
+    args = if s.args == [ ] then null else s.args;
+    egress = s.network;
+  } + mcpTable "env" s.env + mcpTable "headers" s.headers
+    + lib.concatStringsSep "" (lib.mapAttrsToList (t: r: "\n[tools.${builtins.toJSON t}]\nrisk = ${toml r.risk}\noffered = ${toml r.offer}\n") s.tools);
+  mcpFiles = lib.concatMapAttrs (name: s: { "hearth/mcp/${name}.toml".text = mcpToml s; }) cfg.mcp.servers;
   missionFiles = lib.concatMapAttrs (name: s: { "hearth/missions/${name}.toml".text = missionToml s; }) cfg.schedules;
   leashFiles = { "hearth/router.toml".text = routerToml; "hearth/budget.toml".text = budgetToml; }
     // (if cfg.alerts.destinations == { } then { } else { "hearth/alerts.toml".text = alertsToml; });
@@ -495,6 +586,13 @@ in
       default = "";
       example = "You are calm, exact and brief. You say what you did not check.";
       description = "The voice of every agent, written to /etc/hearth/SOUL.md (nothing when empty); never read from a workspace.";
+    };
+
+    mcp.servers = mkOption {
+      type = types.attrsOf (types.submodule mcpServerOptions);
+      default = { };
+      example = literalExpression ''{ git = { command = "/run/current-system/sw/bin/mcp-server-git"; tools.git_status.risk = "safe"; }; }'';
+      description = "MCP tool servers, written to /etc/hearth/mcp/<name>.toml; their tools reach runs only once approved (`hearth mcp review|approve`).";
     };
 
     schedules = mkOption {
@@ -790,7 +888,7 @@ in
       # the state directory and its modes, from units.toml (hearth install --systemd writes the same)
       systemd.tmpfiles.rules = units.tmpfiles;
 
-      environment.etc = agentFiles // promptFiles // missionFiles // leashFiles // {
+      environment.etc = agentFiles // promptFiles // missionFiles // leashFiles // mcpFiles // {
         # host bindings only; the secrets themselves never leave their files
         "hearth/credentials.json".text = builtins.toJSON (lib.mapAttrs (_: c: { inherit (c) hosts; }) cfg.credentials);
       };

@@ -387,9 +387,9 @@ def run_ended(settings: Settings, run_id: str, status: str, *, goal: str, detail
 
 
 def mcp_drift(settings: Settings, run_id: str, server: str, refused: list[str]) -> None:
-    """An MCP server's tool changed since it was approved (a "rug pull"): the run did not offer it."""
+    """An MCP server's tool changed since it was approved (a "rug pull"): the run refuses it."""
     title = f"hearth: MCP server {server} changed a tool since it was approved"
-    body = "\n".join(refused[:10]) + f"\nnot offered to run {run_id}; review: hearth mcp review {server}"
+    body = "\n".join(refused[:10]) + f"\nrefused in run {run_id}; review: hearth mcp review {server}"
     notify(settings, Alert("mcp_drift", title, body, run_id or None))
 
 

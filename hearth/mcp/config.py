@@ -4,7 +4,10 @@
     command = "/usr/bin/mcp-files"       stdio: the program, and its arguments
     args = ["--root", "."]
     url = "http://127.0.0.1:8931/mcp"    http: the streamable-HTTP endpoint
-    env = { GITHUB_TOKEN = "github" }    variable -> a credential NAME in hearth's store (never a value)
+    env = { GITHUB_TOKEN = "github" }    stdio: variable -> a credential NAME in hearth's store (never a value)
+    headers = { Authorization = "Bearer cred:github" }
+                                         http: headers sent with every request; cred:NAME is the
+                                         credential's value, only if it is bound to the url's host
     egress = []                          the hosts it may reach (absent or empty: no network)
     read = ["/opt/mcp-files"]            more read-only paths a stdio server needs in the sandbox
     timeout = 30                         seconds one call may take (1 to 600), cut to the run's limit
@@ -25,7 +28,7 @@ from agent.tools.registry import RISKS
 from hearth.errors import ConfigError
 from hearth.tomlcheck import known_table, read_toml
 
-KEYS = ("transport", "command", "args", "url", "env", "egress", "read", "timeout", "tools")
+KEYS = ("transport", "command", "args", "url", "env", "headers", "egress", "read", "timeout", "tools")
 TOOL_KEYS = ("risk", "offered")
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]|_(?!_)){0,30}")  # no "__": it joins server and tool
@@ -48,6 +51,7 @@ class ServerConfig:
     args: tuple[str, ...] = ()
     url: str = ""
     env: tuple[tuple[str, str], ...] = ()  # (variable, credential name)
+    headers: tuple[tuple[str, str], ...] = ()  # (header, value with cred:NAME in it)
     egress: tuple[str, ...] = ()
     read: tuple[str, ...] = ()
     timeout_s: float = 30.0
@@ -94,6 +98,10 @@ def load_server(path: Path) -> ServerConfig:
         raise ConfigError(f"{path}: url must be an http:// or https:// address for transport http, got {url!r}")
     if transport == "http" and command:
         raise ConfigError(f"{path}: command is for transport stdio; an http server has only a url")
+    if transport == "http" and raw.get("env"):
+        raise ConfigError(f"{path}: env is for transport stdio; an http server's credentials go in headers (cred:NAME)")
+    if transport == "stdio" and raw.get("headers"):
+        raise ConfigError(f"{path}: headers are for transport http; a stdio server's credentials go in env")
     timeout = raw.get("timeout", 30)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
         raise ConfigError(f"{path}: timeout must be a number of seconds from 1 to 600, got {timeout!r}")
@@ -105,6 +113,7 @@ def load_server(path: Path) -> ServerConfig:
         args=_strings(path, raw, "args"),
         url=url,
         env=_env(path, raw.get("env", {})),
+        headers=_headers(path, raw.get("headers", {})),
         egress=_strings(path, raw, "egress"),
         read=_paths(path, _strings(path, raw, "read")),
         timeout_s=float(timeout),
@@ -146,6 +155,15 @@ def _env(path: Path, raw: Any) -> tuple[tuple[str, str], ...]:
             )
         pairs.append((variable, credential))
     return tuple(pairs)
+
+
+def _headers(path: Path, raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f'{path}: headers must be a table of Header-Name = "value" (cred:NAME for a credential)')
+    for header, value in raw.items():
+        if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", header) or not isinstance(value, str) or "\n" in value:
+            raise ConfigError(f"{path}: headers.{header} must be a header name with a one-line string value")
+    return tuple(raw.items())
 
 
 def _tools(path: Path, raw: Any) -> dict[str, ToolRule]:

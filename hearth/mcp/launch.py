@@ -7,17 +7,23 @@ new user, PID, IPC, UTS and network namespaces as nobody with no capabilities, h
 credentials hidden, `--die-with-parent`, the commands' seccomp filter (AF_UNIX allowed) and the
 memory, file-size and core rlimits. Not yet: the process rlimit and the run's cgroup (commands
 get them in a preexec hook the SDK's process start does not take), and network (an `egress`
-list is not granted: the server gets none). Where bubblewrap does not work, a
-server is started only when the operator chose `HEARTH_SANDBOX=none`."""
+list is not granted: the server gets none). Where bubblewrap does not work (inside hearth's
+systemd units), the server walls itself in with Landlock before it execs (hearth/mcp/walled.py):
+reads of the allow list and `read`, writes of the workspace only, no TCP, seccomp, the same
+rlimits, as hearth's own user; the unit's cgroup ends it with the run. `HEARTH_SANDBOX=none`
+starts it bare."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
+import sys
 import tempfile
 from pathlib import Path
 
+from agent.net.guard import NetGuard, Record
 from agent.safety import bwrap, seccomp
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.tools.mcp.client import Connection, Launch, McpFailed
@@ -28,10 +34,20 @@ from hearth.settings import Settings
 SECCOMP_FD = 3
 
 
-def connection(config: ServerConfig, settings: Settings, workspace: Path, policy: SandboxPolicy) -> Connection:
-    """The server's connection (not started: the first request starts it); McpFailed when it may not start."""
+def connection(
+    config: ServerConfig,
+    settings: Settings,
+    workspace: Path,
+    policy: SandboxPolicy,
+    guard: NetGuard | None = None,
+    record: Record | None = None,
+) -> Connection:
+    """The server's connection (not started: the first request starts it); McpFailed when it may
+    not start. An http server goes through `guard` (hearth/mcp/remote.py)."""
     if config.transport == "http":
-        return Connection(config.name, Launch(url=config.url))
+        from hearth.mcp.remote import remote
+
+        return remote(config, settings, guard, record)
     env = _environment(config, settings)
     try:
         kind = detect(policy.kind)
@@ -40,10 +56,10 @@ def connection(config: ServerConfig, settings: Settings, workspace: Path, policy
     if kind == "none":
         bare = Launch(argv=(config.command, *config.args), env=env, cwd=str(workspace))
         return Connection(config.name, bare)
+    if kind == "landlock":
+        return Connection(config.name, _landlocked(config, workspace, policy, env))
     if kind != "bwrap":
-        raise McpFailed(
-            f"MCP server {config.name} was not started: only bubblewrap can hold an MCP server, and the sandbox here is {kind}"
-        )
+        raise McpFailed(f"MCP server {config.name} was not started: no sandbox here can hold it ({kind})")
     command = shlex.join([config.command, *config.args])
     mounts = bwrap.Mounts(
         str(workspace),
@@ -63,6 +79,21 @@ def connection(config: ServerConfig, settings: Settings, workspace: Path, policy
     script = f'{limits} && exec "$@"{opened}'
     program = str(_seccomp_file()) if filtered else "-"
     return Connection(config.name, Launch(argv=("/bin/sh", "-c", script, program, *walled), cwd=str(workspace)))
+
+
+def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, env: dict[str, str]) -> Launch:
+    """hearth/mcp/walled.py walls itself in, then becomes the server (no bubblewrap here)."""
+    tmp = workspace / ".tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "read": list(dict.fromkeys((*config.read, *policy.expose))),
+        "write": [str(workspace)],
+        "memory": policy.memory_bytes,
+        "file_size": policy.file_size_bytes,
+    }
+    argv = (sys.executable, "-m", "hearth.mcp.walled", json.dumps(spec), "--", config.command, *config.args)
+    variables = {"HOME": str(workspace), "TMPDIR": str(tmp), **env}
+    return Launch(argv=argv, env=variables, cwd=str(workspace))
 
 
 def _seccomp_file() -> Path:

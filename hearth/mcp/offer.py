@@ -1,12 +1,16 @@
-"""What a run is offered of the declared MCP servers: each approved, unchanged tool as a `Tool`
+"""What a run is offered of the declared MCP servers: each approved tool as a `Tool`
 (agent/tools/mcp/tools.py) with the operator's risk class; the gate does the rest as for every tool.
 
-At run start each server with at least one pin is started (in the sandbox, the run's workspace its
-only writable path) and its tools are compared with the pins (hearth/mcp/pins.py). A tool whose
-description or schema changed since approval is not offered, nor a new or withheld one; the run
-records an `mcp` step per server saying what it was offered and what not, and why. A server that
-does not start costs the run its tools, recorded the same way, and nothing else. `Offered.close()`
-(when the run's services close, also when the run is stopped) stops every server it started."""
+At run start no server is started: each tool is offered as the operator approved it (its pinned
+name, description and schema, from the audit), less those the file withholds, and the run records
+an `mcp` step per server saying what it was offered and what not. A server is started (in the
+sandbox, the run's workspace its only writable path) when the model first calls one of its tools;
+its tools are then listed and compared with the pins (hearth/mcp/pins.py), and a tool whose
+description or schema changed since approval, or that the server no longer lists, is refused for
+the rest of the run: a second `mcp` step says which and why, and a change is alerted (`mcp_drift`).
+A server that does not start costs the run one tool error per call, and nothing else.
+`Offered.close()` (when the run's services close, also when the run is stopped) stops every server
+that was started, with its process group."""
 
 from __future__ import annotations
 
@@ -15,20 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.net.guard import NetGuard
 from agent.safety.sandbox import SandboxPolicy
-from agent.tools.mcp.client import Connection, McpFailed
+from agent.tools.mcp.client import Connection, McpFailed, ToolInfo
 from agent.tools.mcp.tools import mcp_tool, tool_name
 from agent.tools.registry import Tool
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
 from hearth.leash import alerts
-from hearth.mcp.config import load_servers
+from hearth.mcp.config import ServerConfig, load_servers
 from hearth.mcp.launch import connection
-from hearth.mcp.pins import APPROVED, CHANGED, pins, states
+from hearth.mcp.pins import APPROVED, CHANGED, REMOVED, Pin, ToolState, pinned_states, pins, states
 from hearth.settings import Settings
 
 MCP = "mcp"  # the kind of the run's step about its MCP servers
-LIST_S = 30.0
 
 Record = Callable[[str, dict[str, Any]], None]
 
@@ -44,10 +48,15 @@ class Offered:
 
 
 def offer(
-    settings: Settings, workspace: Path, policy: SandboxPolicy, record: Record | None, run_id: str = ""
+    settings: Settings,
+    workspace: Path,
+    policy: SandboxPolicy,
+    record: Record | None,
+    run_id: str = "",
+    guard: NetGuard | None = None,
 ) -> Offered:
-    """The run's MCP tools; every problem is recorded and costs only the tools it concerns; a tool
-    changed since its approval is alerted (`mcp_drift`)."""
+    """The run's MCP tools, their servers not started; every problem is recorded and costs only
+    the tools it concerns."""
     note = record or (lambda kind, detail: None)
     offered = Offered()
     try:
@@ -61,44 +70,68 @@ def offer(
         pinned = {s.name: pins(audit, s.name) for s in servers}
     for config in servers:
         if not pinned[config.name]:
-            continue  # nothing approved: the server is not even started
+            continue  # nothing approved: nothing offered, and the server is never started
+        found = pinned_states(config, pinned[config.name])
+        approved = [t for t in found if t.state == APPROVED and t.pin is not None]
         try:
-            server = connection(config, settings, workspace, policy)
-            offered.connections.append(server)
-            listed = server.tools(LIST_S)
+            server = connection(config, settings, workspace, policy, guard, record)
         except McpFailed as exc:
             note(MCP, {"server": config.name, "verdict": "failed", "offered": [], "line": f"no tools of it: {exc}"})
             continue
-        found = states(config, listed, pinned[config.name])
-        # a restart (after a hang or a crash) lists the tools again before it calls one
-        server.pinned = {t.tool: t.sha256 for t in found if t.state == APPROVED}
-        by_name = {info.name: info for info in listed}
-        tools = [
-            mcp_tool(config.name, by_name[t.tool], t.risk, server, config.timeout_s)
-            for t in found
-            if t.state == APPROVED
-        ]
+        server.pinned = {t.tool: t.sha256 for t in approved}
+        server.listed = Started(config, pinned[config.name], settings, note, run_id)
+        offered.connections.append(server)
+        tools = [mcp_tool(config.name, t.pin.info(), t.risk, server, config.timeout_s) for t in approved if t.pin]
         offered.tools += tools
-        refused = [
-            {"tool": tool_name(config.name, t.tool), "state": t.state, "why": t.reason(config.name)}
-            for t in found
-            if t.state != APPROVED
-        ]
-        drift = [r for r in refused if r["state"] == CHANGED]
+        refused = [_refusal(config.name, t) for t in found if t.state != APPROVED]
         names = ", ".join(t.name for t in tools) or "none"
-        line = f"{config.name}: offered {names}" + "".join(f"; NOT offered: {r['why']}" for r in drift)
-        others = len(refused) - len(drift)
-        line += f"; {others} more not offered (not approved, withheld or removed)" if others else ""
+        line = f"{config.name}: offered {names} as approved (the server starts on first use)"
+        line += "".join(f"; NOT offered: {r['why']}" for r in refused)
         note(
             MCP,
             {
                 "server": config.name,
-                "verdict": "drift" if drift else "ok",
+                "verdict": "ok",
                 "offered": [t.name for t in tools],
                 "refused": refused,
                 "line": line,
             },
         )
-        if drift:
-            alerts.mcp_drift(settings, run_id, config.name, [str(r["why"]) for r in drift])
     return offered
+
+
+def _refusal(server: str, t: ToolState) -> dict[str, str]:
+    return {"tool": tool_name(server, t.tool), "state": t.state, "why": t.reason(server)}
+
+
+@dataclass
+class Started:
+    """What a run does when one of its servers starts and lists its tools (the connection's
+    `listed` hook): the first start is recorded, a later one only when it finds a new change; a
+    changed tool is alerted once (`mcp_drift`)."""
+
+    config: ServerConfig
+    pinned: dict[str, Pin]
+    settings: Settings
+    note: Record
+    run_id: str
+    reported: set[str] = field(default_factory=set)
+    starts: int = 0
+
+    def __call__(self, listing: list[ToolInfo]) -> None:
+        self.starts += 1
+        name = self.config.name
+        found = [t for t in states(self.config, listing, self.pinned) if t.tool in self.pinned]
+        gone = [t for t in found if t.state in (CHANGED, REMOVED) and t.tool not in self.reported]
+        if self.starts > 1 and not gone:
+            return
+        self.reported |= {t.tool for t in gone}
+        refused = [_refusal(name, t) for t in gone]
+        drift = [r for r in refused if r["state"] == CHANGED]
+        line = f"{name}: started; " + (
+            "; ".join(f"refused for the rest of the run: {r['why']}" for r in refused) or "its tools are as approved"
+        )
+        verdict = "drift" if drift else "ok"
+        self.note(MCP, {"server": name, "verdict": verdict, "started": True, "refused": refused, "line": line})
+        if drift:
+            alerts.mcp_drift(self.settings, self.run_id, name, [r["why"] for r in drift])

@@ -31,6 +31,16 @@ class Pin:
     sha256: str
     approved_by: str
     approved_at: str
+    description: str = ""  # as approved: what a run offers the model before the server starts
+    schema: str = "{}"
+
+    def info(self) -> ToolInfo:
+        """The tool as the operator approved it."""
+        try:
+            schema = json.loads(self.schema)
+        except ValueError:
+            schema = {}
+        return ToolInfo(self.tool, self.description, schema if isinstance(schema, dict) else {}, {})
 
 
 @dataclass(frozen=True)
@@ -76,12 +86,29 @@ def pin(audit: AuditStore, server: str, info: ToolInfo, by: str) -> Pin:
         " values (:server, :tool, :sha256, :description, :schema, :approved_by, :approved_at)",
         row,
     )
-    return Pin(server, info.name, row["sha256"], by, row["approved_at"])
+    return Pin(server, info.name, row["sha256"], by, row["approved_at"], info.description, row["schema"])
 
 
 def pins(audit: AuditStore, server: str) -> dict[str, Pin]:
     rows = audit.rows("select * from mcp_pins where server = ? order by tool", [server])
-    return {r["tool"]: Pin(r["server"], r["tool"], r["sha256"], r["approved_by"], r["approved_at"]) for r in rows}
+    return {
+        r["tool"]: Pin(
+            r["server"], r["tool"], r["sha256"], r["approved_by"], r["approved_at"], r["description"], r["schema"]
+        )
+        for r in rows
+    }
+
+
+def pinned_states(config: ServerConfig, pinned: dict[str, Pin]) -> list[ToolState]:
+    """Each pinned tool's state before the server is started (a run's start): approved, unless the
+    file withholds it or its name clashes with another pinned tool's."""
+    named = Counter(tool_name(config.name, tool) for tool in pinned)
+    out = []
+    for tool, p in pinned.items():
+        rule = config.rule(tool)
+        state = CLASH if named[tool_name(config.name, tool)] > 1 else APPROVED if rule.offered else WITHHELD
+        out.append(ToolState(tool, state, rule.risk, p.sha256, p))
+    return out
 
 
 def states(config: ServerConfig, listed: list[ToolInfo], pinned: dict[str, Pin]) -> list[ToolState]:

@@ -56,17 +56,18 @@ def run_services(
 
     `record` keeps the network guard's and the credentials' decisions in the run's audit."""
     store = credential_store(settings)
+    guard = NetGuard(
+        egress=plan.egress,
+        private_hosts=frozenset(settings.net_private_hosts),
+        secrets=SecretFinder(store.bindings()),
+        record=record,
+    )
     services = RunServices(
         sandbox=sandbox,
         agent_name=plan.agent_name,
         run_id=run_id,
         knowledge_path=settings.knowledge_path,
-        net=NetGuard(
-            egress=plan.egress,
-            private_hosts=frozenset(settings.net_private_hosts),
-            secrets=SecretFinder(store.bindings()),
-            record=record,
-        ),
+        net=guard,
         credentials=RunCredentials(store, plan.credentials, redactor, record),
         redact=redactor,
         config_repo=Path(plan.config_repo) if plan.config_repo else None,
@@ -77,7 +78,7 @@ def run_services(
         embed_model=settings.embed_model,
         recall_fusion=fusion_for(settings),
     )
-    offered = mcp_tools(plan, settings, sandbox, record)
+    offered = mcp_tools(plan, settings, sandbox, record, guard)
     services.tools = tuple(offered.tools)
     try:
         yield services
@@ -87,12 +88,15 @@ def run_services(
             services.knowledge.close()
 
 
-def mcp_tools(plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record: Record | None) -> Offered:
+def mcp_tools(
+    plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record: Record | None, guard: NetGuard
+) -> Offered:
     """The approved tools of the declared MCP servers, when the run may have any (every tool, or a
-    manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace."""
+    manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace,
+    an http one is reached through the run's network guard (a test's hook may still adjust it)."""
     if not (plan.every_tool or any(SEPARATOR in name for name in plan.allowed_tools)):
         return Offered()
-    return offer(settings, plan.workspace, sandbox, record, plan.run_id)
+    return offer(settings, plan.workspace, sandbox, record, plan.run_id, guard)
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:

@@ -28,6 +28,7 @@ NAV = (
     ("/proposals", "Proposals"),
     ("/operate", "Operate"),  # budgets, missions, router, security, alerts, model server
     ("/evals", "Evals"),
+    ("/mcp", "MCP"),
 )
 
 

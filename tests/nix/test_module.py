@@ -388,3 +388,51 @@ def test_a_profile_above_its_own_ceilings_fails_the_build(tmp_path: Path) -> Non
     failed = _failed_assertions(evaluate({"enable": True, "agents": agents}, tmp_path))
     assert "services.hearth.agents.loud.mode is bypass, above its maxMode auto" in failed
     assert "services.hearth.agents.wide.allowedTools names a tool its maxTools does not allow" in failed
+
+
+def test_mcp_servers_are_written_as_the_files_hearth_reads(tmp_path: Path) -> None:
+    from hearth.mcp.config import ToolRule, load_servers
+
+    servers = {
+        "git": {
+            "command": "/run/current-system/sw/bin/mcp-server-git",
+            "args": ["--repository", "."],
+            "env": {"GITHUB_TOKEN": "forge"},
+            "network": ["api.github.com"],
+            "read": ["/var/lib/repos"],
+            "timeout": 60,
+            "tools": {"git_status": {"risk": "safe"}, "git.push": {"risk": "edit", "offer": False}},
+        },
+        "forge": {
+            "transport": "http",
+            "url": "https://mcp.example.org/mcp",
+            "headers": {"Authorization": "Bearer cred:forge"},
+        },
+    }
+    result = evaluate({"enable": True, "mcp": {"servers": servers}}, tmp_path)
+    config = tmp_path / "etc-hearth"
+    _write_etc(result, config)
+    forge, git = load_servers(config)
+    assert (git.name, git.transport, git.command, git.args) == (
+        "git",
+        "stdio",
+        "/run/current-system/sw/bin/mcp-server-git",
+        ("--repository", "."),
+    )
+    assert (git.env, git.egress, git.read, git.timeout_s) == (
+        (("GITHUB_TOKEN", "forge"),),
+        ("api.github.com",),
+        ("/var/lib/repos",),
+        60.0,
+    )
+    assert git.tools == {"git_status": ToolRule("safe", True), "git.push": ToolRule("edit", False)}
+    assert git.rule("git_log") == ToolRule("dangerous", True)
+    assert (forge.transport, forge.url, forge.headers, forge.egress) == (
+        "http",
+        "https://mcp.example.org/mcp",
+        (("Authorization", "Bearer cred:forge"),),
+        (),
+    )
+    assert "services.hearth.mcp.servers.x.tools.t.risk" in _error(
+        {"enable": True, "mcp": {"servers": {"x": {"command": "c", "tools": {"t": {"risk": "harmless"}}}}}}, tmp_path
+    )

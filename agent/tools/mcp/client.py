@@ -17,6 +17,7 @@ import base64
 import concurrent.futures
 import hashlib
 import json
+import re
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from typing import Any
 from agent.errors import AgentError
 
 Save = Callable[[str, bytes], str]  # (mime type, bytes) -> where they were kept, for the model to read
-START_S = 20.0  # how long a server may take to start and answer its first request
+START_S = 60.0  # how long a server may take to start and answer its first request (a loaded machine: tens of seconds)
 RESULT_LIMIT = 1_000_000  # characters of one result kept before the gate's own cap
 
 
@@ -36,12 +37,16 @@ class McpFailed(AgentError):
 
 @dataclass(frozen=True)
 class Launch:
-    """How to reach a server: a stdio program (`argv`, `env`, `cwd`) or a streamable-HTTP `url`."""
+    """How to reach a server: a stdio program (`argv`, `env`, `cwd`) or a streamable-HTTP `url`,
+    sent through `proxy` (the run's guard proxy; "" only for the operator's own review) with
+    `headers` (credential values already resolved for the url's host)."""
 
     argv: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     url: str = ""
+    proxy: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,17 +66,29 @@ def digest(info: ToolInfo) -> str:
 
 
 class Connection:
-    """`pinned` (tool name -> its pin): every time the server is started for a call, its tools are
-    listed again first, and a tool whose pin no longer matches is not called (a server that changes
-    a tool when it restarts is caught as at run start)."""
+    """`pinned` (tool name -> its pin): every time the server is started for a call (the first call,
+    or again after a hang or a crash), its tools are listed first and compared with the pins; a tool
+    whose pin no longer matches, or that is no longer listed, is refused for the connection's life
+    (`refused`, tool -> why), even if a later start lists it as approved again. `listed` hears each
+    such listing (the appliance records it and alerts a change)."""
 
     def __init__(
-        self, name: str, launch: Launch, *, start_s: float = START_S, pinned: dict[str, str] | None = None
+        self,
+        name: str,
+        launch: Launch,
+        *,
+        start_s: float = START_S,
+        pinned: dict[str, str] | None = None,
+        listed: Callable[[list[ToolInfo]], None] | None = None,
     ) -> None:
         self.name = name
         self.launch = launch
         self.start_s = start_s
         self.pinned = pinned
+        self.listed = listed
+        self.refused: dict[str, str] = {}
+        self.after_call: Callable[[], None] | None = None  # after every call, failed or not
+        self.after_close: list[Callable[[], None]] = []  # when close() has stopped the server
         self._starts = 0  # how many times the server was started
         self._checked = -1  # the start whose tool list was compared with the pins
         self._lock = threading.Lock()
@@ -80,7 +97,11 @@ class Connection:
         self._client: Any = None
         self._stop: asyncio.Event | None = None
         self._errlog: Any = None
-        self.pid: int | None = None  # the stdio server's process (its group's leader)
+
+    @property
+    def starts(self) -> int:
+        """How many times the server was started."""
+        return self._starts
 
     # -- the requests ----------------------------------------------------------------------------
     def tools(self, timeout_s: float = 30.0) -> list[ToolInfo]:
@@ -99,17 +120,33 @@ class Connection:
     def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, save: Save | None = None) -> str:
         """The call's result as text (`save` keeps an image or binary, see `result_text`); McpFailed
         for every way it can fail."""
-        if self.pinned is not None and (self._checked != self._starts or self._client is None):
-            listed = {info.name: info for info in self.tools(timeout_s)}
-            info = listed.get(tool)
-            if info is None or digest(info) != self.pinned.get(tool):
-                change = "no longer lists it" if info is None else "changed its description or input schema"
-                raise McpFailed(f"MCP server {self.name} {change} since {tool} was approved; it was not called")
-        result = self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
+        try:
+            result = self._checked_call(tool, arguments, timeout_s)
+        finally:
+            if self.after_call is not None:
+                self.after_call()
         text = result_text(result, save)
         if result.is_error:
             raise McpFailed(f"{self.name} answered {tool} with an error: {_line(text) or 'no detail'}")
         return text
+
+    def _checked_call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        if self.pinned is not None and (self._checked != self._starts or self._client is None):
+            self._check(self.tools(timeout_s))
+        if tool in self.refused:
+            raise McpFailed(f"MCP server {self.name} {self.refused[tool]} since {tool} was approved; it was not called")
+        return self._request(lambda c: c.call_tool(tool, arguments), timeout_s, f"calling {tool}")
+
+    def _check(self, listing: list[ToolInfo]) -> None:
+        """Compare a fresh listing with the pins; a changed or missing tool stays refused."""
+        now = {info.name: digest(info) for info in listing}
+        for tool, pin in (self.pinned or {}).items():
+            if tool not in now:
+                self.refused.setdefault(tool, "no longer lists it")
+            elif now[tool] != pin:
+                self.refused.setdefault(tool, "changed its description or input schema")
+        if self.listed is not None:
+            self.listed(listing)
 
     def _request(self, make: Callable[[Any], Awaitable[Any]], timeout_s: float, what: str) -> Any:
         with self._lock:
@@ -125,6 +162,15 @@ class Connection:
                 ) from None
             except McpFailed:
                 raise
+            except RuntimeError as exc:
+                mismatch = _mismatch(exc)
+                if mismatch is None:
+                    self._close()
+                    raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
+                # the SDK checked the answer against the tool's declared output schema: the server is sound
+                raise McpFailed(
+                    f"MCP server {self.name} answered {what} with a result that does not match the tool's output schema: {mismatch}"
+                ) from None
             except Exception as exc:
                 self._close()
                 raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
@@ -164,16 +210,27 @@ class Connection:
             loop.close()
 
     async def _session(self, ready: concurrent.futures.Future[Any]) -> None:
-        from mcp import Client, StdioServerParameters, stdio_client
+        from mcp import StdioServerParameters, stdio_client
 
         self._stop = asyncio.Event()
-        target: Any
         if self.launch.url:
-            target = self.launch.url
-        else:
-            command, *args = self.launch.argv
-            params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
-            target = stdio_client(params, errlog=self._errlog)  # its stderr is kept, not hearth's
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a server may hold a stream open
+            proxy = self.launch.proxy or None
+            http = httpx2.AsyncClient(proxy=proxy, headers=self.launch.headers, timeout=timeout, trust_env=False)
+            async with http:
+                await self._serve_client(ready, streamable_http_client(self.launch.url, http_client=http))
+            return
+        command, *args = self.launch.argv
+        params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
+        await self._serve_client(ready, stdio_client(params, errlog=self._errlog))  # its stderr kept, not hearth's
+
+    async def _serve_client(self, ready: concurrent.futures.Future[Any], target: Any) -> None:
+        from mcp import Client
+
+        assert self._stop is not None
         client = Client(target, cache=None, mode="legacy")
         async with client:
             if not ready.done():
@@ -184,6 +241,9 @@ class Connection:
         """Stop the server (its whole process group) and the thread that spoke to it."""
         with self._lock:
             self._close()
+            closers, self.after_close = self.after_close, []
+        for closer in closers:
+            closer()
 
     def _close(self) -> None:
         loop, thread, stop = self._loop, self._thread, self._stop
@@ -250,6 +310,19 @@ def result_text(result: Any, save: Save | None = None) -> str:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     text = "\n".join(parts)
     return text if len(text) <= RESULT_LIMIT else text[:RESULT_LIMIT] + f"\n[... cut at {RESULT_LIMIT} characters]"
+
+
+_MISMATCH = re.compile(
+    r"^(?:Invalid structured content returned by tool \S+: (?P<why>[^\n]*)|Tool \S+ has an output schema but did not return structured content)"
+)
+
+
+def _mismatch(exc: RuntimeError) -> str | None:
+    """What the SDK's output-schema check found (`Client.call_tool` raises it as a RuntimeError), or None."""
+    found = _MISMATCH.match(str(exc))
+    if found is None:
+        return None
+    return _line(found.group("why") or "it returned no structured content", 200)
 
 
 def _describe(exc: BaseException) -> str:

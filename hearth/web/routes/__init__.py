@@ -15,6 +15,7 @@ from hearth.web.routes import (
     health,
     knowledge,
     launch,
+    mcp,
     missions,
     models,
     operate,
@@ -46,4 +47,5 @@ ROUTERS: list[APIRouter] = [
     models.router,
     decisions.router,
     evals.router,
+    mcp.router,
 ]

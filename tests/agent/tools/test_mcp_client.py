@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agent.safety.workspace import Workspace
+from agent.services import RunServices
 from agent.tools.mcp.client import Connection, Launch, McpFailed, ToolInfo
 from agent.tools.mcp.tools import digest, mcp_tool, tool_name
+from agent.tools.registry import ToolFailed
 
 TOY = Path(__file__).resolve().parents[2] / "mcp_servers" / "toy.py"
 
@@ -124,3 +128,31 @@ def test_a_tool_changed_when_the_server_restarts_is_not_called(tmp_path: Path) -
             connection.call("echo", {"text": "after the restart"}, 30)
     finally:
         connection.close()
+
+
+def test_a_result_that_does_not_match_the_output_schema_is_one_line_and_the_server_goes_on(tmp_path: Path) -> None:
+    misshapen = TOY.parent / "misshapen.py"
+    connection = Connection("shapes", Launch(argv=(sys.executable, str(misshapen)), cwd=str(tmp_path)))
+    try:
+        assert connection.call("count", {}, 30) == '{"count": 3}'
+        with pytest.raises(McpFailed) as failed:
+            connection.call("count", {"broken": True}, 30)
+        assert str(failed.value) == (
+            "MCP server shapes answered calling count with a result that does not match the tool's output schema: "
+            "'many' is not of type 'integer'"
+        )
+        assert connection.call("count", {}, 30) == '{"count": 3}'  # the same server, not restarted
+        assert connection.starts == 1
+    finally:
+        connection.close()
+
+
+def test_a_calls_deadline_is_cut_to_what_is_left_of_the_runs_time_limit(toy: Connection, tmp_path: Path) -> None:
+    [hang] = [t for t in toy.tools() if t.name == "hang"]
+    tool = mcp_tool("toy", hang, "safe", toy, 600)  # the server's own timeout would be ten minutes
+    left = RunServices(deadline=time.monotonic() + 2)
+    with pytest.raises(ToolFailed, match=r"^MCP server toy did not answer within [0-2](\.\d+)?s calling hang"):
+        tool.fn({}, Workspace(tmp_path, services=left))
+    spent = RunServices(deadline=time.monotonic() - 1)
+    with pytest.raises(ToolFailed, match=r"^toy__hang: the run's time limit is spent$"):
+        tool.fn({}, Workspace(tmp_path, services=spent))

@@ -41,6 +41,8 @@ def test_a_stdio_server_is_read_with_its_tools_and_unnamed_tools_are_dangerous(t
 def test_an_http_server_needs_a_url_and_no_command(tmp_path: Path) -> None:
     server = load_server(write(tmp_path, "web", 'transport = "http"\nurl = "http://127.0.0.1:8931/mcp"\n'))
     assert (server.transport, server.url) == ("http", "http://127.0.0.1:8931/mcp")
+    headed = 'transport = "http"\nurl = "http://x/mcp"\nheaders = { Authorization = "Bearer cred:web" }\n'
+    assert load_server(write(tmp_path, "web", headed)).headers == (("Authorization", "Bearer cred:web"),)
     with pytest.raises(ConfigError, match=r"web\.toml: command is for transport stdio"):
         load_server(write(tmp_path, "web", 'transport = "http"\nurl = "http://x/mcp"\ncommand = "x"\n'))
 
@@ -58,6 +60,9 @@ def test_an_http_server_needs_a_url_and_no_command(tmp_path: Path) -> None:
         ('args = ["x"]\n', "command is required for transport stdio"),
         ('command = "x"\nread = ["relative"]\n', "read: 'relative' is not an absolute path"),
         ("command = \n", "is not valid TOML"),
+        ('command = "x"\nheaders = { A = "b" }\n', "headers are for transport http"),
+        ('transport = "http"\nurl = "http://x/"\nenv = { T = "t" }\n', "env is for transport stdio"),
+        ('transport = "http"\nurl = "http://x/"\nheaders = { "A B" = "c" }\n', "must be a header name"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_file_and_the_key(tmp_path: Path, text: str, problem: str) -> None:

@@ -63,3 +63,33 @@ def test_the_workspace_is_writable_and_hearths_state_is_not_there(walled: tuple[
     with pytest.raises(McpFailed):
         server.call("write_note", {"name": str(Path(sys.prefix) / "planted.py"), "text": "x"}, 30)
     assert not (Path(sys.prefix) / "planted.py").exists()
+
+
+def landlock_works() -> bool:
+    try:
+        return detect("landlock") == "landlock"
+    except SandboxUnavailable:
+        return False
+
+
+@pytest.mark.skipif(not landlock_works(), reason="Landlock does not work here")
+def test_under_landlock_the_server_writes_only_the_workspace_and_cannot_read_hearths_state(tmp_path: Path) -> None:
+    workspace, state = tmp_path / "ws", tmp_path / "state"
+    workspace.mkdir()
+    state.mkdir()
+    (state / "audit.db").write_text("the audit")
+    config = load_server(declare(tmp_path / "config"))
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(tmp_path / "config")})
+    server = connection(config, settings, workspace, SandboxPolicy(kind="landlock", hide=(str(state),)))
+    try:
+        assert server.call("write_note", {"name": "made.txt", "text": "inside"}, 60) == "wrote 6 characters to made.txt"
+        assert (workspace / "made.txt").read_text() == "inside"
+        with pytest.raises(McpFailed):
+            server.call("read_note", {"name": str(state / "audit.db")}, 30)
+        with pytest.raises(McpFailed):
+            server.call("write_note", {"name": str(tmp_path / "outside.txt"), "text": "x"}, 30)
+        assert not (tmp_path / "outside.txt").exists()
+        status = server.call("read_note", {"name": "/proc/self/status"}, 30)
+        assert "Seccomp:\t2" in status and "NoNewPrivs:\t1" in status
+    finally:
+        server.close()
