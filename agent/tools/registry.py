@@ -18,10 +18,12 @@ if TYPE_CHECKING:
     from agent.services import RunServices
 
 RISKS = ("safe", "edit", "dangerous")
+TOOL_SETS = ("common", "all")  # what a run without a tool list is shown (agent/tools/builtin.py)
 ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 # Keys of a parameter's spec that the gate enforces and the model is not sent: Ollama's client
-# drops them anyway, so the description states the bounds in words.
-GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "binary_ok"})
+# drops them anyway, so the description states the bounds in words (a length cap is only
+# reached by a flood, and the gate's refusal names it).
+GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "maxLength", "binary_ok"})
 
 
 class ToolFailed(AgentError):

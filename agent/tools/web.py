@@ -149,13 +149,13 @@ def describe_reply(reply: Reply, method: str) -> str:
     return "\n".join(lines + ["", body])
 
 
-_URL = {"type": "string", "description": "An http or https URL."}
-_TIMEOUT = integer("Seconds for the whole request, 1 to 120 (default 20).", 1, 120)
+_URL = {"type": "string"}
+_TIMEOUT = integer("1 to 120 (default 20).", 1, 120)
 
 TOOLS = [
     Tool(
         name="web_fetch",
-        description="Fetch a web page (or text/JSON) and return its readable text.",
+        description="Fetch a web page's readable text.",
         params={"url": _URL, "timeout_s": _TIMEOUT},
         required=("url",),
         fn=web_fetch,
@@ -163,15 +163,12 @@ TOOLS = [
     ),
     Tool(
         name="http_request",
-        description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
+        description="Send an HTTP request; a header value cred:NAME becomes that credential.",
         params={
             "url": _URL,
-            "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
-            "headers": {
-                "type": "object",
-                "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.',
-            },
-            "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
+            "method": {"type": "string", "enum": list(METHODS)},
+            "headers": {"type": "object"},
+            "body": {"type": "string"},
             "timeout_s": _TIMEOUT,
         },
         required=("url",),
@@ -180,11 +177,11 @@ TOOLS = [
     ),
     Tool(
         name="fetch_to_kb",
-        description="Fetch a web page and store its readable text in the knowledge base in one step (at most 50 documents per run, with kb_add).",
+        description="Fetch a web page into the knowledge base.",
         params={
             "url": _URL,
-            "title": {"type": "string", "description": "A title (default: the page's)."},
-            "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
+            "title": {"type": "string"},
+            "scope": {"type": "string", "enum": ["global", "agent"]},
             "timeout_s": _TIMEOUT,
         },
         required=("url",),

@@ -32,7 +32,7 @@ from hearth.limits import MAX_ITERATIONS, parse_duration
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
-from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.goal import GoalRequest, RunPlan, think_text
 from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
@@ -77,6 +77,8 @@ def goal_request(request: Request, settings: Settings, *, workspace: Path | None
         parent_run=request.child_of,
         link="child" if request.child_of else None,
         network=request.network,
+        think=request.think,
+        web_extract=request.web_extract,
         queued=True,
     )
 
@@ -332,6 +334,8 @@ def plan_of(
         max_iters=request.max_iters,
         allowed_tools=request.allowed_tools,
         defaults=settings,
+        think=request.think,
+        web_extract=request.web_extract,
     )
     chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
     route, warning = route_request(request, profile, chosen, settings, pulled)
@@ -374,6 +378,9 @@ def _plan(
         prompt_sha256=request.prompt_sha256,
         restore_from=request.restore_from or (),
         config_repo=str(request.config_repo or ""),
+        tool_set=chosen.tool_set,
+        think=think_text(chosen.think),
+        web_extract=chosen.web_extract,
     )
 
 

@@ -26,6 +26,7 @@ from agent.safety.policy import Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxUnavailable, detect, start_detection
 from agent.safety.workspace import Workspace
+from agent.tools.builtin import manifest_of
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
 from hearth.audit.store import AuditStore, new_run_id
@@ -347,7 +348,7 @@ def _build_loop(
     tools = ToolRunner(
         ws,
         mode=plan.mode,
-        allowed=plan.manifest,
+        allowed=manifest_of(plan.manifest, plan.tool_set, (t.name for t in ws.services.tools)),
         approve=approve,
         spill=OutputSpill(ws, recorder.run_id, spill_threshold(plan.num_ctx)),
         notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
