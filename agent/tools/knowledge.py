@@ -49,10 +49,14 @@ def kb_search(args: dict[str, Any], ws: Workspace) -> str:
     hits = store_of(ws).search(args["query"], scopes=_scopes(ws), k=k)
     if not hits:
         return f"no knowledge matches {args['query']!r}"
-    return "\n\n".join(
-        f"{n}. {h.title} (source: {h.source}, document #{h.doc_id})\n   {' '.join(h.snippet.split())}"
-        for n, h in enumerate(hits, 1)
-    )
+    return "\n\n".join(_hit(n, h, ws) for n, h in enumerate(hits, 1))
+
+
+def _hit(n: int, hit: Any, ws: Workspace) -> str:
+    """One result; a chunk of a page fetched from the web is enveloped as data (issue 25)."""
+    text = f"{n}. {hit.title} (source: {hit.source}, document #{hit.doc_id})\n   {' '.join(hit.snippet.split())}"
+    from_web = str(hit.source).startswith(("http://", "https://"))
+    return ws.services.envelope.wrap(text, hit.source) if from_web else text
 
 
 def index_dir(args: dict[str, Any], ws: Workspace) -> str:

@@ -51,6 +51,9 @@ class Tool:
     # the risk of one call from its checked arguments, when it depends on them (write_self_config:
     # a change that widens security is dangerous); None: always `risk`. It may only raise the risk.
     risk_of_call: Callable[[dict[str, Any], Workspace], str] | None = None
+    # where its results come from when that is outside the box: "url" (its url argument), or a
+    # name (an MCP server); the gate envelopes such a result as data (agent/context/envelope.py)
+    outside: str = ""
 
     def __post_init__(self) -> None:
         if self.risk not in RISKS:

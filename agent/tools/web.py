@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000
 SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "www-authenticate")
+DEFAULT_QUESTION = "What does this page say? Give its main facts."
 MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
@@ -55,7 +56,13 @@ def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
 def web_fetch(args: dict[str, Any], ws: Workspace) -> str:
     page = fetch_page(args, ws)
     head = f"URL: {page.url}\n" + (f"Title: {page.title}\n" if page.title else "")
-    return f"{head}\n{page.text}"
+    extract = ws.services.extract
+    if extract is None:
+        return f"{head}\n{page.text}"
+    question = " ".join(str(args.get("question") or DEFAULT_QUESTION).split())
+    # redacted before the extractor reads it too: a page that echoes a credential never reaches a model
+    answer = extract(page.url, question, ws.services.redact(page.text))
+    return f"{head}Question: {question}\nAnswer from the page: {answer}"
 
 
 def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
@@ -155,11 +162,16 @@ _TIMEOUT = integer("1 to 120 (default 20).", 1, 120)
 TOOLS = [
     Tool(
         name="web_fetch",
-        description="Fetch a web page's readable text.",
-        params={"url": _URL, "timeout_s": _TIMEOUT},
+        description="Fetch a web page and answer a question from it.",
+        params={
+            "url": _URL,
+            "question": {"type": "string", "description": "What you want from the page."},
+            "timeout_s": _TIMEOUT,
+        },
         required=("url",),
         fn=web_fetch,
         risk="dangerous",
+        outside="url",
     ),
     Tool(
         name="http_request",
@@ -174,6 +186,7 @@ TOOLS = [
         required=("url",),
         fn=http_request,
         risk="dangerous",
+        outside="url",
     ),
     Tool(
         name="fetch_to_kb",
@@ -187,5 +200,6 @@ TOOLS = [
         required=("url",),
         fn=fetch_to_kb,
         risk="dangerous",
+        outside="url",
     ),
 ]

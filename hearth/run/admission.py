@@ -428,7 +428,7 @@ def run_dir(plan: RunPlan, settings: Settings) -> Path:
 def _allowances(plan: RunPlan, settings: Settings) -> dict[str, Any]:
     """What the run is allowed, for its row: network, egress, credentials with their hosts, tools,
     limits (iterations, seconds, context tokens) and the hearth that runs it."""
-    return _allowance_row(
+    row = _allowance_row(
         settings,
         network=plan.network,
         egress=plan.egress,
@@ -438,6 +438,7 @@ def _allowances(plan: RunPlan, settings: Settings) -> dict[str, Any]:
         timeout_s=plan.timeout_s or None,  # NULL: no time limit
         num_ctx=plan.num_ctx,
     )
+    return {**row, "think": plan.think or None, "web_extract": int(plan.web_extract)}
 
 
 def _asked_allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:

@@ -148,6 +148,8 @@ class Recorder:
             "tokens_out": d["tokens_out"],
             "duration_ms": _ms(d["duration_s"]),
         }
+        if d.get("thinking"):  # kept for the audit; the history gets it only for the families that need it
+            columns["data"] = json.dumps({"thinking": d["thinking"]}, ensure_ascii=False)
         self.sink.record(StepRecorded(self.run_id, "model", columns))
 
     def _on_tool_started(self, event: Event) -> None:

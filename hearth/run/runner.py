@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from agent.context.compaction import Compactor, estimate_tokens
+from agent.context.extractor import Extractor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Event, Loop, Outcome
@@ -39,7 +40,7 @@ from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder, StepClosed
 from hearth.run.exits import Interrupted, Suspended
-from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.goal import GoalRequest, RunPlan, think_value
 from hearth.run.liveness import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
@@ -309,7 +310,7 @@ def _sandbox_label(kind: str) -> str:
 
 
 def model_client(plan: RunPlan, settings: Settings, recorder: Recorder | None = None) -> OllamaClient:
-    return OllamaClient(
+    client = OllamaClient(
         plan.model,
         settings.ollama_host,
         num_ctx=plan.num_ctx,
@@ -317,7 +318,13 @@ def model_client(plan: RunPlan, settings: Settings, recorder: Recorder | None = 
         backoff_s=settings.ollama_backoff_s,
         on_retry=recorder.retrying if recorder else None,
         on_tokens=recorder.progress if recorder else None,
+        think=think_value(plan.think),
     )
+    if recorder is not None:
+        client.on_no_thinking = lambda said: recorder.notice(
+            "model", f"{plan.model} does not support thinking; it runs without think={plan.think} ({said})"
+        )
+    return client
 
 
 def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> None:
@@ -371,7 +378,23 @@ def _build_loop(
         deadline=deadline,
         compactor=Compactor(plan.num_ctx, model),
     )
+    if plan.web_extract:
+        ws.services.extract = extractor_of(loop, model, ws, recorder)
     return loop, tools
+
+
+def extractor_of(loop: Loop, model: ChatModel, ws: Workspace, recorder: Recorder) -> Extractor:
+    """The run's web extractor: its steps recorded as `extract`, its tokens the run's own (the budget counts them)."""
+
+    def spend(tokens_in: int, tokens_out: int) -> None:
+        loop.outcome.tokens_in += tokens_in
+        loop.outcome.tokens_out += tokens_out
+
+    def record(step: dict[str, Any]) -> None:
+        data = step.pop("data", None)
+        recorder.note("extract", iteration=loop.iteration, **step, data=json.dumps(data, ensure_ascii=False))
+
+    return Extractor(model, ws.services.envelope, record, spend)
 
 
 def _drive(
