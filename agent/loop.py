@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from agent import parsing
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
-from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable
+from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
@@ -215,7 +215,9 @@ class Loop:
             wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
             wire += [{"function": {"name": INVALID_CALL, "arguments": {}}} for _ in reply.malformed]
             self._unparseable = 0
-            self._said(reply, {"role": "assistant", "content": reply.content, "tool_calls": wire})
+            self._said(
+                reply, {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": wire}
+            )
             self._answer(calls, reply.malformed)
             return
         if not reply.content.strip() or (
@@ -240,6 +242,11 @@ class Loop:
         self.outcome.model_seconds += reply.duration_s
         return reply
 
+    def _thought(self, reply: ChatReply) -> dict[str, str]:
+        """The turn's thinking, for the history only when the model's family needs it back
+        (agent/model/ollama_client.py's THINKING_KEPT); the audit keeps it either way."""
+        return {"thinking": reply.thinking} if reply.thinking and keeps_thinking(self.model.model) else {}
+
     def _said(self, reply: ChatReply, message: dict[str, Any], *after: dict[str, Any]) -> None:
         """The model's turn into the history, kept, then recorded: a turn is recorded once it is
         kept, so a run resumed after a crash never asks (or records) the same turn twice."""
@@ -257,6 +264,7 @@ class Loop:
                     "duration_s": reply.duration_s,
                     "tool_calls": len(reply.tool_calls),
                     **({"host": reply.host} if reply.host else {}),
+                    **({"thinking": reply.thinking} if reply.thinking else {}),
                 },
             )
         )

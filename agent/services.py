@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent.context.envelope import Envelope
 from agent.safety.redaction import no_redaction
 from agent.safety.sandbox import ProxyPort, SandboxPolicy
 
@@ -69,3 +70,8 @@ class RunServices:
     # (hearth/mcp/offer.py), each an agent.tools.registry.Tool that the gate shows and runs as its own
     # (typed where the gate takes them out: agent/tools/gate.py's `tools_of`)
     tools: tuple[Any, ...] = ()
+    # what came from outside reaches the model in this run's envelope (agent/context/envelope.py);
+    # with `extract` (agent/context/extractor.py: url, question, page -> answer) web_fetch hands
+    # the page to a no-tools model call and the agent reads only its answer
+    envelope: Envelope = field(default_factory=Envelope)
+    extract: Callable[[str, str, str], str] | None = None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.safety.policy import MODES
+from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS, parse_duration
 
@@ -70,6 +71,7 @@ class Settings:
     log_level: str = ""  # HEARTH_LOG_LEVEL: libraries' logs on stderr at this level (always redacted)
     daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/leash/budget.py)
     web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
+    tool_set: str = "common"  # HEARTH_TOOL_SET: common | all, when neither request nor profile lists tools
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -108,6 +110,7 @@ class Settings:
             log_level=_log_level(env),
             daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
             web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
+            tool_set=_choice(env, "HEARTH_TOOL_SET", TOOL_SETS, "common"),
         )
 
     @property

@@ -69,6 +69,24 @@ let
         example = [ "read_file" "list_files" ];
         description = "The only tools any run of this agent may get: a request naming another is refused, one naming none gets these; null means no ceiling. `allowedTools` must lie inside it. Written as `max_tools`.";
       };
+      toolSet = mkOption {
+        type = types.nullOr (types.enum [ "common" "all" ]);
+        default = null;
+        example = "all";
+        description = "What a run without `allowedTools` is shown: the common chores or every tool; null means HEARTH_TOOL_SET (common). Written as `tool_set`.";
+      };
+      think = mkOption {
+        type = types.nullOr (types.either types.bool (types.enum [ "low" "medium" "high" ]));
+        default = null;
+        example = "low";
+        description = "Ollama's think option for a thinking model (levels for the models that take them); null means not sent.";
+      };
+      webExtract = mkOption {
+        type = types.nullOr types.bool;
+        default = null;
+        example = false;
+        description = "web_fetch answers through a no-tools extractor, so the agent never reads the raw page; null means on. Written as `web_extract`.";
+      };
     };
   };
 
@@ -342,6 +360,7 @@ let
     inherit name; inherit (a) model mode escalate;
     allowed_tools = a.allowedTools; max_iterations = a.maxIterations; max_tokens = a.maxTokens;
     max_mode = a.maxMode; max_tools = a.maxTools;
+    tool_set = a.toolSet; inherit (a) think; web_extract = a.webExtract;
     fallbacks = if a.fallbacks == [ ] then null else a.fallbacks;
   };
   # plan < auto < bypass, as hearth/run/profiles.py ranks them

@@ -105,7 +105,9 @@ class FakeOllama:
         tag_details: dict[str, dict[str, Any]] | None = None,
         loaded: list[dict[str, Any]] | None = None,
         embedders: dict[str, Embedder] | None = None,
+        no_thinking: tuple[str, ...] = (),
     ) -> None:
+        self.no_thinking = no_thinking  # models that answer a `think` request as Ollama does: HTTP 400
         self.script: list[Script] = list(script or [])
         self.models = models
         self.tag_details = tag_details or {}  # more of /api/tags' fields per model (size, details)
@@ -188,6 +190,10 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 error = f'model "{body.get("model")}" not found, try pulling it first'
                 self._send(404, json.dumps({"error": error}))
                 return
+            if body.get("think") not in (None, False) and body["model"] in fake.no_thinking:
+                fake.requests.append(body)
+                self._send(400, json.dumps({"error": f'"{body["model"]}" does not support thinking'}))
+                return
             item = fake.next_item(body)
             if isinstance(item, Raw):
                 time.sleep(item.delay_s)
@@ -241,7 +247,12 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             message = _message(item)
             content = message.get("content", "")
             step = max(1, fake.chunk_size)
+            thinking = message.get("thinking", "")
             chunks = [
+                {"model": model, "message": {"role": "assistant", "content": "", "thinking": thinking[i : i + step]}}
+                for i in range(0, len(thinking), step)
+            ]
+            chunks += [
                 {"model": model, "message": {"role": "assistant", "content": content[i : i + step]}, "done": False}
                 for i in range(0, len(content), step)
             ]
@@ -279,6 +290,7 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
         "role": "assistant",
         "content": item.get("content", ""),
         **({"tool_calls": item["tool_calls"]} if item.get("tool_calls") else {}),
+        **({"thinking": item["thinking"]} if item.get("thinking") else {}),
     }
 
 

@@ -46,7 +46,7 @@ def imported(path: Path) -> set[str]:
 # their __init__. Today's module paths: a move renames its entry.
 FLOORS: dict[int, tuple[str, ...]] = {
     # the engine
-    0: ("agent", "agent.errors", "agent.clock", "agent.hints"),  # leaves
+    0: ("agent", "agent.errors", "agent.clock", "agent.hints", "agent.context.envelope"),  # leaves
     1: ("agent.parsing",),  # reply text -> calls
     2: ("agent.safety", "agent.services"),  # the walls, and the services a workspace carries
     3: ("agent.sqlite_store", "agent.knowledge", "agent.net"),  # stores and the network

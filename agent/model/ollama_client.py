@@ -141,8 +141,13 @@ class OllamaClient:
         options: dict[str, Any] | None = None,
         on_retry: Callable[[str], None] | None = None,
         on_tokens: Callable[[int], None] | None = None,
+        think: bool | str | None = None,
     ) -> None:
         self.model = model
+        # Ollama's `think` (None: not sent, the model's default); dropped for good once the server
+        # says the model does not support thinking, and `on_no_thinking` is told once
+        self.think = think
+        self.on_no_thinking: Callable[[str], None] | None = None
         self.on_retry = on_retry
         self.on_tokens = on_tokens
         self.base_url = normalize_host(host)
@@ -175,6 +180,8 @@ class OllamaClient:
         }
         if tools and self.tools_supported:
             body["tools"] = tools
+        if self.think is not None:
+            body["think"] = self.think
         return body
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
@@ -184,6 +191,11 @@ class OllamaClient:
         except _NoToolSupport:
             self.tools_supported = False
             reply = self._with_retries(lambda: self._post_chat(self.request_body(messages, tools)))
+        except _NoThinking as refused:
+            self.think = None
+            if self.on_no_thinking:
+                self.on_no_thinking(str(refused))
+            return self.chat(messages, tools)
         reply.duration_s = time.monotonic() - started
         return reply
 
@@ -226,6 +238,8 @@ class OllamaClient:
             )
         if response.status_code == 400 and "does not support tools" in text and self.tools_supported:
             raise _NoToolSupport(text)
+        if response.status_code == 400 and "does not support thinking" in text and self.think is not None:
+            raise _NoThinking(text)
         raise BadReply(f"Ollama at {self.base_url} refused the request (HTTP {response.status_code}): {text}")
 
 
@@ -235,6 +249,25 @@ class _Retryable(Exception):
 
 class _NoToolSupport(Exception):
     """The model's template has no tool support (Ollama answers 400): ask again without `tools`."""
+
+
+class _NoThinking(Exception):
+    """The model cannot think (Ollama answers 400 to `think`): ask again without it."""
+
+
+# The families whose thinking must go back with the turn that carries it: gpt-oss (the harmony
+# format) forgets why it called a tool when the reasoning of that turn is dropped (Ollama's thinking
+# page, docs.ollama.com/capabilities/thinking, lists it as the one model that takes levels; the
+# Codex CLI change for gpt-oss over Chat Completions sends the reasoning back for that reason).
+# Every other family is sent its history without it: the templates of qwen3, deepseek-r1 and the
+# rest drop earlier thinking anyway, and it would only cost the window.
+THINKING_KEPT = ("gpt-oss",)
+
+
+def keeps_thinking(model: str) -> bool:
+    """Whether a model's own thinking goes back into its history (see THINKING_KEPT)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return name.startswith(THINKING_KEPT)
 
 
 def _cause(exc: BaseException) -> str:

@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from agent.knowledge.store import KnowledgeStore
     from agent.net.guard import NetGuard
 
-PATH = {"type": "string", "description": "A path relative to the workspace."}
+PATH = {"type": "string"}  # the system prompt says once that every path is relative to the workspace
 SCOPES = ("global", "agent")
 SCOPE = {
     "type": "string",
     "enum": list(SCOPES),
-    "description": "global (every agent's runs) or agent (only this agent's runs).",
+    "description": "global: every agent; agent: only this one.",
 }
 # not worth a model's context, and often huge: VCS data, dependencies, caches, build output
 SKIP_DIRS = frozenset(

@@ -69,14 +69,13 @@ def _caps_hit(result: CommandResult, policy: SandboxPolicy) -> str:
 TOOLS = [
     Tool(
         name="run_command",
-        description="Run a shell command in the workspace (sandboxed, no network unless granted) and return its output.",
+        description="Run a shell command in the workspace (sandboxed, no network unless granted).",
         params={
             "command": {
                 "type": "string",
                 "maxLength": COMMAND_LIMIT,
-                "description": f"A /bin/sh command line, at most {COMMAND_LIMIT} characters.",
             },
-            "timeout_s": integer("Seconds before it is killed, 1 to 600 (default 60).", 1, MAX_TIMEOUT_S),
+            "timeout_s": integer("1 to 600 (default 60).", 1, MAX_TIMEOUT_S),
         },
         required=("command",),
         fn=run_command,

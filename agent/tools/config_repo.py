@@ -149,7 +149,7 @@ def nix_check(args: dict[str, Any], ws: Workspace) -> str:
 
 
 _NONE: dict[str, dict[str, Any]] = {}
-_CONFIG_PATH = {"type": "string", "description": "A path relative to the config repository."}
+_CONFIG_PATH = {"type": "string", "description": "Relative to the config repository."}
 
 
 def _has_repo(services: RunServices) -> bool:
@@ -159,7 +159,7 @@ def _has_repo(services: RunServices) -> bool:
 TOOLS = [
     Tool(
         "read_self_config",
-        "Read a file of hearth's NixOS config repository, or list a directory of it (default: its root).",
+        "Read a file of hearth's config repository, or list a directory.",
         {"path": _CONFIG_PATH},
         read_self_config,
         risk="safe",
@@ -167,8 +167,8 @@ TOOLS = [
     ),
     Tool(
         "write_self_config",
-        "Create or replace a file of hearth's NixOS config repository (never .git or hooks).",
-        {"path": _CONFIG_PATH, "content": {"type": "string", "description": "The whole new content."}},
+        "Create or replace a file of hearth's config repository.",
+        {"path": _CONFIG_PATH, "content": {"type": "string"}},
         write_self_config,
         risk="edit",
         required=("path", "content"),
@@ -177,7 +177,7 @@ TOOLS = [
     ),
     Tool(
         "git_status",
-        "Show the git status (branch, changed and new files) of the config repository.",
+        "Show the config repository's git status.",
         _NONE,
         git_status,
         risk="safe",
@@ -185,7 +185,7 @@ TOOLS = [
     ),
     Tool(
         "git_diff",
-        "Show the changes of the config repository against its last commit, optionally for one path.",
+        "Show the config repository's uncommitted changes.",
         {"path": _CONFIG_PATH},
         git_diff,
         risk="safe",
@@ -193,8 +193,8 @@ TOOLS = [
     ),
     Tool(
         "nix_check",
-        "Check the config repository's flake offline with `nix flake check --no-build`; returns pass or fail and the log.",
-        {"timeout_s": integer("Seconds before it is killed, 10 to 1800 (default 600).", 10, MAX_NIX_TIMEOUT_S)},
+        "Check the config repository's flake offline (nix flake check).",
+        {"timeout_s": integer("10 to 1800 (default 600).", 10, MAX_NIX_TIMEOUT_S)},
         nix_check,
         risk="safe",
         available=_has_repo,

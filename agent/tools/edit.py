@@ -191,15 +191,12 @@ _TEXT = {"type": "string", "maxLength": TEXT_LIMIT}
 TOOLS = [
     Tool(
         name="edit_file",
-        description="Replace exact text in one workspace file: the only match, or every match with replace_all.",
+        description="Replace exact text in a file; old_text must match once unless replace_all.",
         params={
             "path": PATH,
-            "old_text": {
-                **_TEXT,
-                "description": "The exact text to find, whitespace included; it must occur once unless replace_all.",
-            },
-            "new_text": {**_TEXT, "description": "The text to put in its place (empty to delete it)."},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+            "old_text": _TEXT,
+            "new_text": _TEXT,
+            "replace_all": {"type": "boolean"},
         },
         required=("path", "old_text", "new_text"),
         fn=edit_file,
@@ -208,18 +205,12 @@ TOOLS = [
     ),
     Tool(
         name="replace_in_files",
-        description="Replace exact text in every matching file under a path; reports each file changed.",
+        description="Replace exact text in every matching file under a directory.",
         params={
-            "old_text": {**_TEXT, "description": "The exact text to find."},
-            "new_text": {**_TEXT, "description": "The text to put in its place."},
-            "path": {
-                "type": "string",
-                "description": "A directory (or file) relative to the workspace (default: the root).",
-            },
-            "glob": {
-                "type": "string",
-                "description": "Only files whose name matches, like *.py (or a path glob like src/*.py).",
-            },
+            "old_text": _TEXT,
+            "new_text": _TEXT,
+            "path": {"type": "string"},
+            "glob": {"type": "string", "description": "e.g. *.py"},
         },
         required=("old_text", "new_text"),
         fn=replace_in_files,

@@ -112,11 +112,11 @@ def write_file(args: dict[str, Any], ws: Workspace) -> str:
 TOOLS = [
     Tool(
         name="read_file",
-        description="Read a text file from the workspace; long files are cut at max_bytes (default 64000), start_line pages on.",
+        description="Read a text file; a long one is cut, start_line pages on.",
         params={
             "path": PATH,
-            "max_bytes": integer("Bytes to read, 1 to 1000000.", 1, 1_000_000),
-            "start_line": integer("First line to read, from 1 (default 1): pages through long files.", 1, 10_000_000),
+            "max_bytes": integer("1 to 1000000 (default 64000).", 1, 1_000_000),
+            "start_line": integer("From 1.", 1, 10_000_000),
         },
         required=("path",),
         fn=read_file,
@@ -124,30 +124,29 @@ TOOLS = [
     ),
     Tool(
         name="list_files",
-        description="List the entries of one workspace directory (default: the workspace root).",
-        params={"path": {"type": "string", "description": "A directory relative to the workspace."}},
+        description="List one directory (default: the root).",
+        params={"path": {"type": "string"}},
         fn=list_files,
         risk="safe",
     ),
     Tool(
         name="list_tree",
-        description="Show the directory tree under a path, indented, skipping .git, node_modules, caches and build output.",
+        description="Show the tree under a directory, skipping .git, caches and build output.",
         params={
-            "path": {"type": "string", "description": "A directory relative to the workspace (default: the root)."},
-            "max_depth": integer("Levels to expand, 1 to 12 (default 4).", 1, 12),
+            "path": {"type": "string"},
+            "max_depth": integer("1 to 12 (default 4).", 1, 12),
         },
         fn=list_tree,
         risk="safe",
     ),
     Tool(
         name="write_file",
-        description="Create or replace a text file in the workspace with the given content.",
+        description="Create or replace a whole file; to change part of one, use edit_file.",
         params={
             "path": PATH,
             "content": {
                 "type": "string",
                 "maxLength": WRITE_LIMIT,
-                "description": f"The whole new content, at most {WRITE_LIMIT} characters.",
             },
         },
         required=("path", "content"),

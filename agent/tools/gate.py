@@ -197,11 +197,20 @@ def pass_through(
         result = ToolResult(False, bounded(clearance.refusal), verdict=clearance.verdict)
     result.detail.update(clearance.detail)
     result.output = ws.services.redact(result.output)  # the choke point: no credential value leaves a tool
+    if result.ok and clearance.tool is not None and clearance.tool.outside:
+        result.output = ws.services.envelope.wrap(result.output, _source(clearance.tool, clearance.arguments))
     if finish is not None:
         result.output = finish(name, args, result)
     result.output, result.truncated = cap_output(result.output, output_limit)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _source(tool: Tool, arguments: dict[str, Any]) -> str:
+    """Where an outside result came from, for its envelope: the URL asked, or the tool's source."""
+    if tool.outside == "url":
+        return str(arguments.get("url") or tool.name)
+    return f"{tool.outside} ({tool.name})"
 
 
 def call_tool(

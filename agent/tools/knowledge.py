@@ -50,11 +50,14 @@ def kb_search(args: dict[str, Any], ws: Workspace) -> str:
     hits = store_of(ws).search(args["query"], scopes=_scopes(ws), k=k)
     if not hits:
         return f"no knowledge matches {args['query']!r}"
-    return "\n\n".join(
-        f"{n}. {h.title} (source: {h.source}, document #{h.doc_id}; found by {WAYS[h.way]})\n"
-        f"   {' '.join(h.snippet.split())}"
-        for n, h in enumerate(hits, 1)
-    )
+    return "\n\n".join(_hit(n, h, ws) for n, h in enumerate(hits, 1))
+
+
+def _hit(n: int, hit: Any, ws: Workspace) -> str:
+    """One result; a chunk of a page fetched from the web is enveloped as data (issue 25)."""
+    text = f"{n}. {hit.title} (source: {hit.source}, document #{hit.doc_id}; found by {WAYS[hit.way]})\n   {' '.join(hit.snippet.split())}"
+    from_web = str(hit.source).startswith(("http://", "https://"))
+    return ws.services.envelope.wrap(text, hit.source) if from_web else text
 
 
 def index_dir(args: dict[str, Any], ws: Workspace) -> str:
@@ -99,11 +102,11 @@ def recall(args: dict[str, Any], ws: Workspace) -> str:
 TOOLS = [
     Tool(
         name="kb_add",
-        description="Store a text in the shared knowledge base so later runs can find it (same source replaces; at most 50 documents per run, with fetch_to_kb).",
+        description="Store a text in the knowledge base for later runs (a same source replaces it).",
         params={
-            "text": {"type": "string", "description": "The text to store (up to 200000 characters)."},
-            "title": {"type": "string", "description": "A short title (default: the first line)."},
-            "source": {"type": "string", "description": "Where it came from: a URL, a path or a name."},
+            "text": {"type": "string"},
+            "title": {"type": "string"},
+            "source": {"type": "string", "description": "A URL, path or name."},
             "scope": SCOPE,
         },
         required=("text",),
@@ -112,10 +115,10 @@ TOOLS = [
     ),
     Tool(
         name="kb_search",
-        description="Search the knowledge base; returns the best matching chunks with title, source and a snippet.",
+        description="Search the knowledge base.",
         params={
-            "query": {"type": "string", "description": "Words to look for."},
-            "k": integer("How many results, 1 to 20 (default 5).", 1, 20),
+            "query": {"type": "string"},
+            "k": integer("1 to 20 (default 5).", 1, 20),
         },
         required=("query",),
         fn=kb_search,
@@ -123,10 +126,10 @@ TOOLS = [
     ),
     Tool(
         name="index_dir",
-        description="Index a workspace directory's text files into the knowledge base; re-running updates it (at most 20,000 files per run).",
+        description="Index a directory's text files into the knowledge base (again: updates it).",
         params={
-            "path": {"type": "string", "description": "A directory relative to the workspace (default: all of it)."},
-            "glob": {"type": "string", "description": "Only files matching this, e.g. *.py or docs/**/*.md."},
+            "path": {"type": "string"},
+            "glob": {"type": "string", "description": "e.g. *.md"},
             "scope": SCOPE,
         },
         fn=index_dir,
@@ -134,11 +137,11 @@ TOOLS = [
     ),
     Tool(
         name="remember",
-        description="Save a short lesson to long-term memory; it is recalled in later runs when relevant (at most 20 per run).",
+        description="Save a short lesson for later runs.",
         params={
-            "lesson": {"type": "string", "description": "One lesson, in a sentence or two."},
-            "tags": {"type": "string", "description": "Comma-separated tags."},
-            "scope": {**SCOPE, "description": "agent (default: this agent's runs) or global (every agent's)."},
+            "lesson": {"type": "string"},
+            "tags": {"type": "string", "description": "Comma-separated."},
+            "scope": {**SCOPE, "description": "agent (default) or global."},
         },
         required=("lesson",),
         fn=remember,
@@ -146,10 +149,10 @@ TOOLS = [
     ),
     Tool(
         name="recall",
-        description="Look up lessons saved in long-term memory by earlier runs.",
+        description="Look up lessons saved by earlier runs.",
         params={
-            "query": {"type": "string", "description": "What the lesson is about."},
-            "k": integer("How many, 1 to 20 (default 5).", 1, 20),
+            "query": {"type": "string"},
+            "k": integer("1 to 20 (default 5).", 1, 20),
         },
         required=("query",),
         fn=recall,

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
     from agent.services import RunServices
 
 RISKS = ("safe", "edit", "dangerous")
+TOOL_SETS = ("common", "all")  # what a run without a tool list is shown (agent/tools/builtin.py)
 ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine, a flood is not
 # Keys of a parameter's spec that the gate enforces and the model is not sent: Ollama's client
-# drops them anyway, so the description states the bounds in words.
-GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "binary_ok"})
+# drops them anyway, so the description states the bounds in words (a length cap is only
+# reached by a flood, and the gate's refusal names it).
+GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "maxLength", "binary_ok"})
 
 
 class ToolFailed(AgentError):
@@ -49,6 +51,9 @@ class Tool:
     # the risk of one call from its checked arguments, when it depends on them (write_self_config:
     # a change that widens security is dangerous); None: always `risk`. It may only raise the risk.
     risk_of_call: Callable[[dict[str, Any], Workspace], str] | None = None
+    # where its results come from when that is outside the box: "url" (its url argument), or a
+    # name (an MCP server); the gate envelopes such a result as data (agent/context/envelope.py)
+    outside: str = ""
 
     def __post_init__(self) -> None:
         if self.risk not in RISKS:

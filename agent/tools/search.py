@@ -168,24 +168,17 @@ def _time_limit(seconds: float) -> Iterator[None]:
 TOOLS = [
     Tool(
         name="search_files",
-        description="Search workspace files for text or a regular expression; returns path:line: text for each match.",
+        description="Find text in files; gives path:line: text.",
         params={
             "pattern": {
                 "type": "string",
                 "maxLength": 1000,
-                "description": "The text (or, with regex=true, the regular expression).",
             },
-            "path": {"type": "string", "description": "A file or directory to search (default: the whole workspace)."},
-            "glob": {
-                "type": "string",
-                "description": "Only files whose name matches, like *.py (or a path glob like src/*.py).",
-            },
-            "regex": {
-                "type": "boolean",
-                "description": "Treat pattern as a Python regular expression (default false).",
-            },
-            "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)."},
-            "max_results": integer("Matches to return, 1 to 500 (default 100).", 1, 500),
+            "path": {"type": "string"},
+            "glob": {"type": "string", "description": "e.g. *.py"},
+            "regex": {"type": "boolean"},
+            "ignore_case": {"type": "boolean"},
+            "max_results": integer("1 to 500 (default 100).", 1, 500),
         },
         required=("pattern",),
         fn=search_files,

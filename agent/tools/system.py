@@ -163,7 +163,7 @@ def _on_nixos(services: RunServices) -> bool:
 TOOLS = [
     Tool(
         "current_generation",
-        "Show the running NixOS system generation (or say the host is not NixOS).",
+        "Show the running NixOS generation.",
         _NONE,
         current_generation,
         risk="safe",
@@ -171,7 +171,7 @@ TOOLS = [
     ),
     Tool(
         "list_generations",
-        "List the NixOS system generations with their dates and versions, marking the running one.",
+        "List the NixOS generations.",
         _NONE,
         list_generations,
         risk="safe",
@@ -179,7 +179,7 @@ TOOLS = [
     ),
     Tool(
         "system_health",
-        "Report load, memory, disk, Ollama reachability and models, and failed hearth units.",
+        "Report load, memory, disk, Ollama and failed units.",
         _NONE,
         system_health,
         risk="safe",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_REQUEST_BODY = 1_000_000
 SHOWN_HEADERS = ("content-type", "content-length", "location", "retry-after", "www-authenticate")
+DEFAULT_QUESTION = "What does this page say? Give its main facts."
 MAX_KB_PAGE = 500_000  # characters of one page kept in the knowledge base (a book is not a page)
 
 
@@ -55,7 +56,13 @@ def fetch_page(args: dict[str, Any], ws: Workspace) -> Page:
 def web_fetch(args: dict[str, Any], ws: Workspace) -> str:
     page = fetch_page(args, ws)
     head = f"URL: {page.url}\n" + (f"Title: {page.title}\n" if page.title else "")
-    return f"{head}\n{page.text}"
+    extract = ws.services.extract
+    if extract is None:
+        return f"{head}\n{page.text}"
+    question = " ".join(str(args.get("question") or DEFAULT_QUESTION).split())
+    # redacted before the extractor reads it too: a page that echoes a credential never reaches a model
+    answer = extract(page.url, question, ws.services.redact(page.text))
+    return f"{head}Question: {question}\nAnswer from the page: {answer}"
 
 
 def fetch_to_kb(args: dict[str, Any], ws: Workspace) -> str:
@@ -149,46 +156,50 @@ def describe_reply(reply: Reply, method: str) -> str:
     return "\n".join(lines + ["", body])
 
 
-_URL = {"type": "string", "description": "An http or https URL."}
-_TIMEOUT = integer("Seconds for the whole request, 1 to 120 (default 20).", 1, 120)
+_URL = {"type": "string"}
+_TIMEOUT = integer("1 to 120 (default 20).", 1, 120)
 
 TOOLS = [
     Tool(
         name="web_fetch",
-        description="Fetch a web page (or text/JSON) and return its readable text.",
-        params={"url": _URL, "timeout_s": _TIMEOUT},
+        description="Fetch a web page and answer a question from it.",
+        params={
+            "url": _URL,
+            "question": {"type": "string", "description": "What you want from the page."},
+            "timeout_s": _TIMEOUT,
+        },
         required=("url",),
         fn=web_fetch,
         risk="dangerous",
+        outside="url",
     ),
     Tool(
         name="http_request",
-        description="Send an HTTP request to an API or site; a header value cred:NAME is replaced by that credential.",
+        description="Send an HTTP request; a header value cred:NAME becomes that credential.",
         params={
             "url": _URL,
-            "method": {"type": "string", "enum": list(METHODS), "description": "Default GET."},
-            "headers": {
-                "type": "object",
-                "description": 'Header names to values, e.g. {"Authorization": "Bearer cred:GITHUB_TOKEN"}.',
-            },
-            "body": {"type": "string", "description": "The request body (up to 1000000 bytes)."},
+            "method": {"type": "string", "enum": list(METHODS)},
+            "headers": {"type": "object"},
+            "body": {"type": "string"},
             "timeout_s": _TIMEOUT,
         },
         required=("url",),
         fn=http_request,
         risk="dangerous",
+        outside="url",
     ),
     Tool(
         name="fetch_to_kb",
-        description="Fetch a web page and store its readable text in the knowledge base in one step (at most 50 documents per run, with kb_add).",
+        description="Fetch a web page into the knowledge base.",
         params={
             "url": _URL,
-            "title": {"type": "string", "description": "A title (default: the page's)."},
-            "scope": {"type": "string", "enum": ["global", "agent"], "description": "global (default) or agent."},
+            "title": {"type": "string"},
+            "scope": {"type": "string", "enum": ["global", "agent"]},
             "timeout_s": _TIMEOUT,
         },
         required=("url",),
         fn=fetch_to_kb,
         risk="dangerous",
+        outside="url",
     ),
 ]

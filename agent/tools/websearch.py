@@ -94,9 +94,9 @@ def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[di
 TOOLS = [
     Tool(
         name="web_search",
-        description="Search the web (DuckDuckGo and others through ddgs); returns title, URL and snippet.",
+        description="Search the web; gives title, URL and snippet.",
         params={
-            "query": {"type": "string", "description": "The search words."},
+            "query": {"type": "string"},
             "max_results": integer("1 to 20 (default 5).", 1, MAX_RESULTS),
         },
         required=("query",),

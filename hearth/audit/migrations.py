@@ -386,6 +386,15 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     )
 
 
+def m140_run_think_and_extract(db: sqlite_utils.Database) -> None:
+    """What the model was asked to do besides the chat (issue 25): `think`, Ollama's option as
+    sent ("true", "false", "low", "medium", "high"; null: not sent), and `web_extract`, whether
+    web_fetch answered through the no-tools extractor (1) or gave the enveloped page (0)."""
+    runs = db.table("runs")
+    runs.add_column("think", str)
+    runs.add_column("web_extract", int)
+
+
 def m155_operator_actions(db: sqlite_utils.Database) -> None:
     """What an operator changed or tried to change from the command center's operator pages
     (hearth/web/routes/): budgets, missions, alerts' test sends, proposals' decisions. `ok` 0 is a
@@ -528,6 +537,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m121_standing_rules,
     m122_alert_actions,
     m130_mcp_pins,
+    m140_run_think_and_extract,
     m155_operator_actions,
     m156_security_indexes,
     m157_proposal_decisions,

@@ -104,7 +104,10 @@ class Request(BaseModel):
         "profile's mode, else the host's (HEARTH_MODE, else auto).",
     )
     allowed_tools: list[ToolName] | None = Field(
-        None, max_length=64, description="The only tools the run may use; absent means every tool."
+        None,
+        max_length=64,
+        description="The only tools the run may use; absent means the tool set of the agent profile (its "
+        "`tool_set`: the common chores, or `all`), else the host's (HEARTH_TOOL_SET, else common).",
     )
     max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)] | None = Field(
         None,
@@ -138,6 +141,16 @@ class Request(BaseModel):
         None,
         description="Give the run's commands network, only through hearth's guarded proxy (public "
         "addresses, the egress list); absent means the agent profile's setting, else none.",
+    )
+    think: bool | Literal["low", "medium", "high"] | None = Field(
+        None,
+        description="A thinking model's effort (Ollama's `think`): true, false, or low, medium, high for the "
+        "models that take levels. Absent means the agent profile's, else not sent (the model's default).",
+    )
+    web_extract: bool | None = Field(
+        None,
+        description="web_fetch answers from the page through a separate model call with no tools, so the agent "
+        "never reads the raw page. Absent means the agent profile's, else on.",
     )
     source: Annotated[
         Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource, WrapValidator(_source)

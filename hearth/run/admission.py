@@ -32,7 +32,7 @@ from hearth.limits import MAX_ITERATIONS, parse_duration
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
-from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.goal import GoalRequest, RunPlan, think_text
 from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
 from hearth.run.recorder import Recorder
@@ -77,6 +77,8 @@ def goal_request(request: Request, settings: Settings, *, workspace: Path | None
         parent_run=request.child_of,
         link="child" if request.child_of else None,
         network=request.network,
+        think=request.think,
+        web_extract=request.web_extract,
         queued=True,
     )
 
@@ -347,6 +349,8 @@ def plan_of(
         max_iters=request.max_iters,
         allowed_tools=request.allowed_tools,
         defaults=settings,
+        think=request.think,
+        web_extract=request.web_extract,
     )
     chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
     route, warning = route_request(request, profile, chosen, settings, pulled)
@@ -389,6 +393,9 @@ def _plan(
         prompt_sha256=request.prompt_sha256,
         restore_from=request.restore_from or (),
         config_repo=str(request.config_repo or ""),
+        tool_set=chosen.tool_set,
+        think=think_text(chosen.think),
+        web_extract=chosen.web_extract,
     )
 
 
@@ -436,7 +443,7 @@ def run_dir(plan: RunPlan, settings: Settings) -> Path:
 def _allowances(plan: RunPlan, settings: Settings) -> dict[str, Any]:
     """What the run is allowed, for its row: network, egress, credentials with their hosts, tools,
     limits (iterations, seconds, context tokens) and the hearth that runs it."""
-    return _allowance_row(
+    row = _allowance_row(
         settings,
         network=plan.network,
         egress=plan.egress,
@@ -446,6 +453,7 @@ def _allowances(plan: RunPlan, settings: Settings) -> dict[str, Any]:
         timeout_s=plan.timeout_s or None,  # NULL: no time limit
         num_ctx=plan.num_ctx,
     )
+    return {**row, "think": plan.think or None, "web_extract": int(plan.web_extract)}
 
 
 def _asked_allowances(request: GoalRequest, settings: Settings) -> dict[str, Any]:

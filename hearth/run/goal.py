@@ -58,6 +58,8 @@ class GoalRequest:
     model_reason: str | None = None
     model_requested: str | None = None
     fallbacks: tuple[str, ...] = ()
+    think: bool | str | None = None  # Ollama's think option; None: the profile's, else not sent
+    web_extract: bool | None = None  # web_fetch through the no-tools extractor; None: the profile's, else on
     # from the queue (goal_request): its asker is only what the request says (hearth/run/long/followup.py)
     queued: bool = False
     escalate: bool = False
@@ -104,6 +106,10 @@ class RunPlan:
     prompt_sha256: str
     restore_from: tuple[str, ...]  # (the run, hearth's git dir, the commit), as GoalRequest.restore_from
     config_repo: str
+    # what allowed_tools none shows: every tool (`all`) or the common chores (agent/tools/builtin.py)
+    tool_set: str = "all"
+    think: str = ""  # Ollama's think as the run row keeps it: "" (not sent), true, false, low, medium, high
+    web_extract: bool = False
 
     @property
     def manifest(self) -> list[str] | None:
@@ -142,4 +148,18 @@ class RunPlan:
             restore_from=(restore[0], restore[1], restore[2]) if restore else None,
             label=self.label or None,
             max_tokens=self.max_tokens or None,
+            think=think_value(self.think),
+            web_extract=self.web_extract,
         )
+
+
+def think_text(value: bool | str | None) -> str:
+    """Ollama's think option as a run row keeps it ("" when not sent)."""
+    if value is None:
+        return ""
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def think_value(text: str) -> bool | str | None:
+    """The option from its row text: what the chat body carries (None: not sent)."""
+    return {"": None, "true": True, "false": False}.get(text, text)

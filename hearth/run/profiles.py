@@ -15,6 +15,9 @@
         escalate = false                        retry a run ending iteration_limit/failed on the next one
         max_tokens = 50000                      a run's own token cap (budget_exceeded past it)
         approval_wait = "8h"                    how long an approval waits for a person (a deny after)
+        tool_set = "common"                     without allowed_tools: the common chores, or "all"
+        think = "low"                           a thinking model's effort: true, false, "low", "medium", "high"
+        web_extract = true                      web_fetch answers through a no-tools extractor (default true)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.policy import MODES
+from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS, parse_duration
 from hearth.settings import Settings
@@ -60,7 +64,11 @@ KEYS = (
     "escalate",
     "max_tokens",
     "approval_wait",
+    "tool_set",
+    "think",
+    "web_extract",
 )
+THINK_LEVELS = ("low", "medium", "high")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -82,6 +90,9 @@ class Profile:
     escalate: bool | None = None
     max_tokens: int | None = None
     approval_wait: str | int | None = None
+    tool_set: str | None = None  # None: the host's (HEARTH_TOOL_SET)
+    think: bool | str | None = None  # None: not sent (the model's own default)
+    web_extract: bool | None = None  # None: on
 
     @property
     def builtin(self) -> bool:
@@ -196,6 +207,12 @@ def _problem(key: str, value: Any) -> str | None:
             parse_duration(value)
         except ValueError as exc:
             return f"must be a duration ({exc})"
+    if key == "tool_set" and value not in TOOL_SETS:
+        return f"must be one of {', '.join(TOOL_SETS)}"
+    if key == "think" and not (isinstance(value, bool) or value in THINK_LEVELS):
+        return f"must be true, false or one of {', '.join(THINK_LEVELS)}"
+    if key == "web_extract" and not isinstance(value, bool):
+        return "must be true or false"
     if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
         return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
     return None
@@ -219,6 +236,9 @@ class Chosen:
     allowed_tools: tuple[str, ...] | None  # None: every tool
     network: bool = False
     egress: tuple[str, ...] = ()
+    tool_set: str = "common"  # what allowed_tools None shows: the common chores, or every tool (`all`)
+    think: bool | str | None = None
+    web_extract: bool = True
 
 
 def apply_profile(
@@ -229,6 +249,8 @@ def apply_profile(
     max_iters: int | None,
     allowed_tools: list[str] | None,
     defaults: Settings,
+    think: bool | str | None = None,
+    web_extract: bool | None = None,
 ) -> Chosen:
     """The run's settings: what was given explicitly, else the profile's, else hearth's default,
     within the profile's ceilings; UsageError when an explicit value is above one."""
@@ -244,7 +266,17 @@ def apply_profile(
         mode=chosen,
         max_iters=max_iters if max_iters is not None else (profile.max_iterations or defaults.max_iterations),
         allowed_tools=tuple(tools) if tools is not None else None,
+        tool_set=profile.tool_set or defaults.tool_set,
+        think=think if think is not None else profile.think,
+        web_extract=_first(web_extract, profile.web_extract, True),
     )
+
+
+def _first(*values: bool | None) -> bool:
+    for value in values:
+        if value is not None:
+            return value
+    return True
 
 
 def apply_network(profile: Profile, chosen: Chosen, *, network: bool | None, egress: list[str]) -> Chosen:

@@ -15,7 +15,6 @@ The operator's files are read before the run is accepted: an unreadable one reje
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from agent.context.files import ContextFile, find_workspace_context, flagged_not
 from agent.context.prompt import PromptPart, RenderedPrompt, base_part, compose, freeze_values
 from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace
+from agent.tools.builtin import manifest_of
 from agent.tools.gate import visible_tools
 from hearth.errors import ConfigError
 from hearth.run.checkpoints import Checkpoints
@@ -123,14 +123,15 @@ def report_flags(recorder: Recorder, found: ContextFile) -> None:
 
 
 def preview(
-    settings: Settings, profile: Profile, *, num_ctx: int, workspace: Path | None = None
-) -> tuple[RenderedPrompt, int]:
-    """The prompt a run of `profile` would get now (and the size of its tool schemas), changing nothing.
+    settings: Settings, profile: Profile, *, num_ctx: int, workspace: Path | None = None, mode: str | None = None
+) -> tuple[RenderedPrompt, list[dict[str, Any]]]:
+    """The prompt a run of `profile` would get now (in `mode`, else its own) and its tool schemas, changing nothing.
 
     Without a workspace the project part is absent and the git placeholders take their fallbacks.
     """
-    run = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=settings)
-    schemas = [t.schema() for t in visible_tools(run.allowed_tools, run.mode)]
+    run = apply_profile(profile, model=None, mode=mode, max_iters=None, allowed_tools=None, defaults=settings)
+    shown = manifest_of(run.allowed_tools, run.tool_set)
+    schemas = [t.schema() for t in visible_tools(shown, run.mode)]
     found, git, root = None, {}, ""
     if workspace is not None:
         with Workspace(workspace) as ws:
@@ -148,4 +149,4 @@ def preview(
         git=git,
     )
     prompt = assemble(schemas, config_parts(settings.config_dir, profile), found, values)
-    return prompt, len(json.dumps(schemas))
+    return prompt, schemas

@@ -149,8 +149,11 @@ class Recorder:
             "tokens_out": d["tokens_out"],
             "duration_ms": _ms(d["duration_s"]),
         }
-        if d.get("host"):  # several Ollama hosts: which one answered this turn
-            columns["data"] = json.dumps({"host": d["host"]})
+        # several Ollama hosts: which one answered; thinking, kept for the audit (the history gets it
+        # only for the families that need it)
+        data = {k: d[k] for k in ("host", "thinking") if d.get(k)}
+        if data:
+            columns["data"] = json.dumps(data, ensure_ascii=False)
         self.sink.record(StepRecorded(self.run_id, "model", columns))
         if d.get("host") and d["host"] not in self._hosts:
             self._hosts.append(d["host"])

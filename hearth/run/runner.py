@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from agent.context.compaction import Compactor, estimate_tokens
+from agent.context.extractor import Extractor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Event, Loop, Outcome
@@ -27,6 +28,7 @@ from agent.safety.policy import Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxUnavailable, detect, start_detection
 from agent.safety.workspace import Workspace
+from agent.tools.builtin import manifest_of
 from agent.tools.gate import ToolRunner
 from agent.tools.spill import OutputSpill, spill_threshold
 from hearth.audit.store import AuditStore, new_run_id
@@ -39,7 +41,7 @@ from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder, StepClosed
 from hearth.run.exits import Interrupted, Suspended
-from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.goal import GoalRequest, RunPlan, think_value
 from hearth.run.liveness import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
 from hearth.run.recorder import Recorder
@@ -315,7 +317,7 @@ def model_client(
     choice of host and any switch are `host` steps. `host` is a label a router rule pinned."""
 
     def client(url: str, retries: int = 3) -> OllamaClient:
-        return OllamaClient(
+        made = OllamaClient(
             plan.model,
             url,
             num_ctx=plan.num_ctx,
@@ -324,7 +326,13 @@ def model_client(
             backoff_s=settings.ollama_backoff_s,
             on_retry=recorder.retrying if recorder else None,
             on_tokens=recorder.progress if recorder else None,
+            think=think_value(plan.think),
         )
+        if recorder is not None:
+            made.on_no_thinking = lambda said: recorder.notice(
+                "model", f"{plan.model} does not support thinking; it runs without think={plan.think} ({said})"
+            )
+        return made
 
     note = (lambda line: recorder.note("host", detail=line)) if recorder else None
     # with another host to turn to, one retry on a failing host is enough before moving on
@@ -360,7 +368,7 @@ def _build_loop(
     tools = ToolRunner(
         ws,
         mode=plan.mode,
-        allowed=plan.manifest,
+        allowed=manifest_of(plan.manifest, plan.tool_set, (t.name for t in ws.services.tools)),
         approve=approve,
         spill=OutputSpill(ws, recorder.run_id, spill_threshold(plan.num_ctx)),
         notes=SubdirectoryNotes(ws, on_found=lambda found: report_flags(recorder, found)),
@@ -383,7 +391,23 @@ def _build_loop(
         deadline=deadline,
         compactor=Compactor(plan.num_ctx, model),
     )
+    if plan.web_extract:
+        ws.services.extract = extractor_of(loop, model, ws, recorder)
     return loop, tools
+
+
+def extractor_of(loop: Loop, model: ChatModel, ws: Workspace, recorder: Recorder) -> Extractor:
+    """The run's web extractor: its steps recorded as `extract`, its tokens the run's own (the budget counts them)."""
+
+    def spend(tokens_in: int, tokens_out: int) -> None:
+        loop.outcome.tokens_in += tokens_in
+        loop.outcome.tokens_out += tokens_out
+
+    def record(step: dict[str, Any]) -> None:
+        data = step.pop("data", None)
+        recorder.note("extract", iteration=loop.iteration, **step, data=json.dumps(data, ensure_ascii=False))
+
+    return Extractor(model, ws.services.envelope, record, spend)
 
 
 def _drive(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.context.envelope import opened
 from hearth.audit.store import AuditStore
 
 
@@ -54,7 +55,9 @@ def held(lock: Path) -> bool:
 def steps(state_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     with AuditStore(state_dir / "audit.db") as audit:
         [run] = audit.runs(1)
-        return run, audit.rows("select * from steps where run_id = ? order by seq", [run["id"]])
+        rows = audit.rows("select * from steps where run_id = ? order by seq", [run["id"]])
+    # a server's answer reaches the model enveloped as data (agent/context/envelope.py): the text inside
+    return run, [{**r, "output": opened(r["output"] or "") or r["output"]} if r["kind"] == "tool" else r for r in rows]
 
 
 def offered(request: dict[str, Any]) -> list[str]:

@@ -436,3 +436,18 @@ def test_mcp_servers_are_written_as_the_files_hearth_reads(tmp_path: Path) -> No
     assert "services.hearth.mcp.servers.x.tools.t.risk" in _error(
         {"enable": True, "mcp": {"servers": {"x": {"command": "c", "tools": {"t": {"risk": "harmless"}}}}}}, tmp_path
     )
+
+
+def test_an_agent_s_tool_set_think_and_web_extract_are_written_as_hearth_reads_them(tmp_path: Path) -> None:
+    agent = {"toolSet": "all", "think": "low", "webExtract": False}
+    result = evaluate({"enable": True, "agents": {"thinker": agent}}, tmp_path)
+    assert _failed_assertions(result) == []
+    text = result["config"]["environment"]["etc"]["hearth/agents/thinker/agent.toml"]["text"]
+    assert tomllib.loads(text) == {"name": "thinker", "tool_set": "all", "think": "low", "web_extract": False}
+    config = tmp_path / "etc-hearth"
+    (config / "agents" / "thinker").mkdir(parents=True)
+    (config / "agents" / "thinker" / "agent.toml").write_text(text)
+    ran = resolved(
+        GoalRequest(goal="g", agent_name="thinker", model="m"), replace(Settings.from_env({}), config_dir=config)
+    )
+    assert (ran.tool_set, ran.think, ran.web_extract) == ("all", "low", False)

@@ -58,7 +58,9 @@ def mcp_tool(server: str, info: ToolInfo, risk: str, connection: Connection, tim
             raise ToolFailed(str(exc)) from None
 
     description = f"{info.description.strip() or info.name} (MCP server {server})"
-    return Tool(tool_name(server, info.name), description, params, call, risk=risk, required=required)
+    # what a server answers is the server's text: the gate envelopes it as data (issue 25)
+    name = tool_name(server, info.name)
+    return Tool(name, description, params, call, risk=risk, required=required, outside=f"MCP server {server}")
 
 
 def saved(ws: Workspace, server: str, tool: str, mime: str, data: bytes) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,11 +87,14 @@ def _preview(settings: Settings, profile: Profile, args: argparse.Namespace) -> 
 
     workspace = args.workspace if args.context and profile.name == (args.agent_name or "default") else None
     try:
-        prompt, schema_chars = preview(settings, profile, num_ctx=args.num_ctx, workspace=workspace)
+        prompt, schemas = preview(settings, profile, num_ctx=args.num_ctx, workspace=workspace)
     except (HearthError, ValueError):
         return None  # the file problem is already a finding of its own
     parts = [{"label": p.label, "source": p.source, "chars": p.chars, "text": p.text} for p in prompt.parts]
-    return {"parts": parts, "prompt_chars": len(prompt.text), "tool_schema_chars": schema_chars}
+    tools = [{"name": s["function"]["name"], "chars": len(json.dumps(s))} for s in schemas]
+    # json.dumps of the list: what the schemas cost as a whole, separators included
+    schema_chars = len(json.dumps(schemas))
+    return {"parts": parts, "prompt_chars": len(prompt.text), "tool_schema_chars": schema_chars, "tools": tools}
 
 
 def _tokens(shown: dict[str, Any]) -> int:
@@ -133,6 +137,10 @@ def _print_context(name: str, context: dict[str, Any] | None) -> None:
     for part in context["parts"]:
         print(f"\n--- {part['label']}  ({part['source']}, {part['chars']:,} chars)")
         print(part["text"])
+    total = context["prompt_chars"] + context["tool_schema_chars"]
+    print(f"\ntools shown ({len(context['tools'])}), each one's share of the prompt and tools:")
+    for tool in sorted(context["tools"], key=lambda t: -t["chars"]):
+        print(f"  {tool['name']:<20} {tool['chars']:>6,} chars  {tool['chars'] / total:>4.0%}")
     share = context["estimated_tokens"] / context["num_ctx"]
     print(
         f"\ntotal: {context['prompt_chars']:,} chars of prompt + {context['tool_schema_chars']:,} chars of tool "

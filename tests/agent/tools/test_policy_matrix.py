@@ -157,7 +157,11 @@ def test_a_registered_tool_is_one_reviewable_record(name: str) -> None:
     for param, spec in tool.params.items():
         # flat schemas only; the one exception is a string-to-string map (http_request's headers)
         flat = spec.get("type") in ("string", "integer", "boolean")
-        assert (flat or (name, param) == ("http_request", "headers")) and spec.get("description")
+        assert flat or (name, param) == ("http_request", "headers")
+        # a description only where the name does not say it, and then a short one (issue 25)
+        assert len(spec.get("description", "")) <= 60
+        bounded = "minimum" in spec or "maximum" in spec
+        assert not bounded or spec.get("description"), f"{name}.{param}: the bounds are said in words"
 
 
 def test_a_name_without_a_class_is_dangerous() -> None:

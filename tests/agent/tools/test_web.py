@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.context.envelope import opened
 from agent.knowledge.store import KnowledgeStore
 from agent.net.guard import CredentialRefused
 from agent.safety.redaction import Redactor
@@ -54,7 +55,9 @@ def workspace(tmp_path: Path, net: TestNet, **services: object) -> Workspace:
 
 def call(ws: Workspace, name: str, **args: object) -> tuple[bool, str]:
     result = call_tool(name, args, ws, mode="bypass")
-    return result.ok, result.output
+    inside = opened(result.output)  # an answer from the web is enveloped as data (agent/context/envelope.py)
+    assert inside is not None or not result.ok or name not in ("web_fetch", "http_request", "fetch_to_kb")
+    return result.ok, inside if inside is not None else result.output
 
 
 def test_web_fetch_returns_the_readable_text_of_a_page_without_navigation(tmp_path: Path, net: TestNet) -> None:
@@ -124,6 +127,23 @@ def test_fetch_to_kb_stores_the_page_so_kb_search_finds_it(tmp_path: Path, net: 
     assert ok and "stored" in out
     ok, found = call(ws, "kb_search", query="guard checks each address")
     assert ok and "source: http://site.test/page" in found
+
+
+def test_a_kb_search_hit_from_the_web_is_enveloped_and_one_from_a_local_file_is_not(
+    tmp_path: Path, net: TestNet
+) -> None:
+    store = KnowledgeStore(tmp_path / "k.db")
+    ws = workspace(tmp_path, net, knowledge=store)
+    call(ws, "fetch_to_kb", url="http://site.test/page")
+    call(ws, "kb_add", text="The guard checks each address in the local runbook.", source="runbook.md")
+    ok, found = call(ws, "kb_search", query="guard checks each address")
+    hits = found.split("\n\n")
+    nonce = ws.services.envelope.nonce
+    web = [h for h in hits if "source: http://site.test/page" in h]
+    local = [h for h in hits if "source: runbook.md" in h]
+    assert ok and web and local
+    assert all(h.startswith(f"<<data {nonce} from http://site.test/page:") and opened(h) for h in web)
+    assert all("<<data" not in h for h in local)
 
 
 def echo(seen: Seen) -> Answer:

@@ -189,6 +189,23 @@ def test_context_shows_exactly_what_a_run_sends(state_dir: Path, tmp_path: Path)
     assert "you build on main." in sent  # the checkpoint history (hearth's own git directory) is on main
 
 
+def test_context_prints_each_shown_tools_share_and_the_schemas_a_run_is_sent(state_dir: Path, tmp_path: Path) -> None:
+    healthy_config(tmp_path)
+    ws = tmp_path / "ws"
+    with FakeOllama([final_answer("ok")]) as fake:
+        run_cli("hearth-loop", "--ollama-host", fake.url, "--agent-name", "builder", "--workspace", str(ws), "go")
+        _, report = doctor(fake, "--agent-name", "builder", "--context")
+        proc = run_cli("hearth", "doctor", "--agent-name", "builder", "--context", env={"OLLAMA_HOST": fake.url})
+    sent = fake.requests[0]["tools"]
+    shown = report["context"]["tools"]
+    assert [t["name"] for t in shown] == [t["function"]["name"] for t in sent]
+    assert [t["chars"] for t in shown] == [len(json.dumps(t)) for t in sent]
+    assert report["context"]["tool_schema_chars"] == len(json.dumps(sent))
+    assert "tools shown (8), each one's share of the prompt and tools:" in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.strip().startswith("read_file "))
+    assert line.split()[1].replace(",", "").isdigit() and line.endswith("%")
+
+
 def test_systemd_units_are_checked_only_when_systemd_is_pid_1(tmp_path: Path) -> None:
     systemctl = write(
         tmp_path / "systemctl",

@@ -14,9 +14,11 @@ from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
 @pytest.fixture(autouse=True)
 def profiles(tmp_path: Path) -> None:
-    """The agents these runs name exist as profiles (an unknown agent name is refused)."""
+    """The agents these runs name exist as profiles (an unknown agent name is refused), shown every
+    tool: the knowledge tools are outside the common set."""
     for name in ("ops", "alice", "bob"):
         (tmp_path / "config" / "agents" / name).mkdir(parents=True)
+        (tmp_path / "config" / "agents" / name / "agent.toml").write_text('tool_set = "all"\n')
 
 
 def first_messages(fake: FakeOllama) -> list[list[dict[str, str]]]:
@@ -119,7 +121,7 @@ def sqlite_rows(state_dir: Path, sql: str) -> list[tuple[str, str]]:
 def test_kb_and_memory_commands_show_and_remove_what_runs_stored(state_dir: Path, tmp_path: Path) -> None:
     script = [tool_call("remember", {"lesson": "Use the blue deploy button.", "scope": "global"}), final_answer("ok")]
     with FakeOllama(script) as fake:
-        loop(fake, "--workspace", str(tmp_path / "a"), "remember the button")
+        loop(fake, "--allowed-tools", "remember", "--workspace", str(tmp_path / "a"), "remember the button")
     (tmp_path / "doc.md").write_text("# Runbook\nRestart the queue worker with systemctl.\n")
     added = run_cli("hearth", "kb", "add", str(tmp_path / "doc.md"), "--json")
     assert added.returncode == 0, added.stderr

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent.tools.builtin import COMMON, manifest_of
+from agent.tools.gate import visible_tools
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS
 from hearth.run.goal import GoalRequest
@@ -17,6 +19,8 @@ from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
+
+UNSET: dict[str, Any] = {"model": None, "mode": None, "max_iters": None, "allowed_tools": None}
 
 MODELS = ("qwen2.5-coder", "qwen2.5-coder:latest", "small-model")
 
@@ -236,3 +240,37 @@ def test_the_manifest_the_nixos_module_writes_loads_and_its_name_must_match(tmp_
 def test_site_defaults_from_the_environment_are_checked(state_dir: Path, env: dict[str, str], reason: str) -> None:
     proc = run_cli("hearth-loop", "go", env=env)
     assert proc.returncode == 2 and proc.stderr.strip() == f"hearth-loop: {reason}"
+
+
+def test_a_profile_without_a_tool_list_is_shown_the_common_set_and_all_is_one_setting_away(tmp_path: Path) -> None:
+    make_profile(tmp_path, "wide", toml='tool_set = "all"\n')
+    defaults = Settings.from_env({})
+    plain = apply_profile(load_profile(tmp_path, "default"), **UNSET, defaults=defaults)
+    wide = apply_profile(load_profile(tmp_path, "wide"), **UNSET, defaults=defaults)
+    host_all = apply_profile(
+        load_profile(tmp_path, "default"), **UNSET, defaults=Settings.from_env({"HEARTH_TOOL_SET": "all"})
+    )
+    assert manifest_of(plain.allowed_tools, plain.tool_set) == list(COMMON)
+    assert manifest_of(wide.allowed_tools, wide.tool_set) is None  # every tool
+    assert manifest_of(host_all.allowed_tools, host_all.tool_set) is None
+    listed = apply_profile(load_profile(tmp_path, "wide"), **{**UNSET, "allowed_tools": ["kb_add"]}, defaults=defaults)
+    assert manifest_of(listed.allowed_tools, listed.tool_set) == ["kb_add"]  # a list wins over any set
+    assert manifest_of(None, "common", ["files__read"]) == [*COMMON, "files__read"]  # approved MCP tools stay
+
+
+def test_plan_mode_shows_no_tool_that_writes_or_runs(tmp_path: Path) -> None:
+    for tool_set in ("common", "all"):
+        shown = visible_tools(manifest_of(None, tool_set), "plan")
+        assert shown and all(t.risk == "safe" and not t.writes for t in shown), [t.name for t in shown]
+
+
+def test_a_bad_tool_set_think_or_web_extract_names_the_setting(tmp_path: Path) -> None:
+    for toml, said in (
+        ('tool_set = "most"', "tool_set must be one of common, all"),
+        ('think = "max"', "think must be true, false or one of low, medium, high"),
+        ("web_extract = 1", "web_extract must be true or false"),
+    ):
+        name = f"odd-{toml.split()[0]}"
+        make_profile(tmp_path, name, toml=toml + "\n")
+        with pytest.raises(ConfigError, match=said):
+            load_profile(tmp_path, name)
