@@ -8,6 +8,7 @@ prompt, which stays byte-stable so Ollama can reuse its cache.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +36,22 @@ def recall_context(store: KnowledgeStore, goal: str, agent_name: str, budget: in
     return recall_for(store, goal, agent_name, budget).text
 
 
-def recall_for(store: KnowledgeStore, goal: str, agent_name: str, budget: int = RECALL_CHARS) -> Recalled:
-    """The preface and, for each line of it, the lesson or chunk id, its score and how it was found."""
+def recall_for(
+    store: KnowledgeStore,
+    goal: str,
+    agent_name: str,
+    budget: int = RECALL_CHARS,
+    wrap: Callable[[str, str], str] | None = None,
+) -> Recalled:
+    """The preface and, for each line of it, the lesson or chunk id, its score and how it was found.
+    `wrap(text, source)` envelopes a chunk of a page that came from the web (agent/context/envelope.py):
+    such a line is kept whole or left out, never cut, so its envelope always closes."""
     if budget <= 0:
         return Recalled()
     scopes = scopes_for(agent_name)
     lessons = store.recall(goal, scopes=scopes, k=5)
     chunks = store.search(goal, scopes=scopes, k=8)
-    lines = _fit([*map(_lesson_line, lessons), *map(_chunk_line, chunks)], budget - len(HEADER))
+    lines = _fit([*map(_lesson_line, lessons), *(_chunk_line(h, wrap) for h in chunks)], budget - len(HEADER))
     if not lines:
         return Recalled()
     items = [{"lesson": x.id, "score": round(x.score, 5), "way": x.way} for x in lessons]
@@ -55,8 +64,10 @@ def _lesson_line(lesson: Lesson) -> str:
     return f"- Lesson #{lesson.id} ({lesson.created_at[:10]}){tags}: {_one_line(lesson.lesson)}"
 
 
-def _chunk_line(hit: Hit) -> str:
-    return f'- From "{hit.title}" (source: {hit.source}): {_one_line(hit.text)}'
+def _chunk_line(hit: Hit, wrap: Callable[[str, str], str] | None = None) -> str:
+    line = f'From "{hit.title}" (source: {hit.source}): {_one_line(hit.text)}'
+    from_web = str(hit.source).startswith(("http://", "https://"))
+    return "- " + (wrap(line, hit.source) if wrap is not None and from_web else line)
 
 
 def _one_line(text: str) -> str:
@@ -72,7 +83,7 @@ def _fit(lines: list[str], budget: int) -> list[str]:
         if len(line) <= room:
             kept.append(line)
             used += len(line) + 1
-        elif room >= 120:
+        elif room >= 120 and "\n" not in line:  # an enveloped line (several lines) is never cut
             kept.append(line[: room - 1] + "…")
             break
         else:

@@ -114,7 +114,7 @@ def recall_preface(services: RunServices, goal: str, settings: Settings, recorde
     store = run_store(services)
     if store is None:
         return ""
-    recalled = recall_for(store, goal, services.agent_name, settings.recall_chars)
+    recalled = recall_for(store, goal, services.agent_name, settings.recall_chars, wrap=services.envelope.wrap)
     preface = services.redact(recalled.text)
     if preface:
         detail = f"{len(preface)} characters recalled into the first message"
