@@ -8,7 +8,7 @@ that cannot run anything, and the agent reads only the answer, itself enveloped 
 
 The appliance makes one per run (hearth/run/runner.py) and hands it in through the services;
 `record` keeps the extractor's prompt and answer as a step of its own, `spend` adds its tokens to
-the run's, so they count toward its budget.
+the run's, so they count toward its budget, and `spent` says when the budget is gone before it asks.
 """
 
 from __future__ import annotations
@@ -36,12 +36,17 @@ class Extractor:
     envelope: Envelope
     record: Callable[[dict[str, Any]], None]
     spend: Callable[[int, int], None]
+    spent: Callable[[], str] = lambda: ""  # why the run may spend no more tokens now ("": it may)
 
     def __call__(self, url: str, question: str, page: str) -> str:
         """The answer to `question` from `page` (fetched from `url`); a failed call says so as the answer."""
         cut = f"\n(the page is cut at {MAX_PAGE_CHARS} of {len(page)} characters)" if len(page) > MAX_PAGE_CHARS else ""
         asked = f"Question: {question}\n\n{self.envelope.wrap(page[:MAX_PAGE_CHARS] + cut, url)}"
         messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": asked}]
+        refused = self.spent()
+        if refused:  # the budget holds for the extractor's call as for the agent's
+            self.record({"output": "", "detail": f"the extractor did not read {url}: {refused}", "data": {"url": url}})
+            return f"(the page was not read: {refused})"
         try:
             reply = self.model.chat(messages, [])
         except ModelError as exc:

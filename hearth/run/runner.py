@@ -21,7 +21,7 @@ from agent.context.compaction import Compactor, estimate_tokens
 from agent.context.extractor import Extractor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
-from agent.loop import Event, Loop, Outcome
+from agent.loop import Event, Loop, Outcome, StopRun
 from agent.model.hosts import HostPool
 from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient
 from agent.safety.policy import Approver
@@ -407,7 +407,16 @@ def extractor_of(loop: Loop, model: ChatModel, ws: Workspace, recorder: Recorder
         data = step.pop("data", None)
         recorder.note("extract", iteration=loop.iteration, **step, data=json.dumps(data, ensure_ascii=False))
 
-    return Extractor(model, ws.services.envelope, record, spend)
+    def spent() -> str:
+        """The run's budgets, checked before the extractor's call as before the agent's."""
+        try:
+            if loop.guard is not None:
+                loop.guard(loop.outcome)
+        except StopRun as exc:
+            return str(exc)
+        return ""
+
+    return Extractor(model, ws.services.envelope, record, spend, spent)
 
 
 def _drive(

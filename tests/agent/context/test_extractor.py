@@ -35,3 +35,12 @@ def test_a_failed_extractor_call_is_the_answer_and_a_recorded_step_not_an_error(
     answer = made("http://a.test/", "q", "page")
     assert answer.startswith("(the extractor could not read the page:") and spent == []
     assert steps[0]["detail"].startswith("the extractor failed:") and steps[0]["data"]["url"] == "http://a.test/"
+
+
+def test_a_spent_budget_stops_the_extractor_before_its_call() -> None:
+    model = ScriptedModel([{"content": "never asked"}], tokens=(40, 9))
+    steps: list[dict[str, Any]] = []
+    gone = "stopped at the run's token cap of 100 (120 used)"
+    made = Extractor(model, Envelope("0123456789abcdef"), steps.append, lambda i, o: None, lambda: gone)
+    assert made("http://a.test/", "q", "page") == f"(the page was not read: {gone})"
+    assert model.requests == [] and steps[0]["detail"] == f"the extractor did not read http://a.test/: {gone}"
