@@ -41,14 +41,14 @@ class BodyLimit:
         limit, path = limit_for(scope["path"]), scope["path"]
         declared = _content_length(scope)
         if declared is None:
-            return await _refuse(send, 400, "the Content-Length header is not one number")
+            return await _refuse(send, 400, "the Content-Length header is not one number", path)
         if declared > limit:
-            return await _refuse(send, 413, _too_large(path, limit, f"{declared} bytes declared"))
+            return await _refuse(send, 413, _too_large(path, limit, f"{declared} bytes declared"), path)
         if declared >= 0:
             return await self.app(scope, receive, send)
         body = await _read_up_to(receive, limit)
         if body is None:
-            return await _refuse(send, 413, _too_large(path, limit, "a chunked body past it"))
+            return await _refuse(send, 413, _too_large(path, limit, "a chunked body past it"), path)
         await self.app(scope, _replay(body, receive), send)
 
 
@@ -95,8 +95,14 @@ def _too_large(path: str, limit: int, seen: str) -> str:
     return f"request body too large: {path} takes at most {limit} bytes ({seen}); send less"
 
 
-async def _refuse(send: Send, status: int, reason: str) -> None:
-    body = json.dumps({"error": reason}).encode()
+async def _refuse(send: Send, status: int, reason: str, path: str = "") -> None:
+    # under /v1 every error is in the OpenAI shape its clients parse (hearth/doors/openai.py)
+    if path == "/v1" or path.startswith("/v1/"):
+        code = "request_too_large" if status == 413 else "bad_content_length"
+        error: dict[str, Any] = {"error": {"message": reason, "type": "invalid_request_error", "code": code}}
+    else:
+        error = {"error": reason}
+    body = json.dumps(error).encode()
     headers = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
     headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(b"cache-control", b"no-store"), (b"connection", b"close")]

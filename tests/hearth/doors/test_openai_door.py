@@ -254,3 +254,17 @@ def test_a_waiting_approval_is_said_with_where_to_decide_and_the_call_ends_with_
     assert said.endswith("ran it") and "approved-marker" in said
     [run] = rows(state_dir, "select source, status from runs")
     assert run == {"source": "api:webui", "status": "done"}
+
+
+def test_a_body_over_the_limit_is_413_in_openais_shape_before_the_key_is_read(center: Center, state_dir: Path) -> None:
+    key = make_key(state_dir)
+    huge = b'{"model": "default", "messages": [{"role": "user", "content": "' + b"x" * (2 * 2**20) + b'"}]}'
+    with pytest.raises(openai.APIStatusError) as refused:
+        client(center, key).chat.completions.create(
+            model="default", messages=[{"role": "user", "content": "x" * (2 * 2**20)}]
+        )
+    assert refused.value.status_code == 413 and refused.value.code == "request_too_large"
+    bare = httpx.post(f"{center.url}/v1/chat/completions", content=huge, headers={"content-type": "application/json"})
+    assert bare.status_code == 413 and bare.json()["error"]["type"] == "invalid_request_error"
+    assert "takes at most" in bare.json()["error"]["message"]
+    assert rows(state_dir, "select count(*) as n from runs") == [{"n": 0}]
