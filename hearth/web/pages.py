@@ -66,11 +66,12 @@ def left(expires_at: str | None, now: datetime | None = None) -> str:
 
 def status_class(status: Any) -> str:
     """A CSS class for a status or live state; unknown words get the neutral one."""
-    name = str(status or "")
-    return f"st-{name}" if name in STATUS_COLOURS or name in LIVE_STATES else "st-other"
+    name = str(status or "").replace(" ", "_")
+    return f"st-{name}" if name in STATUS_COLOURS or name in LIVE_STATES or name in CALL_STATES else "st-other"
 
 
 LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "queued")
+CALL_STATES = ("ok", "not_run", "unknown", "running")  # a tool call's (hearth/web/steps.py)
 
 
 class RowEnvironment(Environment):

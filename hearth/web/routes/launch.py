@@ -25,6 +25,7 @@ from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_WORKERS
 from hearth.queue.submit import SubmitRefused, submit
 from hearth.run.profiles import profile_names
 from hearth.web.context import web_of
+from hearth.web.routes.runs import follow_up_refused
 from hearth.web.security import Identity, WebError, check_csrf, operator
 
 router = APIRouter()
@@ -155,6 +156,9 @@ async def continue_submit(request: Request, run_id: str, me: Identity = Depends(
             404 if earlier is None else 409,
             f"run {run_id[:80]!r} cannot be continued: it is {'unknown' if earlier is None else 'still running'}",
         )
+    refused = await run_in_threadpool(follow_up_refused, web_of(request).config.settings.ollama_host, earlier)
+    if refused:
+        raise WebError(409, f"run {run_id[:80]!r} cannot be continued: {refused}")
     form = await _form_values(request)
     obj = {"id": new_run_id(), "goal": form.get("goal", ""), "continues": run_id}
     try:
