@@ -32,7 +32,7 @@ def live_numbers(
     now = now or datetime.now(UTC)
     totals = (reader.rows(TOTALS, [run_id]) or [{}])[0]
     last = (reader.rows(LAST_TURN, [run_id]) or [{}])[0]
-    waited_ms, since = 0, None
+    waited_ms, before_ms, since = 0, 0, None
     for row in reader.rows(WAITS, [run_id]):
         asked = _moment(row.get("requested_at"))
         if asked is None:
@@ -42,7 +42,8 @@ def live_numbers(
             waited_ms += int((now - asked).total_seconds() * 1000)
         else:
             decided = _moment(row.get("decided_at"))
-            waited_ms += int((decided - asked).total_seconds() * 1000) if decided else 0
+            before_ms += int((decided - asked).total_seconds() * 1000) if decided else 0
+    waited_ms += before_ms
     turn_s = (last.get("duration_ms") or 0) / 1000
     tokens = int(totals.get("tokens_in") or 0) + int(totals.get("tokens_out") or 0)
     return {
@@ -53,6 +54,7 @@ def live_numbers(
         "tokens_per_s": round((last.get("tokens_out") or 0) / turn_s, 1) if turn_s > 0 else None,
         "waited_ms": max(0, waited_ms),
         "waiting_since": since,
+        "waited_before_ms": max(0, before_ms),  # the decided waits: a page counts the open one up itself
         "budget": _share(reader, budget, agent, tokens, now) if budget and budget.configured else None,
     }
 

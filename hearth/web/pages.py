@@ -15,6 +15,7 @@ from fastapi import Request
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
+from hearth.queue.request import MAX_GOAL_CHARS
 from hearth.web.charts import STATUS_COLOURS
 from hearth.web.security import Identity
 
@@ -94,6 +95,7 @@ def environment() -> Environment:
     )
     env.filters.update(duration=duration, when=when, pretty=pretty, left=left, status_class=status_class)
     env.globals["nav"] = NAV
+    env.globals["goal_limit"] = MAX_GOAL_CHARS  # shown beside every goal box before it is sent
     return env
 
 
