@@ -72,7 +72,8 @@ def status_class(status: Any) -> str:
 
 
 LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "queued")
-CALL_STATES = ("ok", "not_run", "unknown", "running")  # a tool call's (hearth/web/steps.py)
+# a tool call's (hearth/web/steps.py) and an approval's: their colours are in hearth.css
+CALL_STATES = ("ok", "not_run", "unknown", "running", "approved", "denied", "expired", "pending", "cancelled")
 
 
 class RowEnvironment(Environment):
