@@ -386,6 +386,14 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
     )
 
 
+def m150_run_lists_indexed(db: sqlite_utils.Database) -> None:
+    """A run page's "continued by" list, filtered and ordered by one index (on its own, the
+    planner of a big audit preferred scanning runs by time over the parent index), and the runs
+    list's agent choices read from an index like the other filters' (hearth/web/reader.py)."""
+    db.table("runs").create_index(["parent_run", "started_at"], if_not_exists=True)
+    db.table("runs").create_index(["agent_name"], if_not_exists=True)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -408,4 +416,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m121_standing_rules,
     m122_alert_actions,
     m130_mcp_pins,
+    m150_run_lists_indexed,
 ]

@@ -44,3 +44,18 @@ def test_an_error_page_links_to_where_the_person_came_from_and_the_lists(center:
     assert came.status_code == 404 and 'href="/runs?status=failed"' in came.text
     elsewhere = client.get("/runs/no-such-run", headers={"Referer": "http://evil.example/x"})
     assert "evil.example" not in elsewhere.text
+
+
+def test_the_runs_list_offers_each_recorded_value_of_every_filter_once(center: Center, state_dir: Path) -> None:
+    seed_runs(state_dir, 12)
+    with sqlite3.connect(state_dir / "audit.db") as conn:  # a value recorded empty is no choice
+        conn.execute("update runs set source = '' where id = 'seed-00000'")
+    choices = center.app.state.web.reader.choices()
+    assert choices == {
+        "status": ["done", "failed", "iteration_limit"],
+        "agent_name": ["builder", "notes"],
+        "model": ["llama3.1", "qwen2.5-coder"],
+        "source": ["cli", "command-center", "timer"],
+    }
+    page = center.client().get("/runs").text
+    assert page.count('<option value="iteration_limit"') == 1 and '<option value="notes"' in page
