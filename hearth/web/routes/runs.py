@@ -23,7 +23,7 @@ from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace
 from hearth.web.context import web_of
 from hearth.web.live import budget_of
 from hearth.web.numbers import live_numbers
-from hearth.web.reader import PAGE_SIZE, RunFilter
+from hearth.web.reader import COUNT_CAP, PAGE_SIZE, RunFilter
 from hearth.web.routes.approvals import decided_line
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 from hearth.web.steps import LIVE_STATUSES, shown_steps
@@ -51,11 +51,14 @@ def run_filter(
 
 def runs_data(request: Request, where: RunFilter, page: int) -> dict[str, Any]:
     rows, total = web_of(request).reader.runs_page(where, page)
+    more = total > COUNT_CAP  # counted no further: `total` and `pages` are then lower bounds
+    shown = COUNT_CAP if more else total
     return {
         "runs": rows,
-        "total": total,
+        "total": shown,
+        "total_is_lower_bound": more,
         "page": page,
-        "pages": max(1, math.ceil(total / PAGE_SIZE)),
+        "pages": max(page + 1 if more and len(rows) == PAGE_SIZE else 1, math.ceil(shown / PAGE_SIZE)),
         "per_page": PAGE_SIZE,
     }
 
@@ -74,7 +77,8 @@ def runs_page(
 def api_runs(
     request: Request, page: int = 1, where: RunFilter = Depends(run_filter), me: Identity = Depends(viewer)
 ) -> dict[str, Any]:
-    """Runs newest first, 50 a page: filter by status, agent, model, source, since (7d, a date); q searches goals."""
+    """Runs newest first, 50 a page: filter by status, agent, model, source, since (7d, a date); q searches goals.
+    Matches are counted up to 10,000: past it `total` is 10,000 and `total_is_lower_bound` is true."""
     return runs_data(request, where, max(1, page))
 
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from hearth.web import reader
+from hearth.web.routes import runs
 from tests.web_support import Center, seed_runs
 
 
@@ -59,3 +63,20 @@ def test_the_runs_list_offers_each_recorded_value_of_every_filter_once(center: C
     }
     page = center.client().get("/runs").text
     assert page.count('<option value="iteration_limit"') == 1 and '<option value="notes"' in page
+
+
+def test_a_huge_list_is_counted_up_to_the_cap_and_still_pages_to_its_end(
+    center: Center, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader, "COUNT_CAP", 100)  # the list's cap, made small enough to seed past
+    monkeypatch.setattr(runs, "COUNT_CAP", 100)
+    seed_runs(state_dir, 130)
+    client = center.client()
+    first = client.get("/api/runs").json()
+    assert (first["total"], first["total_is_lower_bound"], first["pages"], len(first["runs"])) == (100, True, 2, 50)
+    last = client.get("/api/runs?page=3").json()
+    assert len(last["runs"]) == 30 and last["runs"][-1]["id"] == "seed-00000"
+    page = client.get("/runs").text
+    assert "more than 100 runs" in page and 'rel="next"' in page
+    few = client.get("/api/runs?status=failed").json()
+    assert (few["total"], few["total_is_lower_bound"]) == (32, False)
