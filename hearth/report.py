@@ -169,14 +169,16 @@ def report_statements(since: str | None) -> list[tuple[str, dict[str, str]]]:
 
 def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     got = {name: audit.rows(sql, {"since": since or ""}) for name, sql in RUN_SQL.items()}
-    totals = got["totals"][0]
+    # an audit that does not exist yet (or has no runs table) answers no rows at all: read as zeros
+    totals = (got["totals"] or [{"runs": 0, "first_started_at": None, "tokens_in": 0, "tokens_out": 0}])[0]
+    nothing = {"p50": None, "p95": None, "n": 0}
     return {
         "since": since,
         "first_started_at": totals["first_started_at"],
         "runs": totals["runs"],
         **{key: _ranked(got[key]) for key in ("by_status", "by_model", "by_source", "by_model_reason")},
-        "duration_ms": got["duration_ms"][0],
-        "iterations": got["iterations"][0],
+        "duration_ms": (got["duration_ms"] or [nothing])[0],
+        "iterations": (got["iterations"] or [nothing])[0],
         "tokens": {"in": totals["tokens_in"], "out": totals["tokens_out"]},
         "tools": _tools(audit, since),
         "denials": _denials(audit, since),

@@ -44,10 +44,13 @@ class Center:
         tokens: dict[str, str] | None = None,
         tls: tuple[Path, Path] | None = None,
         throttle: Throttle | None = None,
+        bound_as: str = "127.0.0.1",
         **options: Any,
     ) -> None:
+        """`bound_as`: the address the server is told it listens on (its Host rules follow it); the
+        socket itself is always on 127.0.0.1, so a test of the wildcard's rules never leaves loopback."""
         self.port = free_port()
-        self.config = WebConfig(settings, "127.0.0.1", self.port, tokens, throttle_base_s=0.01, **options)
+        self.config = WebConfig(settings, bound_as, self.port, tokens, throttle_base_s=0.01, **options)
         self.app = create_app(self.config, throttle)
         certs = {"ssl_keyfile": str(tls[0]), "ssl_certfile": str(tls[1])} if tls else {}
         config = uvicorn.Config(

@@ -515,6 +515,14 @@ def m161_api_calls(db: sqlite_utils.Database) -> None:
     db.table("api_calls").create_index(["key", "conversation"])
 
 
+def m150_run_lists_indexed(db: sqlite_utils.Database) -> None:
+    """A run page's "continued by" list, filtered and ordered by one index (on its own, the
+    planner of a big audit preferred scanning runs by time over the parent index), and the runs
+    list's agent choices read from an index like the other filters' (hearth/web/reader.py)."""
+    db.table("runs").create_index(["parent_run", "started_at"], if_not_exists=True)
+    db.table("runs").create_index(["agent_name"], if_not_exists=True)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -538,6 +546,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m122_alert_actions,
     m130_mcp_pins,
     m140_run_think_and_extract,
+    m150_run_lists_indexed,
     m155_operator_actions,
     m156_security_indexes,
     m157_proposal_decisions,

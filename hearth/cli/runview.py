@@ -64,13 +64,22 @@ def _allowed_line(run: dict[str, Any]) -> str:
     timeout = f"{run['timeout_s']:g} s" if run.get("timeout_s") else "no time limit"
     bound = "; ".join(f"{name} -> {', '.join(hosts) or 'no host'}" for name, hosts in creds.items())
     return visible_line(
-        f"allowed: network {'yes' if run.get('network') else 'no'}; "
-        f"egress {', '.join(egress) or 'any public host'}; "
+        f"allowed: {network_words(bool(run.get('network')), egress)}; "
         f"credentials {bound or 'none'}; "
         f"tools {', '.join(tools) if tools is not None else 'all'}; "
         f"limits {run.get('max_iterations') or '-'} iterations, {timeout}, {run.get('num_ctx') or '-'} tokens of context; "
         f"hearth {run['hearth_version']}"
     )
+
+
+def network_words(network: bool, egress: list[str]) -> str:
+    """What a run's commands and its web tools may reach, in words: `network` is whether commands
+    get any (through hearth's guarded proxy), `egress` the hosts the web tools (and, with network,
+    the commands) may reach. "network no; egress any public host" read as a contradiction."""
+    hosts = f"only {', '.join(egress)}" if egress else "any public host"
+    if network:
+        return f"commands and web tools may reach {hosts} (commands through hearth's guarded proxy)"
+    return f"commands have no network; web tools may reach {hosts}"
 
 
 def _print_legs(linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:

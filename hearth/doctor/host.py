@@ -24,7 +24,16 @@ def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str],
     """`models`: model name -> the profiles that use it."""
     pulled = probe(host)
     if pulled is None:
-        return [Finding("ollama", "error", f"cannot reach Ollama at {host}; is ollama.service running? (OLLAMA_HOST)")]
+        # still an error (doctor answers "can a real run work now?", and none can), but the demo that
+        # just worked needs no Ollama: say so, so a working demo and a failing doctor do not read as a contradiction
+        return [
+            Finding(
+                "ollama",
+                "error",
+                f"cannot reach Ollama at {host}; is ollama.service running? (OLLAMA_HOST). "
+                "`hearth demo` needs no Ollama (it plays a scripted model); real runs do",
+            )
+        ]
     found = [Finding("ollama", "ok", f"Ollama at {host} answers with {len(pulled)} model(s)")]
     for model, users in sorted(models.items()):
         if not any(has_model(model, p) for p in pulled):

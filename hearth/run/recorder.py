@@ -303,9 +303,9 @@ def _human(event: Event, run_id: str) -> str | None:
     if event.kind == "retry":
         return f"[{event.iteration}] {d['message']}"
     if event.kind == "model":
-        return (
-            f"[{event.iteration}] model replied ({d['tokens_in']} in / {d['tokens_out']} out, {d['duration_s']:.2f}s)"
-        )
+        took = d["duration_s"]
+        shown = f"{took:.2f}s" if took >= 0.01 else f"{took * 1000:.1f} ms"  # a scripted turn takes under 10 ms
+        return f"[{event.iteration}] model replied ({d['tokens_in']} in / {d['tokens_out']} out, {shown})"
     if event.kind == "tool":
         first = (d["output"].strip().splitlines() or [""])[0][:100]
         mark = "ok" if d["ok"] else d["verdict"]

@@ -221,6 +221,9 @@ def _execute(
         if configure_services:
             configure_services(services)
         walls.connect(services)
+        # recorded as soon as the walls stand, not at the end: a live run's page shows it, and a run
+        # that suspends for a person (it returns early below) has it too
+        run.recorder.record(RunUpdated(run.id, {"sandbox": _sandbox_label(settings.sandbox)}))
         if point is None:
             values = dict(plan.prompt_values) or run_values(
                 ws.root, run.id, git=run.checkpoints.git_state(), **trailers
@@ -251,8 +254,6 @@ def _execute(
         outcome = _drive(loop, start, run.recorder, run.state, run.redactor, prompt)
     if outcome.status == "waiting":
         return outcome
-    sandbox = _sandbox_label(settings.sandbox)  # its probe has long finished
-    run.recorder.record(RunUpdated(run.id, {"sandbox": sandbox}))
     after = run.checkpoints.after(
         outcome=outcome.status, summary=outcome.summary, goal=run.kept_goal, changed=tools.touched, **trailers
     )

@@ -7,8 +7,13 @@ from systemd credentials (`operator-token`, `viewer-token` in $CREDENTIALS_DIREC
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import ipaddress
+import socket
+import struct
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from hearth.errors import ConfigError
@@ -35,13 +40,52 @@ class WebConfig:
     def open(self) -> bool:
         return not self.tokens
 
-    @property
+    @cached_property
     def allowed_hosts(self) -> frozenset[str]:
-        """Host header values answered: the bound address, the loopback names, and any extra."""
-        names = {self.host, "127.0.0.1", "localhost", "[::1]"} if is_loopback(self.host) else {self.host}
+        """Host header values answered: the bound address, the loopback names, and any extra. Bound
+        to a wildcard (0.0.0.0, ::), also the machine's own addresses and host names, as they were
+        when the server started: a person who binds the wildcard browses to the box's address
+        (tokens are still required off loopback; a rebinding page's own name is still refused)."""
+        loopback = {"127.0.0.1", "localhost", "[::1]"}
+        names = {self.host, *loopback} if is_loopback(self.host) else {self.host}
+        if is_wildcard(self.host):
+            names |= loopback | own_names()
         names |= set(self.extra_hosts)
         bare = {_bracketed(n).lower() for n in names}
         return frozenset({f"{n}:{self.port}" for n in bare} | (bare if self.port in (80, 443) else set()))
+
+
+def is_wildcard(host: str) -> bool:
+    return host.strip("[]") in ("0.0.0.0", "::", "")
+
+
+def own_names() -> set[str]:
+    """This machine's host names and the addresses of its interfaces (IPv4 and IPv6)."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
+        except OSError:
+            pass  # a host name that does not resolve still names this machine
+    names |= _interface_addresses()
+    return {n.lower() for n in names if n}
+
+
+def _interface_addresses() -> set[str]:
+    """Every interface's addresses: IPv4 by SIOCGIFADDR, IPv6 from /proc/net/if_inet6 (Linux)."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            with contextlib.suppress(OSError):
+                found.add(socket.inet_ntoa(fcntl.ioctl(probe.fileno(), 0x8915, request)[20:24]))
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            raw = line.split()[0]
+            address = ipaddress.IPv6Address(int(raw, 16))
+            if not address.is_link_local:  # a link-local Host needs its zone, which no browser sends
+                found.add(str(address))
+    return found
 
 
 def is_loopback(host: str) -> bool:

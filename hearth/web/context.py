@@ -8,6 +8,7 @@ a route never imports the app that includes it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
 
 from fastapi import Request
 from starlette.responses import JSONResponse, Response
@@ -44,4 +45,21 @@ def error_response(request: Request, status: int, reason: str) -> Response:
     """One line, as JSON for scripts or as a page for a person."""
     if wants_json(request):
         return JSONResponse({"error": reason}, status_code=status)
-    return web_of(request).pages.render(request, "error.html", status, status=status, reason=reason)
+    links = error_links(request)
+    return web_of(request).pages.render(request, "error.html", status, status=status, reason=reason, links=links)
+
+
+def error_links(request: Request) -> list[tuple[str, str]]:
+    """Where a person can go from an error: the page they came from (when it was this server's),
+    the run the path names, and the lists; every link a local path, never the Referer's host."""
+    links: list[tuple[str, str]] = []
+    came = urlsplit(request.headers.get("referer") or "")
+    if came.netloc == request.url.netloc and came.path.startswith("/") and not came.path.startswith("//"):
+        links.append((came.path + (f"?{came.query}" if came.query else ""), "Back to the page you came from"))
+    parts = request.url.path.strip("/").split("/")
+    if len(parts) >= 2 and parts[0] == "runs" and parts[1]:
+        links.append((f"/runs/{quote(parts[1], safe='')}", "This run's page"))
+    if parts and parts[0] == "approvals":
+        links.append(("/approvals", "Approvals"))
+    links += [("/runs", "All runs"), ("/", "The overview")]
+    return list({href: (href, label) for href, label in reversed(links)}.values())[::-1]

@@ -20,9 +20,11 @@ from typing import Any
 
 from agent.clock import stamp
 from hearth.dispatch.settle import settle_dead_runs
+from hearth.leash.budget import Budget, load_budget
 from hearth.report import active_runs
 from hearth.run.profiles import load_profile
 from hearth.web.config import WebConfig
+from hearth.web.numbers import live_numbers
 from hearth.web.reader import Reader
 
 KEEPALIVE_S = 15.0
@@ -33,14 +35,26 @@ def snapshot(config: WebConfig, reader: Reader) -> dict[str, Any]:
     settle_dead_runs(config.settings)
     state = active_runs(config.settings)
     now = datetime.now(UTC)
-    state["active"] = [_enriched(run, config, reader, now) for run in state["active"]]
+    budget = budget_of(config)
+    state["active"] = [_enriched(run, config, reader, now, budget) for run in state["active"]]
     state["pending_approvals"] = len(reader.pending_approvals(stamp(now)))
     state["today"] = reader.today(now)
     return state
 
 
-def _enriched(run: dict[str, Any], config: WebConfig, reader: Reader, now: datetime) -> dict[str, Any]:
-    """A live run plus what the audit knows: when it started, its goal, its iteration cap."""
+def budget_of(config: WebConfig) -> Budget | None:
+    """The budgets in force, or None when budget.toml is broken (`hearth doctor` names why)."""
+    try:
+        return load_budget(config.settings.config_dir, config.settings.daily_tokens)
+    except Exception:  # a broken budget file is doctor's to report; the map shows no share
+        return None
+
+
+def _enriched(
+    run: dict[str, Any], config: WebConfig, reader: Reader, now: datetime, budget: Budget | None
+) -> dict[str, Any]:
+    """A live run plus what the audit knows: when it started, its goal, its iteration cap, its
+    numbers so far (hearth.web.numbers)."""
     row = (
         reader.one("select started_at, goal, mode, agent_name, model, label from runs where id = ?", [run["id"]]) or {}
     )
@@ -57,6 +71,7 @@ def _enriched(run: dict[str, Any], config: WebConfig, reader: Reader, now: datet
         "started_at": started,
         "elapsed_s": round(elapsed, 1) if elapsed is not None else None,
         "max_iterations": iteration_cap(config, reader.request_body(run["id"]), agent),
+        "numbers": live_numbers(reader, run["id"], now, budget, agent) if started else None,
     }
 
 

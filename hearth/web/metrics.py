@@ -19,6 +19,15 @@ from hearth.web.config import WebConfig
 from hearth.web.reader import Reader
 
 BUCKETS_S = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+# A call recorded `started` has not finished: it waits for a person when its run has that call's
+# approval pending, runs while its run goes on, and never ran when its run ended (as the run page says:
+# hearth/web/steps.py). The audit keeps `started`; the scrape names what it means now.
+TOOL_VERDICTS = """select s.tool, case when coalesce(s.verdict, '') != 'started' then s.verdict
+        when exists (select 1 from approvals a where a.run_id = s.run_id and a.status = 'pending' and a.tool = s.tool)
+            then 'waiting'
+        when r.status in ('running', 'waiting', 'starting') then 'running'
+        else 'not_run' end as verdict, count(*) as n
+    from steps s left join runs r on r.id = s.run_id where s.kind = 'tool' group by s.tool, 2"""
 
 
 class AuditCollector(Collector):
@@ -44,7 +53,7 @@ class AuditCollector(Collector):
 
     def _tools(self) -> Metric:
         family = CounterMetricFamily("hearth_tool_calls", "Tool calls, by tool and verdict", labels=["tool", "verdict"])
-        sql = "select tool, verdict, count(*) as n from steps where kind = 'tool' group by tool, verdict"
+        sql = TOOL_VERDICTS
         for row in self.reader.rows(sql):
             family.add_metric([row["tool"] or "", row["verdict"] or ""], row["n"])
         return family

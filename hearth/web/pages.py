@@ -15,6 +15,7 @@ from fastapi import Request
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
+from hearth.queue.request import MAX_GOAL_CHARS
 from hearth.web.charts import STATUS_COLOURS
 from hearth.web.security import Identity
 
@@ -69,11 +70,13 @@ def left(expires_at: str | None, now: datetime | None = None) -> str:
 
 def status_class(status: Any) -> str:
     """A CSS class for a status or live state; unknown words get the neutral one."""
-    name = str(status or "")
-    return f"st-{name}" if name in STATUS_COLOURS or name in LIVE_STATES else "st-other"
+    name = str(status or "").replace(" ", "_")
+    return f"st-{name}" if name in STATUS_COLOURS or name in LIVE_STATES or name in CALL_STATES else "st-other"
 
 
 LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "queued")
+# a tool call's (hearth/web/steps.py) and an approval's: their colours are in hearth.css
+CALL_STATES = ("ok", "not_run", "unknown", "running", "approved", "denied", "expired", "pending", "cancelled")
 
 
 class RowEnvironment(Environment):
@@ -96,6 +99,7 @@ def environment() -> Environment:
     )
     env.filters.update(duration=duration, when=when, pretty=pretty, left=left, status_class=status_class)
     env.globals["nav"] = NAV
+    env.globals["goal_limit"] = MAX_GOAL_CHARS  # shown beside every goal box before it is sent
     return env
 
 

@@ -51,7 +51,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.run.runner import run_goal
 
     real = None if args.scripted else pick_real_model(settings.ollama_host, settings.model)
-    model = None if real else ScriptedModel(demo_script(), model="demo-script")
+    model = None if real else ScriptedModel(demo_script(), model="demo-script", counted=True)
     name = real or "demo-script"
     where = (
         f"Ollama at {settings.ollama_host}"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from hearth.render import visible_line
 from hearth.settings import Settings
 
 EPILOG = (
@@ -104,6 +107,7 @@ class _Watcher:
 
         try:
             with Spawner(self.settings, launcher_for(self.settings, "local")) as spawner:
+                spawner.report = run_lines(lambda run_id: _status(spawner, run_id))
                 self.watch = Watch(spawner)
                 self.ready.set()
                 self.watch.run()
@@ -115,6 +119,38 @@ class _Watcher:
         if self.watch is not None:
             self.watch.stop()
         self.thread.join(60)
+
+
+# what a person watching `hearth serve --watch` is told: one line when a run starts, ends or fails
+SAID = {"started": "started", "ended": "ended", "settled": "ended", "launch_failed": "failed to start"}
+
+
+def run_lines(status: Callable[[str], str | None], out: TextIO | None = None) -> Callable[[str, str, str], None]:
+    """The spawner's report as one stderr line per run started, ended (with the status it recorded
+    and, when not done, its error's first line) or failed to start; the rest stays quiet. A run's
+    end is reported by its process's exit or by a settle, whichever comes first: said once."""
+    ended: set[str] = set()
+
+    def report(what: str, name: str, detail: str) -> None:
+        run_id = name.removesuffix(".json")
+        if what not in SAID or (SAID[what] == "ended" and run_id in ended):
+            return
+        if SAID[what] == "ended":
+            ended.add(run_id)
+            detail = status(run_id) or detail
+        line = f"hearth serve: {time.strftime('%H:%M:%S')} run {run_id} {SAID[what]}{': ' + detail if detail else ''}"
+        print(visible_line(line), file=out or sys.stderr, flush=True)
+
+    return report
+
+
+def _status(spawner: Any, run_id: str) -> str | None:
+    """`done`, or `failed: the error's first line`, as the audit has it."""
+    run = spawner.audit.run(run_id)
+    if run is None:
+        return None
+    text = (run.get("error") or "").strip()
+    return f"{run['status']}: {text.splitlines()[0][:300]}" if text and run["status"] != "done" else run["status"]
 
 
 def _start_watch(settings: Settings) -> _Watcher:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -88,7 +89,32 @@ async def decide_page(request: Request, approval_id: str, me: Identity = Depends
         done = await run_in_threadpool(decide, request, approval_id, granted, reason, me)
     except WebError as exc:
         return error_response(request, exc.status, exc.reason)
-    return RedirectResponse(f"/approvals?decided={done.id}", status_code=303)
+    return RedirectResponse(_back(str(form.get("back") or ""), done), status_code=303)
+
+
+def _back(where: str, done: Approval) -> str:
+    """Where a decision returns to: the page it was made on (a run's, the overview's map), else the
+    approvals page; always one of these three paths, never a URL from the form."""
+    if where == "run":
+        return f"/runs/{quote(done.run_id, safe='')}?decided={quote(done.id, safe='')}"
+    if where == "overview":
+        return f"/?decided={quote(done.id, safe='')}"
+    return f"/approvals?decided={done.id}"
+
+
+def decided_line(reader: rules.Rows, approval_id: str) -> str:
+    """The confirmation a page shows after a decision: what was decided, by whom, and what follows."""
+    found = reader.rows("select * from approvals where id = ?", [approval_id[:100]]) if approval_id else []
+    if not found:
+        return ""
+    a = found[0]
+    note = f" ({a['note']})" if a.get("note") else ""
+    follows = (
+        "the call runs and the run goes on" if a["status"] == "approved" else "the model is told, and the run goes on"
+    )
+    if a["status"] not in ("approved", "denied"):
+        return f"Approval {a['id']} of {a['tool']} is {a['status']}."
+    return f"{a['status'].capitalize()} {a['tool']} in run {a['run_id']} as {a['decided_by']}{note}: {follows}."
 
 
 @router.get("/api/approvals", tags=["approvals"])

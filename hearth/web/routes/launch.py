@@ -22,9 +22,11 @@ from hearth.demo import GOAL as DEMO_GOAL
 from hearth.dispatch.launchers import heal
 from hearth.queue.intake import RequestRefused, build_request, load_json
 from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_WORKERS
+from hearth.queue.request import MAX_GOAL_CHARS
 from hearth.queue.submit import SubmitRefused, submit
 from hearth.run.profiles import profile_names
 from hearth.web.context import web_of
+from hearth.web.routes.runs import follow_up_refused
 from hearth.web.security import Identity, WebError, check_csrf, operator
 
 router = APIRouter()
@@ -69,7 +71,7 @@ def form_choices(request: Request) -> dict[str, Any]:
 
 def request_object(form: dict[str, Any], me: Identity) -> dict[str, Any]:
     """The form's values as a version 1 request object; empty fields are left to the defaults."""
-    obj: dict[str, Any] = {"id": form.get("id") or new_run_id(), "goal": form.get("goal", "")}
+    obj: dict[str, Any] = {"id": form.get("id") or new_run_id(), "goal": stored_goal(form.get("goal", ""))}
     for name in ("model", "agent_name", "mode"):
         if form.get(name):
             obj[name] = form[name]
@@ -86,6 +88,22 @@ def request_object(form: dict[str, Any], me: Identity) -> dict[str, Any]:
         obj["egress"] = hosts
     obj.update(long_work(form))
     return {**obj, "source": "command-center", "requested_by": me.user}
+
+
+def stored_goal(text: str) -> str:
+    """A goal as the queue keeps it: a browser sends a textarea's line breaks as CRLF, so a goal
+    typed with 1,000 lines would count 1,000 characters more than the person typed."""
+    return text.replace("\r\n", "\n")
+
+
+def plain_refusal(reason: str, goal: str) -> str:
+    """The queue's words about a goal, said plainly with its length and the limit."""
+    if field_of(reason) == "goal" and "at most" in reason:
+        return (
+            f"the goal is {len(goal):,} characters; the limit is {MAX_GOAL_CHARS:,}. "
+            "Shorten it, or put the long part in a file in the workspace and name the file in the goal."
+        )
+    return reason
 
 
 def long_work(form: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +156,7 @@ async def launch_submit(request: Request, me: Identity = Depends(operator)) -> R
         done = await run_in_threadpool(_queue, request, request_object(form, me), me)
     except SubmitRefused as exc:
         choices = await run_in_threadpool(form_choices, request)
-        reason = str(exc).removeprefix("invalid request: ")
+        reason = plain_refusal(str(exc).removeprefix("invalid request: "), stored_goal(form.get("goal", "")))
         page = web_of(request).pages.render(
             request, "launch.html", STATUS_OF[exc.kind], form=form, error=reason, field=_form_field(str(exc)), **choices
         )
@@ -155,14 +173,18 @@ async def continue_submit(request: Request, run_id: str, me: Identity = Depends(
             404 if earlier is None else 409,
             f"run {run_id[:80]!r} cannot be continued: it is {'unknown' if earlier is None else 'still running'}",
         )
+    refused = await run_in_threadpool(follow_up_refused, web_of(request).config.settings.ollama_host, earlier)
+    if refused:
+        raise WebError(409, f"run {run_id[:80]!r} cannot be continued: {refused}")
     form = await _form_values(request)
-    obj = {"id": new_run_id(), "goal": form.get("goal", ""), "continues": run_id}
+    obj = {"id": new_run_id(), "goal": stored_goal(form.get("goal", "")), "continues": run_id}
     try:
         done = await run_in_threadpool(
             _queue, request, {**obj, "source": "command-center", "requested_by": me.user}, me
         )
     except SubmitRefused as exc:
-        raise WebError(STATUS_OF[exc.kind], f"the follow-up was not queued: {exc}") from None
+        said = plain_refusal(str(exc).removeprefix("invalid request: "), str(obj["goal"]))
+        raise WebError(STATUS_OF[exc.kind], f"the follow-up was not queued: {said}") from None
     return RedirectResponse(f"/runs/{done['id']}?queued=1", status_code=303)
 
 

@@ -8,9 +8,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from agent.clock import utc_now
 from hearth.dispatch.pause import pause, resume
 from hearth.web.context import web_of
 from hearth.web.live import snapshot
+from hearth.web.routes.approvals import decided_line
 from hearth.web.security import Identity, check_csrf, operator, viewer
 
 router = APIRouter()
@@ -18,12 +20,17 @@ router = APIRouter()
 
 def overview_data(request: Request) -> dict[str, Any]:
     web = web_of(request)
-    return {**snapshot(web.config, web.reader), "recent": web.reader.recent(10)}
+    state = snapshot(web.config, web.reader)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for approval in web.reader.pending_approvals(utc_now()):  # decided on the run's card
+        by_run.setdefault(approval["run_id"], []).append(approval)
+    return {**state, "recent": web.reader.recent(10), "asking": by_run}
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def overview_page(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
-    return web_of(request).pages.render(request, "overview.html", **overview_data(request))
+def overview_page(request: Request, decided: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
+    line = decided_line(web_of(request).reader, decided)
+    return web_of(request).pages.render(request, "overview.html", **overview_data(request), decided=line)
 
 
 @router.get("/fragments/overview", response_class=HTMLResponse, include_in_schema=False)

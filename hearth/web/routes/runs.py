@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -10,6 +11,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from agent.model.ollama_client import probe
+from hearth.cli.runview import network_words
+from hearth.dispatch.pause import paused
 from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
 from hearth.errors import NotFound, UsageError
 from hearth.ids import ID_PATTERN
@@ -17,8 +21,12 @@ from hearth.queue.directory import Queue
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
 from hearth.web.context import web_of
-from hearth.web.reader import PAGE_SIZE, RunFilter
+from hearth.web.live import budget_of
+from hearth.web.numbers import live_numbers
+from hearth.web.reader import COUNT_CAP, PAGE_SIZE, RunFilter
+from hearth.web.routes.approvals import decided_line
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.steps import LIVE_STATUSES, shown_steps
 
 router = APIRouter()
 STEP_CHARS = 20_000  # of each step's arguments, output and detail on a page; /api has them whole
@@ -43,11 +51,14 @@ def run_filter(
 
 def runs_data(request: Request, where: RunFilter, page: int) -> dict[str, Any]:
     rows, total = web_of(request).reader.runs_page(where, page)
+    more = total > COUNT_CAP  # counted no further: `total` and `pages` are then lower bounds
+    shown = COUNT_CAP if more else total
     return {
         "runs": rows,
-        "total": total,
+        "total": shown,
+        "total_is_lower_bound": more,
         "page": page,
-        "pages": max(1, math.ceil(total / PAGE_SIZE)),
+        "pages": max(page + 1 if more and len(rows) == PAGE_SIZE else 1, math.ceil(shown / PAGE_SIZE)),
         "per_page": PAGE_SIZE,
     }
 
@@ -66,7 +77,8 @@ def runs_page(
 def api_runs(
     request: Request, page: int = 1, where: RunFilter = Depends(run_filter), me: Identity = Depends(viewer)
 ) -> dict[str, Any]:
-    """Runs newest first, 50 a page: filter by status, agent, model, source, since (7d, a date); q searches goals."""
+    """Runs newest first, 50 a page: filter by status, agent, model, source, since (7d, a date); q searches goals.
+    Matches are counted up to 10,000: past it `total` is 10,000 and `total_is_lower_bound` is true."""
     return runs_data(request, where, max(1, page))
 
 
@@ -93,14 +105,26 @@ def _waiting(request: Request, run_id: str) -> dict[str, Any]:
     where = "queued" if (queue.root / f"{run_id}.json").exists() else queue.known(run_id)
     if where not in ("queued", "claimed"):
         raise WebError(404, f"no run with id {run_id!r}; see /runs")
-    run = {"id": run_id, "status": "queued" if where == "queued" else "starting"}
+    run = {"id": run_id, "status": "queued" if where == "queued" else "starting", "goal": _queued_goal(queue, run_id)}
     return {"run": run, "steps": [], "checkpoints": [], "approvals": [], "links": {}, "compare": None}
 
 
+def _queued_goal(queue: Queue, run_id: str) -> str:
+    """The goal of a request still in the queue (or claimed, not yet started): what a person launched."""
+    for path in (queue.root / f"{run_id}.json", queue.claimed / f"{run_id}.json"):
+        try:
+            goal = json.loads(path.read_text()).get("goal")
+        except (OSError, ValueError, AttributeError):
+            continue
+        return goal if isinstance(goal, str) else ""
+    return ""
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-def run_page(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
+def run_page(request: Request, run_id: str, decided: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
     data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
-    return web_of(request).pages.render(request, "run.html", **data, step_cap=STEP_CHARS)
+    line = decided_line(web_of(request).reader, decided)
+    return web_of(request).pages.render(request, "run.html", **data, step_cap=STEP_CHARS, decided=line)
 
 
 @router.get("/fragments/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -110,14 +134,60 @@ def run_fragment(request: Request, run_id: str, me: Identity = Depends(viewer)) 
 
 
 def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """What a page adds to a run's data: its steps as a person reads them (hearth.web.steps), its
+    numbers so far while it is live (its row has them only once it ends), and the diff once it ended."""
     run, compare = data["run"], data["compare"]
-    live = run["status"] in ("running", "queued", "starting")
+    live = run["status"] in LIVE_STATUSES
+    web = web_of(request)
+    page = {
+        **data,
+        "steps": shown_steps(data["steps"], data["approvals"], live),
+        "live": live,
+        "numbers": None,
+        "live_state": None,
+        "paused": None,
+        "network": _network(run),
+        "follow_up": follow_up_refused(web.config.settings.ollama_host, run) if not live else None,
+    }
+    if live:
+        # the row says `running` all run long; the live map knows it thinks, runs a tool or waits
+        active = {r.get("id"): r for r in web.live.current.get("active") or []}
+        page["live_state"] = (active.get(run["id"]) or {}).get("state")
+    if live and run.get("started_at"):
+        page["numbers"] = live_numbers(web.reader, run["id"], budget=budget_of(web.config), agent=run["agent_name"])
+    if run["status"] == "queued":
+        page["paused"] = paused(web.config.settings)
     if compare is None or live:
-        return {**data, "diff": None, "live": live}
+        return {**page, "diff": None}
     before, after = compare
     history = history_of(data["checkpoints"])
-    text = workspace_diff(web_of(request).config.settings, run.get("workspace") or "", before, after, history)
-    return {**data, "diff": diff_lines(text), "live": live}
+    text = workspace_diff(web.config.settings, run.get("workspace") or "", before, after, history)
+    return {**page, "diff": diff_lines(text)}
+
+
+def _network(run: dict[str, Any]) -> str:
+    """What the run's commands and web tools could reach, as `hearth show` says it."""
+    if not run.get("hearth_version"):
+        return ""  # recorded before runs kept their allowances
+    try:
+        egress = json.loads(run.get("egress") or "[]")
+    except ValueError:
+        egress = []
+    return network_words(bool(run.get("network")), [str(h) for h in egress])
+
+
+def follow_up_refused(ollama_host: str, run: dict[str, Any]) -> str | None:
+    """Why no follow-up is offered, or None when it is: a follow-up of a run whose model is missing
+    would ask the same missing model (its request names it, or the same choice picks it again)."""
+    if run.get("status") != "model_unavailable":
+        return None
+    model = run.get("model") or "its model"
+    if run.get("model") and run["model"] in (probe(ollama_host, timeout_s=1.0) or []):
+        return None  # pulled since: a follow-up can run now
+    return (
+        f"A follow-up would ask {model} again, which the model server did not have: pull it "
+        f"(ollama pull {model}) or launch a new run with another model."
+    )
 
 
 @router.get("/api/runs/{run_id}", tags=["runs"])

@@ -70,4 +70,35 @@
     });
   }
   window.setInterval(tick, 1000);
+
+  // A goal's length as the server will count it (line breaks as one character, not the CRLF a
+  // form sends), against the limit, before it is sent.
+  function counted(el) {
+    var box = document.getElementById(el.dataset.limitFor);
+    var limit = Number((el.textContent.match(/[\d,]+/) || ["0"])[0].replace(/,/g, ""));
+    if (!el.dataset.limit) { el.dataset.limit = String(limit); }
+    limit = Number(el.dataset.limit);
+    if (!box || !limit) { return; }
+    var length = box.value.replace(/\r\n/g, "\n").length;
+    el.textContent = length.toLocaleString("en") + " of " + limit.toLocaleString("en") + " characters" +
+      (length > limit ? ": " + (length - limit).toLocaleString("en") + " too many" : "");
+    el.classList.toggle("over", length > limit);
+  }
+  document.addEventListener("input", function (event) {
+    var id = event.target && event.target.id;
+    if (!id) { return; }
+    document.querySelectorAll("[data-limit-for='" + id + "']").forEach(counted);
+  });
+
+  // Time waiting for a person, counted up between refreshes.
+  function waited() {
+    document.querySelectorAll("[data-waiting-since]").forEach(function (el) {
+      var since = Date.parse(el.dataset.waitingSince);
+      if (isNaN(since)) { return; }
+      var total = Math.round((Number(el.dataset.waitedBeforeMs || 0) + Date.now() - since) / 1000);
+      el.textContent = (total >= 60 ? Math.floor(total / 60) + " min " : "") + (total % 60) + " s (waiting now)";
+    });
+  }
+  window.setInterval(waited, 1000);
+  document.querySelectorAll("[data-limit-for]").forEach(counted);
 })();

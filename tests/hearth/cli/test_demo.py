@@ -22,6 +22,18 @@ def test_demo_without_ollama_runs_the_scripted_job_for_real(state_dir: Path) -> 
     assert (Path(workspace) / "wordcount.py").is_file()
     tools = [r[0] for r in conn.execute("select tool from steps where kind = 'tool' order by seq")]
     assert tools == ["write_file", "write_file", "run_command"]
+    # each scripted turn reports its estimated tokens and its measured time, never 0 in / 0 out
+    turns = conn.execute("select tokens_in, tokens_out, duration_ms from steps where kind = 'model'").fetchall()
+    assert len(turns) == 4 and all(t_in > 0 and t_out > 0 and ms is not None for t_in, t_out, ms in turns)
+    assert "(0 in / 0 out" not in proc.stdout and " out, 0.00s)" not in proc.stdout
+
+
+def test_doctor_after_a_demo_says_the_demo_needs_no_ollama_and_exits_1(state_dir: Path) -> None:
+    assert run_cli("hearth", "demo", env={"OLLAMA_HOST": "127.0.0.1:9"}).returncode == 0
+    doctor = run_cli("hearth", "doctor", env={"OLLAMA_HOST": "127.0.0.1:9"})
+    # 1: no real run can work without Ollama; the line says why the demo could
+    assert doctor.returncode == 1
+    assert "`hearth demo` needs no Ollama (it plays a scripted model); real runs do" in doctor.stdout
 
 
 def test_demo_uses_a_real_model_when_ollama_answers(state_dir: Path) -> None:

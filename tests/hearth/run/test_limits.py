@@ -135,7 +135,10 @@ def test_the_run_row_records_what_the_run_was_allowed_from_the_cli_and_the_queue
     }
     assert (from_queue["max_iterations"], from_queue["timeout_s"], from_queue["credentials"]) == (7, 90.0, "{}")
     shown = run_cli("hearth", "show", rows(state_dir, "select id from runs where id != 'q'")[0]["id"]).stdout
-    assert "allowed: network no; egress api.example.org; credentials TOKEN -> api.example.org;" in shown
+    assert (
+        "allowed: commands have no network; web tools may reach only api.example.org; credentials TOKEN -> api.example.org;"
+        in shown
+    )
 
 
 def test_hearth_s_version_is_pyproject_s() -> None:

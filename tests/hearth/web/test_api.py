@@ -203,16 +203,21 @@ def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir:
     from tests.web_support import Client, free_port, wait_for_answer
 
     port = free_port()
-    with FakeOllama([final_answer("served and done")]) as fake:
+    said = state_dir.parent / "serve.err"
+    with FakeOllama([final_answer("served and done")]) as fake, said.open("w") as err:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OLLAMA_HOST": fake.url, "HEARTH_LAUNCHER": "local"}
         argv = [sys.executable, "-m", "hearth.cli.main", "serve", "--port", str(port), "--watch"]
-        serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+        serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=err)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_for_answer(url + "/api/state", {})
             with Client(url, {}) as client:
                 assert client.post_json("/api/enqueue", {"goal": "hi", "id": "served-1"}).status_code == 201
             wait_for(lambda: run_status(state_dir, "served-1") == "done", what="the served run to finish")
+            # one line as it started and one as it ended, for the person watching the terminal
+            wait_for(lambda: "run served-1 ended: done" in said.read_text(), what="the end to be said")
+            lines = [line for line in said.read_text().splitlines() if "run served-1" in line]
+            assert [line.split(" ", 3)[3] for line in lines] == ["run served-1 started", "run served-1 ended: done"]
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(30) == 0
         finally:

@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 
 from hearth.errors import ConfigError
 from hearth.settings import Settings
-from hearth.web.config import check_bind, load_tokens
+from hearth.web.config import check_bind, load_tokens, own_names
 from hearth.web.security import CSP, Sessions, Throttle, WebError, check_csrf
 from tests.conftest import run_cli
 from tests.queue_support import wait_for
@@ -40,6 +40,23 @@ def test_a_host_header_the_server_is_not_for_is_refused_so_dns_rebinding_cannot_
     answer = center.client().get("/api/state", headers={"Host": f"evil.example:{center.port}"})
     assert answer.status_code == 400 and "is not one this server answers to" in answer.json()["error"]
     assert center.client().get("/api/state", headers={"Host": f"localhost:{center.port}"}).status_code == 200
+
+
+def test_bound_to_the_wildcard_it_answers_loopback_and_its_own_names_but_still_wants_a_token(state_dir: Path) -> None:
+    own = own_names()
+    address = next(n for n in sorted(own) if "." in n and not n.startswith("127.") and n[0].isdigit())
+    tokens = {"operator": OPERATOR}
+    with Center(Settings.from_env(), tokens=tokens, bound_as="0.0.0.0", extra_hosts=("hearth.lan",)) as wild:
+        client = wild.client()
+        for host in ("127.0.0.1", "localhost", address, socket.gethostname().lower(), "hearth.lan"):
+            answer = client.get("/api/state", headers={"Host": f"{host}:{wild.port}"})
+            assert answer.status_code == 401, (host, answer.text)  # answered: it asks for the token
+        refused = client.get("/api/state", headers={"Host": f"evil.example:{wild.port}"})
+        assert refused.status_code == 400 and "is not one this server answers to" in refused.json()["error"]
+        signed = client.get(
+            "/api/state", headers={"Host": f"{address}:{wild.port}", "Authorization": f"Bearer {OPERATOR}"}
+        )
+        assert signed.status_code == 200
 
 
 def test_a_post_from_another_origin_is_refused_even_with_the_csrf_token(center: Center, state_dir: Path) -> None:
