@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +96,10 @@ class Live:
         self._subscribers: set[asyncio.Queue[str | None]] = set()
         self._signature: tuple[Any, ...] | None = None
         self._audit: sqlite3.Connection | None = None
+        # the loop's thread reads the commit counter while close() may come from another thread
+        # (a server being stopped): a connection closed under a running statement can crash sqlite3
+        self._audit_lock = threading.Lock()
+        self._closed = False
 
     def signature(self) -> tuple[Any, ...]:
         """Cheap to take: directory listings with times, and the audit's commit counter."""
@@ -104,12 +109,15 @@ class Live:
 
     def _data_version(self) -> int | None:
         path = self.config.settings.audit_path
-        if self._audit is None and path.exists():
-            self._audit = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            return self._audit.execute("pragma data_version").fetchone()[0] if self._audit else None
-        except sqlite3.Error:
-            return None
+        with self._audit_lock:
+            if self._closed:
+                return None
+            if self._audit is None and path.exists():
+                self._audit = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            try:
+                return self._audit.execute("pragma data_version").fetchone()[0] if self._audit else None
+            except sqlite3.Error:
+                return None
 
     async def refresh(self) -> bool:
         """Rebuild and publish the snapshot if anything changed; whether it did."""
@@ -137,8 +145,11 @@ class Live:
 
     def close(self) -> None:
         self._publish(None)
-        if self._audit is not None:
-            self._audit.close()
+        with self._audit_lock:
+            self._closed = True
+            if self._audit is not None:
+                self._audit.close()
+                self._audit = None
 
     async def stream(self) -> AsyncIterator[str]:
         """The event stream of one client: the current state at once, then every change."""
