@@ -4,7 +4,9 @@ exits with .exit_code, as `--help` documents.
 
 HearthError             anything hearth reports and exits on; .exit_code says how (exit 1)
 ├── UsageError          bad arguments or input the user can fix (exit 2)
-│   └── SubmitRefused   the queue's front door did not queue a request: invalid, duplicate, queue unwritable (exit 2)
+│   ├── SubmitRefused   the queue's front door did not queue a request: invalid, duplicate, queue unwritable (exit 2)
+│   ├── BudgetRefused   a budget limit the operator pages would not write, naming its field (exit 2)
+│   └── MissionRefused  a mission the operator pages would not write, naming its field (exit 2)
 ├── ConfigError         a state or config directory hearth cannot use (exit 2)
 ├── NotFound            a run, request or record that does not exist (exit 2)
 ├── ApprovalClosed      an approval decided or expired already; nothing changed (exit 1)
@@ -16,6 +18,8 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 ├── LaunchError         a run that could not be started: no systemctl, a unit refused, no local fork
 ├── NoHistory           a run left no checkpoint to restore its workspace from
 ├── CalendarError       a mission's schedule this parser does not read (also a ValueError)
+├── KeyRefused          a /v1 key that is missing, wrong, over its rate or budget, or may not use the profile
+│   └── Refused         a /v1 request refused in OpenAI's error shape, with its status and code
 ├── InstallError        hearth install cannot go on: a bad install.toml, a path taken by another kind of file (exit 1)
 └── WebError            a command-center request refused; it carries its HTTP status
     └── SignInNeeded    a page that needs a viewer or operator token, asked without one (401)

@@ -186,3 +186,13 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def network_words(network: bool, egress: list[str]) -> str:
+    """What a run's commands and its web tools may reach, in words: `network` is whether commands
+    get any (through hearth's guarded proxy), `egress` the hosts the web tools (and, with network,
+    the commands) may reach. "network no; egress any public host" read as a contradiction."""
+    hosts = f"only {', '.join(egress)}" if egress else "any public host"
+    if network:
+        return f"commands and web tools may reach {hosts} (commands through hearth's guarded proxy)"
+    return f"commands have no network; web tools may reach {hosts}"

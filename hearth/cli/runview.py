@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hearth.render import ago, duration, local_time, print_json, visible_line
+from hearth.render import ago, duration, local_time, network_words, print_json, visible_line
 
 
 def print_run(run: dict[str, Any], linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:
@@ -70,16 +70,6 @@ def _allowed_line(run: dict[str, Any]) -> str:
         f"limits {run.get('max_iterations') or '-'} iterations, {timeout}, {run.get('num_ctx') or '-'} tokens of context; "
         f"hearth {run['hearth_version']}"
     )
-
-
-def network_words(network: bool, egress: list[str]) -> str:
-    """What a run's commands and its web tools may reach, in words: `network` is whether commands
-    get any (through hearth's guarded proxy), `egress` the hosts the web tools (and, with network,
-    the commands) may reach. "network no; egress any public host" read as a contradiction."""
-    hosts = f"only {', '.join(egress)}" if egress else "any public host"
-    if network:
-        return f"commands and web tools may reach {hosts} (commands through hearth's guarded proxy)"
-    return f"commands have no network; web tools may reach {hosts}"
 
 
 def _print_legs(linked: list[dict[str, Any]], steps: list[dict[str, Any]]) -> None:

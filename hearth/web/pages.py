@@ -29,7 +29,7 @@ NAV = (
     ("/proposals", "Proposals"),
     ("/operate", "Operate"),  # budgets, missions, router, security, alerts, model server
     ("/evals", "Evals"),
-    ("/mcp", "MCP"),
+    ("/operate/mcp", "MCP"),
 )
 
 

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from hearth.atomic import write_atomic
 from hearth.audit.store import AuditStore
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, UsageError
 from hearth.leash.budget import BUDGET_FILE, load_budget, local_now, overview
 from hearth.run.profiles import profile_names
 from hearth.settings import Settings
@@ -28,7 +28,7 @@ from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 router = APIRouter()
 
 
-class BudgetRefused(Exception):
+class BudgetRefused(UsageError):
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(reason)
         self.field, self.reason = field, reason

@@ -142,23 +142,23 @@ def approve(request: Request, server: str, tool: str, by: str) -> dict[str, Any]
     return {"tool": made.tool, "sha256": made.sha256, "approved_by": made.approved_by, "approved_at": made.approved_at}
 
 
-@router.get("/mcp", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/operate/mcp", response_class=HTMLResponse, include_in_schema=False)
 def mcp_page(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
     return web_of(request).pages.render(request, "mcp.html", **mcp_data(request), reviewed=None)
 
 
-@router.get("/mcp/{server}/review", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/operate/mcp/{server}/review", response_class=HTMLResponse, include_in_schema=False)
 async def review_page(request: Request, server: str, me: Identity = Depends(operator)) -> HTMLResponse:
     reviewed = await run_in_threadpool(review, request, server)
     return web_of(request).pages.render(request, "mcp.html", **mcp_data(request), reviewed=reviewed)
 
 
-@router.post("/mcp/{server}/approve", include_in_schema=False, dependencies=[Depends(check_csrf)])
+@router.post("/operate/mcp/{server}/approve", include_in_schema=False, dependencies=[Depends(check_csrf)])
 async def approve_page(
     request: Request, server: str, tool: str = Form(...), me: Identity = Depends(operator)
 ) -> Response:
     await run_in_threadpool(approve, request, server, tool, me.decider)
-    return RedirectResponse("/mcp", status_code=303)
+    return RedirectResponse("/operate/mcp", status_code=303)
 
 
 @router.get("/api/mcp", tags=["mcp"])

@@ -21,7 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from hearth.atomic import write_atomic
-from hearth.errors import NotFound
+from hearth.errors import NotFound, UsageError
 from hearth.leash import missions as leash
 from hearth.queue.submit import SubmitRefused
 from hearth.run.profiles import profile_names
@@ -40,7 +40,7 @@ FORM_KEYS = ("name", *leash.KEYS)
 NAME_RULE = "1-40 characters from A-Z a-z 0-9 . _ - (starting with a letter or digit)"
 
 
-class MissionRefused(Exception):
+class MissionRefused(UsageError):
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(reason)
         self.field, self.reason = field, reason

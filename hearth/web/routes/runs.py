@@ -12,12 +12,12 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.model.ollama_client import probe
-from hearth.cli.runview import network_words
 from hearth.dispatch.pause import paused
 from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
 from hearth.errors import NotFound, UsageError
 from hearth.ids import ID_PATTERN
 from hearth.queue.directory import Queue
+from hearth.render import network_words
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
 from hearth.web.context import web_of

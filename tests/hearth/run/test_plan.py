@@ -34,6 +34,8 @@ CARRIED: dict[str, tuple[str, Any]] = {
     "requested_by": ("requested_by", "cron"),
     "continues": ("continues", "earlier-run"),
     "child_of": ("parent_run", "swarm-1"),
+    "think": ("think", "low"),
+    "web_extract": ("web_extract", False),
 }
 # Fields that choose how claimed.py runs the request, or that only its row keeps: never in a plan.
 NOT_A_RUNS = {"version", "created_at", "evolve", "marathon", "swarm"}

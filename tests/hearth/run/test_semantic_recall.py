@@ -19,7 +19,10 @@ def first_user_messages(fake: FakeOllama) -> list[str]:
 
 
 def loop(fake: FakeOllama, workspace: Path, goal: str) -> None:
-    proc = run_cli("hearth-loop", "--ollama-host", fake.url, "--workspace", str(workspace), goal)
+    # every tool: `remember` is outside the common set a run is shown by default
+    proc = run_cli(
+        "hearth-loop", "--ollama-host", fake.url, "--workspace", str(workspace), goal, env={"HEARTH_TOOL_SET": "all"}
+    )
     assert proc.returncode == 0, proc.stderr
 
 
