@@ -151,11 +151,15 @@ class Connection:
     def _request(self, make: Callable[[Any], Awaitable[Any]], timeout_s: float, what: str) -> Any:
         with self._lock:
             client, loop = self._started()
-            future = asyncio.run_coroutine_threadsafe(_awaited(make(client)), loop)
+            future: concurrent.futures.Future[Any] | None = None
             try:
+                # inside the try: the server's thread may end (and close its loop) right after it
+                # was found alive, which is the server failing, not hearth
+                future = asyncio.run_coroutine_threadsafe(_awaited(make(client)), loop)
                 return future.result(timeout=max(0.1, timeout_s))
             except concurrent.futures.TimeoutError:
-                future.cancel()
+                if future is not None:
+                    future.cancel()
                 self._close()
                 raise McpFailed(
                     f"MCP server {self.name} did not answer within {timeout_s:g}s {what}; it was stopped"

@@ -66,7 +66,7 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
         try:
             Queue(state_dir / "queue").ensure().enqueue(Request(id="asks", goal="run echo", mode="auto"))
             [approval] = wait_for(lambda: _pending(state_dir), what="the approval")
-            wait_for(lambda: ntfy.got and hook.got, timeout=10, what="the alert at both receivers")
+            wait_for(lambda: ntfy.got and hook.got, timeout=60, what="the alert at both receivers")
             assert run_cli("hearth", "deny", approval["id"]).returncode == 0
             wait_for(lambda: rows(state_dir, "select status from runs where status = 'done'"), what="the run")
             wait_for(  # each send is recorded once its sender is done, after the receiver has it
