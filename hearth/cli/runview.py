@@ -171,7 +171,8 @@ def step_line(raw: dict[str, Any], live: bool = False) -> str:
             f"({step['duration_ms']} ms)\n{_indent(step['output'])}"
         )
     if step["kind"] == "model":
-        where = f" on host {_host_of(step)}" if _host_of(step) else ""
+        host = _host_of(step)
+        where = f" on host {host}" if host else ""
         return f"{head} {step['tokens_in']} in / {step['tokens_out']} out ({step['duration_ms']} ms){where}" + (
             f"\n{_indent(step['output'])}" if step["output"] else ""
         )

@@ -66,12 +66,18 @@ def _from_env(line: str) -> tuple[Host, ...]:
     return tuple(hosts)
 
 
+def _named(settings: Settings) -> tuple[Host, ...]:
+    """The configured hosts for a run; a broken file is doctor's to report, and a run goes on with
+    the one OLLAMA_HOST (none named)."""
+    try:
+        return configured(settings)
+    except ConfigError:
+        return ()
+
+
 def pulled(settings: Settings, timeout_s: float) -> list[str] | None:
     """What the run's model may be chosen from: one host's tags, or the union of every host up."""
-    try:
-        hosts = configured(settings)
-    except ConfigError:
-        hosts = ()  # doctor reports a broken file; a run goes on with the one host
+    hosts = _named(settings)
     if not hosts:
         return probe(settings.ollama_host, timeout_s=timeout_s)
     views = survey(hosts, timeout_s)
@@ -86,10 +92,7 @@ def pool(
     note: Callable[[str], None] | None = None,
 ) -> HostPool | None:
     """A HostPool over the configured hosts (None when there is one host), its choice noted."""
-    try:
-        hosts = configured(settings)
-    except ConfigError:
-        return None
+    hosts = _named(settings)
     if not hosts:
         return None
     views: list[HostView] = survey(hosts, SURVEY_S)
