@@ -254,7 +254,10 @@ class Connection:
         self._loop = self._thread = self._client = self._stop = None
         if loop is not None and thread is not None and thread.is_alive():
             if stop is not None:
-                loop.call_soon_threadsafe(stop.set)
+                try:
+                    loop.call_soon_threadsafe(stop.set)
+                except RuntimeError:  # its loop closed between the two looks: the thread is ending anyway
+                    pass
             thread.join(timeout=10)
         if self._errlog is not None:
             self._errlog.close()

@@ -91,6 +91,28 @@ def test_a_server_that_does_not_start_is_one_line_with_what_it_said(tmp_path: Pa
     connection.close()
 
 
+def test_closing_while_the_servers_thread_is_ending_is_quiet(tmp_path: Path) -> None:
+    """The race CI met: the thread is still alive but has already closed its loop (its finally).
+    Stopping it then must not raise "Event loop is closed" out of the caller's error handling."""
+    import asyncio
+    import threading
+
+    connection = Connection("ending", Launch(argv=(sys.executable, str(TOY)), cwd=str(tmp_path)))
+    loop = asyncio.new_event_loop()
+    loop.close()
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, daemon=True)
+    thread.start()
+    connection._loop, connection._thread, connection._stop = loop, thread, asyncio.Event()
+    try:
+        releaser = threading.Timer(0.2, release.set)  # the thread ends on its own, as the real one does
+        releaser.start()
+        connection.close()
+    finally:
+        release.set()
+    assert not thread.is_alive()
+
+
 def test_close_stops_the_server_process(toy: Connection) -> None:
     toy.tools()
     [pid] = server_pids(toy)
