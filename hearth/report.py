@@ -19,6 +19,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
+from hearth.audit.migrations import CEIL2_SQL, ERROR_KEY_SQL
+from hearth.audit.rollups import EDGE, period
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
@@ -137,66 +139,138 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
     return stamp(moment)
 
 
-# The runs of a period, aggregated by SQLite: the report reads a few rows, never every run.
-PERIOD = "from runs where started_at >= :since"
-FINISHED = "status not in ('running', 'rejected')"
-# nearest rank (a value that really occurred): the ceil(p * n)-th smallest, in integer arithmetic
-PERCENTILES = """select max(case when rank = (n + 1) / 2 then value end) as p50,
-                        max(case when rank = (95 * n + 99) / 100 then value end) as p95, coalesce(max(n), 0) as n
-                 from (select {column} as value, row_number() over (order by {column}) as rank, count(*) over () as n
-                       {period} and {finished} and {column} is not null)"""
+# The runs of a period, from the rollups (hearth/audit/rollups.py): the report reads a few rows a
+# day of the period and the runs of its first day, never every run.
 RUN_SQL = {
-    "totals": f"""select count(*) as runs, min(nullif(started_at, '')) as first_started_at,
-                         coalesce(sum(tokens_in), 0) as tokens_in, coalesce(sum(tokens_out), 0) as tokens_out {PERIOD}""",
-    "by_status": f"select status as value, count(*) as n {PERIOD} group by status",
-    "by_model": f"select coalesce(nullif(model, ''), '-') as value, count(*) as n {PERIOD} and status != 'rejected' group by value",
-    "by_source": f"select coalesce(nullif(source, ''), '-') as value, count(*) as n {PERIOD} group by value",
-    "by_model_reason": f"""select coalesce(nullif(model_reason, ''), '-') as value, count(*) as n {PERIOD}
-                            and status != 'rejected' group by value""",
-    "duration_ms": PERCENTILES.format(column="duration_ms", period=PERIOD, finished=FINISHED),
-    "iterations": PERCENTILES.format(column="iterations", period=PERIOD, finished=FINISHED),
-    "failures": f"select status, error {PERIOD} and {FINISHED} and status != 'done'",
-    "rejections": f"select error {PERIOD} and status = 'rejected'",
-    "long_work": f"""select kind, link, count(*) as n, sum(status = 'done') as done {PERIOD}
-                     and (coalesce(kind, '') != '' or coalesce(link, '') != '') group by kind, link""",
+    "runs": """select day, status, model, source, model_reason, kind, link, sum(runs) as n, sum(tokens_in) as tokens_in,
+                      sum(tokens_out) as tokens_out from run_rollup where day >= :from_day
+               group by day, status, model, source, model_reason, kind, link having sum(runs) > 0""",
+    # the edge's runs, grouped as the rollups group them (one read of at most one day's runs)
+    "edge": f"""select substr(started_at, 1, 10) as day, coalesce(status, '') as status, coalesce(model, '') as model,
+                       coalesce(source, '') as source, coalesce(model_reason, '') as model_reason,
+                       coalesce(kind, '') as kind, coalesce(link, '') as link, count(*) as n,
+                       coalesce(sum(tokens_in), 0) as tokens_in, coalesce(sum(tokens_out), 0) as tokens_out,
+                       {CEIL2_SQL.format(v="cast(duration_ms as integer)")} as duration_ms, iterations,
+                       case when coalesce(status, '') not in ('running', 'done') then {ERROR_KEY_SQL.format(r="runs")}
+                            else '' end as error
+                from runs where {EDGE.format(r="")} group by 1, 2, 3, 4, 5, 6, 7, 11, 12, 13""",
+    "first": "select started_at from runs where started_at >= :since and started_at > '' order by started_at limit 1",
+    "values": """select status, measure, value, sum(runs) as n from run_value_rollup where day >= :from_day
+                 group by status, measure, value having sum(runs) > 0""",
+    "errors": """select status, error, sum(runs) as n from run_error_rollup where day >= :from_day
+                 and status != 'running' group by status, error having sum(runs) > 0""",
+    "tools": """select tool, verdict, ok, sum(calls) as calls from tool_rollup where day >= :from_day
+                group by tool, verdict, ok having sum(calls) > 0""",
+    # the edge's runs first, then their steps (by run_id), never the other way round
+    "edge_tools": f"""select coalesce(s.tool, '') as tool, coalesce(s.verdict, '') as verdict,
+                             coalesce(s.ok, -1) as ok, 1 as calls
+                      from runs r cross join steps s on s.run_id = r.id
+                      where {EDGE.format(r="r.")} and s.kind = 'tool'""",
 }
+FINISHED_NOT = ("running", "rejected")
 
 
 def report_statements(since: str | None) -> list[tuple[str, dict[str, str]]]:
-    """Every statement the report runs over the runs table, with its parameters (bench/web.py times them bare)."""
-    return [(sql, {"since": since or ""}) for sql in RUN_SQL.values()]
+    """Every statement the report runs over the runs and their rollups, with its parameters (bench/web.py times them bare)."""
+    return [(sql, period(since)) for sql in RUN_SQL.values()]
 
 
 def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
-    got = {name: audit.rows(sql, {"since": since or ""}) for name, sql in RUN_SQL.items()}
+    """The report of the period from `since` (None: everything), with its runs and tokens per day."""
+    got = {name: audit.rows(sql, period(since)) for name, sql in RUN_SQL.items()}
     # an audit that does not exist yet (or has no runs table) answers no rows at all: read as zeros
-    totals = (got["totals"] or [{"runs": 0, "first_started_at": None, "tokens_in": 0, "tokens_out": 0}])[0]
-    nothing = {"p50": None, "p95": None, "n": 0}
+    edge = got["edge"]
+    runs = got["runs"] + edge
+    kept = [r for r in runs if r["status"] != "rejected"]
+    values = got["values"] + [
+        {"status": r["status"], "measure": measure, "value": r[measure], "n": r["n"]}
+        for r in edge
+        for measure in ("duration_ms", "iterations")
+        if r[measure] is not None
+    ]
+    errors = [(r["status"], r["error"], r["n"]) for r in got["errors"]]
+    errors += [(r["status"], r["error"], r["n"]) for r in edge if r["status"] not in ("running", "done")]
     return {
         "since": since,
-        "first_started_at": totals["first_started_at"],
-        "runs": totals["runs"],
-        **{key: _ranked(got[key]) for key in ("by_status", "by_model", "by_source", "by_model_reason")},
-        "duration_ms": (got["duration_ms"] or [nothing])[0],
-        "iterations": (got["iterations"] or [nothing])[0],
-        "tokens": {"in": totals["tokens_in"], "out": totals["tokens_out"]},
-        "tools": _tools(audit, since),
+        "first_started_at": got["first"][0]["started_at"] if got["first"] else None,
+        "runs": sum(r["n"] for r in runs),
+        "by_status": _ranked(runs, "status"),
+        "by_model": _ranked(kept, "model"),
+        "by_source": _ranked(runs, "source"),
+        "by_model_reason": _ranked(kept, "model_reason"),
+        "duration_ms": _percentiles(values, "duration_ms"),
+        "iterations": _percentiles(values, "iterations"),
+        "tokens": {"in": sum(r["tokens_in"] for r in runs), "out": sum(r["tokens_out"] for r in runs)},
+        "tools": _tool_use(got["tools"] + got["edge_tools"]),
         "denials": _denials(audit, since),
-        "failures": _top((r["status"], _first_line(r["error"])) for r in got["failures"]),
+        "failures": _top_counted(
+            ((status, _first_line(error)), n) for status, error, n in errors if status not in ("rejected", "done")
+        ),
         # every rejected run, however it was refused: by the queue (which also keeps the file's facts
         # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)
-        "rejections": _top((_first_line(r["error"]),) for r in got["rejections"]),
-        "long_work": _long_work(got["long_work"]),
+        "rejections": _top_counted(((_first_line(error),), n) for status, error, n in errors if status == "rejected"),
+        "long_work": _long_work(runs),
         "connections": _connections(audit, since),
         "tripwires": _top(
             (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
         ),
+        "per_day": _per_day(runs),
     }
 
 
-def _ranked(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """{value: runs}, most first, then by name (as _count orders)."""
-    return dict(sorted(((r["value"], r["n"]) for r in rows), key=lambda kv: (-kv[1], kv[0])))
+def _ranked(rows: list[dict[str, Any]], column: str) -> dict[str, int]:
+    """{value: runs} of one column ('' as "-"), most first, then by name."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        value = row[column] or "-"
+        counts[value] = counts.get(value, 0) + row["n"]
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _percentiles(values: list[dict[str, Any]], measure: str) -> dict[str, Any]:
+    """p50 and p95 by nearest rank (a value that really occurred: the ceil(p * n)-th smallest) over
+    the finished runs; durations as the rollups keep them, to two significant figures rounded up."""
+    counts: dict[int, int] = {}
+    for row in values:
+        if row["measure"] == measure and row["status"] not in FINISHED_NOT:
+            counts[row["value"]] = counts.get(row["value"], 0) + row["n"]
+    total = sum(counts.values())
+    if not total:
+        return {"p50": None, "p95": None, "n": 0}
+    found: dict[str, int] = {}
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        for name, rank in (("p50", (total + 1) // 2), ("p95", (95 * total + 99) // 100)):
+            if name not in found and seen >= rank:
+                found[name] = value
+    return {"p50": found["p50"], "p95": found["p95"], "n": total}
+
+
+def _tool_use(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Calls per tool: ok, failed (not ok and not denied), denied and approved; most calls first."""
+    tools: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        tool = tools.setdefault(row["tool"], {"tool": row["tool"] or None, "calls": 0, "ok": 0, "failed": 0,
+                                              "denied": 0, "approved": 0})  # fmt: skip
+        n, verdict = row["calls"], row["verdict"]
+        tool["calls"] += n
+        tool["ok"] += n if row["ok"] == 1 else 0
+        tool["failed"] += n if row["ok"] == 0 and verdict not in ("denied", "") else 0
+        tool["denied"] += n if verdict == "denied" else 0
+        tool["approved"] += n if verdict == "approved" else 0
+    return sorted(tools.values(), key=lambda t: (-t["calls"], t["tool"] or ""))
+
+
+def _per_day(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs and tokens per day and status, for the command center's charts."""
+    days: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in runs:
+        day = days.setdefault((row["day"], row["status"]), {"day": row["day"], "status": row["status"], "runs": 0,
+                                                            "tokens_in": 0, "tokens_out": 0})  # fmt: skip
+        for key, column in (("runs", "n"), ("tokens_in", "tokens_in"), ("tokens_out", "tokens_out")):
+            day[key] += row[column]
+    return sorted(days.values(), key=lambda d: (d["day"], d["status"]))
 
 
 def _long_work(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -205,7 +279,8 @@ def _long_work(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for label, column, value in LONG_WORK:
         mine = [g for g in groups if g[column] == value]
         if mine:
-            counted.append({"what": label, "runs": sum(g["n"] for g in mine), "done": sum(g["done"] for g in mine)})
+            done = sum(g["n"] for g in mine if g["status"] == "done")
+            counted.append({"what": label, "runs": sum(g["n"] for g in mine), "done": done})
     return counted
 
 
@@ -218,22 +293,6 @@ def _connections(audit: Rows, since: str | None) -> list[dict[str, Any]]:
 
 def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
     return audit.rows(sql, [since or ""])
-
-
-def _count(values: Any) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _tools(audit: Rows, since: str | None) -> list[dict[str, Any]]:
-    sql = """select s.tool as tool, count(*) as calls, sum(s.ok = 1) as ok,
-                    sum(s.ok = 0 and s.verdict not in ('denied')) as failed,
-                    sum(s.verdict = 'denied') as denied, sum(s.verdict = 'approved') as approved
-             from steps s join runs r on r.id = s.run_id
-             where s.kind = 'tool' and r.started_at >= ? group by s.tool order by calls desc, tool"""
-    return _rows(audit, sql, since)
 
 
 def _denials(audit: Rows, since: str | None) -> list[dict[str, Any]]:
@@ -253,8 +312,17 @@ def _first_line(text: str | None, limit: int = 160) -> str:
 
 
 def _top(keys: Any) -> list[dict[str, Any]]:
-    counts = _count(" | ".join(map(str, key)) for key in keys)
-    return [{"what": what, "count": n} for what, n in list(counts.items())[:TOP]]
+    return _top_counted((key, 1) for key in keys)
+
+
+def _top_counted(counted: Any) -> list[dict[str, Any]]:
+    """The TOP most frequent keys of (key, how many) pairs, a key's pairs added up."""
+    counts: dict[str, int] = {}
+    for key, n in counted:
+        what = " | ".join(map(str, key))
+        counts[what] = counts.get(what, 0) + n
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"what": what, "count": n} for what, n in ordered[:TOP]]
 
 
 # -- rendering ------------------------------------------------------------------------------------

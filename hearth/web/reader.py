@@ -175,12 +175,5 @@ class Reader:
     def approvals_of(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from approvals where run_id = ? order by requested_at", [run_id])
 
-    # -- the report's pictures -------------------------------------------------------------------
-    def per_day(self, since: str | None) -> list[dict[str, Any]]:
-        sql = """select substr(started_at, 1, 10) as day, status, count(*) as runs,
-                        coalesce(sum(tokens_in), 0) as tokens_in, coalesce(sum(tokens_out), 0) as tokens_out
-                 from runs where started_at >= ? group by day, status order by day"""
-        return self.rows(sql, [since or ""])
-
     def proposals(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.rows("select * from proposals order by created_at desc, rowid desc limit ?", [limit])

@@ -24,8 +24,7 @@ def report_data(request: Request, since: str) -> dict[str, Any]:
         moment = parse_since(since) if since else None
     except UsageError as exc:
         raise WebError(400, str(exc).replace("--since", "since")) from None
-    reader = web_of(request).reader
-    return {**build_report(reader, moment), "per_day": reader.per_day(moment)}
+    return build_report(web_of(request).reader, moment)
 
 
 def pictures(report: dict[str, Any]) -> dict[str, Any]:
