@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
 from hearth.queue.request import MAX_GOAL_CHARS
@@ -79,6 +81,27 @@ LIVE_STATES = ("starting", "claimed", "thinking", "tool", "waiting_approval", "q
 CALL_STATES = ("ok", "not_run", "unknown", "running", "approved", "denied", "expired", "pending", "cancelled")
 
 
+# a pill's words where they are not its status with spaces
+PILL_WORDS = {"tool": "running tool", "waiting_approval": "waiting for approval", "waiting": "waiting for approval"}
+
+
+def pill(status: Any) -> Markup:
+    """A status as a coloured pill with its words (a function, not a macro: a long run's page draws
+    one a step, and a Jinja macro call costs several times more)."""
+    words = PILL_WORDS.get(status, str(status or "-").replace("_", " "))
+    return Markup('<span class="pill {}">{}</span>').format(status_class(status), words)
+
+
+def more(run: Any, step: Any, name: str, cap: int) -> Markup:
+    """The note under a step's field cut at `cap` characters, linking to the whole step; else nothing."""
+    whole = step.get(f"{name}_chars") if isinstance(step, dict) else None
+    if not (cap and whole and whole > cap):
+        return Markup("")
+    return Markup(
+        '<p class="hint cut">Shown: the first {} of {} characters; <a href="/api/runs/{}/steps/{}">the whole step</a>.</p>'
+    ).format(f"{cap:,}", f"{whole:,}", quote(str(run["id"]), safe="/"), step["seq"])
+
+
 class RowEnvironment(Environment):
     """Jinja reading `run.status` on the audit's rows (dicts) by key first. Its own lookup tries the
     attribute first, and the AttributeError every dict raises there was half of a long run's page."""
@@ -98,7 +121,7 @@ def environment() -> Environment:
         auto_reload=False,  # the templates ship with the package: no stat of each one per page
     )
     env.filters.update(duration=duration, when=when, pretty=pretty, left=left, status_class=status_class)
-    env.globals["nav"] = NAV
+    env.globals.update(nav=NAV, pill=pill, more=more)
     env.globals["goal_limit"] = MAX_GOAL_CHARS  # shown beside every goal box before it is sent
     return env
 
