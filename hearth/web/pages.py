@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 from fastapi import Request
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.responses import HTMLResponse
 
 from hearth.queue.request import MAX_GOAL_CHARS
@@ -55,10 +56,15 @@ def pretty(text: Any) -> str:
     """JSON text indented for reading; other text as it is."""
     if not text:
         return ""
+    return _pretty(text) if isinstance(text, str) else str(text)
+
+
+@lru_cache(maxsize=256)  # a live run's page is drawn again at each of its steps, with the same arguments
+def _pretty(text: str) -> str:
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(text)
+    except ValueError:
+        return text
 
 
 def left(expires_at: str | None, now: datetime | None = None) -> str:
@@ -89,7 +95,7 @@ def pill(status: Any) -> Markup:
     """A status as a coloured pill with its words (a function, not a macro: a long run's page draws
     one a step, and a Jinja macro call costs several times more)."""
     words = PILL_WORDS.get(status, str(status or "-").replace("_", " "))
-    return Markup('<span class="pill {}">{}</span>').format(status_class(status), words)
+    return Markup(f'<span class="pill {status_class(status)}">{escape(words)}</span>')  # the class is one of ours
 
 
 def more(run: Any, step: Any, name: str, cap: int) -> Markup:
