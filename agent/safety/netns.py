@@ -18,7 +18,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-__all__ = ["PROXY_ADDRESS", "PROXY_URL", "Plan", "plan"]
+__all__ = ["PROXY_ADDRESS", "PROXY_URL", "Plan", "child_plan", "plan"]
 
 PROXY_ADDRESS = ("127.0.0.1", 3128)
 PROXY_URL = f"http://{PROXY_ADDRESS[0]}:{PROXY_ADDRESS[1]}"
@@ -73,9 +73,18 @@ class Plan:
 
 def plan() -> Plan:
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return Plan(parent, child, _maps(), struct.pack("16sH14x", b"lo", 0))
+
+
+def child_plan(back: socket.socket) -> Plan:
+    """A plan for a process that makes its own namespace (not a fork's child): the listener goes
+    back over `back`, a socket already connected to the one who serves it (hearth/mcp/netwrap.py)."""
+    return Plan(back, back, _maps(), struct.pack("16sH14x", b"lo", 0))
+
+
+def _maps() -> tuple[bytes, bytes] | None:
     uid, gid = os.getuid(), os.getgid()
-    maps = None if os.geteuid() == 0 else (f"{uid} {uid} 1".encode(), f"{gid} {gid} 1".encode())
-    return Plan(parent, child, maps, struct.pack("16sH14x", b"lo", 0))
+    return None if os.geteuid() == 0 else (f"{uid} {uid} 1".encode(), f"{gid} {gid} 1".encode())
 
 
 def _write(path: str, data: bytes) -> None:

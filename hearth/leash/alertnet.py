@@ -146,7 +146,7 @@ def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequ
     env.update(dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), f"http://127.0.0.1:{port}"))
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "hearth.leash.alertsend"],
+            [sys.executable, "-P", "-m", "hearth.leash.alertsend"],  # -P: the cwd is never on its path
             input=json.dumps(job),
             stdout=subprocess.PIPE,
             stderr=None if os.environ.get("HEARTH_LOG_LEVEL") else subprocess.PIPE,  # its log: the journal's

@@ -5,26 +5,35 @@ Under bubblewrap the server gets the commands' walls (agent/safety/bwrap.py): th
 filesystem with the workspace as its only writable path (plus the file's `read` paths, read-only),
 new user, PID, IPC, UTS and network namespaces as nobody with no capabilities, hearth's state and
 credentials hidden, `--die-with-parent`, the commands' seccomp filter (AF_UNIX allowed) and the
-memory, file-size and core rlimits. Not yet: the process rlimit and the run's cgroup (commands
-get them in a preexec hook the SDK's process start does not take), and network (an `egress`
-list is not granted: the server gets none). Where bubblewrap does not work (inside hearth's
+memory, file-size, core and process rlimits. No network, unless the file's `egress` names hosts
+and the run has a guard: then hearth/mcp/netwrap.py gives the server a private network namespace
+whose only listener is a guard proxy of the run's, checking each connection against that list
+(public addresses after DNS, a LAN host only if the operator named it, loopback never), each one
+an `mcp` step, as commands get network. Not yet: the run's cgroup (commands join it in a preexec
+hook the SDK's process start does not take). Where bubblewrap does not work (inside hearth's
 systemd units), the server walls itself in with Landlock before it execs (hearth/mcp/walled.py):
 reads of the allow list and `read`, writes of the workspace only, no TCP, seccomp, the same
 rlimits, as hearth's own user; the unit's cgroup ends it with the run. `HEARTH_SANDBOX=none`
-starts it bare."""
+starts it bare. Both helpers run with `python -P`: the workspace they start in is never on their
+import path (a `hearth/` planted there is not imported outside the walls)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import shlex
+import shutil
+import socket
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
+from agent.net.cmdproxy import CommandProxy
 from agent.net.guard import NetGuard, Record
-from agent.safety import bwrap, seccomp
+from agent.safety import bwrap, netns, seccomp
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.tools.mcp.client import Connection, Launch, McpFailed
 from hearth.credentials import CredentialStore
@@ -69,16 +78,82 @@ def connection(
         hide=policy.hide,
         tmp_bytes=policy.file_size_bytes,
     )
+    network = bool(config.egress) and guard is not None
     variables = {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}
+    if network:
+        variables.update(dict.fromkeys(PROXY_ENV, netns.PROXY_URL))
     filtered = seccomp.supported()
-    walled = bwrap.argv(command, mounts, variables, network=False, seccomp_fd=SECCOMP_FD if filtered else None)
+    walled = bwrap.argv(command, mounts, variables, network=network, seccomp_fd=SECCOMP_FD if filtered else None)
     # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits and
-    # opens the seccomp program as bwrap's fd 3, then becomes bwrap
-    limits = f"ulimit -v {policy.memory_bytes // 1024} && ulimit -f {policy.file_size_bytes // 512} && ulimit -c 0"
+    # opens the seccomp program as bwrap's fd 3, then becomes bwrap (processes: -u in bash, -p in dash)
+    procs = policy.max_procs
+    limits = (
+        f"ulimit -v {policy.memory_bytes // 1024} && ulimit -f {policy.file_size_bytes // 512} && ulimit -c 0 && "
+        f"{{ ulimit -u {procs} 2>/dev/null || ulimit -p {procs}; }}"
+    )
     opened = f' {SECCOMP_FD}<"$0"' if filtered else ""
     script = f'{limits} && exec "$@"{opened}'
-    program = str(_seccomp_file()) if filtered else "-"
-    return Connection(config.name, Launch(argv=("/bin/sh", "-c", script, program, *walled), cwd=str(workspace)))
+    program = str(_seccomp_file(network)) if filtered else "-"
+    argv = ("/bin/sh", "-c", script, program, *walled)
+    if not network:
+        return Connection(config.name, Launch(argv=argv, cwd=str(workspace)))
+    assert guard is not None
+    return _networked(config, argv, workspace, dataclasses.replace(guard, egress=config.egress), record)
+
+
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+
+
+def _networked(
+    config: ServerConfig, argv: tuple[str, ...], workspace: Path, guard: NetGuard, record: Record | None
+) -> Connection:
+    """The server started through hearth/mcp/netwrap.py: each time it starts (a crashed one is
+    started again) its namespace's listener comes back over a Unix socket in a directory of
+    hearth's own and is served by a guard proxy held to the server's egress list."""
+    from hearth.mcp.remote import record_connections
+
+    proxy = CommandProxy(guard)
+    where = Path(tempfile.mkdtemp(prefix=f"hearth-mcp-{config.name}-"))  # 0700: hearth's user only
+    back = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    back.bind(str(where / "net"))
+    back.listen(4)
+    attached: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = back.accept()
+            except OSError:
+                return  # closed with the connection
+            with conn:
+                conn.settimeout(30)
+                try:
+                    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+                except OSError:
+                    continue  # that start failed before its namespace was made: its own error says why
+            for fd in fds:
+                listener = socket.socket(fileno=fd)
+                proxy.attach(listener)
+                attached.append(listener)
+
+    threading.Thread(target=serve, name=f"mcp-{config.name}-net", daemon=True).start()
+    helper = (sys.executable, "-P", "-m", "hearth.mcp.netwrap", str(where / "net"), "--", *argv)
+    server = Connection(config.name, Launch(argv=helper, cwd=str(workspace)))
+    note = record or (lambda kind, detail: None)
+    server.after_call = lambda: record_connections(proxy, config.name, note)
+
+    def closed() -> None:
+        try:
+            back.shutdown(socket.SHUT_RDWR)  # wakes the accept above (a close alone does not)
+        except OSError:
+            pass
+        back.close()
+        for listener in attached:
+            proxy.detach(listener)
+        shutil.rmtree(where, ignore_errors=True)
+
+    server.after_close.append(closed)
+    return server
 
 
 def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, env: dict[str, str]) -> Launch:
@@ -90,16 +165,18 @@ def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, en
         "write": [str(workspace)],
         "memory": policy.memory_bytes,
         "file_size": policy.file_size_bytes,
+        "processes": policy.max_procs,
     }
-    argv = (sys.executable, "-m", "hearth.mcp.walled", json.dumps(spec), "--", config.command, *config.args)
+    argv = (sys.executable, "-P", "-m", "hearth.mcp.walled", json.dumps(spec), "--", config.command, *config.args)
     variables = {"HOME": str(workspace), "TMPDIR": str(tmp), **env}
     return Launch(argv=argv, env=variables, cwd=str(workspace))
 
 
-def _seccomp_file() -> Path:
-    """The commands' seccomp filter (AF_UNIX allowed: an event loop's self-pipe is a socketpair) in a
-    file named after its bytes, this user's own, in the temp directory; written once per content."""
-    code = seccomp.program(network=False, unix=True)
+def _seccomp_file(network: bool = False) -> Path:
+    """The commands' seccomp filter (AF_UNIX allowed: an event loop's self-pipe is a socketpair; IP
+    sockets only with network) in a file named after its bytes, this user's own, in the temp
+    directory; written once per content."""
+    code = seccomp.program(network=network, unix=True)
     path = Path(tempfile.gettempdir()) / f"hearth-mcp-seccomp-{os.getuid()}-{hashlib.sha256(code).hexdigest()[:16]}"
     try:
         if path.stat().st_uid == os.getuid() and path.read_bytes() == code:

@@ -38,12 +38,13 @@ def remote(config: ServerConfig, settings: Settings, guard: NetGuard | None, rec
     proxy.attach(listener)
     where = f"http://127.0.0.1:{listener.getsockname()[1]}"
     server = Connection(config.name, Launch(url=config.url, proxy=where, headers=headers))
-    server.after_call = lambda: _connections(proxy, config.name, note)
+    server.after_call = lambda: record_connections(proxy, config.name, note)
     server.after_close.append(lambda: proxy.detach(listener))
     return server
 
 
-def _connections(proxy: CommandProxy, server: str, note: Record) -> None:
+def record_connections(proxy: CommandProxy, server: str, note: Record) -> None:
+    """Each connection the proxy made since it was last asked, as an `mcp` step of the run."""
     for c in proxy.drain():
         verdict = "allowed" if c.allowed else "refused"
         why = f": {c.reason}" if c.reason else ""

@@ -5,7 +5,7 @@ it walls itself in and then becomes the server.
     python -m hearth.mcp.walled SPEC -- COMMAND [ARG...]
 
 SPEC is JSON: `read` (paths to read and execute), `write` (the run's workspace), `memory` and
-`file_size` (bytes). It applies, in this order, the memory, file-size and core rlimits, drops every
+`file_size` (bytes), `processes`. It applies, in this order, the memory, file-size, core and process rlimits, drops every
 capability, sets no_new_privs, enters the Landlock ruleset (no TCP at all) and the commands'
 seccomp filter (agent/safety/child.py's `enter_landlock`, as for a command), then execs COMMAND.
 A fresh process, not a fork of a threaded one: it may allocate before it walls itself in.
@@ -31,7 +31,10 @@ def main(argv: list[str]) -> int:
         (resource.RLIMIT_AS, int(spec["memory"])),
         (resource.RLIMIT_FSIZE, int(spec["file_size"])),
         (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, int(spec.get("processes", 256))),
     ]
+    # never above a hard limit this process already has (raising one is refused to a user)
+    limits = [(which, _capped(which, value)) for which, value in limits]
     ruleset = landlock.ruleset(landlock.read_paths(spec["read"]), spec["write"])
     code = seccomp.program(network=False, unix=True) if seccomp.supported() else None
     fprog = seccomp.prepared(code) if code is not None else None
@@ -39,6 +42,11 @@ def main(argv: list[str]) -> int:
     os.close(ruleset)
     os.execvp(command[0], command)
     return 127  # not reached: exec replaced this process or raised
+
+
+def _capped(which: int, value: int) -> int:
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 if __name__ == "__main__":

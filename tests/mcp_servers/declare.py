@@ -17,11 +17,12 @@ def declare(
     extra: str = "",
     timeout: int = 20,
     lock: Path | None = None,
+    script: Path = TOY,
 ) -> Path:
     """`<config>/mcp/<name>.toml` for the toy server; `description` is the file its echo tool reads
     its description from (change it between two runs: the "rug pull"); `lock` the file it holds
     locked while it lives (in the run's workspace: the only path it may write)."""
-    args = [str(TOY), *(["--description-file", str(description)] if description else [])]
+    args = [str(script), *(["--description-file", str(description)] if description else [])]
     args += ["--lock", str(lock)] if lock else []
     # the interpreter and the test's servers, read-only inside the sandbox
     read = sorted({sys.prefix, sys.base_prefix, str(TOY.parent), *([str(description.parent)] if description else [])})

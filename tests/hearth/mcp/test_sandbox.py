@@ -93,3 +93,24 @@ def test_under_landlock_the_server_writes_only_the_workspace_and_cannot_read_hea
         assert "Seccomp:\t2" in status and "NoNewPrivs:\t1" in status
     finally:
         server.close()
+
+
+@pytest.mark.skipif(not landlock_works(), reason="Landlock does not work here")
+def test_under_landlock_the_helper_imports_nothing_from_the_workspace_and_sets_the_process_limit(
+    tmp_path: Path,
+) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "escaped"
+    (workspace / "hearth").mkdir(parents=True)  # the model may write any file here, a package too
+    (workspace / "hearth" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran outside the walls')\n")
+    config = load_server(declare(tmp_path / "config"))
+    settings = Settings.from_env(
+        {"HEARTH_STATE_DIR": str(tmp_path / "state"), "HEARTH_CONFIG_DIR": str(tmp_path / "config")}
+    )
+    server = connection(config, settings, workspace, SandboxPolicy(kind="landlock", max_procs=77))
+    try:
+        limits = server.call("read_note", {"name": "/proc/self/limits"}, 60)
+    finally:
+        server.close()
+    assert not marker.exists()
+    [line] = [line for line in limits.splitlines() if line.startswith("Max processes")]
+    assert line.split()[2] == "77", line
