@@ -138,7 +138,9 @@ def _networked(
 
     threading.Thread(target=serve, name=f"mcp-{config.name}-net", daemon=True).start()
     helper = (sys.executable, "-P", "-m", "hearth.mcp.netwrap", str(where / "net"), "--", *argv)
-    server = Connection(config.name, Launch(argv=helper, cwd=str(workspace)))
+    # the helper imports hearth as this process does (bubblewrap clears the server's environment)
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+    server = Connection(config.name, Launch(argv=helper, env=path, cwd=str(workspace)))
     note = record or (lambda kind, detail: None)
     server.after_call = lambda: record_connections(proxy, config.name, note)
 

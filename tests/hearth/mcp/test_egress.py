@@ -8,6 +8,11 @@ connector are the test's; the guard itself is the production one)."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from hearth.settings import Settings
 from tests.hearth.mcp.test_sandbox import bwrap_works
 from tests.mcp_servers.declare import declare
 from tests.netfixtures import Answer, TestNet, Web
+from tests.walls_support import WHO, as_who, checkout, give_to_user, python
 
 FETCHER = Path(__file__).resolve().parents[2] / "mcp_servers" / "fetcher.py"
 pytestmark = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap does not work here")
@@ -121,3 +127,35 @@ def _server_pid(server: Connection) -> int:
                 continue
     assert pids, "the server is not running"
     return max(pids)
+
+
+@pytest.mark.parametrize("who", WHO)
+def test_as_root_and_as_an_ordinary_user_egress_holds_to_the_list(who: str) -> None:
+    """Root makes the server's network namespace directly; a user inside a user namespace of its own."""
+    # hearth starts the server's helper with its own interpreter: the user must be able to exec it
+    # from its own process (setpriv's first exec can reach an interpreter under /root; a second cannot)
+    again = "import os, sys; os.execv(sys.executable, [sys.executable, '-c', ''])"
+    tried = subprocess.run([*as_who(who), python(who), "-c", again], cwd=checkout(who), capture_output=True, text=True)
+    if tried.returncode != 0:
+        pytest.skip(
+            f"the ordinary user cannot start {python(who)} from its own process here: {(tried.stderr.strip().splitlines() or ['?'])[-1]}"
+        )
+    where = Path(tempfile.mkdtemp(prefix="hearth-mcp-egress-", dir="/var/tmp"))
+    give_to_user(who, where)
+    try:
+        done = subprocess.run(
+            [*as_who(who), python(who), "-m", "tests.mcp_servers.egress_probe", str(where)],
+            cwd=checkout(who),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "PYTHONPATH": str(checkout(who))},
+        )
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["answers"]["allowed"] == "hi from the web", found
+    assert found["answers"]["unlisted"].startswith("refused: ") and found["answers"]["direct"].startswith("refused: ")
+    assert ["pkg.example", "allowed"] in found["seen"] and ["other.example", "refused"] in found["seen"]
+    assert found["stray"] == []
