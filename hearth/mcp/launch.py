@@ -9,8 +9,9 @@ memory, file-size, core and process rlimits. No network, unless the file's `egre
 and the run has a guard: then hearth/mcp/netwrap.py gives the server a private network namespace
 whose only listener is a guard proxy of the run's, checking each connection against that list
 (public addresses after DNS, a LAN host only if the operator named it, loopback never), each one
-an `mcp` step, as commands get network. Not yet: the run's cgroup (commands join it in a preexec
-hook the SDK's process start does not take). Where bubblewrap does not work (inside hearth's
+an `mcp` step, as commands get network. It starts in the run's walls as they are when it starts
+(the policy is asked then): the run's cgroup, joined by the shell before bubblewrap, and the
+run's decoy home at /home/nobody. Where bubblewrap does not work (inside hearth's
 systemd units), the server walls itself in with Landlock before it execs (hearth/mcp/walled.py):
 reads of the allow list and `read`, writes of the workspace only, no TCP, seccomp, the same
 rlimits, as hearth's own user; the unit's cgroup ends it with the run. `HEARTH_SANDBOX=none`
@@ -29,11 +30,12 @@ import socket
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from agent.net.cmdproxy import CommandProxy
 from agent.net.guard import NetGuard, Record
-from agent.safety import bwrap, netns, seccomp
+from agent.safety import allowlist, bwrap, netns, seccomp
 from agent.safety.sandbox import SandboxPolicy, SandboxUnavailable, detect
 from agent.tools.mcp.client import Connection, Launch, McpFailed
 from hearth.credentials import CredentialStore
@@ -47,65 +49,82 @@ def connection(
     config: ServerConfig,
     settings: Settings,
     workspace: Path,
-    policy: SandboxPolicy,
+    policy: SandboxPolicy | Callable[[], SandboxPolicy],
     guard: NetGuard | None = None,
     record: Record | None = None,
 ) -> Connection:
     """The server's connection (not started: the first request starts it); McpFailed when it may
-    not start. An http server goes through `guard` (hearth/mcp/remote.py)."""
+    not start. An http server goes through `guard` (hearth/mcp/remote.py). A callable `policy` is
+    asked each time the server starts: the run's cgroup and decoy home are made when its first
+    tool is called, after the connection was."""
     if config.transport == "http":
         from hearth.mcp.remote import remote
 
         return remote(config, settings, guard, record)
     env = _environment(config, settings)
+    current: Callable[[], SandboxPolicy] = policy if callable(policy) else (lambda: policy)
     try:
-        kind = detect(policy.kind)
+        kind = detect(current().kind)
     except SandboxUnavailable as exc:
         raise McpFailed(f"MCP server {config.name} was not started: no sandbox ({exc})") from None
     if kind == "none":
         bare = Launch(argv=(config.command, *config.args), env=env, cwd=str(workspace))
         return Connection(config.name, bare)
     if kind == "landlock":
-        return Connection(config.name, _landlocked(config, workspace, policy, env))
+        return Connection(config.name, lambda: _landlocked(config, workspace, current(), env))
     if kind != "bwrap":
         raise McpFailed(f"MCP server {config.name} was not started: no sandbox here can hold it ({kind})")
+    network = bool(config.egress) and guard is not None
+    if not network:
+        return Connection(
+            config.name, lambda: Launch(argv=_walled(config, workspace, current(), env, network), cwd=str(workspace))
+        )
+    assert guard is not None
+    make = lambda: _walled(config, workspace, current(), env, network)  # noqa: E731
+    return _networked(config, make, workspace, dataclasses.replace(guard, egress=config.egress), record)
+
+
+def _walled(
+    config: ServerConfig, workspace: Path, policy: SandboxPolicy, env: dict[str, str], network: bool
+) -> tuple[str, ...]:
+    """The argv of the server under bubblewrap with the policy as it is now."""
     command = shlex.join([config.command, *config.args])
     mounts = bwrap.Mounts(
         str(workspace),
-        None,
+        policy.home,  # the run's decoy home at /home/nobody, once its walls are up; else HOME is the workspace
         (),
         expose=tuple(dict.fromkeys((*config.read, *policy.expose))),
         hide=policy.hide,
         tmp_bytes=policy.file_size_bytes,
     )
-    network = bool(config.egress) and guard is not None
-    variables = {"HOME": str(workspace), "PATH": "/usr/bin:/bin", **env}
+    home = allowlist.SANDBOX_HOME if policy.home else str(workspace)
+    variables = {"HOME": home, "PATH": "/usr/bin:/bin", **env}
     if network:
         variables.update(dict.fromkeys(PROXY_ENV, netns.PROXY_URL))
     filtered = seccomp.supported()
     walled = bwrap.argv(command, mounts, variables, network=network, seccomp_fd=SECCOMP_FD if filtered else None)
-    # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits and
-    # opens the seccomp program as bwrap's fd 3, then becomes bwrap (processes: -u in bash, -p in dash)
+    # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits, joins
+    # the run's cgroup (writing 0: the writer itself, before bwrap forks anything), opens the
+    # seccomp program as bwrap's fd 3, then becomes bwrap (processes: -u in bash, -p in dash)
     procs = policy.max_procs
-    limits = (
-        f"ulimit -v {policy.memory_bytes // 1024} && ulimit -f {policy.file_size_bytes // 512} && ulimit -c 0 && "
-        f"{{ ulimit -u {procs} 2>/dev/null || ulimit -p {procs}; }}"
-    )
+    steps = [
+        f"ulimit -v {policy.memory_bytes // 1024}",
+        f"ulimit -f {policy.file_size_bytes // 512}",
+        "ulimit -c 0",
+        f"{{ ulimit -u {procs} 2>/dev/null || ulimit -p {procs}; }}",
+        *(f"echo 0 > {shlex.quote(directory + '/cgroup.procs')}" for directory in policy.cgroup),
+    ]
     opened = f' {SECCOMP_FD}<"$0"' if filtered else ""
-    script = f'{limits} && exec "$@"{opened}'
+    script = " && ".join(steps) + f' && exec "$@"{opened}'
     program = str(_seccomp_file(network)) if filtered else "-"
-    argv = ("/bin/sh", "-c", script, program, *walled)
-    if not network:
-        return Connection(config.name, Launch(argv=argv, cwd=str(workspace)))
-    assert guard is not None
-    return _networked(config, argv, workspace, dataclasses.replace(guard, egress=config.egress), record)
+    return ("/bin/sh", "-c", script, program, *walled)
 
 
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 
 def _networked(
-    config: ServerConfig, argv: tuple[str, ...], workspace: Path, guard: NetGuard, record: Record | None
+    config: ServerConfig, make: Callable[[], tuple[str, ...]], workspace: Path, guard: NetGuard, record: Record | None
 ) -> Connection:
     """The server started through hearth/mcp/netwrap.py: each time it starts (a crashed one is
     started again) its namespace's listener comes back over a Unix socket in a directory of
@@ -137,10 +156,10 @@ def _networked(
                 attached.append(listener)
 
     threading.Thread(target=serve, name=f"mcp-{config.name}-net", daemon=True).start()
-    helper = (sys.executable, "-P", "-m", "hearth.mcp.netwrap", str(where / "net"), "--", *argv)
+    helper = (sys.executable, "-P", "-m", "hearth.mcp.netwrap", str(where / "net"), "--")
     # the helper imports hearth as this process does (bubblewrap clears the server's environment)
-    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
-    server = Connection(config.name, Launch(argv=helper, env=path, cwd=str(workspace)))
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+    server = Connection(config.name, lambda: Launch(argv=(*helper, *make()), env=path, cwd=str(workspace)))
     note = record or (lambda kind, detail: None)
     server.after_call = lambda: record_connections(proxy, config.name, note)
 
@@ -168,6 +187,7 @@ def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, en
         "memory": policy.memory_bytes,
         "file_size": policy.file_size_bytes,
         "processes": policy.max_procs,
+        "cgroup": list(policy.cgroup),
     }
     argv = (sys.executable, "-P", "-m", "hearth.mcp.walled", json.dumps(spec), "--", config.command, *config.args)
     variables = {"HOME": str(workspace), "TMPDIR": str(tmp), **env}

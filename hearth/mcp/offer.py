@@ -50,7 +50,7 @@ class Offered:
 def offer(
     settings: Settings,
     workspace: Path,
-    policy: SandboxPolicy,
+    policy: SandboxPolicy | Callable[[], SandboxPolicy],
     record: Record | None,
     run_id: str = "",
     guard: NetGuard | None = None,

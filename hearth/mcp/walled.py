@@ -5,7 +5,7 @@ it walls itself in and then becomes the server.
     python -m hearth.mcp.walled SPEC -- COMMAND [ARG...]
 
 SPEC is JSON: `read` (paths to read and execute), `write` (the run's workspace), `memory` and
-`file_size` (bytes), `processes`. It applies, in this order, the memory, file-size, core and process rlimits, drops every
+`file_size` (bytes), `processes`, `cgroup` (the run's directories to join). It applies, in this order, the memory, file-size, core and process rlimits, drops every
 capability, sets no_new_privs, enters the Landlock ruleset (no TCP at all) and the commands'
 seccomp filter (agent/safety/child.py's `enter_landlock`, as for a command), then execs COMMAND.
 A fresh process, not a fork of a threaded one: it may allocate before it walls itself in.
@@ -38,7 +38,9 @@ def main(argv: list[str]) -> int:
     ruleset = landlock.ruleset(landlock.read_paths(spec["read"]), spec["write"])
     code = seccomp.program(network=False, unix=True) if seccomp.supported() else None
     fprog = seccomp.prepared(code) if code is not None else None
-    child.enter_landlock(limits, [], ruleset, fprog)
+    # the run's cgroup, joined by writing 0 (this process) before anything else is started
+    joins = [os.open(f"{directory}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for directory in spec.get("cgroup", [])]
+    child.enter_landlock(limits, joins, ruleset, fprog)
     os.close(ruleset)
     os.execvp(command[0], command)
     return 127  # not reached: exec replaced this process or raised

@@ -78,7 +78,8 @@ def run_services(
         embed_model=settings.embed_model,
         recall_fusion=fusion_for(settings),
     )
-    offered = mcp_tools(plan, settings, sandbox, record, guard)
+    # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
+    offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
     services.tools = tuple(offered.tools)
     try:
         yield services
@@ -89,7 +90,11 @@ def run_services(
 
 
 def mcp_tools(
-    plan: RunPlan, settings: Settings, sandbox: SandboxPolicy, record: Record | None, guard: NetGuard
+    plan: RunPlan,
+    settings: Settings,
+    sandbox: SandboxPolicy | Callable[[], SandboxPolicy],
+    record: Record | None,
+    guard: NetGuard,
 ) -> Offered:
     """The approved tools of the declared MCP servers, when the run may have any (every tool, or a
     manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace,

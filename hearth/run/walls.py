@@ -39,6 +39,7 @@ from agent.net.guard import run_guard
 from agent.parsing import ToolCall
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
+from agent.tools.mcp.tools import SEPARATOR
 from agent.tools.registry import ToolResult
 from hearth.run.events import ConnectionMade, TripwireTripped
 from hearth.run.recorder import Recorder
@@ -122,8 +123,9 @@ class Walls:
             self.cgroup.remove()
 
     def prepare_for(self, call: ToolCall) -> None:
-        """Before hook: the walls of commands are up before a command runs."""
-        if call.name == "run_command":
+        """Before hook: the walls of commands are up before a command runs, and before an MCP tool's
+        call (its server starts in them on first use: the cgroup, the decoy home)."""
+        if call.name == "run_command" or SEPARATOR in call.name:
             self.prepare()
 
     def scan_arguments(self, call: ToolCall) -> None:

@@ -75,13 +75,15 @@ class Connection:
     def __init__(
         self,
         name: str,
-        launch: Launch,
+        launch: Launch | Callable[[], Launch],
         *,
         start_s: float = START_S,
         pinned: dict[str, str] | None = None,
         listed: Callable[[list[ToolInfo]], None] | None = None,
     ) -> None:
         self.name = name
+        # a callable is asked at each start: the walls a server starts in may go up after the
+        # connection was made (the run's cgroup and decoy home, when its first tool is called)
         self.launch = launch
         self.start_s = start_s
         self.pinned = pinned
@@ -217,18 +219,19 @@ class Connection:
         from mcp import StdioServerParameters, stdio_client
 
         self._stop = asyncio.Event()
-        if self.launch.url:
+        launch = self.launch() if callable(self.launch) else self.launch
+        if launch.url:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a server may hold a stream open
-            proxy = self.launch.proxy or None
-            http = httpx2.AsyncClient(proxy=proxy, headers=self.launch.headers, timeout=timeout, trust_env=False)
+            proxy = launch.proxy or None
+            http = httpx2.AsyncClient(proxy=proxy, headers=launch.headers, timeout=timeout, trust_env=False)
             async with http:
-                await self._serve_client(ready, streamable_http_client(self.launch.url, http_client=http))
+                await self._serve_client(ready, streamable_http_client(launch.url, http_client=http))
             return
-        command, *args = self.launch.argv
-        params = StdioServerParameters(command=command, args=args, env=self.launch.env, cwd=self.launch.cwd)
+        command, *args = launch.argv
+        params = StdioServerParameters(command=command, args=args, env=launch.env, cwd=launch.cwd)
         await self._serve_client(ready, stdio_client(params, errlog=self._errlog))  # its stderr kept, not hearth's
 
     async def _serve_client(self, ready: concurrent.futures.Future[Any], target: Any) -> None:

@@ -114,3 +114,39 @@ def test_under_landlock_the_helper_imports_nothing_from_the_workspace_and_sets_t
     assert not marker.exists()
     [line] = [line for line in limits.splitlines() if line.startswith("Max processes")]
     assert line.split()[2] == "77", line
+
+
+def test_a_server_starts_in_the_walls_the_run_put_up_after_its_connection_was_made(tmp_path: Path) -> None:
+    """The run's cgroup and decoy home are made when its first tool is called: a server started
+    then is in that cgroup, and its HOME is the decoy home, so opening a decoy trips the wire."""
+    import uuid
+    from dataclasses import replace
+
+    from agent.safety import cgroups, tripwires
+
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    config = load_server(declare(tmp_path / "config"))
+    settings = Settings.from_env(
+        {"HEARTH_STATE_DIR": str(tmp_path / "state"), "HEARTH_CONFIG_DIR": str(tmp_path / "config")}
+    )
+    now = [SandboxPolicy(kind="bwrap")]
+    server = connection(config, settings, workspace, lambda: now[0])  # no walls yet
+    wires = tripwires.plant(home)
+    cgroup, why = cgroups.create(f"mcp-test-{uuid.uuid4().hex[:12]}", max_procs=64, memory_bytes=512 << 20)
+    now[0] = replace(now[0], home=str(home), cgroup=cgroup.dirs if cgroup else ())  # the walls go up
+    try:
+        key = server.call("read_note", {"name": "/home/nobody/.ssh/id_ed25519"}, 60)
+        members = [pid for d in (cgroup.dirs if cgroup else ()) for pid in cgroups._pids(d)]
+        opened = wires.opened()
+    finally:
+        server.close()
+        wires.close()
+        if cgroup:
+            cgroup.remove()
+    [ssh] = [d for d in wires.decoys if d.name == "~/.ssh/id_ed25519"]
+    assert wires.seen(key) == [ssh] and ssh in opened
+    if cgroup is None:
+        pytest.skip(f"no cgroup can be made here ({why}); the decoy home was checked")
+    assert members, "the server's processes are in the run's cgroup"

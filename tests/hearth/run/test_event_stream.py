@@ -41,13 +41,14 @@ def tables(audit: AuditStore) -> dict[str, list[dict[str, Any]]]:
     """Every table's rows, in the order they were written, without autoincrement ids (a row's
     place in one file, not part of what was recorded)."""
     names = [
-        row["name"]
-        for row in audit.rows("select name from sqlite_master where type = 'table' order by name")
+        (row["name"], "without rowid" in row["sql"].lower())
+        for row in audit.rows("select name, sql from sqlite_master where type = 'table' order by name")
         if row["name"] not in NOT_A_RUNS_RECORD and not row["name"].startswith(("runs_fts", "sqlite_"))
     ]
     found: dict[str, list[dict[str, Any]]] = {}
-    for name in names:
-        rows = audit.rows(f'select * from "{name}" order by rowid')
+    for name, keyed in names:
+        # a rollup (m200) has no rowid: its rows in the order of its key
+        rows = audit.rows(f'select * from "{name}"' + ("" if keyed else " order by rowid"))
         found[name] = [{k: v for k, v in row.items() if not (k == "id" and isinstance(v, int))} for row in rows]
     return found
 
