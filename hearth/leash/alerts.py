@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from agent.clock import stamp, utc_now
 from hearth.audit.approvals import Approval, from_row, parse_stamp, utc_clock
@@ -499,3 +499,22 @@ def _claimed(audit: AuditStore, approval_id: str, kind: str, moment: datetime) -
         [approval_id, kind, stamp(moment)],
     )
     return cursor.rowcount == 1
+
+
+def redacted(url: str) -> str:
+    """`ntfy://x@ntfy.example.org/h...c`: scheme and host, every secret-bearing part shortened
+    (apprise's own private form, each path part cut, the query left off): what `hearth alerts` and
+    the Alerts page show, since a destination URL can hold a token, a topic or a password."""
+    import apprise  # 0.3 s to import: only when alerts are configured
+
+    plugin = apprise.Apprise.instantiate(CRED.sub("x", url))
+    private = plugin.url(privacy=True) if plugin is not None else CRED.sub("x", url)
+    parts = urlsplit(private)
+    netloc = parts.netloc.rsplit("@", 1)
+    host = netloc[-1] if len(netloc) == 1 else f"{_short(netloc[0])}@{netloc[1]}"
+    path = "/".join(_short(segment) for segment in parts.path.split("/"))
+    return f"{parts.scheme}://{host}{path}"
+
+
+def _short(part: str) -> str:
+    return part if len(part) <= 3 or "..." in part or "*" in part else f"{part[0]}...{part[-1]}"

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def alerts(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.store import AuditStore
-    from hearth.leash.alerts import load_destinations
+    from hearth.leash.alerts import load_destinations, redacted
 
     destinations = load_destinations(settings.config_dir)
     if args.action == "test":
@@ -30,7 +30,10 @@ def alerts(args: argparse.Namespace, settings: Settings) -> int:
     where = settings.audit_path if settings.audit_path.exists() else ":memory:"
     with AuditStore(where) as audit:
         recent = audit.rows("select * from alerts order by id desc limit ?", [args.limit])
-    shown = [{"name": d.name, "events": ",".join(d.events), "local": d.local, "url": d.url} for d in destinations]
+    # a URL can hold a token, a topic or a password: shown as the Alerts page shows it
+    shown = [
+        {"name": d.name, "events": ",".join(d.events), "local": d.local, "url": redacted(d.url)} for d in destinations
+    ]
     if args.json:
         print_json({"destinations": shown, "recent": recent})
         return 0

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from hearth.errors import ConfigError
-from hearth.leash.alerts import ALERTS_FILE, CRED, Alert, Destination, load_destinations, send_now
+from hearth.leash.alerts import ALERTS_FILE, Alert, Destination, load_destinations, redacted, send_now
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
@@ -27,23 +26,6 @@ from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()
 RECENT = 50
-
-
-def redacted(url: str) -> str:
-    """`ntfy://x@ntfy.example.org/h...c`: scheme and host, every secret-bearing part shortened."""
-    import apprise  # 0.3 s to import: only when alerts are configured
-
-    plugin = apprise.Apprise.instantiate(CRED.sub("x", url))
-    private = plugin.url(privacy=True) if plugin is not None else CRED.sub("x", url)
-    parts = urlsplit(private)
-    netloc = parts.netloc.rsplit("@", 1)
-    host = netloc[-1] if len(netloc) == 1 else f"{_short(netloc[0])}@{netloc[1]}"
-    path = "/".join(_short(segment) for segment in parts.path.split("/"))
-    return f"{parts.scheme}://{host}{path}"
-
-
-def _short(part: str) -> str:
-    return part if len(part) <= 3 or "..." in part or "*" in part else f"{part[0]}...{part[-1]}"
 
 
 def _shown(destination: Destination) -> dict[str, Any]:

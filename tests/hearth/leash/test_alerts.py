@@ -225,3 +225,17 @@ def test_a_bad_alerts_file_is_one_line_naming_the_file_and_the_field(tmp_path: P
     with pytest.raises(ConfigError) as caught:
         load_destinations(tmp_path)
     assert "alerts.toml: " + error in str(caught.value)
+
+
+def test_hearth_alerts_lists_each_destination_without_the_secrets_in_its_url(state_dir: Path, tmp_path: Path) -> None:
+    _alerts(
+        tmp_path / "config",
+        ("phone", "ntfy://ntfy.example.org/topic-s3cretabcdef", None),
+        ("hook", "json://user:pa55word-xyz@hooks.example.org/path-t0ken-123456", None),
+    )
+    listed = run_cli("hearth", "alerts")
+    shown = json.loads(run_cli("hearth", "alerts", "--json").stdout)["destinations"]
+    assert listed.returncode == 0
+    for secret in ("s3cretabcdef", "pa55word-xyz", "t0ken-123456"):
+        assert secret not in listed.stdout and secret not in json.dumps(shown)
+    assert [d["url"].split("://")[0] for d in shown] == ["ntfy", "json"] and "hooks.example.org" in shown[1]["url"]
