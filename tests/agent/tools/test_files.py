@@ -125,7 +125,9 @@ def test_a_runaway_regex_is_stopped_by_the_time_bound(ws: Workspace) -> None:
     assert result.output.endswith(
         f"[search_files: stopped: the regular expression used up its {search.REGEX_SECONDS:g}s; simplify the pattern]"
     )
-    assert search.REGEX_SECONDS <= 2 and result.duration_s < 8  # generous outer guard
+    # that it stopped is the contract; how soon is the regex package's timeout (no clock here: a
+    # loaded machine stretches any bound a test could set)
+    assert search.REGEX_SECONDS <= 2
 
 
 def test_an_invalid_regex_is_a_one_line_error(ws: Workspace) -> None:
