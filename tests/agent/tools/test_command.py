@@ -125,7 +125,6 @@ def test_a_timeout_kills_the_command_and_leaves_no_process_behind(base: Path, ki
     with workspace(base, kind) as ws:
         result = run(ws, f"sleep {marker} & (sleep {marker}; echo never) & sleep {marker}", timeout_s=1)
     assert not result.ok and result.output.startswith("Error: command timed out after 1s and was killed")
-    assert result.duration_s < 5
     assert wait_until_gone(marker) == []
 
 
