@@ -19,6 +19,7 @@ from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
 from hearth.mcp.config import ServerConfig, load_servers
 from hearth.mcp.pins import Pin, pinned_states
+from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
@@ -93,15 +94,22 @@ def _drift(request: Request, server: str) -> list[dict[str, Any]]:
     return found
 
 
-def review(request: Request, server: str) -> dict[str, Any]:
-    """The server started in the sandbox, its tools as listed now against the pins."""
-    from hearth.mcp.review import inspect, server_config
+def _declared(request: Request, server: str) -> tuple[Settings, ServerConfig]:
+    """The settings and the server's declaration; 404 naming what is wrong with it."""
+    from hearth.mcp.review import server_config
 
     settings = web_of(request).config.settings
     try:
-        config = server_config(settings, server)
+        return settings, server_config(settings, server)
     except HearthError as exc:
         raise WebError(404, str(exc)) from None
+
+
+def review(request: Request, server: str) -> dict[str, Any]:
+    """The server started in the sandbox, its tools as listed now against the pins."""
+    from hearth.mcp.review import inspect
+
+    settings, config = _declared(request, server)
     with AuditStore(settings.audit_path) as audit:
         seen = inspect(config, settings, audit)
     listed = {t.name: t for t in seen.tools}
@@ -121,13 +129,9 @@ def review(request: Request, server: str) -> dict[str, Any]:
 def approve(request: Request, server: str, tool: str, by: str) -> dict[str, Any]:
     """Pin `tool` as the server lists it now; WebError naming what is wrong."""
     from hearth.mcp.pins import CLASH, pin
-    from hearth.mcp.review import inspect, server_config
+    from hearth.mcp.review import inspect
 
-    settings = web_of(request).config.settings
-    try:
-        config = server_config(settings, server)
-    except HearthError as exc:
-        raise WebError(404, str(exc)) from None
+    settings, config = _declared(request, server)
     with AuditStore(settings.audit_path) as audit:
         seen = inspect(config, settings, audit)
         if seen.error:
