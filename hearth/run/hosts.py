@@ -15,7 +15,8 @@ switch as `host` steps and the host of every turn on its `model` step.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,28 @@ def _named(settings: Settings) -> tuple[Host, ...]:
         return ()
 
 
+# A run asks its hosts once as it starts: the router's choice of a model and the pool that runs it
+# read the same survey when it is this fresh. A pool's refresh after a failure always asks again.
+FRESH_S = 3.0
+_recent: dict[tuple[Host, ...], tuple[float, list[HostView]]] = {}
+
+
+def _surveyed(hosts: Sequence[Host], timeout_s: float) -> list[HostView]:
+    key, now = tuple(hosts), time.monotonic()
+    kept = _recent.get(key)
+    if kept is not None and now - kept[0] < FRESH_S:
+        return kept[1]
+    views = survey(hosts, timeout_s)
+    _recent[key] = (time.monotonic(), views)  # from when it answered: a dead host takes its timeout
+    return views
+
+
 def pulled(settings: Settings, timeout_s: float) -> list[str] | None:
     """What the run's model may be chosen from: one host's tags, or the union of every host up."""
     hosts = _named(settings)
     if not hosts:
         return probe(settings.ollama_host, timeout_s=timeout_s)
-    views = survey(hosts, timeout_s)
+    views = _surveyed(hosts, timeout_s)
     return pulled_anywhere(views) if any(v.up for v in views) else None
 
 
@@ -95,7 +112,7 @@ def pool(
     hosts = _named(settings)
     if not hosts:
         return None
-    views: list[HostView] = survey(hosts, SURVEY_S)
+    views: list[HostView] = list(_surveyed(hosts, SURVEY_S))  # routing asked them a moment ago
     if note is not None:
         note(choice_line(views, model, label))
     again = lambda: survey(hosts, SURVEY_S)  # noqa: E731

@@ -67,6 +67,19 @@ def test_a_run_goes_to_the_host_that_has_its_model_loaded_and_records_it_on_ever
     assert "on host b" in shown and "model llama3.2:3b on host b" in shown
 
 
+def test_a_run_start_asks_each_host_once_for_its_models_and_what_is_loaded(state_dir: Path, tmp_path: Path) -> None:
+    """The router's choice of a model and the pool that runs it read one survey (a dead host costs its timeout once)."""
+    with (
+        FakeOllama([final_answer("done")], models=("llama3.2:3b",)) as a,
+        FakeOllama(models=("qwen2.5-coder:latest",)) as b,
+    ):
+        _hosts(tmp_path / "config", ("a", a.url), ("b", b.url))
+        _, status = _run(state_dir, tmp_path, model="llama3.2:3b")
+    assert status == "done"
+    for host in (a, b):
+        assert host.paths.count("/api/tags") == 1 and host.paths.count("/api/ps") == 1, host.paths
+
+
 def test_a_host_killed_mid_run_hands_the_same_turn_to_another_and_the_run_finishes(
     state_dir: Path, tmp_path: Path
 ) -> None:
