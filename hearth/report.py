@@ -170,11 +170,6 @@ RUN_SQL = {
 FINISHED_NOT = ("running", "rejected")
 
 
-def report_statements(since: str | None) -> list[tuple[str, dict[str, str]]]:
-    """Every statement the report runs over the runs and their rollups, with its parameters (bench/web.py times them bare)."""
-    return [(sql, period(since)) for sql in RUN_SQL.values()]
-
-
 def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     """The report of the period from `since` (None: everything), with its runs and tokens per day."""
     got = {name: audit.rows(sql, period(since)) for name, sql in RUN_SQL.items()}

@@ -525,8 +525,9 @@ def m150_run_lists_indexed(db: sqlite_utils.Database) -> None:
 
 # -- m200: the report's and /metrics' rollups ---------------------------------------------------
 # Written here in full (not imported), as a shipped migration must not change when other code does.
+_DAY = "substr(coalesce({r}.started_at, ''), 1, 10)"  # the day a run started, as the rollups key it
 _RUN_KEY = (
-    "substr(coalesce({r}.started_at, ''), 1, 10), coalesce({r}.status, ''), coalesce({r}.model, ''), "
+    _DAY + ", coalesce({r}.status, ''), coalesce({r}.model, ''), "
     "coalesce({r}.agent_name, ''), coalesce({r}.source, ''), coalesce({r}.model_reason, ''), "
     "coalesce({r}.sandbox, ''), coalesce({r}.kind, ''), coalesce({r}.link, '')"
 )
@@ -545,7 +546,7 @@ _TOOL_KEY = "coalesce({s}.tool, ''), coalesce({s}.verdict, ''), coalesce({s}.ok,
 def _run_rollup_sql(r: str, sign: str) -> list[str]:
     """The statements that add (sign "+") or take away ("-") one run row, `r` being new or old."""
     key = _RUN_KEY.format(r=r)
-    day, status = f"substr(coalesce({r}.started_at, ''), 1, 10)", f"coalesce({r}.status, '')"
+    day, status = _DAY.format(r=r), f"coalesce({r}.status, '')"
     duration = CEIL2_SQL.format(v=f"cast({r}.duration_ms as integer)")
     return [
         f"""insert into run_rollup ({_RUN_DIMS}, runs, tokens_in, tokens_out, duration_ms)
@@ -568,7 +569,7 @@ def _run_rollup_sql(r: str, sign: str) -> list[str]:
 
 
 def _tool_rollup_sql(s: str, sign: str) -> str:
-    day = f"coalesce((select substr(coalesce(started_at, ''), 1, 10) from runs where id = {s}.run_id), '')"
+    day = f"coalesce((select {_DAY.format(r='runs')} from runs where id = {s}.run_id), '')"
     return f"""insert into tool_rollup (day, tool, verdict, ok, calls)
                select {day}, {_TOOL_KEY.format(s=s)}, {sign}1 where {s}.kind = 'tool'
                on conflict (day, tool, verdict, ok) do update set calls = calls + excluded.calls"""
@@ -630,7 +631,7 @@ def m200_rollups(db: sqlite_utils.Database) -> None:
     )
     # what was written before: counted once, as the triggers would have
     duration = CEIL2_SQL.format(v="cast(r.duration_ms as integer)")
-    day, status = "substr(coalesce(r.started_at, ''), 1, 10)", "coalesce(r.status, '')"
+    day, status = _DAY.format(r="r"), "coalesce(r.status, '')"
     db.execute(
         f"""insert into run_rollup ({_RUN_DIMS}, runs, tokens_in, tokens_out, duration_ms)
             select {_RUN_KEY.format(r="r")}, count(*), coalesce(sum(r.tokens_in), 0), coalesce(sum(r.tokens_out), 0),
@@ -650,7 +651,7 @@ def m200_rollups(db: sqlite_utils.Database) -> None:
     )
     db.execute(
         f"""insert into tool_rollup (day, tool, verdict, ok, calls)
-            select coalesce(substr(coalesce(r.started_at, ''), 1, 10), ''), {_TOOL_KEY.format(s="s")}, count(*)
+            select {day}, {_TOOL_KEY.format(s="s")}, count(*)
             from steps s left join runs r on r.id = s.run_id where s.kind = 'tool' group by 1, 2, 3, 4"""
     )
     # a call still `started` (waiting, running or never run) is read live by /metrics: few rows

@@ -75,12 +75,9 @@ def connection(
     if kind != "bwrap":
         raise McpFailed(f"MCP server {config.name} was not started: no sandbox here can hold it ({kind})")
     network = bool(config.egress) and guard is not None
-    if not network:
-        return Connection(
-            config.name, lambda: Launch(argv=_walled(config, workspace, current(), env, network), cwd=str(workspace))
-        )
-    assert guard is not None
     make = lambda: _walled(config, workspace, current(), env, network)  # noqa: E731
+    if guard is None or not network:
+        return Connection(config.name, lambda: Launch(argv=make(), cwd=str(workspace)))
     return _networked(config, make, workspace, dataclasses.replace(guard, egress=config.egress), record)
 
 
@@ -194,7 +191,7 @@ def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, en
     return Launch(argv=argv, env=variables, cwd=str(workspace))
 
 
-def _seccomp_file(network: bool = False) -> Path:
+def _seccomp_file(network: bool) -> Path:
     """The commands' seccomp filter (AF_UNIX allowed: an event loop's self-pipe is a socketpair; IP
     sockets only with network) in a file named after its bytes, this user's own, in the temp
     directory; written once per content."""

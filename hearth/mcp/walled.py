@@ -5,8 +5,9 @@ it walls itself in and then becomes the server.
     python -m hearth.mcp.walled SPEC -- COMMAND [ARG...]
 
 SPEC is JSON: `read` (paths to read and execute), `write` (the run's workspace), `memory` and
-`file_size` (bytes), `processes`, `cgroup` (the run's directories to join). It applies, in this order, the memory, file-size, core and process rlimits, drops every
-capability, sets no_new_privs, enters the Landlock ruleset (no TCP at all) and the commands'
+`file_size` (bytes), `processes` and `cgroup` (the run's directories to join). It joins the
+cgroup, applies the memory, file-size, core and process rlimits, drops every capability, sets
+no_new_privs, enters the Landlock ruleset (no TCP at all) and the commands'
 seccomp filter (agent/safety/child.py's `enter_landlock`, as for a command), then execs COMMAND.
 A fresh process, not a fork of a threaded one: it may allocate before it walls itself in.
 Under Landlock the server runs as hearth's own user, not nobody (the run records it, as for
