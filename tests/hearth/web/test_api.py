@@ -180,7 +180,13 @@ def test_the_event_stream_sends_the_state_at_once_and_again_when_a_run_changes(c
         (state_dir / "state" / "live-1.json").write_text(
             json.dumps({"run_id": "live-1", "state": "thinking", "iteration": 2, "pid": 1})
         )
+        # the states in between (the state directory appearing, a half-written file read) may come
+        # first: the stream must go on to one with the run in it
         second = _next_state(lines)
+        for _ in range(20):
+            if second.get("active"):
+                break
+            second = _next_state(lines)
     assert second["version"] > first.get("version", 0)
     assert [run["id"] for run in second["active"]] == ["live-1"] and second["active"][0]["state"] == "thinking"
 
