@@ -78,6 +78,9 @@ class RemoteLauncher:
     def alive(self, run_id: str) -> bool:
         return held_here(self.settings, run_id) or self.pid(run_id) is not None
 
+    def gone(self, run_id: str) -> str | None:
+        return None  # its process went; settle says so (or resumes it once)
+
     def stop(self, run_id: str, grace_s: float) -> str:
         pid = self.pid(run_id)
         if pid is None:

@@ -658,6 +658,49 @@ def m200_rollups(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_steps_started on steps(id) where verdict = 'started'")
 
 
+def m201_fleet(db: sqlite_utils.Database) -> None:
+    """Runs on other boxes (hearth/fleet/): `fleet_workers` one row per worker the hub knows (the
+    SHA-256 of its token, never the token; its labels; what its last heartbeat said: the models its
+    Ollama hosts have, the runs it holds, when), `fleet_runs` one row per request sent to Celery
+    (its queue, the worker that claimed it, a stop asked of it, redeliveries refused), and
+    `fleet_events` the id of every event a worker sent that the hub wrote (a repeat is ignored),
+    `fleet_door` since when the hub's /fleet door has been up, and when it last said so.
+    `runs.worker` names the worker a run ran on (null: this box)."""
+    db.table("runs").add_column("worker", str)
+    db.table("fleet_workers").create(
+        {
+            "name": str,
+            "digest": str,
+            "labels": str,
+            "models": str,
+            "running": str,
+            "seen_at": float,
+            "created_at": str,
+            "created_by": str,
+        },
+        pk="name",
+    )
+    db.table("fleet_workers").create_index(["digest"], unique=True)
+    db.table("fleet_runs").create(
+        {
+            "run_id": str,
+            "queue": str,
+            "model": str,
+            "label": str,
+            "sent_at": float,
+            "worker": str,
+            "claimed_at": float,
+            "stop_by": str,
+            "refused": int,
+            "lost": str,
+        },
+        pk="run_id",
+        defaults={"refused": 0},
+    )
+    db.table("fleet_events").create({"id": str, "run_id": str, "worker": str, "at": float}, pk="id")
+    db.table("fleet_door").create({"id": int, "up_since": float, "alive_at": float}, pk="id")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_and_steps,
     m010_approvals,
@@ -691,4 +734,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m180_evals,
     m190_run_model_host,
     m200_rollups,
+    m201_fleet,
 ]

@@ -181,7 +181,10 @@ def settle(
     outcome: str | None = None
     try:
         run = audit.run(request_id) if path.exists() else None
-        if run is not None:
+        lost = launcher.gone(request_id) if run is not None and run["status"] == "running" else None
+        if run is not None and lost:
+            outcome = _lost(queue, audit, path, settings, lost)
+        elif run is not None:
             outcome = settle_locked(queue, audit, path, settings, run)
             if outcome in (RESUME_NOW, "waiting"):
                 return outcome  # its lock is released below, its file stays: the run goes on
@@ -224,6 +227,17 @@ def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Setting
         return "interrupted"
     place(queue, audit, path, run["status"], run.get("error"))
     return run["status"]
+
+
+def _lost(queue: Queue, audit: AuditStore, path: Path, settings: Settings, reason: str) -> str:
+    """A run its launcher lost (a fleet's worker died): `interrupted` with the launcher's reason,
+    never resumed (its workspace is where it was), its request kept in failed/, alerted."""
+    run_id = path.name.removesuffix(".json")
+    record_unfinished(audit, run_id, "interrupted", reason)
+    remove_state(settings.runs_state_dir, run_id)
+    place(queue, audit, path, "interrupted", reason)
+    alert_ended(audit, settings, run_id, "interrupted", reason)
+    return "interrupted"
 
 
 def _never_started(queue: Queue, audit: AuditStore, path: Path, settings: Settings) -> str:

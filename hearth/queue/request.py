@@ -170,6 +170,11 @@ class Request(BaseModel):
     child_of: Name | None = Field(
         None, description="The swarm this request is a sub-goal of (hearth sets it when a swarm queues its children)."
     )
+    worker: Name | None = Field(
+        None,
+        description="On a hub of several boxes (HEARTH_LAUNCHER=celery): the label or name of the worker that "
+        "must run it; absent means any worker that has its model. A single box ignores it.",
+    )
 
     @model_validator(mode="after")
     def _one_way_to_run(self) -> Request:

@@ -69,6 +69,7 @@ __all__ = [
     "RunStarted",
     "RunUpdated",
     "SqliteRecorder",
+    "default_recorder",
     "StepClosed",
     "StepRecorded",
     "TripwireTripped",
@@ -311,6 +312,18 @@ class SqliteRecorder:
 
         rows = self.audit.rows("select * from approvals where id = ?", [approval_id])
         return approvals.from_row(rows[0]) if rows else None
+
+
+def default_recorder(audit: AuditStore) -> RunRecorder:
+    """The recorder of a run handed none: this machine's audit; on a fleet's worker (which sets
+    HEARTH_FLEET_OUTBOX for the runs it starts) that audit and the outbox to the hub (hearth/fleet/)."""
+    import os
+
+    if os.environ.get("HEARTH_FLEET_OUTBOX"):
+        from hearth.fleet.outbox import recorder_from_env
+
+        return recorder_from_env(audit, dict(os.environ))
+    return SqliteRecorder(audit)
 
 
 def _columns(event: ConnectionMade | TripwireTripped | CheckpointKept) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from hearth.leash.rules import with_rules
 from hearth.run import approvers, hosts
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
-from hearth.run.events import RunFinished, RunRecorder, RunUpdated, SqliteRecorder, StepClosed
+from hearth.run.events import RunFinished, RunRecorder, RunUpdated, StepClosed, default_recorder
 from hearth.run.exits import Interrupted, Suspended
 from hearth.run.goal import GoalRequest, RunPlan, think_value
 from hearth.run.liveness import hold_run
@@ -88,7 +88,7 @@ def run_goal(
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
     pulled = hosts.pulled(settings, PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
-        sink = recorder or SqliteRecorder(audit)
+        sink = recorder or default_recorder(audit)
         while True:
             run_id = request.run_id or new_run_id()
             # held from before the run's row exists until after its final status: a `running` row whose

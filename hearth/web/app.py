@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from importlib.resources import files
 from pathlib import Path
@@ -53,8 +54,13 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(web.live.run())
         reminding = asyncio.create_task(_remind(config))
+        fleet = asyncio.create_task(_hub_alive(config)) if "/fleet" in doors else None
         async with doors["/mcp"].running():  # the MCP door's sessions live as long as the app
             yield
+        if fleet is not None:
+            fleet.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fleet
         web.live.close()
         task.cancel()
         reminding.cancel()
@@ -85,7 +91,30 @@ def _doors(web: Web) -> dict[str, Any]:
     from hearth.doors.mount import McpDoor
     from hearth.web.routes.v1 import v1_app
 
-    return {"/v1": v1_app(web), "/mcp": McpDoor(web)}
+    doors: dict[str, Any] = {"/v1": v1_app(web), "/mcp": McpDoor(web)}
+    if fleet_hub(web.config.settings):  # a hub of several boxes: its workers' door
+        from hearth.fleet.door import fleet_app
+
+        doors["/fleet"] = fleet_app(web)
+    return doors
+
+
+def fleet_hub(settings: Any) -> bool:
+    return bool(settings.launcher == "celery")
+
+
+async def _hub_alive(config: WebConfig) -> None:
+    """While a hub's /fleet door is up, it says so in the audit: a worker is called lost only for
+    silence the door was there to hear (hearth/fleet/hub.py)."""
+    from hearth.fleet.hub import ALIVE_EVERY_S, door_alive
+
+    started = time.time()
+    try:
+        while True:
+            await asyncio.to_thread(door_alive, config.settings.audit_path, started)
+            await asyncio.sleep(ALIVE_EVERY_S)
+    finally:
+        door_alive(config.settings.audit_path, started, closing=True)
 
 
 REMIND_EVERY_S = 30.0

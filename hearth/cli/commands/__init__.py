@@ -36,6 +36,7 @@ MODULES = (
     "docs",
     "install",
     "eval",
+    "fleet",
 )
 COMMANDS = {
     "demo": "demo",
@@ -71,6 +72,8 @@ COMMANDS = {
     "install": "install",
     "uninstall": "install",
     "eval": "eval",
+    "fleet": "fleet",
+    "worker": "fleet",
 }
 
 

@@ -101,12 +101,12 @@ class _Watcher:
         self.thread = threading.Thread(target=self._run, name="hearth-watch", daemon=True)
 
     def _run(self) -> None:
-        from hearth.dispatch.launchers import launcher_for
+        from hearth.dispatch.launchers import here_or_fleet, launcher_for
         from hearth.dispatch.spawner import Spawner
         from hearth.dispatch.watch import Watch
 
         try:
-            with Spawner(self.settings, launcher_for(self.settings, "local")) as spawner:
+            with Spawner(self.settings, launcher_for(self.settings, here_or_fleet(self.settings))) as spawner:
                 spawner.report = run_lines(lambda run_id: _status(spawner, run_id))
                 self.watch = Watch(spawner)
                 self.ready.set()

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hearth.cli.commands.spawn import positive, printer, summary
-from hearth.dispatch.launchers import launcher_for
+from hearth.dispatch.launchers import here_or_fleet, launcher_for
 from hearth.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.knowledge import Backlog
     from hearth.leash.missions import Timetable
 
-    launcher = launcher_for(settings, "local", concurrency=args.concurrency)
+    launcher = launcher_for(settings, here_or_fleet(settings), concurrency=args.concurrency)
     with Spawner(settings, launcher) as spawner:
         report = printer(args.json, stamped=True, why=lambda run_id: _reason(spawner, run_id))
         spawner.report = report

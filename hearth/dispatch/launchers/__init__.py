@@ -11,6 +11,10 @@ A claimed request becomes a run through a `Launcher`. It owns, for the runs it s
                          records a run `interrupted` (hearth/dispatch/settle.py), and what
                          `hearth state` shows. A run of this host holding its flock is alive
                          whichever launcher is asked (`held_here`, hearth/dispatch/launchers/host.py)
+    gone(run_id)         for a run it calls not alive that is still recorded running: None when
+                         the run's process simply went (settle resumes it once or records it
+                         interrupted), or the reason it was lost where it ran (a fleet's worker
+                         died), which settles it `interrupted` with that reason, never resumed
     stop(run_id, grace)  make one run's process go (`hearth stop`); how it went:
                          systemd | signal | killed | cancelled (there was no process)
     shutdown()           the spawner is ending: what becomes of the runs it started
@@ -25,6 +29,8 @@ resolving one loads only that row's module:
     systemd   hearth/dispatch/launchers/systemd.py: a `hearth-agent@<id>.service` unit per run
     local     hearth/dispatch/launchers/local.py: a forked process per run (`hearth spawn --local`,
               `hearth watch`, `hearth serve --watch`), for hosts without systemd
+    celery    hearth/fleet/launcher.py: a hub's; each request goes through Celery to a worker
+              (`hearth worker`) on another box
 
 `launcher_for(settings)` resolves HEARTH_LAUNCHER (`auto`: systemd where this host runs it, else
 local); a name not in the table is a ConfigError that lists what exists (as mini-swe-agent
@@ -65,6 +71,7 @@ class Launcher(Protocol):
     def reap(self) -> list[tuple[str, int | None]]: ...
     def running(self) -> list[str]: ...
     def alive(self, run_id: str) -> bool: ...
+    def gone(self, run_id: str) -> str | None: ...
     def stop(self, run_id: str, grace_s: float) -> str: ...
     def shutdown(self) -> None: ...
     def heal(self) -> list[str]: ...
@@ -77,6 +84,7 @@ Factory = Callable[[Settings, int | None], Launcher]
 LAUNCHERS: dict[str, str | Factory] = {
     "systemd": "hearth.dispatch.launchers.systemd:SystemdLauncher",
     "local": "hearth.dispatch.launchers.local:LocalLauncher",
+    "celery": "hearth.fleet.launcher:CeleryLauncher",
 }
 
 
@@ -98,6 +106,12 @@ def launcher_for(settings: Settings, name: str | None = None, *, concurrency: in
         raise ConfigError(f"HEARTH_LAUNCHER names no launcher {name!r}; there are: {there}")
     factory = _load(name, row) if isinstance(row, str) else row
     return factory(settings, concurrency)
+
+
+def here_or_fleet(settings: Settings) -> str:
+    """What `hearth watch` and `hearth serve --watch` start runs with: forked processes here (they
+    are for hosts without systemd), or, on a hub of several boxes, the fleet's workers."""
+    return "celery" if settings.launcher == "celery" else "local"
 
 
 def _load(name: str, path: str) -> Factory:

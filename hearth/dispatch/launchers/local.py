@@ -95,6 +95,9 @@ class LocalLauncher:
     def alive(self, run_id: str) -> bool:
         return held_here(self.settings, run_id)
 
+    def gone(self, run_id: str) -> str | None:
+        return None  # its process went; settle says so (or resumes it once)
+
     def stop(self, run_id: str, grace_s: float) -> str:
         return stop_here(self.settings, run_id, grace_s)
 

@@ -70,6 +70,9 @@ class SystemdLauncher:
     def alive(self, run_id: str) -> bool:
         return held_here(self.settings, run_id)
 
+    def gone(self, run_id: str) -> str | None:
+        return None  # its process went; settle says so (or resumes it once)
+
     def stop(self, run_id: str, grace_s: float) -> str:
         _must("stop", agent_unit(run_id), timeout=STOP_GRACE_S + 30)  # the unit's own grace applies
         return "systemd"

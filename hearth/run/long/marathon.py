@@ -41,7 +41,7 @@ from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
 from hearth.queue.longspec import Marathon
-from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, SqliteRecorder, StepRecorded
+from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, StepRecorded, default_recorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.liveness import hold_run
@@ -159,7 +159,7 @@ def run_marathon(
     marathon_id = request.run_id or new_run_id()
     # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
     with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
-        sink = recorder or SqliteRecorder(audit)
+        sink = recorder or default_recorder(audit)
         run = _admit(sink, request, plan, settings, marathon_id)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.planned.agent_name, model=run.planned.model

@@ -39,7 +39,7 @@ from agent.model.ollama_client import ChatModel
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue.request import Request
-from hearth.run.events import RunRecorder, SqliteRecorder, StepRecorded
+from hearth.run.events import RunRecorder, StepRecorded, default_recorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.long.holding import (
@@ -92,7 +92,7 @@ def run_swarm(
     queue); without it, this machine's audit does."""
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
-        sink = recorder or SqliteRecorder(audit)
+        sink = recorder or default_recorder(audit)
         plan, root, holder = _admit(sink, goal, settings, request.id)
         state = StateFile(settings.runs_state_dir, request.id, agent_name=plan.agent_name, model=plan.model)
         own = model_client(plan, settings)

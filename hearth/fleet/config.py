@@ -1,0 +1,120 @@
+"""The fleet's settings, from the environment: the broker both roles use, and a worker's own.
+
+    HEARTH_FLEET_BROKER                the broker's URL without a password (redis://host:6379/0, rediss://...)
+    HEARTH_FLEET_BROKER_PASSWORD_FILE  a file holding its password; unset: $CREDENTIALS_DIRECTORY/broker-password
+                                       when systemd passed one (LoadCredential=), else none
+    HEARTH_FLEET_VISIBILITY_S          how long a request taken by a worker stays its own before the broker
+                                       hands it out again (default a day: beyond the longest run)
+    HEARTH_FLEET_LOST_S                a hub's: how long a worker may be silent before its runs are lost
+                                       (default 30)
+    HEARTH_FLEET_HUB                   a worker's hub: its command center's URL (http://hub.lan:8377)
+    HEARTH_FLEET_NAME                  a worker's name, as `hearth fleet add NAME` made its token
+    HEARTH_FLEET_TOKEN_FILE            the file holding that token; unset: $CREDENTIALS_DIRECTORY/fleet-token
+    HEARTH_FLEET_LABELS                a worker's labels, comma-separated (a request's `worker` names one)
+    HEARTH_FLEET_CONCURRENCY           runs at once on a worker (default 2)
+
+A password in HEARTH_FLEET_BROKER is refused: the URL is in units' text, the password only in a file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from hearth.errors import ConfigError
+
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+DAY_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    broker: str  # with its password, for Celery only: never printed
+    shown_broker: str  # without it, for messages
+    visibility_s: float = DAY_S
+    hub: str = ""
+    name: str = ""
+    token: str = ""
+    labels: tuple[str, ...] = ()
+    concurrency: int = 2
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, worker: bool = False) -> FleetConfig:
+        env = os.environ if env is None else env
+        raw = env.get("HEARTH_FLEET_BROKER", "").strip()
+        if not raw:
+            raise ConfigError("HEARTH_FLEET_BROKER is not set: the broker's URL, e.g. redis://10.0.0.1:6379/0")
+        parts = urlsplit(raw)
+        if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+            raise ConfigError(f"HEARTH_FLEET_BROKER must be redis://HOST:PORT/DB or rediss://..., got {raw!r}")
+        if parts.password:
+            raise ConfigError(
+                "HEARTH_FLEET_BROKER carries a password; put it in a file named by "
+                "HEARTH_FLEET_BROKER_PASSWORD_FILE (or the broker-password credential) instead"
+            )
+        password = _secret(env, "HEARTH_FLEET_BROKER_PASSWORD_FILE", "broker-password", needed=False)
+        broker = raw
+        if password:
+            user = quote(parts.username or "", safe="")
+            netloc = f"{user}:{quote(password, safe='')}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+            broker = urlunsplit(parts._replace(netloc=netloc))
+        visibility = _number(env, "HEARTH_FLEET_VISIBILITY_S", DAY_S)
+        if not worker:
+            return cls(broker, raw, visibility)
+        hub = env.get("HEARTH_FLEET_HUB", "").strip().rstrip("/")
+        if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", hub):
+            raise ConfigError(f"HEARTH_FLEET_HUB must be the hub's command center URL (http://hub:8377), got {hub!r}")
+        name = env.get("HEARTH_FLEET_NAME", "").strip()
+        if not NAME.fullmatch(name):
+            raise ConfigError(f"HEARTH_FLEET_NAME must be the worker's name (a-z 0-9 . _ -), got {name!r}")
+        token = _secret(env, "HEARTH_FLEET_TOKEN_FILE", "fleet-token", needed=True)
+        labels = tuple(x.strip() for x in env.get("HEARTH_FLEET_LABELS", "").split(",") if x.strip())
+        for label in labels:
+            if not NAME.fullmatch(label):
+                raise ConfigError(f"HEARTH_FLEET_LABELS: {label!r} is not a label (a-z 0-9 . _ -)")
+        concurrency = int(_number(env, "HEARTH_FLEET_CONCURRENCY", 2))
+        return cls(broker, raw, visibility, hub, name, token, labels, max(1, concurrency))
+
+
+def _secret(env: Mapping[str, str], variable: str, credential: str, *, needed: bool) -> str:
+    """A secret's text from the file `variable` names, else systemd's credential of that name."""
+    path = env.get(variable, "").strip()
+    if not path and env.get("CREDENTIALS_DIRECTORY"):
+        candidate = Path(env["CREDENTIALS_DIRECTORY"]) / credential
+        path = str(candidate) if candidate.exists() else ""
+    if not path:
+        if needed:
+            raise ConfigError(
+                f"{variable} is not set (and no {credential} credential was passed): a file with the secret"
+            )
+        return ""
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"{variable}: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be more than 0, got {raw!r}")
+    return value
+
+
+def queue_for(model: str | None, label: str | None) -> str:
+    """The Celery queue a request goes to: a worker label's, else its model's, else the general one."""
+    if label:
+        return f"worker.{label}"
+    if model and model != "auto":
+        return f"model.{model}"
+    return "general"

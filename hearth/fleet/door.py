@@ -1,0 +1,124 @@
+"""`/fleet` on the hub's `hearth serve`: where workers send their runs' events and ask what to do.
+
+Every call carries the worker's token (`Authorization: Bearer hw-...`, from `hearth fleet add`),
+the Host the command center answers to, and JSON; hearth/fleet/hub.py does the work on the audit:
+
+    POST /fleet/claim       {"run_id"}                  -> {"go": run | resume | drop, ...}
+    POST /fleet/heartbeat   {"models", "running"}       -> {"stop": {run_id: why}, "paused": ...}
+    POST /fleet/events      {"events": [{id, event}]}   -> {"written", "skipped"}; 4xx names the one refused
+    GET  /fleet/approvals/ID                            -> the approval as the hub holds it
+
+A run's last event (RunFinished) places its request here at once, as a local run's end does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from starlette.responses import JSONResponse, Response
+
+from hearth.audit.store import AuditStore
+from hearth.fleet import hub
+
+if TYPE_CHECKING:
+    from hearth.web.context import Web
+
+MAX_EVENTS = 500
+
+
+def fleet_app(web: Web) -> FastAPI:
+    from hearth.web.security import HEADERS
+
+    settings = web.config.settings
+    app = FastAPI(title="hearth /fleet", docs_url=None, redoc_url=None, openapi_url=None)
+
+    def call(request_headers: dict[str, str], work: Any) -> tuple[int, dict[str, Any]]:
+        try:
+            with AuditStore(settings.audit_path) as audit:
+                worker = hub.identify(audit, request_headers.get("authorization", ""))
+                return 200, work(audit, worker)
+        except hub.Refused as exc:
+            body: dict[str, Any] = {"error": str(exc)}
+            if exc.index is not None:
+                body["index"] = exc.index
+            return exc.status, body
+
+    async def answer(request: Request, work: Any) -> Response:
+        host = request.headers.get("host", "").lower()
+        if host not in web.config.allowed_hosts:
+            status, body = (
+                400,
+                {"error": f"Host {host!r} is not one this server answers to (hearth serve --allowed-host)"},
+            )
+        else:
+            status, body = await asyncio.to_thread(call, dict(request.headers), work)
+        return JSONResponse(body, status_code=status, headers={**HEADERS, "Cache-Control": "no-store"})
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        try:
+            found = await request.json()
+        except ValueError:
+            found = None
+        if not isinstance(found, dict):
+            raise hub.Refused(400, "the body must be a JSON object")
+        return found
+
+    async def guarded(request: Request, work: Any) -> Response:
+        try:
+            found = await body_of(request)
+        except hub.Refused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=HEADERS)
+        return await answer(request, lambda audit, worker: work(audit, worker, found))
+
+    @app.post("/fleet/claim")
+    async def claim(request: Request) -> Response:
+        return await guarded(request, lambda audit, worker, body: hub.claim(audit, worker, str(body.get("run_id"))))
+
+    @app.post("/fleet/heartbeat")
+    async def heartbeat(request: Request) -> Response:
+        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+            models, running = body.get("models"), body.get("running")
+            if not isinstance(models, list) or not isinstance(running, list):
+                raise hub.Refused(400, "a heartbeat is {models: [...], running: [...]}")
+            return {**hub.heartbeat(audit, worker, models, running), "paused": _paused(settings)}
+
+        return await guarded(request, work)
+
+    @app.post("/fleet/events")
+    async def events(request: Request) -> Response:
+        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+            batch = body.get("events")
+            if not isinstance(batch, list) or len(batch) > MAX_EVENTS:
+                raise hub.Refused(400, f"events must be a list of at most {MAX_EVENTS}")
+            done = hub.accept(audit, worker, batch)
+            for run_id in done.pop("finished"):
+                _place(settings, audit, run_id)
+            return done
+
+        return await guarded(request, work)
+
+    @app.get("/fleet/approvals/{approval_id}")
+    async def approval(request: Request, approval_id: str) -> Response:
+        return await answer(request, lambda audit, worker: hub.approval(audit, worker, approval_id))
+
+    return app
+
+
+def _paused(settings: Any) -> bool:
+    from hearth.dispatch.pause import paused
+
+    return paused(settings) is not None
+
+
+def _place(settings: Any, audit: AuditStore, run_id: str) -> None:
+    """A remote run ended: its request leaves claimed/ as a local one's does (settle, hearth/dispatch/)."""
+    from hearth.dispatch.launchers import launcher_for
+    from hearth.dispatch.settle import settle
+    from hearth.queue.directory import Queue
+
+    try:
+        settle(Queue(settings.queue_dir), audit, settings, f"{run_id}.json", launcher_for(settings), grace_s=0.0)
+    except OSError:
+        pass  # the spawner's next sweep places it

@@ -1,0 +1,366 @@
+"""The hub's side of the fleet, on its audit: workers and their tokens, what each says, what it sends.
+
+Every call here is made for one worker that its token named (`identify`); what a worker sends is
+checked as any request is, and a worker reaches only the runs it claimed:
+
+    claim(worker, run_id)    the worker took the request from the broker: the first claim wins; a
+                             second one (the broker handed out a request again after its worker
+                             died) is refused, counted, and the run is not run twice
+    heartbeat(worker, ...)   what it has (models, runs): the answer carries what it must do (stop a
+                             run, hold while the hub is paused)
+    accept(worker, lines)    a batch of its runs' events (hearth/run/events.py), written through the
+                             hub's own SqliteRecorder as a local run's are; an event whose id was
+                             written before is skipped, so a batch sent twice writes once
+    approval(worker, id)     an approval of one of its runs, as the hub holds it (decided here)
+
+A hostile worker cannot write another worker's runs (each event's run must be one it claimed, each
+approval one of its runs), cannot forge an operator's decision (a decision it sends is taken only
+when it is one a run makes itself: expired, cancelled, or what the hub already holds), and cannot
+rename a run's worker (the hub writes that column).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.clock import utc_now
+from agent.sqlite_store import immediate
+from hearth.audit.store import AuditStore
+from hearth.doors.keys import digest
+from hearth.errors import HearthError, NotFound, UsageError
+from hearth.fleet.config import NAME
+from hearth.ids import ID_PATTERN
+from hearth.run.events import (
+    ApprovalAsked,
+    ApprovalDecided,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    SqliteRecorder,
+    from_json,
+)
+
+PREFIX = "hw-"
+LOST_S = 30.0  # a worker silent this long has lost its runs (its heartbeat is every 2 s)
+WORKER_LOST = "worker lost: {worker} stopped answering the hub while the run was going; it is not run again"
+RUNS_OWN_DECISIONS = ("expired", "cancelled")
+
+
+class Refused(HearthError):
+    """A worker's call refused; `status` is the HTTP status the door answers with."""
+
+    def __init__(self, status: int, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.index = status, index  # index: the event of a batch that was refused
+
+
+@dataclass(frozen=True)
+class Worker:
+    name: str
+    labels: tuple[str, ...]
+    models: tuple[str, ...]
+    states: tuple[dict[str, Any], ...]  # its runs' live states, as its last heartbeat said
+    seen_at: float | None
+
+    @property
+    def running(self) -> tuple[str, ...]:
+        return tuple(str(s["run_id"]) for s in self.states)
+
+    def seen_within(self, seconds: float, now: float | None = None) -> bool:
+        return self.seen_at is not None and (now or time.time()) - self.seen_at < seconds
+
+
+def add_worker(audit: AuditStore, name: str, labels: Iterable[str], by: str) -> str:
+    """A new worker; its token, printed once (the audit keeps its SHA-256)."""
+    if not NAME.fullmatch(name):
+        raise UsageError(f"a worker's name is 1-63 of a-z 0-9 . _ - starting with a letter or digit, got {name!r}")
+    labels = tuple(labels)
+    for label in labels:
+        if not NAME.fullmatch(label):
+            raise UsageError(f"{label!r} is not a label (a-z 0-9 . _ -)")
+    token = PREFIX + secrets.token_urlsafe(32)
+    row = {"name": name, "digest": digest(token), "labels": json.dumps(labels), "models": "[]", "running": "[]"}
+    with immediate(audit.conn):
+        if audit.rows("select 1 from fleet_workers where name = ?", [name]):
+            raise UsageError(f"there is a worker {name} already; `hearth fleet rm {name}` first to make a new token")
+        audit.insert("fleet_workers", {**row, "seen_at": None, "created_at": utc_now(), "created_by": by})
+    return token
+
+
+def remove_worker(audit: AuditStore, name: str) -> None:
+    if not audit.conn.execute("delete from fleet_workers where name = ?", [name]).rowcount:
+        raise NotFound(f"no worker {name}; `hearth fleet list` shows them")
+
+
+def workers(audit: AuditStore) -> list[Worker]:
+    return [_worker(row) for row in audit.rows("select * from fleet_workers order by name")]
+
+
+def identify(audit: AuditStore, authorization: str) -> Worker:
+    """The worker whose token this `Bearer` header carries; Refused(401) otherwise."""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip().startswith(PREFIX):
+        raise Refused(401, "a worker's token is needed: Authorization: Bearer hw-...")
+    rows = audit.rows("select * from fleet_workers where digest = ?", [digest(token.strip())])
+    if not rows:
+        raise Refused(401, "no worker has this token (`hearth fleet add NAME` makes one)")
+    return _worker(rows[0])
+
+
+def _worker(row: dict[str, Any]) -> Worker:
+    return Worker(
+        row["name"],
+        tuple(json.loads(row["labels"] or "[]")),
+        tuple(json.loads(row["models"] or "[]")),
+        tuple(json.loads(row["running"] or "[]")),
+        row["seen_at"],
+    )
+
+
+# -- what the launcher records ------------------------------------------------------------------
+def sent(audit: AuditStore, run_id: str, queue: str, model: str | None, label: str | None) -> None:
+    """The request went to the broker (again, for a run that goes on: its claim stays)."""
+    audit.conn.execute(
+        "insert into fleet_runs (run_id, queue, model, label, sent_at, refused) values (?, ?, ?, ?, ?, 0) "
+        "on conflict(run_id) do update set queue = excluded.queue, sent_at = excluded.sent_at",
+        [run_id, queue, model, label, time.time()],
+    )
+
+
+def fleet_run(audit: AuditStore, run_id: str) -> dict[str, Any] | None:
+    rows = audit.rows("select * from fleet_runs where run_id = ?", [run_id])
+    return rows[0] if rows else None
+
+
+def ask_stop(audit: AuditStore, run_id: str, by: str) -> None:
+    audit.conn.execute("update fleet_runs set stop_by = ? where run_id = ?", [by, run_id])
+
+
+ALIVE_EVERY_S = 2.0
+
+
+def door_alive(path: Any, started: float, *, closing: bool = False) -> None:
+    """The hub's door is up since `started` and now (hearth/web/app.py calls this every ALIVE_EVERY_S,
+    and with `closing` as it stops, so a hub restarted at once is not taken to have heard all along)."""
+    try:
+        with AuditStore(path) as audit:
+            audit.conn.execute(
+                "insert into fleet_door (id, up_since, alive_at) values (1, ?, ?) "
+                "on conflict(id) do update set up_since = excluded.up_since, alive_at = excluded.alive_at",
+                [started, 0.0 if closing else time.time()],
+            )
+    except Exception:  # best effort: a sweep that cannot tell the door is up calls nobody lost
+        return
+
+
+def _heard_since(audit: AuditStore, now: float) -> float | None:
+    """Since when the door has been up without a break (None: it is not up now, so silence says nothing)."""
+    rows = audit.rows("select up_since, alive_at from fleet_door where id = 1")
+    if not rows or now - rows[0]["alive_at"] > 2 * ALIVE_EVERY_S + 1:
+        return None
+    return float(rows[0]["up_since"])
+
+
+def lost_after() -> float:
+    """LOST_S, or the hub's HEARTH_FLEET_LOST_S (a network that drops out for longer); a value that
+    is no positive number is the default."""
+    try:
+        value = float(os.environ.get("HEARTH_FLEET_LOST_S") or LOST_S)
+    except ValueError:
+        return LOST_S
+    return value if value > 0 else LOST_S
+
+
+def lost(audit: AuditStore, run_id: str, now: float | None = None) -> str | None:
+    """Why a claimed run's worker has lost it (silent past LOST_S, or alive without it), else None."""
+    row = fleet_run(audit, run_id)
+    if row is None or not row["worker"]:
+        return None
+    found = audit.rows("select * from fleet_workers where name = ?", [row["worker"]])
+    worker = _worker(found[0]) if found else None
+    now = now or time.time()
+    if worker is None:  # removed (`hearth fleet rm`): its token is refused, so it cannot send the rest
+        return WORKER_LOST.format(worker=row["worker"])
+    heard_since = _heard_since(audit, now)
+    if heard_since is None:
+        return None  # the door is down: workers could not have been heard
+    silent_since = max(worker.seen_at or 0, row["claimed_at"] or 0, heard_since)
+    if now - silent_since >= lost_after():
+        return WORKER_LOST.format(worker=worker.name)
+    if run_id not in worker.running and (worker.seen_at or 0) > (row["claimed_at"] or 0) + 5.0:
+        run = audit.run(run_id) or {}
+        if run.get("status") == "running":  # it says it holds no such run, well after taking it
+            return WORKER_LOST.format(worker=worker.name)
+    return None
+
+
+# -- a worker's calls ---------------------------------------------------------------------------
+def claim(audit: AuditStore, worker: Worker, run_id: str) -> dict[str, Any]:
+    """The worker took `run_id` from the broker: {"go": "run" | "resume" | "wait" | "drop", ...}."""
+    if not re.fullmatch(ID_PATTERN, run_id):
+        raise Refused(400, f"{run_id!r} is not a run id")
+    with immediate(audit.conn):
+        row = fleet_run(audit, run_id)
+        if row is None:
+            raise Refused(404, f"the hub sent no request {run_id}")
+        if row["worker"] and row["worker"] != worker.name:
+            _refused(audit, run_id)
+            return {"go": "drop", "why": f"run {run_id} is {row['worker']}'s; a redelivery is not run twice"}
+        run = audit.run(run_id)
+        if row["worker"] == worker.name:
+            if run is not None and run["status"] == "waiting" and not row["lost"] and run_id not in worker.running:
+                audit.conn.execute("update fleet_runs set claimed_at = ? where run_id = ?", [time.time(), run_id])
+                return {"go": "resume", "approvals": _decided(audit, run_id)}
+            _refused(audit, run_id)
+            return {"go": "drop", "why": f"run {run_id} already ran here; a redelivery is not run twice"}
+        if run is not None:  # ended at the hub before anyone took it (stopped while queued)
+            return {"go": "drop", "why": f"run {run_id} is already {run['status']}"}
+        audit.conn.execute(
+            "update fleet_runs set worker = ?, claimed_at = ? where run_id = ?", [worker.name, time.time(), run_id]
+        )
+        audit.conn.execute("update fleet_workers set seen_at = ? where name = ?", [time.time(), worker.name])
+    return {"go": "run"}
+
+
+def _refused(audit: AuditStore, run_id: str) -> None:
+    audit.conn.execute("update fleet_runs set refused = refused + 1 where run_id = ?", [run_id])
+
+
+def _decided(audit: AuditStore, run_id: str) -> list[dict[str, Any]]:
+    return audit.rows("select * from approvals where run_id = ? and status != 'pending'", [run_id])
+
+
+def heartbeat(audit: AuditStore, worker: Worker, models: list[Any], states: list[Any]) -> dict[str, Any]:
+    """Keep what the worker says it has (its models, its runs' live states); answer with the stops
+    asked of its runs (by an operator, or because the hub settled one as lost)."""
+    models = sorted({m for m in models if isinstance(m, str) and 0 < len(m) <= 200})
+    kept = [_state(s) for s in states if isinstance(s, dict) and re.fullmatch(ID_PATTERN, str(s.get("run_id")))]
+    audit.conn.execute(
+        "update fleet_workers set models = ?, running = ?, seen_at = ? where name = ?",
+        [json.dumps(models), json.dumps(kept), time.time(), worker.name],
+    )
+    stops = audit.rows(
+        "select run_id, coalesce(stop_by, lost) as why from fleet_runs "
+        "where worker = ? and (stop_by is not null or lost is not null)",
+        [worker.name],
+    )
+    running = {s["run_id"] for s in kept}
+    return {"stop": {row["run_id"]: row["why"] for row in stops if row["run_id"] in running}}
+
+
+STATE_KEYS = ("run_id", "state", "detail", "iteration", "tool", "agent_name", "label", "model", "updated_at", "pid")
+
+
+def _state(state: dict[str, Any]) -> dict[str, Any]:
+    """A live state as a worker sent it, kept to the keys the hub shows, each a short scalar."""
+    kept: dict[str, Any] = {}
+    for key in STATE_KEYS:
+        value = state.get(key)
+        if isinstance(value, str):
+            kept[key] = value[:300]
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            kept[key] = value
+    return kept
+
+
+def mark_lost(audit: AuditStore, run_id: str, reason: str) -> None:
+    """The run is settled as lost: its worker may write nothing more of it, and stops it if it comes back."""
+    audit.conn.execute("update fleet_runs set lost = ? where run_id = ?", [reason, run_id])
+
+
+def approval(audit: AuditStore, worker: Worker, approval_id: str) -> dict[str, Any]:
+    rows = audit.rows("select * from approvals where id = ?", [approval_id])
+    if not rows or not _claimed_by(audit, worker, rows[0]["run_id"]):
+        raise Refused(404, f"no approval {approval_id} of a run of {worker.name}")
+    return rows[0]
+
+
+def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> dict[str, Any]:
+    """Write a batch of events `[{"id": ..., "event": <to_json line>}]`, each once; what was done.
+
+    The batch is one transaction: a refused event refuses the batch (nothing of it is written) and
+    the answer names it (`index`) and why; the worker's outbox drops that one (sending it again
+    would be refused again) and sends the rest again."""
+    recorder = SqliteRecorder(audit)
+    written = skipped = 0
+    finished: list[str] = []
+    with immediate(audit.conn):
+        for index, item in enumerate(batch):
+            try:
+                found = _one(audit, worker, item)
+            except Refused as exc:
+                raise Refused(exc.status, str(exc), index) from None
+            if found is None:
+                skipped += 1
+                continue
+            event_id, event = found
+            recorder.record(event)
+            audit.conn.execute(
+                "insert into fleet_events (id, run_id, worker, at) values (?, ?, ?, ?)",
+                [event_id, _run_of(audit, event), worker.name, time.time()],
+            )
+            written += 1
+            if isinstance(event, RunFinished):
+                finished.append(event.run_id)
+    return {"written": written, "skipped": skipped, "finished": finished}
+
+
+def _one(audit: AuditStore, worker: Worker, item: Any) -> tuple[str, RunEvent] | None:
+    """One item of a batch, checked: (its id, the event to write), or None when written before."""
+    event_id = item.get("id") if isinstance(item, dict) else None
+    line = item.get("event") if isinstance(item, dict) else None
+    if not isinstance(event_id, str) or not 8 <= len(event_id) <= 100 or not isinstance(line, str):
+        raise Refused(400, "each event is {id: 8-100 characters, event: a run event as JSON text}")
+    if audit.rows("select 1 from fleet_events where id = ?", [event_id]):
+        return None
+    try:
+        event = from_json(line)
+    except (ValueError, TypeError) as exc:
+        raise Refused(400, f"event {event_id} is not a run event: {exc}") from None
+    checked = _checked(audit, worker, event)
+    if isinstance(checked, RunStarted) and audit.run(checked.run_id) is not None:
+        return None  # the row a worker sends again after its run ended (hearth/fleet/worker.py)
+    return event_id, checked
+
+
+def _run_of(audit: AuditStore, event: RunEvent) -> str:
+    if isinstance(event, ApprovalAsked):
+        return str(event.row.get("run_id"))
+    if isinstance(event, ApprovalDecided):
+        rows = audit.rows("select run_id from approvals where id = ?", [event.approval_id])
+        return str(rows[0]["run_id"]) if rows else ""
+    return str(getattr(event, "run_id", ""))
+
+
+def _checked(audit: AuditStore, worker: Worker, event: RunEvent) -> RunEvent:
+    """The event as the hub writes it, or Refused(403) when it is not this worker's to send."""
+    run_id = _run_of(audit, event)
+    if not _claimed_by(audit, worker, run_id):
+        raise Refused(403, f"{type(event).__name__} of run {run_id or '?'}: not a run {worker.name} claimed")
+    if isinstance(event, RunStarted):
+        if event.row.get("id") != event.run_id:
+            raise Refused(403, f"RunStarted of {event.run_id} names another run in its row")
+        return RunStarted(event.run_id, {**event.row, "worker": worker.name}, event.at)
+    if isinstance(event, ApprovalAsked):
+        decided_by = str(event.row.get("decided_by") or "")
+        if event.row.get("status") == "approved" and not decided_by.startswith("rule"):
+            raise Refused(403, f"approval {event.row.get('id')}: a worker cannot send an approval decided by a person")
+    if isinstance(event, ApprovalDecided) and event.status not in RUNS_OWN_DECISIONS:
+        held = audit.rows("select status from approvals where id = ?", [event.approval_id])
+        if not held or held[0]["status"] != event.status:
+            raise Refused(403, f"approval {event.approval_id}: {event.status} is decided at the hub, not by a worker")
+    if hasattr(event, "columns") and "worker" in getattr(event, "columns", {}):
+        raise Refused(403, "a worker does not write a run's worker column")
+    return event
+
+
+def _claimed_by(audit: AuditStore, worker: Worker, run_id: str) -> bool:
+    row = fleet_run(audit, run_id) if run_id else None
+    return row is not None and row["worker"] == worker.name and not row["lost"]

@@ -1,0 +1,159 @@
+"""The hub's launcher (HEARTH_LAUNCHER=celery): a claimed request goes to Celery, a worker runs it.
+
+`start` sends the request as recorded to the queue of what it needs (hearth/fleet/config.py's
+`queue_for`: a worker label's, its model's, or the general one); a run that goes on (its approval
+was decided after it suspended) goes to `worker.<name>` of the worker holding its workspace. What
+happened since is in the audit (`fleet_runs`, hearth/fleet/hub.py), which is what the other methods
+read: a run is alive while its request waits in the broker or its worker answers and holds it, and
+gone, "worker lost", when its worker fell silent or says it no longer holds it. A stop is asked of
+the worker at its next heartbeat and waited for here.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hearth.audit.store import AuditStore
+from hearth.dispatch.launchers import LaunchError
+from hearth.dispatch.launchers.host import held_here
+from hearth.errors import ConfigError
+from hearth.fleet import hub
+from hearth.fleet.config import FleetConfig, queue_for
+from hearth.settings import Settings
+
+TASK = "hearth.fleet.run"
+FINAL_WAIT_S = 10.0  # beyond the stop's grace: the worker's heartbeat, its SIGKILL and its last events
+
+
+class CeleryLauncher:
+    def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
+        self.settings = settings
+        self._app: Any = None
+
+    def app(self) -> Any:
+        if self._app is None:
+            from hearth.fleet.app import celery_app
+
+            try:
+                self._app = celery_app(FleetConfig.from_env())
+            except ConfigError as exc:
+                raise LaunchError(str(exc)) from None
+        return self._app
+
+    def start(self, request_id: str) -> None:
+        from hearth.queue.ledger import recorded_request
+
+        with AuditStore(self.settings.audit_path) as audit:
+            recorded = recorded_request(audit, request_id)
+            if recorded is None:
+                raise LaunchError(f"request {request_id} is not recorded in the audit; it cannot be sent")
+            request = recorded[0].request
+            held = hub.fleet_run(audit, request_id)
+            if held and held["worker"] and audit.run(request_id):
+                queue = f"worker.{held['worker']}"  # it goes on where its workspace is
+            else:
+                queue = queue_for(request.model, request.worker)
+            body = request.model_dump_json(exclude_none=True)
+            try:
+                self.app().send_task(
+                    TASK, args=[request_id, body], queue=queue, task_id=f"{request_id}-{time.time_ns()}"
+                )
+            except Exception as exc:  # kombu's errors for a broker that is down or refuses
+                raise LaunchError(
+                    f"the broker did not take request {request_id}: {type(exc).__name__}: {exc}"
+                ) from None
+            hub.sent(audit, request_id, queue, request.model, request.worker)
+
+    def free_slots(self) -> int | None:
+        return None  # the workers' own concurrency, prefetching one each, is the limit
+
+    def wait(self, fds: Sequence[int], timeout: float | None) -> None:
+        select.select(list(fds), [], [], timeout)
+
+    def reap(self) -> list[tuple[str, int | None]]:
+        return []
+
+    def running(self) -> list[str]:
+        return []  # the workers own their runs; a sweep settles the ones that were lost
+
+    def alive(self, run_id: str) -> bool:
+        if held_here(self.settings, run_id):
+            return True
+        if not self.settings.audit_path.exists():
+            return False
+        with AuditStore(self.settings.audit_path) as audit:
+            row = hub.fleet_run(audit, run_id)
+            if row is None or row["lost"]:
+                return False
+            run = audit.run(run_id)
+            if run is not None and run["status"] not in ("running", "waiting"):
+                return False
+            if not row["worker"]:
+                return True  # it waits in the broker for a worker that can run it
+            if run is not None and run["status"] == "waiting":  # suspended: alive while a process still holds it
+                held = [w for w in hub.workers(audit) if w.name == row["worker"]]
+                return bool(held) and run_id in held[0].running
+            return hub.lost(audit, run_id) is None
+
+    def gone(self, run_id: str) -> str | None:
+        """Why a run of the fleet is gone: its worker was lost (it is then settled, never run again)."""
+        with AuditStore(self.settings.audit_path) as audit:
+            reason = hub.lost(audit, run_id)
+            if reason is not None:
+                hub.mark_lost(audit, run_id, reason)
+            return reason
+
+    def stop(self, run_id: str, grace_s: float) -> str:
+        with AuditStore(self.settings.audit_path) as audit:
+            row = hub.fleet_run(audit, run_id)
+            run = audit.run(run_id)
+            if row is None or not row["worker"] or run is None or run["status"] != "running":
+                return "cancelled"  # not started anywhere (a worker that takes it later drops it)
+            hub.ask_stop(audit, run_id, "stopped at the hub")
+        deadline = time.monotonic() + grace_s + FINAL_WAIT_S
+        while time.monotonic() < deadline:
+            with AuditStore(self.settings.audit_path) as audit:
+                run = audit.run(run_id)
+                if run is None or run["status"] != "running" or hub.lost(audit, run_id):
+                    return "signal"
+            time.sleep(0.1)
+        return "killed"
+
+    def shutdown(self) -> None:
+        pass
+
+    def heal(self) -> list[str]:
+        return []
+
+    def live(self) -> list[dict[str, Any]]:
+        """The live states the workers' heartbeats carried, and a line for each request still in
+        the broker: which worker it waits for, or that no worker has its model."""
+        if not self.settings.audit_path.exists():
+            return []
+        with AuditStore(self.settings.audit_path) as audit:
+            workers = [w for w in hub.workers(audit) if w.seen_within(hub.lost_after())]
+            states = [{**s, "worker": w.name} for w in workers for s in w.states]
+            waiting = audit.rows(
+                "select f.* from fleet_runs f left join runs r on r.id = f.run_id "
+                "where f.worker is null and r.id is null order by f.sent_at limit 200"
+            )
+        return states + [{"run_id": row["run_id"], "state": "queued", "detail": waits(row, workers)} for row in waiting]
+
+
+def waits(row: dict[str, Any], workers: list[hub.Worker]) -> str:
+    """Why a request sent to the broker has not started: the line `hearth state` and the map show."""
+    queue = str(row["queue"])
+    if queue.startswith("worker."):
+        label = queue.removeprefix("worker.")
+        if not any(label == w.name or label in w.labels for w in workers):
+            return f"waits for a worker labelled {label}: none answers now"
+    elif queue.startswith("model."):
+        model = queue.removeprefix("model.")
+        if not any(model in w.models or model.split(":")[0] + ":latest" in w.models for w in workers):
+            return f"waits for a worker with the model {model}: no worker's Ollama hosts have it pulled"
+    elif not workers:
+        return "waits for a worker: none answers now"
+    return f"waits in the broker's queue {queue} for a free worker"

@@ -1,0 +1,229 @@
+"""A hub and two workers on one machine through a real Redis: routing by model, one audit, a
+remote run approved and stopped at the hub, a killed worker, a hub away for a while.
+
+Each role is its own process with its own state directory; each worker has its own fake Ollama
+with different models pulled (tests/fleet_support.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fleet_support import Hub, Redis, Worker, needs_redis, request
+from tests.queue_support import drop, rows, wait_for
+
+pytestmark = needs_redis
+
+
+LOST_S = "4"  # the hub calls a worker silent this long lost (30 s in production)
+
+
+class Fleet:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.redis = Redis(root / "redis", password="broker-secret").start()
+        self.hub = Hub(root, self.redis, HEARTH_FLEET_LOST_S=LOST_S).start()
+        self.workers: dict[str, Worker] = {}
+        self.fakes: dict[str, FakeOllama] = {}
+
+    def worker(self, name: str, models: tuple[str, ...], script: list, *labels: str, **env: str) -> Worker:
+        fake = FakeOllama(script, models=models, repeat_last=True).__enter__()
+        self.fakes[name] = fake
+        token = self.hub.add_worker(name, *labels)
+        worker = Worker(self.root, name, token, self.redis, self.hub, fake.url, **env).start()
+        self.workers[name] = worker
+        return worker
+
+    def enqueue(self, run_id: str, **fields: object) -> None:
+        drop(self.hub.state / "queue", f"{run_id}.json", request(run_id, **fields))
+
+    def running(self, run_id: str, worker: str) -> Worker:
+        """Wait until the run's command is going on `worker` (its marker file is there)."""
+        held = self.workers[worker]
+        wait_for(lambda: list(held.state.glob(f"agents/{run_id}/**/started")), 60, f"{run_id} going")
+        return held
+
+    def final(self, run_id: str, timeout: float = 90) -> dict:
+        def ended() -> dict | None:
+            run = self.hub.run(run_id)
+            return run if run and run["status"] not in ("running", "waiting") else None
+
+        return wait_for(ended, timeout, f"run {run_id} to end at the hub")
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+        self.hub.stop()
+        self.redis.stop()
+        for fake in self.fakes.values():
+            fake.__exit__(None, None, None)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    made = Fleet(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_requests_run_on_the_worker_that_has_their_model_and_land_in_the_hubs_one_audit(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [final_answer("done on gpu1")])
+    fleet.worker("gpu2", ("qwen2.5-coder",), [final_answer("done on gpu2")])
+    fleet.enqueue("r-llama", model="llama3.2")
+    fleet.enqueue("r-qwen", model="qwen2.5-coder")
+
+    llama, qwen = fleet.final("r-llama"), fleet.final("r-qwen")
+
+    assert (llama["status"], llama["worker"], llama["summary"]) == ("done", "gpu1", "done on gpu1")
+    assert (qwen["status"], qwen["worker"], qwen["summary"]) == ("done", "gpu2", "done on gpu2")
+    assert {r["model"] for r in fleet.fakes["gpu1"].requests} == {"llama3.2"}
+    assert {r["model"] for r in fleet.fakes["gpu2"].requests} == {"qwen2.5-coder"}
+    steps = rows(fleet.hub.state, "select kind from steps where run_id = 'r-llama' order by id")
+    assert "model" in [s["kind"] for s in steps]
+    wait_for(lambda: not (fleet.hub.state / "queue" / "claimed" / "r-llama.json").exists(), 30, "the request placed")
+
+
+SLOW = tool_call("run_command", {"command": "touch started; sleep 60"})
+
+
+def test_a_remote_runs_approval_is_decided_at_the_hub_and_the_suspended_run_goes_on_where_it_was(fleet: Fleet) -> None:
+    echo = tool_call("run_command", {"command": "echo approved-and-ran"})
+    fleet.worker("gpu1", ("llama3.2",), [echo, final_answer("ran it")], HEARTH_SUSPEND_AFTER_S="0")
+    fleet.enqueue("r-ask", model="llama3.2")
+
+    pending = wait_for(lambda: rows(fleet.hub.state, "select * from approvals where status = 'pending'"), 60, "ask")
+    wait_for(lambda: fleet.hub.status("r-ask") == "waiting", 60, "the run to suspend on its worker")
+    approved = fleet.hub.cli("approve", pending[0]["id"])
+    assert approved.returncode == 0, approved.stderr
+
+    run = fleet.final("r-ask")
+    assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu1", "ran it")
+    sent = fleet.fakes["gpu1"].requests
+    assert sent[-1]["messages"][-1]["content"].startswith("approved-and-ran")  # the same conversation went on
+    decided = rows(fleet.hub.state, "select status, decided_by from approvals where id = ?", pending[0]["id"])[0]
+    assert decided["status"] == "approved" and decided["decided_by"].startswith("cli:")
+    tool = rows(fleet.hub.state, "select verdict, ok from steps where run_id = 'r-ask' and kind = 'tool'")
+    assert [(t["verdict"], t["ok"]) for t in tool] == [("approved", 1)]
+
+
+def test_a_remote_run_stopped_at_the_hub_ends_on_its_worker(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")])
+    fleet.enqueue("r-stop", model="llama3.2", mode="bypass")
+    fleet.running("r-stop", "gpu1")
+
+    stopped = fleet.hub.cli("stop", "r-stop")
+
+    assert stopped.returncode == 0, stopped.stderr
+    run = fleet.final("r-stop")
+    assert run["status"] == "interrupted" and run["worker"] == "gpu1"
+    local = rows(fleet.workers["gpu1"].state, "select status from runs where id = 'r-stop'")[0]
+    assert local["status"] == "interrupted"  # the run's process on the worker went, not only the hub's row
+
+
+def test_a_killed_worker_loses_its_run_once_and_a_redelivered_request_is_not_run_again(fleet: Fleet) -> None:
+    env = {"HEARTH_FLEET_VISIBILITY_S": "3"}  # the broker hands the request out again soon after
+    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")], **env)
+    fleet.enqueue("r-lost", mode="bypass")  # the general queue: any worker may take it
+    fleet.running("r-lost", "gpu1")
+    fleet.worker("gpu2", ("llama3.2",), [final_answer("ran twice")], **env)
+
+    fleet.workers["gpu1"].kill()
+
+    run = fleet.final("r-lost")
+    assert run["status"] == "interrupted" and "worker lost" in run["error"] and "gpu1" in run["error"]
+    assert (fleet.hub.state / "queue" / "failed" / "r-lost.json").exists()
+    refused = lambda: rows(fleet.hub.state, "select refused from fleet_runs where run_id = 'r-lost'")[0]["refused"]  # noqa: E731
+    wait_for(lambda: refused() >= 1, 60, "the redelivered request to reach gpu2 and be refused")
+    assert fleet.fakes["gpu2"].requests == []  # gpu2 never ran it
+    assert len(fleet.fakes["gpu1"].requests) == 1
+
+
+def test_events_of_a_run_made_while_the_hub_was_away_all_arrive_once(fleet: Fleet) -> None:
+    quick = tool_call("run_command", {"command": "touch started; sleep 2; echo slept"})
+    fleet.worker("gpu1", ("llama3.2",), [quick, final_answer("done while away")])
+    fleet.enqueue("r-away", model="llama3.2", mode="bypass")
+    fleet.running("r-away", "gpu1")
+    fleet.hub.stop()
+    worker = fleet.workers["gpu1"]
+    wait_for(lambda: rows(worker.state, "select status from runs where id = 'r-away'")[0]["status"] == "done", 60, "")
+    waiting = worker.outbox()
+    assert waiting > 0  # kept on disk while the hub could not be reached
+
+    fleet.hub.start()
+
+    run = fleet.final("r-away")
+    assert (run["status"], run["summary"]) == ("done", "done while away")
+    here = rows(worker.state, "select kind, tool from steps where run_id = 'r-away' order by id")
+    there = rows(fleet.hub.state, "select kind, tool from steps where run_id = 'r-away' order by id")
+    assert there == here  # every step, none twice
+    wait_for(lambda: worker.outbox() == 0)
+
+
+def test_a_request_waits_in_the_broker_across_its_restart_and_runs_once(fleet: Fleet) -> None:
+    fleet.enqueue("r-kept", model="mistral")
+    wait_for(lambda: fleet.hub.status("r-kept") is None and fleet.hub.sent("r-kept"), 30, "the request sent")
+    state = json.loads(fleet.hub.cli("state", "--json").stdout)
+    waits = [r for r in state["active"] if r["id"] == "r-kept"]
+    assert "no worker" in waits[0]["detail"] and "mistral" in waits[0]["detail"]
+    fleet.redis.stop()
+    fleet.redis.start()
+
+    fleet.worker("gpu3", ("mistral",), [final_answer("kept")])
+
+    run = fleet.final("r-kept")
+    assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu3", "kept")
+    assert len(fleet.fakes["gpu3"].requests) == 1
+
+
+def test_a_worker_cannot_write_another_workers_run_or_forge_a_decision(fleet: Fleet) -> None:
+    import httpx
+
+    fleet.worker(
+        "gpu1",
+        ("llama3.2",),
+        [tool_call("run_command", {"command": "echo x"}), final_answer("ok")],
+        HEARTH_SUSPEND_AFTER_S="0",
+    )
+    fleet.enqueue("r-mine", model="llama3.2")
+    pending = wait_for(lambda: rows(fleet.hub.state, "select * from approvals where status = 'pending'"), 60, "ask")
+    intruder = fleet.hub.add_worker("intruder")
+    headers = {"Authorization": f"Bearer {intruder}"}
+    forged = {
+        "event": "ApprovalDecided",
+        "approval_id": pending[0]["id"],
+        "status": "approved",
+        "decided_at": "2026-01-01T00:00:00Z",
+        "decided_by": "cli:root",
+        "note": None,
+    }
+    answer = httpx.post(
+        fleet.hub.url + "/fleet/events",
+        headers=headers,
+        json={"events": [{"id": "forged-0001", "event": json.dumps(forged)}]},
+    )
+    assert answer.status_code == 403 and answer.json()["index"] == 0
+    step = {
+        "event": "StepRecorded",
+        "run_id": "r-mine",
+        "kind": "note",
+        "columns": {"detail": "x"},
+        "opens": None,
+        "at": "2026-01-01T00:00:00Z",
+    }
+    answer = httpx.post(
+        fleet.hub.url + "/fleet/events",
+        headers=headers,
+        json={"events": [{"id": "forged-0002", "event": json.dumps(step)}]},
+    )
+    assert answer.status_code == 403 and "not a run intruder claimed" in answer.json()["error"]
+    assert httpx.post(fleet.hub.url + "/fleet/claim", json={"run_id": "r-mine"}).status_code == 401
+    assert (
+        rows(fleet.hub.state, "select status from approvals where id = ?", pending[0]["id"])[0]["status"] == "pending"
+    )
