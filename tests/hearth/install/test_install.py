@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,38 @@ def test_json_lists_the_changes_and_then_none(root: Path) -> None:
         and "user hearth (groups hearth, hearth-submit; home /var/lib/hearth)" in first["changes"]
     )
     assert json.loads(install(root, "--json"))["changes"] == []
+
+
+POLKIT_PROBE = """
+const rules = [];
+const polkit = {Result: {YES: "yes"}, addRule: (f) => rules.push(f)};
+%s
+const cases = JSON.parse(process.argv[1]);
+console.log(JSON.stringify(cases.map(([user, verb, unit]) => rules[0](
+  {id: "org.freedesktop.systemd1.manage-units", lookup: (k) => ({verb, unit})[k]}, {user}) || "no")));
+"""
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="node runs the rendered polkit rule (JavaScript)")
+@pytest.mark.parametrize("web", [False, True])
+def test_the_polkit_rule_lets_only_hearth_start_and_stop_only_agent_units(root: Path, web: bool) -> None:
+    if web:
+        (root / "etc/hearth").mkdir(parents=True, exist_ok=True)
+        (root / "etc/hearth/install.toml").write_text("web = true\n")
+    install(root)
+    rule = (root / "etc/polkit-1/rules.d/50-hearth.rules").read_text()
+    cases = [
+        ("hearth", "start", "hearth-agent@r1.service"),
+        ("hearth", "stop", "hearth-agent@r1.service"),
+        ("hearth", "stop", "sshd.service"),
+        ("hearth", "start", "sshd.service"),
+        ("alice", "start", "hearth-agent@r1.service"),
+        ("alice", "stop", "hearth-agent@r1.service"),
+    ]
+    done = subprocess.run(
+        ["node", "-e", POLKIT_PROBE % rule, json.dumps(cases)], capture_output=True, text=True, timeout=60, check=True
+    )
+    answers = dict(zip([f"{u} {v} {n}" for u, v, n in cases], json.loads(done.stdout), strict=True))
+    allowed = {k for k, v in answers.items() if v == "yes"}
+    expected = {"hearth start hearth-agent@r1.service"} | ({"hearth stop hearth-agent@r1.service"} if web else set())
+    assert allowed == expected
