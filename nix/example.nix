@@ -28,5 +28,31 @@
       file = "/run/secrets/github-token";
       hosts = [ "api.github.com" ];
     };
+
+    # Several boxes (docs/fleet.md). The hub, at 10.0.0.1: the queue, the command center the
+    # workers report to, the one audit, and Redis as the broker.
+    # web = {
+    #   enable = true;
+    #   listenAddress = "10.0.0.1";
+    #   operatorTokenFile = "/run/secrets/hearth-operator";
+    # };
+    # fleet.hub = {
+    #   enable = true;
+    #   brokerPasswordFile = "/run/secrets/hearth-broker";
+    #   redis.bind = "127.0.0.1 10.0.0.1";
+    # };
+    #
+    # A worker (each GPU box), with `hearth fleet add gpu1 --label gpu` run on the hub first:
+    # ollama.enable = true;
+    # ollama.models = [ "qwen2.5-coder:7b" ];
+    # worker = {
+    #   enable = true;
+    #   hub = "http://10.0.0.1:8770";
+    #   name = "gpu1";
+    #   labels = [ "gpu" ];
+    #   tokenFile = "/run/secrets/hearth-fleet-token";
+    #   brokerUrl = "redis://10.0.0.1:6379/0";
+    #   brokerPasswordFile = "/run/secrets/hearth-broker";
+    # };
   };
 }

@@ -452,17 +452,120 @@ let
     # a switch must not kill runs in flight or re-run a oneshot
     restartIfChanged = false;
   };
+
+  # Several boxes (fleet.hub, worker; docs/fleet.md). The broker's URL is in the units' text, its
+  # password and a worker's token only in files handed over with LoadCredential= (hearth/fleet/config.py
+  # reads $CREDENTIALS_DIRECTORY/broker-password and fleet-token).
+  hub = cfg.fleet.hub;
+  worker = cfg.worker;
+  fleetName = types.strMatching "[a-z0-9][a-z0-9._-]{0,62}"; # hearth/fleet/config.py NAME
+  brokerUrlType = types.nullOr (types.strMatching "rediss?://.+");
+  carriesPassword = url: url != null
+    && (builtins.match "[a-z]+://[^/@]*:[^/@]*@.*" url != null || lib.hasInfix "password=" url);
+  brokerCredential = file: lib.optional (file != null) "broker-password:${toString file}";
+  redisUnit = lib.optional hub.redis.enable "redis-hearth.service";
+  loopback = a: builtins.elem a [ "127.0.0.1" "::1" "localhost" ];
+  redisAddresses = builtins.filter (a: builtins.isString a && a != "") (builtins.split " +" hub.redis.bind);
+  # fleet.hub or worker on a box without services.hearth.enable would do nothing: say so
+  fleetWithoutHearth = mkIf (!cfg.enable && (hub.enable || worker.enable)) {
+    assertions = [ { assertion = false;
+      message = "services.hearth.fleet.hub and services.hearth.worker need services.hearth.enable: the hub and each worker run requests as a single box does"; } ];
+  };
+  # IPAddressAllow= for endpoints whose URLs all name an address (or localhost); null when one
+  # names a host, since IPAddressAllow= takes no names
+  addressOf = url:
+    let
+      v6 = builtins.match "[a-z]+://([^/@]*@)?\\[([^]]+)].*" url;
+      v4 = builtins.match "[a-z]+://([^/@]*@)?([0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+)([:/].*)?" url;
+      named = builtins.match "[a-z]+://([^/@]*@)?localhost([:/].*)?" url;
+      host = if v6 != null then builtins.elemAt v6 1 else if v4 != null then builtins.elemAt v4 1 else null;
+    in if named != null || host == "::1" || (host != null && lib.hasPrefix "127." host) then "localhost" else host;
+  uniq = builtins.foldl' (seen: a: if builtins.elem a seen then seen else seen ++ [ a ]) [ ];
+  allowOnly = urls: let found = map addressOf urls; in if builtins.elem null found then null else uniq found;
+
+  # The hub: the spawner sends each claimed request to the broker instead of starting a unit; the
+  # command center, which answers the workers at /fleet/, asks the same launcher which runs are alive.
+  hubEnv = { HEARTH_LAUNCHER = "celery"; HEARTH_FLEET_BROKER = toString hub.brokerUrl; };
+  hubUnit = u: u // {
+    after = (u.after or [ ]) ++ redisUnit;
+    wants = (u.wants or [ ]) ++ redisUnit;
+    environment = (u.environment or { }) // hubEnv;
+    serviceConfig = u.serviceConfig // {
+      LoadCredential = (u.serviceConfig.LoadCredential or [ ]) ++ brokerCredential hub.brokerPasswordFile;
+    };
+  };
+  # the spawner leaves [offline] for TCP to the broker, and to the broker alone when its URL names an
+  # address (a spawner that sends alerts is open already)
+  hubSpawn = u:
+    let sc = u.serviceConfig; allow = allowOnly [ (toString hub.brokerUrl) ]; in
+    hubUnit u // {
+      serviceConfig = builtins.removeAttrs (hubUnit u).serviceConfig [ "PrivateNetwork" "IPAddressDeny" ] // {
+        RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ];
+      } // (if sc ? IPAddressDeny && allow != null then { IPAddressDeny = "any"; IPAddressAllow = allow; } else { });
+    };
+
+  # The worker: one long-running `hearth worker` that takes requests from the broker and runs each
+  # as `hearth agent ID`, its own child (hearth/fleet/worker.py), so this unit is the runs' wall: the
+  # agent unit's serviceConfig (units.toml, with the same credentials, addresses and sandbox mode)
+  # less what belongs to one instance, plus the hub and the broker. What that costs against a
+  # hearth-agent@ unit per run is in nix/README.md ("Several boxes").
+  agentUnit = units.services."hearth-agent@".serviceConfig;
+  # `size` (limits.memoryMax) times n, when it is a number with an optional K/M/G/T suffix
+  times = n: size: let m = builtins.match "([1-9][0-9]*)([KMGT]?)" size; in
+    if m == null then size else "${toString (n * builtins.fromJSON (builtins.head m))}${builtins.elemAt m 1}";
+  # IPAddressAllow= takes no names: a hub or broker named by host goes into agentAddressAllow
+  fleetAddresses = builtins.filter (a: a != null) (map addressOf [ (toString worker.hub) (toString worker.brokerUrl) ]);
+  workerAllow = uniq ((agentUnit.IPAddressAllow or [ ]) ++ fleetAddresses);
+  workerService = {
+    description = "hearth worker ${toString worker.name}: runs the hub's requests on this box (hearth worker)";
+    after = [ "network-online.target" ] ++ lib.optional cfg.ollama.enable "ollama.service";
+    wants = [ "network-online.target" ] ++ lib.optional cfg.ollama.enable "ollama.service";
+    wantedBy = [ "multi-user.target" ];
+    environment = units.environment // {
+      HEARTH_FLEET_HUB = toString worker.hub;
+      HEARTH_FLEET_NAME = toString worker.name;
+      HEARTH_FLEET_BROKER = toString worker.brokerUrl;
+      HEARTH_FLEET_CONCURRENCY = toString worker.concurrency;
+    } // (if worker.labels == [ ] then { } else { HEARTH_FLEET_LABELS = lib.concatStringsSep "," worker.labels; });
+    # one instance's settings go: its StateDirectory (the worker makes each workspace), the
+    # view of its own workspace alone, the delegated cgroup (several runs share this unit, whose
+    # own process sits in its root cgroup) and its run-time limit (this unit runs for good)
+    serviceConfig = builtins.removeAttrs agentUnit [ "StateDirectory" "StateDirectoryMode" "TemporaryFileSystem" "BindPaths" "Delegate" "RuntimeMaxSec" ] // {
+      ExecStart = "${cfg.package}/bin/hearth worker";
+      ProtectControlGroups = true;
+      # it talks to the broker and the hub's command center too
+      IPAddressAllow = workerAllow;
+      # the runs' credentials, the worker's token and the broker's password, from $CREDENTIALS_DIRECTORY
+      LoadCredential = (agentUnit.LoadCredential or [ ]) ++ [ "fleet-token:${toString worker.tokenFile}" ]
+        ++ brokerCredential worker.brokerPasswordFile;
+      # every run gets SIGTERM and records itself interrupted; the worker then acknowledges its requests
+      KillMode = "control-group";
+      TimeoutStopSec = 60;
+      # room for `concurrency` runs at each run's limits, and the worker's own threads
+      MemoryMax = times worker.concurrency cfg.limits.memoryMax;
+      TasksMax = worker.concurrency * cfg.limits.tasksMax + 64;
+      Restart = "on-failure";
+      RestartSec = "10s";
+    };
+  };
+
+  fleetServices = s:
+    (if hub.enable then s // { hearth-spawn = hubSpawn s.hearth-spawn; }
+      // (if s ? hearth-web then { hearth-web = hubUnit s.hearth-web; } else { }) else s)
+    // (if worker.enable then { hearth-worker = workerService; } else { });
+
 in
 {
   options.services.hearth = {
     enable = mkEnableOption "hearth, the local sandboxed agent appliance (queue, per-run units, audit)";
 
-    # pkgs.hearth when an overlay provides it, else this repository's own package; the flake's
+    # pkgs.hearth when an overlay provides it, else this repository's own package (with `commit`
+    # null: callPackage would fill it with nixpkgs' `commit`, an editor); the flake's
     # nixosModules.default sets it to the flake's package
     package = lib.mkPackageOption pkgs "hearth" {
       example = "hearth.packages.x86_64-linux.default";
       extraDescription = "It provides `hearth` and `hearth-loop`, their completions and man pages.";
-    } // { default = pkgs.hearth or (pkgs.callPackage ./package.nix { }); };
+    } // { default = pkgs.hearth or (pkgs.callPackage ./package.nix { commit = null; }); };
 
     environment = mkOption {
       type = types.attrsOf types.str;
@@ -807,6 +910,89 @@ in
       };
     };
 
+    fleet.hub = {
+      enable = mkEnableOption "the hub of several boxes (docs/fleet.md): this box keeps the queue, the command center and the one audit, and sends each request through a Redis broker (Celery) to a worker (`services.hearth.worker` on the other boxes); needs `web.enable`, where the workers report";
+      brokerUrl = mkOption {
+        type = brokerUrlType;
+        default = if hub.redis.enable then "redis://127.0.0.1:${toString hub.redis.port}/0" else null;
+        defaultText = literalExpression ''"redis://127.0.0.1:''${toString redis.port}/0" when redis.enable, else null'';
+        example = "rediss://broker.lan:6380/0";
+        description = "The broker the hub's units use, without a password (HEARTH_FLEET_BROKER): redis:// or rediss:// (TLS). A password in it fails the build; it goes into `brokerPasswordFile`.";
+      };
+      brokerPasswordFile = mkOption {
+        type = types.nullOr types.path;
+        default = null;
+        example = "/run/secrets/hearth-broker";
+        description = "File holding the broker's password: Redis's requirepass when `redis.enable`, and the hub's units' credential `broker-password` (LoadCredential=), never in the Nix store. Required when Redis listens beyond loopback.";
+      };
+      redis = {
+        enable = mkOption {
+          type = types.bool;
+          default = true;
+          example = false;
+          description = "Run the broker on this box: services.redis.servers.hearth (redis-hearth.service), with `brokerPasswordFile` as its password; the hub's units start after it.";
+        };
+        bind = mkOption {
+          type = types.str;
+          default = "127.0.0.1";
+          example = "127.0.0.1 10.0.0.1";
+          description = "Addresses Redis listens on, space-separated: add the one the workers reach, and keep 127.0.0.1 for the hub's own units (brokerUrl's default). Open `port` in the firewall to the workers only (docs/fleet.md).";
+        };
+        port = mkOption {
+          type = types.ints.between 1 65535;
+          default = 6379;
+          example = 6380;
+          description = "Redis's TCP port.";
+        };
+      };
+    };
+
+    worker = {
+      enable = mkEnableOption "a worker of a hub (docs/fleet.md): hearth-worker.service, `hearth worker`, takes requests from the hub's broker and runs each on this box as its own hearth would (its sandbox, limits and Ollama hosts), reporting to the hub";
+      hub = mkOption {
+        type = types.nullOr (types.strMatching "https?://[^ /]+(/[^ ]*)?");
+        default = null;
+        example = "http://10.0.0.1:8770";
+        description = "The hub's command center, as this box reaches it (HEARTH_FLEET_HUB): its `web.listenAddress` and `web.port`, or the reverse proxy in front of it.";
+      };
+      name = mkOption {
+        type = types.nullOr fleetName;
+        default = null;
+        example = "gpu1";
+        description = "This worker's name, the one given to `hearth fleet add` on the hub (HEARTH_FLEET_NAME).";
+      };
+      labels = mkOption {
+        type = types.listOf fleetName;
+        default = [ ];
+        example = [ "gpu" "big-memory" ];
+        description = "Labels a request's `worker` may name to run here (HEARTH_FLEET_LABELS); the worker also takes requests for the models its Ollama hosts have pulled, and unrouted ones.";
+      };
+      tokenFile = mkOption {
+        type = types.nullOr types.path;
+        default = null;
+        example = "/run/secrets/hearth-fleet-token";
+        description = "File holding the token `hearth fleet add NAME` printed on the hub; passed as the credential `fleet-token` (LoadCredential=), never in the Nix store.";
+      };
+      brokerUrl = mkOption {
+        type = brokerUrlType;
+        default = null;
+        example = "redis://10.0.0.1:6379/0";
+        description = "The hub's broker as this box reaches it, without a password (HEARTH_FLEET_BROKER); a password in it fails the build.";
+      };
+      brokerPasswordFile = mkOption {
+        type = types.nullOr types.path;
+        default = null;
+        example = "/run/secrets/hearth-broker";
+        description = "File holding the broker's password, passed as the credential `broker-password`; null for a broker without one.";
+      };
+      concurrency = mkOption {
+        type = types.ints.between 1 64;
+        default = 2;
+        example = 4;
+        description = "Runs at once on this worker (HEARTH_FLEET_CONCURRENCY); each is its own hearth-agent@ unit with `limits.*`.";
+      };
+    };
+
     limits = {
       commandTasksMax = mkOption {
         type = types.ints.positive;
@@ -847,7 +1033,7 @@ in
     };
   };
 
-  config = mkIf cfg.enable (mkMerge [
+  config = mkMerge [ fleetWithoutHearth (mkIf cfg.enable (mkMerge [
     {
       assertions = [
         { assertion = lib.hasPrefix "/var/lib/" cfg.stateDir && !(lib.hasInfix ".." cfg.stateDir);
@@ -915,7 +1101,7 @@ in
       environment.systemPackages = [ cfg.package ];
       environment.variables.HEARTH_STATE_DIR = cfg.stateDir; # so `hearth runs` reads this host's audit
 
-      systemd.services = lib.mapAttrs service units.services;
+      systemd.services = lib.mapAttrs service (fleetServices units.services);
       systemd.paths = units.paths;
       systemd.timers = units.timers;
 
@@ -936,7 +1122,41 @@ in
       services.ollama.enable = true;
       services.ollama.loadModels = cfg.ollama.models ++ lib.optional (embedModel != "off") embedModel;
     })
-  ]);
+    (mkIf hub.enable {
+      assertions = [
+        { assertion = hub.brokerUrl != null;
+          message = "services.hearth.fleet.hub.brokerUrl is not set: the broker's URL without a password (redis://10.0.0.1:6379/0), or keep fleet.hub.redis.enable for one on this box"; }
+        { assertion = !(carriesPassword hub.brokerUrl);
+          message = "services.hearth.fleet.hub.brokerUrl carries a password: put it in a file named by fleet.hub.brokerPasswordFile instead (the URL is in the units' text)"; }
+        { assertion = cfg.web.enable;
+          message = "services.hearth.fleet.hub needs services.hearth.web.enable: the workers report to the command center (`hearth serve`) at /fleet/"; }
+        { assertion = !hub.redis.enable || builtins.all loopback redisAddresses || hub.brokerPasswordFile != null;
+          message = "services.hearth.fleet.hub.redis.bind is ${hub.redis.bind}: a broker other boxes reach needs fleet.hub.brokerPasswordFile"; }
+      ];
+      warnings = lib.optional (cfg.web.enable && loopback cfg.web.listenAddress)
+        "services.hearth.fleet.hub: the command center listens on ${cfg.web.listenAddress} only, so workers reach /fleet/ only through a reverse proxy on this box (set web.listenAddress, a token file and web.allowedHosts otherwise)";
+      # so `hearth state`, `hearth stop` and `hearth fleet` in a shell on the hub see the runs on the workers
+      environment.variables = hubEnv;
+    })
+    (mkIf (hub.enable && hub.redis.enable) {
+      services.redis.servers.hearth = {
+        enable = true;
+        inherit (hub.redis) bind port;
+        requirePassFile = hub.brokerPasswordFile;
+      };
+    })
+    (mkIf worker.enable {
+      assertions = map (o: {
+        assertion = worker.${o} != null;
+        message = "services.hearth.worker.${o} is not set: a worker needs hub, name, tokenFile and brokerUrl (docs/fleet.md)";
+      }) [ "hub" "name" "tokenFile" "brokerUrl" ] ++ [
+        { assertion = !(carriesPassword worker.brokerUrl);
+          message = "services.hearth.worker.brokerUrl carries a password: put it in a file named by worker.brokerPasswordFile instead (the URL is in the unit's text)"; }
+      ];
+      warnings = lib.optional (worker.hub != null && worker.brokerUrl != null && builtins.length fleetAddresses < 2 && cfg.agentAddressAllow == [ ])
+        "services.hearth.worker: hub or brokerUrl names a host; put its address in services.hearth.agentAddressAllow, or hearth-worker.service cannot reach it (IPAddressAllow= takes no names)";
+    })
+  ])) ];
 
   meta.maintainers = [ ]; # hearth's own team maintains it (see the repository); none in nixpkgs' list yet
 }

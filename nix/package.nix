@@ -16,12 +16,7 @@ let
       inherit pname version;
       hash = "sha256-mgmqm6JBc9FDIRN8jBvFQEDtC/O62VbLL5/u2neWh3A=";
     };
-    postPatch = lib.optionalString (commit != null) ''
-    echo 'COMMIT = "${commit}"' > hearth/_commit.py
-  '';
-
-  build-system = [ py.setuptools ];
-  nativeBuildInputs = [ installShellFiles ];
+    build-system = [ py.setuptools ];
     dependencies = [ py.click py.primp py.lxml ];
     # 24.11 ships older primp and lxml than ddgs asks for; the search code hearth uses runs on them
     pythonRelaxDeps = [ "primp" "lxml" "click" ];
@@ -58,7 +53,10 @@ py.buildPythonApplication {
     ++ [ py.fastapi py.uvicorn py.jinja2 py.python-multipart py.prometheus-client ]
     # semantic recall's vector search (agent/knowledge/vectors.py), nixpkgs' wheel of sqlite-vec;
     # a nixpkgs without it still builds hearth, whose search is then by text only (hearth doctor says so)
-    ++ lib.optional (py ? sqlite-vec) py.sqlite-vec;
+    ++ lib.optional (py ? sqlite-vec) py.sqlite-vec
+    # runs on other boxes (hearth/fleet/, pyproject's `fleet` extra, celery[redis]): the hub sends
+    # requests through a Redis broker and `hearth worker` takes them
+    ++ [ py.celery py.redis ];
   pythonRemoveDeps = lib.optional (!(py ? sqlite-vec)) "sqlite-vec";
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" "sqlite-vec" ];
