@@ -27,6 +27,8 @@ def print_run(run: dict[str, Any], linked: list[dict[str, Any]], steps: list[dic
     )
     if run.get("model_reason"):
         print(f"model: {model_line(run)}")
+    if run.get("worker"):
+        print(f"worker: {run['worker']} (a box of this hub's fleet)")
     print(f"goal: {run['goal']}")
     took = f"  took {duration(run['duration_ms'])}" if run.get("duration_ms") is not None else ""
     print(

@@ -7,11 +7,12 @@
                                        hands it out again (default a day: beyond the longest run)
     HEARTH_FLEET_LOST_S                a hub's: how long a worker may be silent before its runs are lost
                                        (default 30)
-    HEARTH_FLEET_HUB                   a worker's hub: its command center's URL (http://hub.lan:8377)
+    HEARTH_FLEET_HUB                   a worker's hub: its command center's URL (http://hub.lan:8770)
     HEARTH_FLEET_NAME                  a worker's name, as `hearth fleet add NAME` made its token
     HEARTH_FLEET_TOKEN_FILE            the file holding that token; unset: $CREDENTIALS_DIRECTORY/fleet-token
     HEARTH_FLEET_LABELS                a worker's labels, comma-separated (a request's `worker` names one)
     HEARTH_FLEET_CONCURRENCY           runs at once on a worker (default 2)
+    HEARTH_FLEET_SURVEY_S              how often a worker asks its Ollama hosts what they have pulled (30)
 
 A password in HEARTH_FLEET_BROKER is refused: the URL is in units' text, the password only in a file.
 """
@@ -67,7 +68,7 @@ class FleetConfig:
             return cls(broker, raw, visibility)
         hub = env.get("HEARTH_FLEET_HUB", "").strip().rstrip("/")
         if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", hub):
-            raise ConfigError(f"HEARTH_FLEET_HUB must be the hub's command center URL (http://hub:8377), got {hub!r}")
+            raise ConfigError(f"HEARTH_FLEET_HUB must be the hub's command center URL (http://hub:8770), got {hub!r}")
         name = env.get("HEARTH_FLEET_NAME", "").strip()
         if not NAME.fullmatch(name):
             raise ConfigError(f"HEARTH_FLEET_NAME must be the worker's name (a-z 0-9 . _ -), got {name!r}")

@@ -74,7 +74,10 @@ def fleet_app(web: Web) -> FastAPI:
 
     @app.post("/fleet/claim")
     async def claim(request: Request) -> Response:
-        return await guarded(request, lambda audit, worker, body: hub.claim(audit, worker, str(body.get("run_id"))))
+        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+            return hub.claim(audit, worker, str(body.get("run_id")), paused=_paused(settings))
+
+        return await guarded(request, work)
 
     @app.post("/fleet/heartbeat")
     async def heartbeat(request: Request) -> Response:

@@ -202,8 +202,9 @@ def lost(audit: AuditStore, run_id: str, now: float | None = None) -> str | None
 
 
 # -- a worker's calls ---------------------------------------------------------------------------
-def claim(audit: AuditStore, worker: Worker, run_id: str) -> dict[str, Any]:
-    """The worker took `run_id` from the broker: {"go": "run" | "resume" | "wait" | "drop", ...}."""
+def claim(audit: AuditStore, worker: Worker, run_id: str, *, paused: bool = False) -> dict[str, Any]:
+    """The worker took `run_id` from the broker: {"go": "run" | "resume" | "wait" | "drop", ...};
+    `wait` while the hub is paused (`hearth pause`): nothing new starts, the request is kept."""
     if not re.fullmatch(ID_PATTERN, run_id):
         raise Refused(400, f"{run_id!r} is not a run id")
     with immediate(audit.conn):
@@ -222,6 +223,8 @@ def claim(audit: AuditStore, worker: Worker, run_id: str) -> dict[str, Any]:
             return {"go": "drop", "why": f"run {run_id} already ran here; a redelivery is not run twice"}
         if run is not None:  # ended at the hub before anyone took it (stopped while queued)
             return {"go": "drop", "why": f"run {run_id} is already {run['status']}"}
+        if paused:
+            return {"go": "wait", "why": "the hub is paused; the request waits in the broker"}
         audit.conn.execute(
             "update fleet_runs set worker = ?, claimed_at = ? where run_id = ?", [worker.name, time.time(), run_id]
         )

@@ -7,15 +7,18 @@ again every MODELS_S; a queue is added or cancelled when that changes), `general
 
 1. it claims the run at the hub (hearth/fleet/hub.py): the first claim runs it; a request the broker
    handed out again after its worker died is dropped there, never run twice;
-2. it writes the request into its own queue's claimed/ and runs `hearth agent ID` in its own state
-   directory, sandbox, launcher and Ollama hosts, with HEARTH_FLEET_OUTBOX set: the run records
-   into this box's audit and the outbox (hearth/fleet/outbox.py), which a thread sends to the hub;
-3. when the agent has ended, the request is acknowledged to the broker (late acknowledgement).
+2. it drops the request into its own queue, where its own `hearth watch` (a process it keeps, with
+   HEARTH_FLEET_OUTBOX set) runs it as a single box does: its state directory, sandbox, local
+   launcher (a run is forked from the warm watch) and Ollama hosts; the run records into this
+   box's audit and the outbox (hearth/fleet/outbox.py), which a thread sends to the hub;
+3. when the run has ended (or suspended), the request is acknowledged to the broker (late
+   acknowledgement).
 
 A heartbeat every HEARTBEAT_S tells the hub the models and the runs' live states and brings back
 the stops asked of its runs (SIGTERM to the run's process group, SIGKILL after the grace). A run
 that suspended for an approval (no process) goes on when the hub sends it again to
-`worker.<name>`: the claim answers `resume` with the decisions made at the hub.
+`worker.<name>`: the claim answers `resume` with the decisions made at the hub, which go into this
+box's audit, where the watch's sweep finds the run ready and goes on with it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from hearth.fleet.client import HubClient
@@ -37,7 +42,7 @@ from hearth.settings import Settings
 
 log = logging.getLogger("hearth.fleet")
 HEARTBEAT_S = 2.0
-MODELS_S = 30.0
+MODELS_S = 30.0  # HEARTH_FLEET_SURVEY_S: how often the Ollama hosts are asked what they have
 STOP_GRACE_S = 30.0
 CLAIM_RETRY_S = 2.0
 
@@ -53,8 +58,9 @@ class Worker:
         self.sender = Sender(self.outbox, self.client)
         self.app = celery_app(config)
         self.hostname = f"{config.name}@hearth"
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.held: set[str] = set()  # the runs of the requests it has taken and not yet acknowledged
         self.stopping: dict[str, float] = {}
+        self.watch: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
         self.models: list[str] = []
         self.done = threading.Event()
@@ -97,6 +103,7 @@ class Worker:
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
         self.models = self.survey()
+        self.start_watch()
         self.beat_once()  # the hub knows it before it takes a request
         self.sender.start()
         threading.Thread(target=self._beat, name="hearth-fleet-heartbeat", daemon=True).start()
@@ -116,17 +123,33 @@ class Worker:
         finally:
             self.done.set()
             self.sender.stop()
+            if self.watch is not None and self.watch.poll() is None:
+                self.watch.send_signal(signal.SIGTERM)  # it stops its runs, which record so
+                self.watch.wait(STOP_GRACE_S + 10)
         return int(worker.exitcode or 0)
 
+    def start_watch(self) -> None:
+        """This box's own `hearth watch`, which runs what the worker drops into its queue."""
+        env = {**os.environ, "HEARTH_STATE_DIR": str(self.settings.state_dir), "HEARTH_LAUNCHER": "local"}
+        env["HEARTH_FLEET_OUTBOX"] = str(self.outbox_path)
+        env.pop("HEARTH_QUEUE_DIR", None)
+        logs = self.settings.state_dir / "fleet"
+        argv = [sys.executable, "-P", "-m", "hearth.cli.main", "watch", "--concurrency", str(self.config.concurrency)]
+        with open(logs / "watch.log", "ab") as out:
+            self.watch = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+
     def _beat(self) -> None:
-        last_survey = time.monotonic()
+        last_survey, every = time.monotonic(), _seconds("HEARTH_FLEET_SURVEY_S", MODELS_S)
         while not self.done.wait(HEARTBEAT_S):
-            if time.monotonic() - last_survey >= MODELS_S:
+            if time.monotonic() - last_survey >= every:
                 last_survey = time.monotonic()
                 try:
                     self.refresh_models()
                 except Exception as exc:
                     log.warning("refreshing the model queues failed: %s", exc)
+            if self.watch is not None and self.watch.poll() is not None:
+                log.error("this box's hearth watch ended (exit %s); starting it again", self.watch.returncode)
+                self.start_watch()
             self.beat_once()
 
     def beat_once(self) -> None:
@@ -146,40 +169,41 @@ class Worker:
         from hearth.run.state import read_states
 
         with self.lock:
-            held = {run_id: proc.pid for run_id, proc in self.procs.items()}
+            held = set(self.held)
         found = {str(s.get("run_id")): s for s in read_states(self.settings.runs_state_dir)}
-        states = [{**found.get(r, {"state": "starting"}), "run_id": r, "pid": pid} for r, pid in held.items()]
+        states = [{**found.get(r, {"state": "starting"}), "run_id": r} for r in sorted(held)]
         sending = [r for r in self.outbox.runs() if r not in held]  # ended here, its last events on their way
         return states + [
             {"run_id": r, "state": "sending", "detail": "its last events are on their way"} for r in sending
         ]
 
     def stop(self, run_id: str, why: str) -> None:
+        from hearth.dispatch.launchers.host import pid_here
+
         with self.lock:
-            proc = self.procs.get(run_id)
-            if proc is None or run_id in self.stopping:
+            if run_id not in self.held or run_id in self.stopping:
                 return
             self.stopping[run_id] = time.monotonic() + STOP_GRACE_S
-        log.info("stopping run %s: %s", run_id, why)
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        pid = pid_here(self.settings, run_id)
+        log.info("stopping run %s (pid %s): %s", run_id, pid, why)
+        if pid is not None:
+            _signal(pid, signal.SIGTERM)
 
     def _kill_overdue(self) -> None:
+        from hearth.dispatch.launchers.host import pid_here
+
         now = time.monotonic()
         with self.lock:
-            overdue = [self.procs[r] for r, at in self.stopping.items() if at <= now and r in self.procs]
-        for proc in overdue:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            overdue = [r for r, at in self.stopping.items() if at <= now]
+        for run_id in overdue:
+            pid = pid_here(self.settings, run_id)
+            if pid is not None:
+                _signal(pid, signal.SIGKILL)
 
     # -- one request -----------------------------------------------------------------------------
     def _task(self, task: Any, run_id: str, body: str) -> str:
         with self.lock:
-            if run_id in self.procs:  # handed out again while it runs here: it is not run twice
+            if run_id in self.held:  # handed out again while it runs here: it is not run twice
                 log.info("request %s is running here already; the copy is dropped", run_id)
                 return "dropped"
         try:
@@ -191,6 +215,8 @@ class Worker:
             log.error("claim of %s refused (%s): %s", run_id, status, answer.get("error"))
             return "refused"
         go = answer.get("go")
+        if go == "wait":
+            raise task.retry(countdown=CLAIM_RETRY_S)
         if go == "drop":
             log.info("request %s not run: %s", run_id, answer.get("why"))
             return "dropped"
@@ -205,7 +231,7 @@ class Worker:
         from hearth.queue.directory import Queue
 
         queue = Queue(self.settings.queue_dir).ensure()
-        write_atomic(queue.claimed / f"{run_id}.json", body.encode())
+        write_atomic(queue.root / f"{run_id}.json", body.encode())  # the watch takes it from here
 
     def _decided(self, run_id: str, rows: list[dict[str, Any]]) -> None:
         """The decisions made at the hub while the run was suspended, into this box's audit."""
@@ -225,44 +251,51 @@ class Worker:
                     )
 
     def _run(self, run_id: str) -> str:
-        env = {**os.environ, "HEARTH_STATE_DIR": str(self.settings.state_dir), "HEARTH_LAUNCHER": "local"}
-        env["HEARTH_FLEET_OUTBOX"] = str(self.outbox_path)
-        env.pop("HEARTH_QUEUE_DIR", None)
-        logs = self.settings.state_dir / "fleet" / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        with open(logs / f"{run_id}.log", "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-P", "-m", "hearth.cli.main", "agent", run_id],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        """Wait for the run the watch starts to end (or suspend); what it ended as."""
         with self.lock:
-            self.procs[run_id] = proc
+            self.held.add(run_id)
         try:
-            code = proc.wait()
+            while not self.done.is_set():
+                status = self._ended(run_id)
+                if status is not None:
+                    break
+                time.sleep(0.05)
+            else:
+                return "worker stopping"
         finally:
             with self.lock:
-                self.procs.pop(run_id, None)
+                self.held.discard(run_id)
                 self.stopping.pop(run_id, None)
-        self._closed(run_id, code)
-        return f"exit {code}"
+        self._closed(run_id)
+        return status
 
-    def _closed(self, run_id: str, code: int) -> None:
-        """What the agent could not say itself (it was killed, or failed before its first record):
-        its row and final status, sent after its own events (a repeat changes nothing at the hub)."""
-        from hearth.audit.requests import record_unfinished
+    def _ended(self, run_id: str) -> str | None:
+        """The run's status once it no longer goes on here: final and its request placed, or
+        suspended for a person; None while it is queued, claimed or running."""
+        from hearth.queue.directory import Queue
+
+        queue = Queue(self.settings.queue_dir)
+        if (queue.root / f"{run_id}.json").exists():
+            return None
+        try:
+            found = _status(self.settings.audit_path, run_id)
+        except sqlite3.Error:
+            return None
+        if found is None or found == "running":
+            return None
+        if found != "waiting" and (queue.claimed / f"{run_id}.json").exists():
+            return None  # ended, its request not yet placed
+        return found
+
+    def _closed(self, run_id: str) -> None:
+        """What the run could not say itself (the watch settled it after its process died, or it was
+        refused before its first record): its row and final status as this box's audit has them,
+        sent after its own events (at the hub a repeat changes nothing)."""
         from hearth.audit.store import AuditStore
-        from hearth.dispatch.settle import GONE
         from hearth.run.events import RunFinished, RunStarted
 
         with AuditStore(self.settings.audit_path) as audit:
             run = audit.run(run_id)
-            if run is not None and run["status"] == "running":
-                record_unfinished(audit, run_id, "interrupted", GONE)
-                run = audit.run(run_id)
         if run is None:
             return
         row = {k: v for k, v in run.items() if k in _RUN_COLUMNS}
@@ -276,6 +309,32 @@ _RUN_COLUMNS = {
     "id", "agent_name", "model", "goal", "mode", "source", "requested_by", "workspace", "sandbox", "status",
     "started_at", "parent_run", "link", "kind", "label", "model_requested", "model_reason", "model_host",
 }  # fmt: skip
+
+
+def _status(path: Path, run_id: str) -> str | None:
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum) if os.getpgid(pid) == pid else os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def main(settings: Settings) -> int:

@@ -21,7 +21,7 @@ PAGE_SIZE = 50
 COUNT_CAP = 10_000  # a list counts its matches up to here ("more than 10,000"): a count is a scan
 LIST_COLUMNS = (
     "id, status, label, agent_name, model, model_requested, model_reason, source, mode, requested_by, iterations, "
-    "tokens_in, tokens_out, duration_ms, started_at, ended_at, substr(goal, 1, 240) as goal"
+    "tokens_in, tokens_out, duration_ms, started_at, ended_at, substr(goal, 1, 240) as goal, worker"
 )
 # Columns linking runs to each other, once the audit has them (follow-ups, swarms): name -> column.
 # Adding {"parent": "parent_id"} here is all the run page needs to show both directions.

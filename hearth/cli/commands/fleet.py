@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--json", action="store_true", help="print the workers as JSON")
     rm = actions.add_parser("rm", help="remove a worker: its token is refused from now on")
     rm.add_argument("name")
+    rm.add_argument("--json", action="store_true", help="print {removed: NAME} as JSON")
     p.set_defaults(handler=fleet, json=False)
     w = sub.add_parser(
         "worker",
@@ -51,7 +52,7 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         if args.fleet_action == "rm":
             hub.remove_worker(audit, args.name)
-            print(f"removed worker {args.name}")
+            print_json({"removed": args.name}) if args.json else print(f"removed worker {args.name}")
             return 0
         workers = hub.workers(audit)
     now = time.time()

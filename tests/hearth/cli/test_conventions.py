@@ -30,7 +30,7 @@ from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import drop, rows, wait_for
 
 # what prints no data: the web server, and the two that print generated scripts
-NO_JSON = {"serve", "completion", "man", "mcp serve"}  # mcp serve: stdout is the MCP protocol
+NO_JSON = {"serve", "worker", "completion", "man", "mcp serve"}  # mcp serve: stdout is the MCP protocol
 SYNONYMS = [("--max-iterations", "--max-iters"), ("--allowed-tools", "--tools"), ("--agent-name", "--agent")]
 
 

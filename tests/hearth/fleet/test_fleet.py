@@ -88,6 +88,14 @@ def test_requests_run_on_the_worker_that_has_their_model_and_land_in_the_hubs_on
     steps = rows(fleet.hub.state, "select kind from steps where run_id = 'r-llama' order by id")
     assert "model" in [s["kind"] for s in steps]
     wait_for(lambda: not (fleet.hub.state / "queue" / "claimed" / "r-llama.json").exists(), 30, "the request placed")
+    shown = fleet.hub.cli("show", "r-llama")
+    assert "worker: gpu1" in shown.stdout, shown.stderr
+    import httpx
+
+    page = httpx.get(fleet.hub.url + "/runs/r-llama", timeout=30).text
+    assert 'id="run-worker">gpu1<' in page
+    listed = httpx.get(fleet.hub.url + "/api/runs", timeout=30).json()
+    assert {r["id"]: r["worker"] for r in listed["runs"]} == {"r-llama": "gpu1", "r-qwen": "gpu2"}
 
 
 SLOW = tool_call("run_command", {"command": "touch started; sleep 60"})
@@ -227,3 +235,29 @@ def test_a_worker_cannot_write_another_workers_run_or_forge_a_decision(fleet: Fl
     assert (
         rows(fleet.hub.state, "select status from approvals where id = ?", pending[0]["id"])[0]["status"] == "pending"
     )
+
+
+def test_a_worker_takes_requests_for_a_model_pulled_after_it_started(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [final_answer("pulled and ran")], HEARTH_FLEET_SURVEY_S="1")
+    fleet.enqueue("r-phi", model="phi3")
+    wait_for(lambda: fleet.hub.sent("r-phi"), 30, "the request sent")
+
+    fleet.fakes["gpu1"].models = ("llama3.2", "phi3")  # `ollama pull phi3` on gpu1's host
+
+    run = fleet.final("r-phi")
+    assert (run["status"], run["worker"], run["model"]) == ("done", "gpu1", "phi3")
+
+
+def test_while_the_hub_is_paused_a_request_already_in_the_broker_waits_and_runs_once_resumed(fleet: Fleet) -> None:
+    fleet.enqueue("r-held", model="mistral")
+    wait_for(lambda: fleet.hub.sent("r-held"), 30, "the request sent")
+    assert fleet.hub.cli("pause").returncode == 0
+    worker = fleet.worker("gpu3", ("mistral",), [final_answer("after the pause")])
+    wait_for(lambda: b"retry: Retry in" in worker.log.read_bytes(), 60, "the worker told to wait")
+    assert fleet.hub.run("r-held") is None and fleet.fakes["gpu3"].requests == []
+
+    assert fleet.hub.cli("resume").returncode == 0
+
+    run = fleet.final("r-held")
+    assert (run["status"], run["summary"]) == ("done", "after the pause")
+    assert len(fleet.fakes["gpu3"].requests) == 1

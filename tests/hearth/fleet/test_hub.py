@@ -1,0 +1,137 @@
+"""The hub's side of the fleet alone, on a real audit file: tokens, claims, events written once,
+what a worker may not send, when a worker is lost; and the fleet's settings."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from hearth.audit.store import AuditStore, RunRecord
+from hearth.errors import ConfigError
+from hearth.fleet import hub
+from hearth.fleet.config import FleetConfig, queue_for
+from hearth.run.events import RunStarted, StepRecorded, to_json
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> AuditStore:
+    return AuditStore(tmp_path / "audit.db")
+
+
+def worker(audit: AuditStore, name: str) -> hub.Worker:
+    token = hub.add_worker(audit, name, [], "test")
+    return hub.identify(audit, f"Bearer {token}")
+
+
+def started(run_id: str) -> RunStarted:
+    return RunStarted.of(RunRecord(id=run_id, agent_name="default", model="m", goal="g", mode="auto"))
+
+
+def item(event_id: str, event: object) -> dict[str, str]:
+    return {"id": event_id, "event": to_json(event)}  # type: ignore[arg-type]
+
+
+def test_a_token_names_its_worker_and_only_its_hash_is_kept(audit: AuditStore) -> None:
+    token = hub.add_worker(audit, "gpu1", ["big"], "test")
+    assert hub.identify(audit, f"Bearer {token}").name == "gpu1"
+    assert token not in str(audit.rows("select * from fleet_workers"))
+    for wrong in ("", "Bearer hw-nope", f"Basic {token}"):
+        with pytest.raises(hub.Refused) as refused:
+            hub.identify(audit, wrong)
+        assert refused.value.status == 401
+
+
+def test_the_first_claim_runs_and_a_redelivery_to_another_worker_is_dropped_and_counted(audit: AuditStore) -> None:
+    one, two = worker(audit, "one"), worker(audit, "two")
+    hub.sent(audit, "r1", "general", None, None)
+    assert hub.claim(audit, one, "r1") == {"go": "run"}
+    again = hub.claim(audit, two, "r1")
+    assert again["go"] == "drop" and "one's" in again["why"]
+    assert hub.fleet_run(audit, "r1")["refused"] == 1  # type: ignore[index]
+    with pytest.raises(hub.Refused):
+        hub.claim(audit, one, "never-sent")
+
+
+def test_a_batch_sent_twice_is_written_once(audit: AuditStore) -> None:
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "general", None, None)
+    hub.claim(audit, one, "r1")
+    batch = [item("e-0000001", started("r1")), item("e-0000002", StepRecorded("r1", "note", {"detail": "x"}))]
+    assert hub.accept(audit, one, batch)["written"] == 2
+    assert hub.accept(audit, one, batch) == {"written": 0, "skipped": 2, "finished": []}
+    assert len(audit.rows("select * from steps where run_id = 'r1'")) == 1
+    assert audit.run("r1")["worker"] == "one"  # type: ignore[index]
+
+
+def test_an_event_of_a_run_the_worker_did_not_claim_refuses_the_batch_and_names_it(audit: AuditStore) -> None:
+    one, two = worker(audit, "one"), worker(audit, "two")
+    for run_id in ("r1", "r2"):
+        hub.sent(audit, run_id, "general", None, None)
+    hub.claim(audit, one, "r1")
+    hub.claim(audit, two, "r2")
+    batch = [item("e-0000001", started("r1")), item("e-0000002", started("r2"))]
+    with pytest.raises(hub.Refused) as refused:
+        hub.accept(audit, one, batch)
+    assert (refused.value.status, refused.value.index) == (403, 1)
+    assert audit.run("r1") is None  # nothing of a refused batch is written
+
+
+def test_a_worker_that_says_it_is_the_runs_worker_is_refused(audit: AuditStore) -> None:
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "general", None, None)
+    hub.claim(audit, one, "r1")
+    hub.accept(audit, one, [item("e-0000001", started("r1"))])
+    from hearth.run.events import RunUpdated
+
+    with pytest.raises(hub.Refused):
+        hub.accept(audit, one, [item("e-0000002", RunUpdated("r1", {"worker": "someone-else"}))])
+
+
+def test_a_worker_is_lost_only_for_silence_the_door_was_up_to_hear(audit: AuditStore) -> None:
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "general", None, None)
+    hub.claim(audit, one, "r1")
+    hub.accept(audit, one, [item("e-0000001", started("r1"))])
+    later = time.time() + hub.LOST_S + 5
+    assert hub.lost(audit, "r1", later) is None  # no door has been up: nobody could hear it
+    hub.door_alive(audit.path, time.time() - 1000)
+    audit.conn.execute("update fleet_door set alive_at = ?", [later])
+    assert "worker lost: one" in (hub.lost(audit, "r1", later) or "")
+    hub.heartbeat(audit, one, [], [{"run_id": "r1", "state": "running"}])
+    assert hub.lost(audit, "r1", time.time()) is None
+
+
+def test_the_broker_password_comes_from_a_file_never_the_url(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("s3cr:t\n")
+    config = FleetConfig.from_env(
+        {"HEARTH_FLEET_BROKER": "redis://10.0.0.1:6379/0", "HEARTH_FLEET_BROKER_PASSWORD_FILE": str(secret)}
+    )
+    assert config.broker == "redis://:s3cr%3At@10.0.0.1:6379/0" and "s3cr" not in config.shown_broker
+    with pytest.raises(ConfigError, match="carries a password"):
+        FleetConfig.from_env({"HEARTH_FLEET_BROKER": "redis://:pw@10.0.0.1:6379/0"})
+    with pytest.raises(ConfigError, match="HEARTH_FLEET_BROKER_PASSWORD_FILE: cannot read"):
+        FleetConfig.from_env({"HEARTH_FLEET_BROKER": "redis://h:1/0", "HEARTH_FLEET_BROKER_PASSWORD_FILE": "/nope"})
+
+
+def test_a_worker_needs_its_hub_name_and_token_file(tmp_path: Path) -> None:
+    base = {"HEARTH_FLEET_BROKER": "redis://127.0.0.1:6379/0", "HEARTH_FLEET_HUB": "http://hub:8770"}
+    with pytest.raises(ConfigError, match="HEARTH_FLEET_NAME"):
+        FleetConfig.from_env(base, worker=True)
+    with pytest.raises(ConfigError, match="HEARTH_FLEET_TOKEN_FILE is not set"):
+        FleetConfig.from_env({**base, "HEARTH_FLEET_NAME": "gpu1"}, worker=True)
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "fleet-token").write_text("hw-abc\n")
+    config = FleetConfig.from_env(
+        {**base, "HEARTH_FLEET_NAME": "gpu1", "CREDENTIALS_DIRECTORY": str(creds)}, worker=True
+    )
+    assert (config.token, config.concurrency) == ("hw-abc", 2)
+
+
+def test_a_request_goes_to_its_labels_queue_else_its_models_else_the_general_one() -> None:
+    assert queue_for("llama3.2", "big") == "worker.big"
+    assert queue_for("llama3.2", None) == "model.llama3.2"
+    assert queue_for("auto", None) == queue_for(None, None) == "general"
