@@ -72,6 +72,9 @@ class Settings:
     daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/leash/budget.py)
     web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
     tool_set: str = "common"  # HEARTH_TOOL_SET: common | all, when neither request nor profile lists tools
+    # HEARTH_FLEET_OUTBOX: set by `hearth worker` for the watch it keeps; its runs record into this box's
+    # audit and this outbox, which the worker sends to its hub (hearth/fleet/outbox.py)
+    fleet_outbox: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -111,6 +114,7 @@ class Settings:
             daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
             web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
             tool_set=_choice(env, "HEARTH_TOOL_SET", TOOL_SETS, "common"),
+            fleet_outbox=Path(env["HEARTH_FLEET_OUTBOX"]) if env.get("HEARTH_FLEET_OUTBOX") else None,
         )
 
     @property

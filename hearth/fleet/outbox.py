@@ -19,13 +19,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hearth.run.events import RunEvent, SqliteRecorder, to_json
 
 if TYPE_CHECKING:
     from hearth.audit.approvals import Approval
+    from hearth.audit.store import AuditStore
     from hearth.fleet.client import HubClient
+    from hearth.settings import Settings
 
 log = logging.getLogger("hearth.fleet")
 BATCH_BYTES = 512 * 1024  # under the command center's 1 MiB body limit, whatever a batch holds
@@ -182,10 +184,12 @@ class FleetRecorder:
         return there
 
 
-def recorder_from_env(audit: Any, env: dict[str, str]) -> FleetRecorder:
-    """The recorder of a run a worker started (it sets HEARTH_FLEET_OUTBOX for its runs)."""
+def recorder_for(audit: AuditStore, settings: Settings) -> FleetRecorder:
+    """The recorder of a run a worker started (hearth/run/events.py's `default_recorder`, where
+    `settings.fleet_outbox` is set): the worker's settings for its hub come from its environment."""
     from hearth.fleet.client import HubClient
     from hearth.fleet.config import FleetConfig
 
-    config = FleetConfig.from_env(env, worker=True)
-    return FleetRecorder(SqliteRecorder(audit), Outbox(Path(env["HEARTH_FLEET_OUTBOX"])), HubClient(config))
+    assert settings.fleet_outbox is not None
+    config = FleetConfig.from_env(worker=True)
+    return FleetRecorder(SqliteRecorder(audit), Outbox(settings.fleet_outbox), HubClient(config))

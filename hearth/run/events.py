@@ -47,7 +47,9 @@ What a run still reads (reads are not recording, so they stay reads):
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,6 +58,7 @@ from agent.clock import utc_now
 if TYPE_CHECKING:
     from hearth.audit.approvals import Approval
     from hearth.audit.store import AuditStore, RunRecord
+    from hearth.settings import Settings
 
 __all__ = [
     "ApprovalAsked",
@@ -314,16 +317,19 @@ class SqliteRecorder:
         return approvals.from_row(rows[0]) if rows else None
 
 
-def default_recorder(audit: AuditStore) -> RunRecorder:
-    """The recorder of a run handed none: this machine's audit; on a fleet's worker (which sets
-    HEARTH_FLEET_OUTBOX for the runs it starts) that audit and the outbox to the hub (hearth/fleet/)."""
-    import os
+# A fleet's worker's runs record into the worker's audit and its outbox to the hub; named by import
+# path (as the launchers' table names its rows), so the stream does not import the fleet built on it.
+FLEET_RECORDER = "hearth.fleet.outbox:recorder_for"
 
-    if os.environ.get("HEARTH_FLEET_OUTBOX"):
-        from hearth.fleet.outbox import recorder_from_env
 
-        return recorder_from_env(audit, dict(os.environ))
-    return SqliteRecorder(audit)
+def default_recorder(audit: AuditStore, settings: Settings) -> RunRecorder:
+    """The recorder of a run handed none: this machine's audit, and on a fleet's worker
+    (`settings.fleet_outbox`, which `hearth worker` sets for its watch) the outbox to the hub too."""
+    if settings.fleet_outbox is None:
+        return SqliteRecorder(audit)
+    module, _, name = FLEET_RECORDER.partition(":")
+    factory: Callable[[AuditStore, Settings], RunRecorder] = getattr(importlib.import_module(module), name)
+    return factory(audit, settings)
 
 
 def _columns(event: ConnectionMade | TripwireTripped | CheckpointKept) -> dict[str, Any]:

@@ -88,7 +88,7 @@ def run_goal(
     start_detection(settings.sandbox)  # the sandbox probe runs while the run is admitted and starts
     pulled = hosts.pulled(settings, PROBE_S) if model is None else None
     with AuditStore(settings.audit_path) as audit:
-        sink = recorder or default_recorder(audit)
+        sink = recorder or default_recorder(audit, settings)
         while True:
             run_id = request.run_id or new_run_id()
             # held from before the run's row exists until after its final status: a `running` row whose

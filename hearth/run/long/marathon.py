@@ -159,7 +159,7 @@ def run_marathon(
     marathon_id = request.run_id or new_run_id()
     # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
     with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
-        sink = recorder or default_recorder(audit)
+        sink = recorder or default_recorder(audit, settings)
         run = _admit(sink, request, plan, settings, marathon_id)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.planned.agent_name, model=run.planned.model

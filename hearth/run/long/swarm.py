@@ -92,7 +92,7 @@ def run_swarm(
     queue); without it, this machine's audit does."""
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
-        sink = recorder or default_recorder(audit)
+        sink = recorder or default_recorder(audit, settings)
         plan, root, holder = _admit(sink, goal, settings, request.id)
         state = StateFile(settings.runs_state_dir, request.id, agent_name=plan.agent_name, model=plan.model)
         own = model_client(plan, settings)
