@@ -663,7 +663,8 @@ def m201_fleet(db: sqlite_utils.Database) -> None:
     SHA-256 of its token, never the token; its labels; what its last heartbeat said: the models its
     Ollama hosts have, the runs it holds, when), `fleet_runs` one row per request sent to Celery
     (its queue, the worker that claimed it, a stop asked of it, redeliveries refused), and
-    `fleet_events` the id of every event a worker sent that the hub wrote (a repeat is ignored),
+    `fleet_events` the id of every event a worker sent that the hub wrote (a repeat is ignored), its
+    kind and its lag (written here against its stamp on the worker, for bench/fleet.py and /metrics),
     `fleet_door` since when the hub's /fleet door has been up, and when it last said so.
     `runs.worker` names the worker a run ran on (null: this box)."""
     db.table("runs").add_column("worker", str)
@@ -697,7 +698,9 @@ def m201_fleet(db: sqlite_utils.Database) -> None:
         pk="run_id",
         defaults={"refused": 0},
     )
-    db.table("fleet_events").create({"id": str, "run_id": str, "worker": str, "at": float}, pk="id")
+    db.table("fleet_events").create(
+        {"id": str, "run_id": str, "worker": str, "at": float, "kind": str, "lag_ms": float}, pk="id"
+    )
     db.table("fleet_door").create({"id": int, "up_since": float, "alive_at": float}, pk="id")
 
 

@@ -39,7 +39,7 @@ def fleet_app(web: Web) -> FastAPI:
             with AuditStore(settings.audit_path) as audit:
                 worker = hub.identify(audit, request_headers.get("authorization", ""))
                 return 200, work(audit, worker)
-        except hub.Refused as exc:
+        except hub.WorkerRefused as exc:
             body: dict[str, Any] = {"error": str(exc)}
             if exc.index is not None:
                 body["index"] = exc.index
@@ -62,13 +62,13 @@ def fleet_app(web: Web) -> FastAPI:
         except ValueError:
             found = None
         if not isinstance(found, dict):
-            raise hub.Refused(400, "the body must be a JSON object")
+            raise hub.WorkerRefused(400, "the body must be a JSON object")
         return found
 
     async def guarded(request: Request, work: Any) -> Response:
         try:
             found = await body_of(request)
-        except hub.Refused as exc:
+        except hub.WorkerRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=HEADERS)
         return await answer(request, lambda audit, worker: work(audit, worker, found))
 
@@ -84,7 +84,7 @@ def fleet_app(web: Web) -> FastAPI:
         def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
             models, running = body.get("models"), body.get("running")
             if not isinstance(models, list) or not isinstance(running, list):
-                raise hub.Refused(400, "a heartbeat is {models: [...], running: [...]}")
+                raise hub.WorkerRefused(400, "a heartbeat is {models: [...], running: [...]}")
             return {**hub.heartbeat(audit, worker, models, running), "paused": _paused(settings)}
 
         return await guarded(request, work)
@@ -94,8 +94,10 @@ def fleet_app(web: Web) -> FastAPI:
         def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
             batch = body.get("events")
             if not isinstance(batch, list) or len(batch) > MAX_EVENTS:
-                raise hub.Refused(400, f"events must be a list of at most {MAX_EVENTS}")
+                raise hub.WorkerRefused(400, f"events must be a list of at most {MAX_EVENTS}")
             done = hub.accept(audit, worker, batch)
+            for row in done.pop("asked"):
+                _asked(settings, row)
             for run_id in done.pop("finished"):
                 _place(settings, audit, run_id)
             return done
@@ -115,13 +117,40 @@ def _paused(settings: Any) -> bool:
     return paused(settings) is not None
 
 
-def _place(settings: Any, audit: AuditStore, run_id: str) -> None:
-    """A remote run ended: its request leaves claimed/ as a local one's does (settle, hearth/dispatch/)."""
-    from hearth.dispatch.launchers import launcher_for
-    from hearth.dispatch.settle import settle
-    from hearth.queue.directory import Queue
+def _asked(settings: Any, row: dict[str, Any]) -> None:
+    """A remote run waits for a person: the hub's alerts say so, with links to the hub's pages."""
+    from agent.clock import utc_now
+    from hearth.audit.approvals import parse_stamp
+    from hearth.leash import alerts
 
     try:
-        settle(Queue(settings.queue_dir), audit, settings, f"{run_id}.json", launcher_for(settings), grace_s=0.0)
+        left = (parse_stamp(str(row["expires_at"])) - parse_stamp(utc_now())).total_seconds()
+        call = f"{row['tool']} {str(row.get('arguments') or '')[:400]}"
+        alerts.approval_waiting(
+            settings, str(row["run_id"]), str(row["id"]), call, str(row["expires_at"]), max(0, left)
+        )
+    except (KeyError, ValueError):
+        return
+
+
+def _place(settings: Any, audit: AuditStore, run_id: str) -> None:
+    """A remote run ended: its request leaves claimed/ as a local one's does (settle, hearth/dispatch/),
+    and the hub alerts its end as it would a local run's, once."""
+    from hearth.dispatch.launchers import launcher_for
+    from hearth.dispatch.settle import settle
+    from hearth.leash import alerts
+    from hearth.queue.directory import Queue
+
+    queue = Queue(settings.queue_dir)
+    claimed = queue.claimed / f"{run_id}.json"
+    if not claimed.exists():
+        return  # placed already (its RunFinished came twice, or a sweep settled it): alerted then
+    try:
+        settle(queue, audit, settings, claimed.name, launcher_for(settings), grace_s=0.0)
     except OSError:
-        pass  # the spawner's next sweep places it
+        return  # the spawner's next sweep places it
+    run = audit.run(run_id) or {}
+    if run.get("status") not in (None, "running", "waiting") and not claimed.exists():
+        detail = str(run.get("error") or run.get("summary") or "")
+        goal, agent = str(run.get("goal") or ""), str(run.get("agent_name") or "")
+        alerts.run_ended(settings, run_id, str(run["status"]), goal=goal, detail=detail, agent=agent)

@@ -21,6 +21,7 @@ rename a run's worker (the hub writes that column).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -28,12 +29,12 @@ import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from agent.clock import utc_now
 from agent.sqlite_store import immediate
 from hearth.audit.store import AuditStore
-from hearth.doors.keys import digest
 from hearth.errors import HearthError, NotFound, UsageError
 from hearth.fleet.config import NAME
 from hearth.ids import ID_PATTERN
@@ -53,7 +54,7 @@ WORKER_LOST = "worker lost: {worker} stopped answering the hub while the run was
 RUNS_OWN_DECISIONS = ("expired", "cancelled")
 
 
-class Refused(HearthError):
+class WorkerRefused(HearthError):
     """A worker's call refused; `status` is the HTTP status the door answers with."""
 
     def __init__(self, status: int, message: str, index: int | None = None) -> None:
@@ -75,6 +76,10 @@ class Worker:
 
     def seen_within(self, seconds: float, now: float | None = None) -> bool:
         return self.seen_at is not None and (now or time.time()) - self.seen_at < seconds
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def add_worker(audit: AuditStore, name: str, labels: Iterable[str], by: str) -> str:
@@ -104,13 +109,13 @@ def workers(audit: AuditStore) -> list[Worker]:
 
 
 def identify(audit: AuditStore, authorization: str) -> Worker:
-    """The worker whose token this `Bearer` header carries; Refused(401) otherwise."""
+    """The worker whose token this `Bearer` header carries; WorkerRefused(401) otherwise."""
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip().startswith(PREFIX):
-        raise Refused(401, "a worker's token is needed: Authorization: Bearer hw-...")
+        raise WorkerRefused(401, "a worker's token is needed: Authorization: Bearer hw-...")
     rows = audit.rows("select * from fleet_workers where digest = ?", [digest(token.strip())])
     if not rows:
-        raise Refused(401, "no worker has this token (`hearth fleet add NAME` makes one)")
+        raise WorkerRefused(401, "no worker has this token (`hearth fleet add NAME` makes one)")
     return _worker(rows[0])
 
 
@@ -206,11 +211,11 @@ def claim(audit: AuditStore, worker: Worker, run_id: str, *, paused: bool = Fals
     """The worker took `run_id` from the broker: {"go": "run" | "resume" | "wait" | "drop", ...};
     `wait` while the hub is paused (`hearth pause`): nothing new starts, the request is kept."""
     if not re.fullmatch(ID_PATTERN, run_id):
-        raise Refused(400, f"{run_id!r} is not a run id")
+        raise WorkerRefused(400, f"{run_id!r} is not a run id")
     with immediate(audit.conn):
         row = fleet_run(audit, run_id)
         if row is None:
-            raise Refused(404, f"the hub sent no request {run_id}")
+            raise WorkerRefused(404, f"the hub sent no request {run_id}")
         if row["worker"] and row["worker"] != worker.name:
             _refused(audit, run_id)
             return {"go": "drop", "why": f"run {run_id} is {row['worker']}'s; a redelivery is not run twice"}
@@ -281,12 +286,13 @@ def mark_lost(audit: AuditStore, run_id: str, reason: str) -> None:
 def approval(audit: AuditStore, worker: Worker, approval_id: str) -> dict[str, Any]:
     rows = audit.rows("select * from approvals where id = ?", [approval_id])
     if not rows or not _claimed_by(audit, worker, rows[0]["run_id"]):
-        raise Refused(404, f"no approval {approval_id} of a run of {worker.name}")
+        raise WorkerRefused(404, f"no approval {approval_id} of a run of {worker.name}")
     return rows[0]
 
 
 def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> dict[str, Any]:
-    """Write a batch of events `[{"id": ..., "event": <to_json line>}]`, each once; what was done.
+    """Write a batch of events `[{"id": ..., "event": <to_json line>}]`, each once; what was done
+    (and, for the door, the runs that ended and the approvals asked: the hub alerts them).
 
     The batch is one transaction: a refused event refuses the batch (nothing of it is written) and
     the answer names it (`index`) and why; the worker's outbox drops that one (sending it again
@@ -294,25 +300,38 @@ def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> di
     recorder = SqliteRecorder(audit)
     written = skipped = 0
     finished: list[str] = []
+    asked: list[dict[str, Any]] = []
     with immediate(audit.conn):
         for index, item in enumerate(batch):
             try:
                 found = _one(audit, worker, item)
-            except Refused as exc:
-                raise Refused(exc.status, str(exc), index) from None
+            except WorkerRefused as exc:
+                raise WorkerRefused(exc.status, str(exc), index) from None
             if found is None:
                 skipped += 1
                 continue
             event_id, event = found
             recorder.record(event)
+            now = time.time()
             audit.conn.execute(
-                "insert into fleet_events (id, run_id, worker, at) values (?, ?, ?, ?)",
-                [event_id, _run_of(audit, event), worker.name, time.time()],
+                "insert into fleet_events (id, run_id, worker, at, kind, lag_ms) values (?, ?, ?, ?, ?, ?)",
+                [event_id, _run_of(audit, event), worker.name, now, type(event).__name__, _lag_ms(event, now)],
             )
             written += 1
             if isinstance(event, RunFinished):
                 finished.append(event.run_id)
-    return {"written": written, "skipped": skipped, "finished": finished}
+            if isinstance(event, ApprovalAsked) and event.row.get("status") == "pending":
+                asked.append(event.row)
+    return {"written": written, "skipped": skipped, "finished": finished, "asked": asked}
+
+
+def _lag_ms(event: RunEvent, now: float) -> float | None:
+    """How long after the worker stamped it the hub wrote it (one clock only on one machine)."""
+    at = getattr(event, "at", None)
+    try:
+        return round((now - datetime.fromisoformat(str(at).replace("Z", "+00:00")).timestamp()) * 1000, 1)
+    except ValueError:
+        return None
 
 
 def _one(audit: AuditStore, worker: Worker, item: Any) -> tuple[str, RunEvent] | None:
@@ -320,13 +339,13 @@ def _one(audit: AuditStore, worker: Worker, item: Any) -> tuple[str, RunEvent] |
     event_id = item.get("id") if isinstance(item, dict) else None
     line = item.get("event") if isinstance(item, dict) else None
     if not isinstance(event_id, str) or not 8 <= len(event_id) <= 100 or not isinstance(line, str):
-        raise Refused(400, "each event is {id: 8-100 characters, event: a run event as JSON text}")
+        raise WorkerRefused(400, "each event is {id: 8-100 characters, event: a run event as JSON text}")
     if audit.rows("select 1 from fleet_events where id = ?", [event_id]):
         return None
     try:
         event = from_json(line)
     except (ValueError, TypeError) as exc:
-        raise Refused(400, f"event {event_id} is not a run event: {exc}") from None
+        raise WorkerRefused(400, f"event {event_id} is not a run event: {exc}") from None
     checked = _checked(audit, worker, event)
     if isinstance(checked, RunStarted) and audit.run(checked.run_id) is not None:
         return None  # the row a worker sends again after its run ended (hearth/fleet/worker.py)
@@ -343,24 +362,28 @@ def _run_of(audit: AuditStore, event: RunEvent) -> str:
 
 
 def _checked(audit: AuditStore, worker: Worker, event: RunEvent) -> RunEvent:
-    """The event as the hub writes it, or Refused(403) when it is not this worker's to send."""
+    """The event as the hub writes it, or WorkerRefused(403) when it is not this worker's to send."""
     run_id = _run_of(audit, event)
     if not _claimed_by(audit, worker, run_id):
-        raise Refused(403, f"{type(event).__name__} of run {run_id or '?'}: not a run {worker.name} claimed")
+        raise WorkerRefused(403, f"{type(event).__name__} of run {run_id or '?'}: not a run {worker.name} claimed")
     if isinstance(event, RunStarted):
         if event.row.get("id") != event.run_id:
-            raise Refused(403, f"RunStarted of {event.run_id} names another run in its row")
+            raise WorkerRefused(403, f"RunStarted of {event.run_id} names another run in its row")
         return RunStarted(event.run_id, {**event.row, "worker": worker.name}, event.at)
     if isinstance(event, ApprovalAsked):
         decided_by = str(event.row.get("decided_by") or "")
         if event.row.get("status") == "approved" and not decided_by.startswith("rule"):
-            raise Refused(403, f"approval {event.row.get('id')}: a worker cannot send an approval decided by a person")
+            raise WorkerRefused(
+                403, f"approval {event.row.get('id')}: a worker cannot send an approval decided by a person"
+            )
     if isinstance(event, ApprovalDecided) and event.status not in RUNS_OWN_DECISIONS:
         held = audit.rows("select status from approvals where id = ?", [event.approval_id])
         if not held or held[0]["status"] != event.status:
-            raise Refused(403, f"approval {event.approval_id}: {event.status} is decided at the hub, not by a worker")
+            raise WorkerRefused(
+                403, f"approval {event.approval_id}: {event.status} is decided at the hub, not by a worker"
+            )
     if hasattr(event, "columns") and "worker" in getattr(event, "columns", {}):
-        raise Refused(403, "a worker does not write a run's worker column")
+        raise WorkerRefused(403, "a worker does not write a run's worker column")
     return event
 
 

@@ -261,3 +261,17 @@ def test_while_the_hub_is_paused_a_request_already_in_the_broker_waits_and_runs_
     run = fleet.final("r-held")
     assert (run["status"], run["summary"]) == ("done", "after the pause")
     assert len(fleet.fakes["gpu3"].requests) == 1
+
+
+def test_stop_all_at_the_hub_ends_the_runs_on_every_worker(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")])
+    fleet.worker("gpu2", ("qwen2.5-coder",), [SLOW, final_answer("never")])
+    fleet.enqueue("r-a", model="llama3.2", mode="bypass")
+    fleet.enqueue("r-b", model="qwen2.5-coder", mode="bypass")
+    fleet.running("r-a", "gpu1")
+    fleet.running("r-b", "gpu2")
+
+    stopped = fleet.hub.cli("stop", "--all")
+
+    assert stopped.returncode == 0, stopped.stderr
+    assert [fleet.final(r)["status"] for r in ("r-a", "r-b")] == ["interrupted", "interrupted"]

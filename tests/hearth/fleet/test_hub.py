@@ -38,7 +38,7 @@ def test_a_token_names_its_worker_and_only_its_hash_is_kept(audit: AuditStore) -
     assert hub.identify(audit, f"Bearer {token}").name == "gpu1"
     assert token not in str(audit.rows("select * from fleet_workers"))
     for wrong in ("", "Bearer hw-nope", f"Basic {token}"):
-        with pytest.raises(hub.Refused) as refused:
+        with pytest.raises(hub.WorkerRefused) as refused:
             hub.identify(audit, wrong)
         assert refused.value.status == 401
 
@@ -50,7 +50,7 @@ def test_the_first_claim_runs_and_a_redelivery_to_another_worker_is_dropped_and_
     again = hub.claim(audit, two, "r1")
     assert again["go"] == "drop" and "one's" in again["why"]
     assert hub.fleet_run(audit, "r1")["refused"] == 1  # type: ignore[index]
-    with pytest.raises(hub.Refused):
+    with pytest.raises(hub.WorkerRefused):
         hub.claim(audit, one, "never-sent")
 
 
@@ -60,7 +60,7 @@ def test_a_batch_sent_twice_is_written_once(audit: AuditStore) -> None:
     hub.claim(audit, one, "r1")
     batch = [item("e-0000001", started("r1")), item("e-0000002", StepRecorded("r1", "note", {"detail": "x"}))]
     assert hub.accept(audit, one, batch)["written"] == 2
-    assert hub.accept(audit, one, batch) == {"written": 0, "skipped": 2, "finished": []}
+    assert hub.accept(audit, one, batch) == {"written": 0, "skipped": 2, "finished": [], "asked": []}
     assert len(audit.rows("select * from steps where run_id = 'r1'")) == 1
     assert audit.run("r1")["worker"] == "one"  # type: ignore[index]
 
@@ -72,7 +72,7 @@ def test_an_event_of_a_run_the_worker_did_not_claim_refuses_the_batch_and_names_
     hub.claim(audit, one, "r1")
     hub.claim(audit, two, "r2")
     batch = [item("e-0000001", started("r1")), item("e-0000002", started("r2"))]
-    with pytest.raises(hub.Refused) as refused:
+    with pytest.raises(hub.WorkerRefused) as refused:
         hub.accept(audit, one, batch)
     assert (refused.value.status, refused.value.index) == (403, 1)
     assert audit.run("r1") is None  # nothing of a refused batch is written
@@ -85,7 +85,7 @@ def test_a_worker_that_says_it_is_the_runs_worker_is_refused(audit: AuditStore) 
     hub.accept(audit, one, [item("e-0000001", started("r1"))])
     from hearth.run.events import RunUpdated
 
-    with pytest.raises(hub.Refused):
+    with pytest.raises(hub.WorkerRefused):
         hub.accept(audit, one, [item("e-0000002", RunUpdated("r1", {"worker": "someone-else"}))])
 
 

@@ -38,7 +38,7 @@ CARRIED: dict[str, tuple[str, Any]] = {
     "web_extract": ("web_extract", False),
 }
 # Fields that choose how claimed.py runs the request, or that only its row keeps: never in a plan.
-NOT_A_RUNS = {"version", "created_at", "evolve", "marathon", "swarm"}
+NOT_A_RUNS = {"version", "created_at", "evolve", "marathon", "swarm", "worker"}  # worker: the hub routes by it
 REQUEST_VALUES = {
     "allowed_tools": ["read_file", "list_files"],
     "timeout_s": 99,
