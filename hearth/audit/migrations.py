@@ -662,7 +662,8 @@ def m201_fleet(db: sqlite_utils.Database) -> None:
     """Runs on other boxes (hearth/fleet/): `fleet_workers` one row per worker the hub knows (the
     SHA-256 of its token, never the token; its labels; what its last heartbeat said: the models its
     Ollama hosts have, the runs it holds, when), `fleet_runs` one row per request sent to Celery
-    (its queue, the worker that claimed it, a stop asked of it, redeliveries refused), and
+    (its queue, the worker that claimed it, a stop asked of it and the status it ends with,
+    redeliveries refused), and
     `fleet_events` the id of every event a worker sent that the hub wrote (a repeat is ignored), its
     kind and its lag (written here against its stamp on the worker, for bench/fleet.py and /metrics),
     `fleet_door` since when the hub's /fleet door has been up, and when it last said so.
@@ -692,6 +693,7 @@ def m201_fleet(db: sqlite_utils.Database) -> None:
             "worker": str,
             "claimed_at": float,
             "stop_by": str,
+            "stop_status": str,
             "refused": int,
             "lost": str,
         },

@@ -19,12 +19,16 @@ def celery_app(config: FleetConfig) -> Any:
     from celery import Celery
 
     app = Celery("hearth", broker=config.broker, set_as_current=False)
-    transport: dict[str, Any] = {"visibility_timeout": config.visibility_s}
+    # a broker that does not answer is known within seconds, not after the kernel's connect timeout
+    transport: dict[str, Any] = {"visibility_timeout": config.visibility_s, "socket_connect_timeout": 5}
     if config.visibility_s < 100:  # kombu looks for requests to hand out again every ~100 s by default
         transport.update(unacked_restore_interval=max(1, int(config.visibility_s / 2)), unacked_restore_throttle=1)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        # a run goes on while the broker restarts: its request, handed out again meanwhile, is refused
+        # at the hub's claim (hearth/fleet/hub.py), so it is not cancelled to be run again
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_acks_on_failure_or_timeout=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,

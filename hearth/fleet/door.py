@@ -85,7 +85,8 @@ def fleet_app(web: Web) -> FastAPI:
             models, running = body.get("models"), body.get("running")
             if not isinstance(models, list) or not isinstance(running, list):
                 raise hub.WorkerRefused(400, "a heartbeat is {models: [...], running: [...]}")
-            return {**hub.heartbeat(audit, worker, models, running), "paused": _paused(settings)}
+            answer = hub.heartbeat(audit, worker, models, running, budget=_budget(settings))
+            return {**answer, "paused": _paused(settings)}
 
         return await guarded(request, work)
 
@@ -115,6 +116,17 @@ def _paused(settings: Any) -> bool:
     from hearth.dispatch.pause import paused
 
     return paused(settings) is not None
+
+
+def _budget(settings: Any) -> Any:
+    """The hub's budgets, which count every box's runs; None when budget.toml is broken (doctor says why)."""
+    from hearth.errors import HearthError
+    from hearth.leash.budget import load_budget
+
+    try:
+        return load_budget(settings.config_dir, settings.daily_tokens)
+    except HearthError:
+        return None
 
 
 def _asked(settings: Any, row: dict[str, Any]) -> None:

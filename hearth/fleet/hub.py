@@ -21,6 +21,7 @@ rename a run's worker (the hub writes that column).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
 from hearth.fleet.config import NAME
 from hearth.ids import ID_PATTERN
+from hearth.leash.budget import Budget, local_now, refusal
 from hearth.run.events import (
     ApprovalAsked,
     ApprovalDecided,
@@ -144,8 +146,33 @@ def fleet_run(audit: AuditStore, run_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def ask_stop(audit: AuditStore, run_id: str, by: str) -> None:
-    audit.conn.execute("update fleet_runs set stop_by = ? where run_id = ?", [by, run_id])
+def ask_stop(audit: AuditStore, run_id: str, by: str, status: str = "interrupted") -> None:
+    """The run's worker stops it at its next heartbeat; the run ends `status` with `by` as its error."""
+    audit.conn.execute(
+        "update fleet_runs set stop_by = ?, stop_status = ? where run_id = ? and stop_by is null", [by, status, run_id]
+    )
+
+
+def stop_spent(audit: AuditStore, states: list[dict[str, Any]], budget: Budget, now: datetime) -> list[str]:
+    """Ask a stop of each of these runs whose daily budget is spent, counted at the hub across every
+    box (hearth/leash/budget.py): it ends `budget_exceeded` with the line a run here would give."""
+    if not budget.configured:
+        return []
+    stopped: list[str] = []
+    spent_for: dict[str, str | None] = {}
+    for state in states:
+        run = audit.run(str(state["run_id"]))
+        row = fleet_run(audit, str(state["run_id"]))
+        if run is None or row is None or run["status"] != "running" or row["stop_by"]:
+            continue
+        agent = str(run.get("agent_name") or "")
+        if agent not in spent_for:
+            spent_for[agent] = refusal(budget, audit, agent, now)
+        reason = spent_for[agent]
+        if reason:
+            ask_stop(audit, run["id"], f"stopped: {reason}", "budget_exceeded")
+            stopped.append(run["id"])
+    return stopped
 
 
 ALIVE_EVERY_S = 2.0
@@ -245,15 +272,25 @@ def _decided(audit: AuditStore, run_id: str) -> list[dict[str, Any]]:
     return audit.rows("select * from approvals where run_id = ? and status != 'pending'", [run_id])
 
 
-def heartbeat(audit: AuditStore, worker: Worker, models: list[Any], states: list[Any]) -> dict[str, Any]:
+def heartbeat(
+    audit: AuditStore,
+    worker: Worker,
+    models: list[Any],
+    states: list[Any],
+    budget: Budget | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Keep what the worker says it has (its models, its runs' live states); answer with the stops
-    asked of its runs (by an operator, or because the hub settled one as lost)."""
+    asked of its runs (by an operator, by the hub's `budget` spent, or because the hub settled one
+    as lost)."""
     models = sorted({m for m in models if isinstance(m, str) and 0 < len(m) <= 200})
     kept = [_state(s) for s in states if isinstance(s, dict) and re.fullmatch(ID_PATTERN, str(s.get("run_id")))]
     audit.conn.execute(
         "update fleet_workers set models = ?, running = ?, seen_at = ? where name = ?",
         [json.dumps(models), json.dumps(kept), time.time(), worker.name],
     )
+    if budget is not None:
+        stop_spent(audit, [s for s in kept if _claimed_by(audit, worker, str(s["run_id"]))], budget, now or local_now())
     stops = audit.rows(
         "select run_id, coalesce(stop_by, lost) as why from fleet_runs "
         "where worker = ? and (stop_by is not null or lost is not null)",
@@ -349,7 +386,20 @@ def _one(audit: AuditStore, worker: Worker, item: Any) -> tuple[str, RunEvent] |
     checked = _checked(audit, worker, event)
     if isinstance(checked, RunStarted) and audit.run(checked.run_id) is not None:
         return None  # the row a worker sends again after its run ended (hearth/fleet/worker.py)
+    if isinstance(checked, RunFinished):
+        checked = _as_stopped(audit, checked)
     return event_id, checked
+
+
+def _as_stopped(audit: AuditStore, event: RunFinished) -> RunFinished:
+    """A run the hub stopped (its budget spent at the hub) ends as the hub asked, with the hub's reason:
+    its worker only saw the signal."""
+    row = fleet_run(audit, event.run_id)
+    if row is None or not row["stop_by"] or event.status != "interrupted":
+        return event
+    status = row["stop_status"] or "interrupted"
+    error = row["stop_by"] if status != "interrupted" else event.columns.get("error")
+    return dataclasses.replace(event, status=status, columns={**event.columns, "error": error})
 
 
 def _run_of(audit: AuditStore, event: RunEvent) -> str:

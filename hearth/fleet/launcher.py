@@ -7,11 +7,16 @@ happened since is in the audit (`fleet_runs`, hearth/fleet/hub.py), which is wha
 read: a run is alive while its request waits in the broker or its worker answers and holds it, and
 gone, "worker lost", when its worker fell silent or says it no longer holds it. A stop is asked of
 the worker at its next heartbeat and waited for here.
+
+While the broker does not answer (restarting, the network), `free_slots` is 0: the spawner claims
+nothing, so a request waits in the queue (and `wait` looks again every DOWN_CHECK_S) instead of
+being recorded failed for a broker that is back a second later.
 """
 
 from __future__ import annotations
 
 import select
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,19 +31,26 @@ from hearth.settings import Settings
 
 TASK = "hearth.fleet.run"
 FINAL_WAIT_S = 10.0  # beyond the stop's grace: the worker's heartbeat, its SIGKILL and its last events
+UP_CHECK_S = 1.0  # a broker that answered is taken to be up this long
+DOWN_CHECK_S = 0.5  # one that did not is asked again this often
+# a send that meets a broker gone since it last answered is tried again for about 5 s
+SEND_RETRY = {"max_retries": 10, "interval_start": 0.1, "interval_step": 0.25, "interval_max": 1.0}
 
 
 class CeleryLauncher:
     def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
         self.settings = settings
         self._app: Any = None
+        self._shown = ""  # the broker's URL without its password, for messages
+        self._up, self._asked_at = True, -1e9  # whether the broker answered, and when it was asked
 
     def app(self) -> Any:
         if self._app is None:
             from hearth.fleet.app import celery_app
 
             try:
-                self._app = celery_app(FleetConfig.from_env())
+                config = FleetConfig.from_env()
+                self._app, self._shown = celery_app(config), config.shown_broker
             except ConfigError as exc:
                 raise LaunchError(str(exc)) from None
         return self._app
@@ -59,7 +71,12 @@ class CeleryLauncher:
             body = request.model_dump_json(exclude_none=True)
             try:
                 self.app().send_task(
-                    TASK, args=[request_id, body], queue=queue, task_id=f"{request_id}-{time.time_ns()}"
+                    TASK,
+                    args=[request_id, body],
+                    queue=queue,
+                    task_id=f"{request_id}-{time.time_ns()}",
+                    retry=True,
+                    retry_policy=SEND_RETRY,
                 )
             except Exception as exc:  # kombu's errors for a broker that is down or refuses
                 raise LaunchError(
@@ -68,9 +85,36 @@ class CeleryLauncher:
             hub.sent(audit, request_id, queue, request.model, request.worker)
 
     def free_slots(self) -> int | None:
-        return None  # the workers' own concurrency, prefetching one each, is the limit
+        """None while the broker answers (the workers' own concurrency, prefetching one each, is the
+        limit); 0 while it does not, so what arrives waits in the queue."""
+        return None if self.broker_answers() else 0
+
+    def broker_answers(self) -> bool:
+        """Whether the broker answers, asked at most every UP_CHECK_S (DOWN_CHECK_S while it does
+        not); a change is one line on stderr (the spawner's journal). A broken configuration counts
+        as answering: `start` says what is wrong, with the request it cannot send."""
+        now = time.monotonic()
+        if now - self._asked_at < (UP_CHECK_S if self._up else DOWN_CHECK_S):
+            return self._up
+        try:
+            app = self.app()
+        except LaunchError:
+            return True
+        try:
+            with app.connection_for_write() as connection:
+                connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
+            up, why = True, ""
+        except Exception as exc:  # kombu's and redis' errors for a broker that is down, unreachable or refuses
+            up, why = False, f"{type(exc).__name__}: {exc}"
+        if up != self._up:
+            line = "answers again" if up else f"does not answer ({why}); requests wait in the queue until it does"
+            print(f"hearth: the broker at {self._shown} {line}", file=sys.stderr, flush=True)
+        self._up, self._asked_at = up, time.monotonic()
+        return up
 
     def wait(self, fds: Sequence[int], timeout: float | None) -> None:
+        if not self._up:  # the broker was away: look again soon, whatever else wakes the spawner
+            timeout = DOWN_CHECK_S if timeout is None else min(timeout, DOWN_CHECK_S)
         select.select(list(fds), [], [], timeout)
 
     def reap(self) -> list[tuple[str, int | None]]:

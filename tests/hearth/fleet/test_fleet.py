@@ -136,13 +136,13 @@ def test_a_remote_run_stopped_at_the_hub_ends_on_its_worker(fleet: Fleet) -> Non
 
 
 def test_a_killed_worker_loses_its_run_once_and_a_redelivered_request_is_not_run_again(fleet: Fleet) -> None:
-    env = {"HEARTH_FLEET_VISIBILITY_S": "3"}  # the broker hands the request out again soon after
-    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")], **env)
+    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")])
     fleet.enqueue("r-lost", mode="bypass")  # the general queue: any worker may take it
     fleet.running("r-lost", "gpu1")
-    fleet.worker("gpu2", ("llama3.2",), [final_answer("ran twice")], **env)
 
     fleet.workers["gpu1"].kill()
+    # a worker that hands out again what was taken 3 s ago and not acknowledged (the default: a day)
+    fleet.worker("gpu2", ("llama3.2",), [final_answer("ran twice")], HEARTH_FLEET_VISIBILITY_S="3")
 
     run = fleet.final("r-lost")
     assert run["status"] == "interrupted" and "worker lost" in run["error"] and "gpu1" in run["error"]
@@ -275,3 +275,57 @@ def test_stop_all_at_the_hub_ends_the_runs_on_every_worker(fleet: Fleet) -> None
 
     assert stopped.returncode == 0, stopped.stderr
     assert [fleet.final(r)["status"] for r in ("r-a", "r-b")] == ["interrupted", "interrupted"]
+
+
+def test_a_request_queued_while_the_broker_is_down_waits_in_the_queue_and_runs_once_it_is_back(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [final_answer("after the outage")])
+    fleet.redis.stop()
+    hub_log = fleet.root / "hub.log"
+
+    fleet.enqueue("r-outage", model="llama3.2")
+
+    wait_for(lambda: b"does not answer" in hub_log.read_bytes(), 60, "the hub to find the broker away")
+    assert (fleet.hub.state / "queue" / "r-outage.json").exists()  # not claimed, not failed: it waits
+    assert fleet.hub.run("r-outage") is None
+    fleet.redis.start()
+    run = fleet.final("r-outage")
+    assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu1", "after the outage")
+    assert b"answers again" in hub_log.read_bytes()
+    assert list((fleet.hub.state / "queue" / "failed").glob("*")) == []
+    assert len(fleet.fakes["gpu1"].requests) == 1
+
+
+def test_a_run_going_on_while_the_broker_restarts_ends_once_and_the_next_request_still_runs(fleet: Fleet) -> None:
+    held = tool_call("run_command", {"command": "touch started; while [ ! -e go ]; do sleep 0.1; done; echo went"})
+    env = {"HEARTH_FLEET_VISIBILITY_S": "3"}  # a request not acknowledged is handed out again soon after
+    fleet.worker("gpu1", ("llama3.2",), [held, final_answer("across the restart")], **env)
+    fleet.enqueue("r-across", model="llama3.2", mode="bypass")
+    worker = fleet.running("r-across", "gpu1")
+
+    fleet.redis.stop()
+    fleet.redis.start()
+    started = next(worker.state.glob("agents/r-across/**/started"))
+    (started.parent / "go").touch()
+
+    run = fleet.final("r-across")
+    assert (run["status"], run["summary"]) == ("done", "across the restart")
+    fleet.enqueue("r-next", model="llama3.2")
+    assert fleet.final("r-next")["status"] == "done"
+    assert len(fleet.fakes["gpu1"].requests) == 3  # r-across's two turns and r-next's one: nothing ran twice
+    assert [r["id"] for r in rows(fleet.hub.state, "select id from runs order by id")] == ["r-across", "r-next"]
+
+
+def test_a_remote_run_ends_budget_exceeded_when_the_budget_counted_at_the_hub_is_spent(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")])
+    config = fleet.hub.state.parent / "hub-config"  # the hub's HEARTH_CONFIG_DIR (tests/fleet_support.py)
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "budget.toml").write_text("daily = 1\n")  # spent by the run's first model turn, on its worker
+
+    fleet.enqueue("r-spend", model="llama3.2", mode="bypass")
+
+    run = fleet.final("r-spend")
+    assert (run["status"], run["worker"]) == ("budget_exceeded", "gpu1")
+    assert run["error"].startswith("stopped: the daily token budget of 1 tokens is spent")
+    local = rows(fleet.workers["gpu1"].state, "select status from runs where id = 'r-spend'")[0]
+    assert local["status"] == "interrupted"  # the worker's own budget is not spent: the hub stopped it
+    assert len(fleet.fakes["gpu1"].requests) == 1

@@ -103,6 +103,47 @@ def test_a_worker_is_lost_only_for_silence_the_door_was_up_to_hear(audit: AuditS
     assert hub.lost(audit, "r1", time.time()) is None
 
 
+def test_a_budget_spent_at_the_hub_stops_the_workers_run_which_ends_budget_exceeded(audit: AuditStore) -> None:
+    from datetime import datetime
+
+    from hearth.leash.budget import Budget
+    from hearth.run.events import RunFinished
+
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "general", None, None)
+    hub.claim(audit, one, "r1")
+    turn = StepRecorded("r1", "model", {"tokens_in": 40, "tokens_out": 20})
+    hub.accept(audit, one, [item("e-0000001", started("r1")), item("e-0000002", turn)])
+    running = [{"run_id": "r1", "state": "running"}]
+    now = datetime.now().astimezone()
+
+    assert hub.heartbeat(audit, one, [], running, budget=Budget(daily=100), now=now)["stop"] == {}
+    answer = hub.heartbeat(audit, one, [], running, budget=Budget(daily=60), now=now)
+
+    assert answer["stop"]["r1"].startswith("stopped: the daily token budget of 60 tokens is spent (60 used today)")
+    signalled = RunFinished("r1", "interrupted", {"error": "interrupted by a signal"})
+    hub.accept(audit, one, [item("e-0000003", signalled)])
+    run = audit.run("r1") or {}
+    assert (run["status"], run["error"]) == ("budget_exceeded", answer["stop"]["r1"])
+
+
+def test_an_operators_stop_is_not_taken_over_by_a_budget_spent_later(audit: AuditStore) -> None:
+    from datetime import datetime
+
+    from hearth.leash.budget import Budget
+
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "general", None, None)
+    hub.claim(audit, one, "r1")
+    hub.accept(
+        audit, one, [item("e-0000001", started("r1")), item("e-0000002", StepRecorded("r1", "model", {"tokens_in": 9}))]
+    )
+    hub.ask_stop(audit, "r1", "stopped at the hub")
+    answer = hub.heartbeat(audit, one, [], [{"run_id": "r1"}], budget=Budget(daily=1), now=datetime.now().astimezone())
+    assert answer["stop"] == {"r1": "stopped at the hub"}
+    assert (hub.fleet_run(audit, "r1") or {})["stop_status"] == "interrupted"
+
+
 def test_the_broker_password_comes_from_a_file_never_the_url(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("s3cr:t\n")
