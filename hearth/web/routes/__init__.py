@@ -12,6 +12,7 @@ from hearth.web.routes import (
     budgets,
     decisions,
     evals,
+    fleet_page,
     health,
     knowledge,
     launch,
@@ -48,4 +49,5 @@ ROUTERS: list[APIRouter] = [
     decisions.router,
     evals.router,
     mcp.router,
+    fleet_page.router,
 ]

@@ -1,4 +1,5 @@
-"""The operator's pages, one hub: budgets, missions, the router, security, alerts and the model server.
+"""The operator's pages, one hub: budgets, missions, the router, security, alerts, the model server
+and the fleet.
 
 Each area is its own module beside this one (hearth/web/routes/budgets.py ...), with its page under
 /operate/AREA and its JSON at /api/AREA. What they share is here: the hub, the record of what an
@@ -30,6 +31,7 @@ AREAS = (
     ("/operate/security", "Security", "connections, tripwires, denials and credential uses"),
     ("/operate/alerts", "Alerts", "where alerts go, a test send, recent deliveries and failures"),
     ("/operate/models", "Model server", "the models Ollama has pulled and those loaded in memory"),
+    ("/operate/fleet", "Fleet", "a hub's workers: up or lost, their models and runs, what waits; add, remove"),
 )
 
 

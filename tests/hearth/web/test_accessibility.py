@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from agent.knowledge.store import KnowledgeStore
+from hearth.audit.store import AuditStore
 from hearth.evolve import Proposal, record_proposal
+from hearth.fleet import hub
 from hearth.settings import Settings
 from tests.browser_support import Browser
 from tests.web_support import Center, seed_runs
@@ -28,6 +30,7 @@ PAGES = (
     "/knowledge?q=tuesdays",
     "/proposals",
     "/runs/no-such-run",
+    "/operate/fleet",
 )
 
 
@@ -39,6 +42,9 @@ def _furnish(state_dir: Path) -> None:
     diff = "diff --git a/flake.nix b/flake.nix\n--- a/flake.nix\n+++ b/flake.nix\n@@ -1 +1 @@\n-old\n+new\n"
     proposal = Proposal("evolve-1", "tidy flake", "/etc/nixos", "hearth/evolve-1", "abc123", "proposed", diff=diff)
     record_proposal(Settings.from_env(), proposal)
+    with AuditStore(state_dir / "audit.db") as audit:  # a worker with a run, so the fleet's page is not empty
+        gpu1 = hub.identify(audit, "Bearer " + hub.add_worker(audit, "gpu1", ["gpu"], "test"))
+        hub.heartbeat(audit, gpu1, ["qwen2.5-coder:7b"], [{"run_id": "seed-00001", "state": "thinking"}])
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -60,7 +66,7 @@ def test_every_page_passes_axe_at_each_width(center: Center, browser: Browser, s
 
 def test_an_empty_audit_still_renders_every_page(center: Center, browser: Browser) -> None:
     page = browser.page(390, 844)
-    for path in ("/", "/runs", "/approvals", "/report", "/report?since=", "/knowledge", "/proposals"):
+    for path in ("/", "/runs", "/approvals", "/report", "/report?since=", "/knowledge", "/proposals", "/operate/fleet"):
         answer = page.goto(center.url + path)
         assert answer is not None and answer.status == 200, path
         assert browser.axe(page) == [], path
