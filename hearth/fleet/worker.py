@@ -7,8 +7,9 @@ again every MODELS_S; a queue is added or cancelled when that changes), `general
 
 1. it claims the run at the hub (hearth/fleet/hub.py): the first claim runs it; a request the broker
    handed out again after its worker died is dropped there, never run twice;
-2. it drops the request into its own queue, where its own `hearth watch` (a process it keeps, with
-   HEARTH_FLEET_OUTBOX set) runs it as a single box does: its state directory, sandbox, local
+2. it drops the request into its own queue, `<state>/fleet/queue` (not the box's queue, which the
+   box's own spawner serves: a request from the hub must run here, through the outbox), where its
+   own `hearth watch` (a process it keeps, with HEARTH_FLEET_OUTBOX set) runs it as a single box does: its state directory, sandbox, local
    launcher (a run is forked from the warm watch) and Ollama hosts; the run records into this
    box's audit and the outbox (hearth/fleet/outbox.py), which a thread sends to the hub;
 3. when the run has ended (or suspended), the request is acknowledged to the broker (late
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,10 @@ class Worker:
     def __init__(self, settings: Settings, config: FleetConfig) -> None:
         from hearth.fleet.app import celery_app
 
-        self.settings, self.config = settings, config
+        # the worker's own queue, apart from the box's (whose spawner would start a hub's request
+        # as a unit of its own, recording nowhere but here)
+        self.settings = replace(settings, queue_path=settings.state_dir / "fleet" / "queue")
+        self.config = config
         self.client = HubClient(config)
         self.outbox_path = settings.state_dir / "fleet" / "outbox.db"
         self.outbox = Outbox(self.outbox_path)
@@ -132,7 +137,7 @@ class Worker:
         """This box's own `hearth watch`, which runs what the worker drops into its queue."""
         env = {**os.environ, "HEARTH_STATE_DIR": str(self.settings.state_dir), "HEARTH_LAUNCHER": "local"}
         env["HEARTH_FLEET_OUTBOX"] = str(self.outbox_path)
-        env.pop("HEARTH_QUEUE_DIR", None)
+        env["HEARTH_QUEUE_DIR"] = str(self.settings.queue_dir)
         logs = self.settings.state_dir / "fleet"
         argv = [sys.executable, "-P", "-m", "hearth.cli.main", "watch", "--concurrency", str(self.config.concurrency)]
         with open(logs / "watch.log", "ab") as out:

@@ -8,11 +8,14 @@ with different models pulled (tests/fleet_support.py).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.fleet_support import Hub, Redis, Worker, needs_redis, request
 from tests.queue_support import drop, rows, wait_for
@@ -90,6 +93,8 @@ def test_requests_run_on_the_worker_that_has_their_model_and_land_in_the_hubs_on
     wait_for(lambda: not (fleet.hub.state / "queue" / "claimed" / "r-llama.json").exists(), 30, "the request placed")
     shown = fleet.hub.cli("show", "r-llama")
     assert "worker: gpu1" in shown.stdout, shown.stderr
+    listed_here = fleet.hub.cli("runs", "--worker", "gpu1")
+    assert "llama3.2 on gpu1" in listed_here.stdout and "r-qwen" not in listed_here.stdout, listed_here.stderr
     import httpx
 
     page = httpx.get(fleet.hub.url + "/runs/r-llama", timeout=30).text
@@ -131,8 +136,12 @@ def test_a_remote_run_stopped_at_the_hub_ends_on_its_worker(fleet: Fleet) -> Non
     assert stopped.returncode == 0, stopped.stderr
     run = fleet.final("r-stop")
     assert run["status"] == "interrupted" and run["worker"] == "gpu1"
-    local = rows(fleet.workers["gpu1"].state, "select status from runs where id = 'r-stop'")[0]
+    worker = fleet.workers["gpu1"].state
+    local = rows(worker, "select status from runs where id = 'r-stop'")[0]
     assert local["status"] == "interrupted"  # the run's process on the worker went, not only the hub's row
+    # it ran through the worker's own queue; the box's (its own spawner's) never saw it
+    assert (worker / "fleet" / "queue" / "failed" / "r-stop.json").exists()
+    assert not list((worker / "queue").rglob("r-stop*"))
 
 
 def test_a_killed_worker_loses_its_run_once_and_a_redelivered_request_is_not_run_again(fleet: Fleet) -> None:
@@ -329,3 +338,20 @@ def test_a_remote_run_ends_budget_exceeded_when_the_budget_counted_at_the_hub_is
     local = rows(fleet.workers["gpu1"].state, "select status from runs where id = 'r-spend'")[0]
     assert local["status"] == "interrupted"  # the worker's own budget is not spent: the hub stopped it
     assert len(fleet.fakes["gpu1"].requests) == 1
+
+
+def test_hearth_show_follow_at_the_hub_follows_a_remote_run_to_its_end(fleet: Fleet) -> None:
+    held = tool_call("run_command", {"command": "touch started; while [ ! -e go ]; do sleep 0.1; done; echo went-on"})
+    fleet.worker("gpu1", ("llama3.2",), [held, final_answer("followed to the end")])
+    fleet.enqueue("r-follow", model="llama3.2", mode="bypass")
+    worker = fleet.running("r-follow", "gpu1")
+    wait_for(lambda: fleet.hub.status("r-follow") == "running", 60, "the run's row at the hub")
+    argv = [sys.executable, "-m", "hearth.cli.main", "show", "r-follow", "--follow"]
+    follow = subprocess.Popen(argv, env=fleet.hub.env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+    (next(worker.state.glob("agents/r-follow/**/started")).parent / "go").touch()
+
+    out, _ = follow.communicate(timeout=120)
+    assert follow.returncode == 0, out
+    assert "went-on" in out and "followed to the end" in out
+    assert "worker: gpu1" in out
