@@ -37,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs.add_argument("--agent-name", "--agent", dest="agent_name", metavar="NAME", help="only this agent's runs")
     runs.add_argument("--model", help="only runs on this model")
     runs.add_argument("--source", help="only runs from this source (cli, queue, command-center, timer ...)")
+    runs.add_argument("--worker", help="on a hub: only runs of this worker of its fleet (docs/fleet.md)")
     runs.add_argument("--since", metavar="WHEN", help="a date (2026-01-31), a date-time, or a span back (7d, 24h)")
     runs.add_argument("--search", metavar="TEXT", help="only runs whose goal or summary holds every word")
     runs.add_argument("--follow", "-f", action="store_true", help="then show new runs and changes until Ctrl-C")
@@ -73,7 +74,7 @@ def open_audit(settings: Settings) -> AuditStore:
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
     from hearth.report import parse_since
 
-    where = {k: getattr(args, k) for k in ("status", "agent_name", "model", "source") if getattr(args, k)}
+    where = {k: getattr(args, k) for k in ("status", "agent_name", "model", "source", "worker") if getattr(args, k)}
     return {**where, "since": parse_since(args.since), "search": args.search}
 
 
@@ -105,7 +106,7 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
         "status": run["status"],
         "label": run.get("label") or "",
         "agent": run["agent_name"],
-        "model": run["model"],
+        "model": f"{run['model']} on {run['worker']}" if run.get("worker") else run["model"],
         "source": run["source"],
         "iters": run["iterations"],
         "started": ago(run["started_at"]),
@@ -191,6 +192,8 @@ def _follow_run(
 
     if not json_lines:
         print(visible_line(f"run {run['id']}  {run['status']}  agent={run['agent_name']} model={run['model']}"))
+        if run.get("worker"):
+            print(visible_line(f"worker: {run['worker']} (a box of this hub's fleet)"))
         print(visible_line(f"goal: {run['goal']}"), flush=True)
     shown: dict[int, str | None] = {}
     while True:
