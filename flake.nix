@@ -12,6 +12,11 @@
         inherit system;
         modules = [ self.nixosModules.default ./nix/example.nix ];
       };
+      # a hub and a worker as docs/fleet.md sets them up
+      fleetSystem = role: system: lib.nixosSystem {
+        inherit system;
+        modules = [ self.nixosModules.default (import ./nix/fleet-example.nix { inherit role; }) ];
+      };
     in
     {
       packages = forAll (system: pkgs: {
@@ -32,11 +37,15 @@
       };
 
       nixosConfigurations.example = exampleSystem "x86_64-linux";
+      nixosConfigurations.fleet-hub = fleetSystem "hub" "x86_64-linux";
+      nixosConfigurations.fleet-worker = fleetSystem "worker" "x86_64-linux";
 
       checks = forAll (system: pkgs: {
         package = self.packages.${system}.default;
         # a whole system that enables the module: options, assertions and units must evaluate
         system = (exampleSystem system).config.system.build.toplevel;
+        fleet-hub = (fleetSystem "hub" system).config.system.build.toplevel;
+        fleet-worker = (fleetSystem "worker" system).config.system.build.toplevel;
         vm = pkgs.testers.runNixOSTest (import ./nix/vm-test.nix { inherit self; });
       });
 

@@ -505,7 +505,7 @@ let
     };
 
   # The worker: one long-running `hearth worker` that takes requests from the broker and runs each
-  # as `hearth agent ID`, its own child (hearth/fleet/worker.py), so this unit is the runs' wall: the
+  # through its own `hearth watch`, a forked child (hearth/fleet/worker.py), so this unit is the runs' wall: the
   # agent unit's serviceConfig (units.toml, with the same credentials, addresses and sandbox mode)
   # less what belongs to one instance, plus the hub and the broker. What that costs against a
   # hearth-agent@ unit per run is in nix/README.md ("Several boxes").
@@ -989,7 +989,7 @@ in
         type = types.ints.between 1 64;
         default = 2;
         example = 4;
-        description = "Runs at once on this worker (HEARTH_FLEET_CONCURRENCY); each is its own hearth-agent@ unit with `limits.*`.";
+        description = "Runs at once on this worker (HEARTH_FLEET_CONCURRENCY); they share hearth-worker.service, whose memory and task limits are this many times `limits.memoryMax` and `limits.tasksMax`.";
       };
     };
 
@@ -1143,6 +1143,10 @@ in
         enable = true;
         inherit (hub.redis) bind port;
         requirePassFile = hub.brokerPasswordFile;
+        # every request sent and every one taken is on disk before Redis answers: a broker that
+        # restarts (or a hub that loses power) still holds them (docs/fleet.md, "When something fails")
+        appendOnly = lib.mkDefault true;
+        appendFsync = lib.mkDefault "always";
       };
     })
     (mkIf worker.enable {
