@@ -13,10 +13,17 @@ TIMEOUT_S = 5.0
 
 class HubClient:
     def __init__(self, config: FleetConfig) -> None:
-        self.base = config.hub
-        self.http = httpx.Client(
-            headers={"Authorization": f"Bearer {config.token}"}, timeout=TIMEOUT_S, trust_env=False
-        )
+        self.base, self.token = config.hub, config.token
+        self._http: httpx.Client | None = None
+
+    @property
+    def http(self) -> httpx.Client:
+        """Made at the first call: a run's recorder holds one and most runs never call (making one
+        loads the TLS trust store, a tenth of a worker's CPU per run when it was made for each)."""
+        if self._http is None:
+            headers = {"Authorization": f"Bearer {self.token}"}
+            self._http = httpx.Client(headers=headers, timeout=TIMEOUT_S, trust_env=False)
+        return self._http
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The hub's status and JSON answer; OSError when it does not answer."""
@@ -37,4 +44,5 @@ class HubClient:
         return response.status_code, answer if isinstance(answer, dict) else {"error": "not a JSON object"}
 
     def close(self) -> None:
-        self.http.close()
+        if self._http is not None:
+            self._http.close()

@@ -14,6 +14,7 @@ A run's last event (RunFinished) places its request here at once, as a local run
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -34,11 +35,21 @@ def fleet_app(web: Web) -> FastAPI:
     settings = web.config.settings
     app = FastAPI(title="hearth /fleet", docs_url=None, redoc_url=None, openapi_url=None)
 
+    kept = threading.local()
+
+    def store() -> AuditStore:
+        """The audit through one connection per thread of the pool the calls run in (a worker calls
+        several times a second; opening the file for each was a good part of the hub's work)."""
+        audit: AuditStore | None = getattr(kept, "audit", None)
+        if audit is None:
+            audit = kept.audit = AuditStore(settings.audit_path)
+        return audit
+
     def call(request_headers: dict[str, str], work: Any) -> tuple[int, dict[str, Any]]:
         try:
-            with AuditStore(settings.audit_path) as audit:
-                worker = hub.identify(audit, request_headers.get("authorization", ""))
-                return 200, work(audit, worker)
+            audit = store()
+            worker = hub.identify(audit, request_headers.get("authorization", ""))
+            return 200, work(audit, worker)
         except hub.WorkerRefused as exc:
             body: dict[str, Any] = {"error": str(exc)}
             if exc.index is not None:

@@ -15,10 +15,12 @@ being recorded failed for a broker that is back a second later.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hearth.audit.store import AuditStore
@@ -43,6 +45,22 @@ class CeleryLauncher:
         self._app: Any = None
         self._shown = ""  # the broker's URL without its password, for messages
         self._up, self._asked_at = True, -1e9  # whether the broker answered, and when it was asked
+        self._store: AuditStore | None = None
+        self._owner = 0  # the thread whose connection `_store` is
+
+    @contextlib.contextmanager
+    def _audit(self) -> Iterator[AuditStore]:
+        """The audit through one connection this launcher keeps for the thread that first asked
+        (the live map asks `alive` of every claimed request; opening the file for each was most of
+        its cost); another thread opens its own for the call."""
+        here = threading.get_ident()
+        if self._store is None:
+            self._store, self._owner = AuditStore(self.settings.audit_path), here
+        if self._owner == here:
+            yield self._store
+        else:
+            with AuditStore(self.settings.audit_path) as audit:
+                yield audit
 
     def app(self) -> Any:
         if self._app is None:
@@ -58,7 +76,7 @@ class CeleryLauncher:
     def start(self, request_id: str) -> None:
         from hearth.queue.ledger import recorded_request
 
-        with AuditStore(self.settings.audit_path) as audit:
+        with self._audit() as audit:
             recorded = recorded_request(audit, request_id)
             if recorded is None:
                 raise LaunchError(f"request {request_id} is not recorded in the audit; it cannot be sent")
@@ -128,7 +146,7 @@ class CeleryLauncher:
             return True
         if not self.settings.audit_path.exists():
             return False
-        with AuditStore(self.settings.audit_path) as audit:
+        with self._audit() as audit:
             row = hub.fleet_run(audit, run_id)
             if row is None or row["lost"]:
                 return False
@@ -144,14 +162,14 @@ class CeleryLauncher:
 
     def gone(self, run_id: str) -> str | None:
         """Why a run of the fleet is gone: its worker was lost (it is then settled, never run again)."""
-        with AuditStore(self.settings.audit_path) as audit:
+        with self._audit() as audit:
             reason = hub.lost(audit, run_id)
             if reason is not None:
                 hub.mark_lost(audit, run_id, reason)
             return reason
 
     def stop(self, run_id: str, grace_s: float) -> str:
-        with AuditStore(self.settings.audit_path) as audit:
+        with self._audit() as audit:
             row = hub.fleet_run(audit, run_id)
             run = audit.run(run_id)
             if row is None or not row["worker"] or run is None or run["status"] != "running":
@@ -159,7 +177,7 @@ class CeleryLauncher:
             hub.ask_stop(audit, run_id, "stopped at the hub")
         deadline = time.monotonic() + grace_s + FINAL_WAIT_S
         while time.monotonic() < deadline:
-            with AuditStore(self.settings.audit_path) as audit:
+            with self._audit() as audit:
                 run = audit.run(run_id)
                 if run is None or run["status"] != "running" or hub.lost(audit, run_id):
                     return "signal"
@@ -167,7 +185,9 @@ class CeleryLauncher:
         return "killed"
 
     def shutdown(self) -> None:
-        pass
+        if self._store is not None and self._owner == threading.get_ident():
+            self._store.close()
+            self._store = None
 
     def heal(self) -> list[str]:
         return []
@@ -177,7 +197,7 @@ class CeleryLauncher:
         the broker: which worker it waits for, or that no worker has its model."""
         if not self.settings.audit_path.exists():
             return []
-        with AuditStore(self.settings.audit_path) as audit:
+        with self._audit() as audit:
             workers = [w for w in hub.workers(audit) if w.seen_within(hub.lost_after())]
             states = [{**s, "worker": w.name} for w in workers for s in w.states]
             waiting = audit.rows(

@@ -33,7 +33,6 @@ import sys
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from hearth.fleet.client import HubClient
@@ -47,6 +46,7 @@ HEARTBEAT_S = 2.0
 MODELS_S = 30.0  # HEARTH_FLEET_SURVEY_S: how often the Ollama hosts are asked what they have
 STOP_GRACE_S = 30.0
 CLAIM_RETRY_S = 2.0
+POLL_S = 0.05  # how often a task looks whether its run has ended
 
 
 class Worker:
@@ -69,6 +69,7 @@ class Worker:
         self.lock = threading.Lock()
         self.models: list[str] = []
         self.done = threading.Event()
+        self._reads = threading.local()  # each task thread's read connection to this box's audit
 
         def run(task: Any, run_id: str, body: str) -> str:
             return self._task(task, run_id, body)
@@ -264,7 +265,7 @@ class Worker:
                 status = self._ended(run_id)
                 if status is not None:
                     break
-                time.sleep(0.05)
+                time.sleep(POLL_S)
             else:
                 return "worker stopping"
         finally:
@@ -283,14 +284,27 @@ class Worker:
         if (queue.root / f"{run_id}.json").exists():
             return None
         try:
-            found = _status(self.settings.audit_path, run_id)
+            found = self._status(run_id)
         except sqlite3.Error:
+            self._reads.conn = None  # opened again at the next look
             return None
         if found is None or found == "running":
             return None
         if found != "waiting" and (queue.claimed / f"{run_id}.json").exists():
             return None  # ended, its request not yet placed
         return found
+
+    def _status(self, run_id: str) -> str | None:
+        """The run's status in this box's audit, read through a connection each task's thread keeps
+        (it is asked every POLL_S for every run here)."""
+        conn: sqlite3.Connection | None = getattr(self._reads, "conn", None)
+        if conn is None:
+            path = self.settings.audit_path
+            if not path.exists():
+                return None
+            conn = self._reads.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
+        return None if row is None else str(row[0])
 
     def _closed(self, run_id: str) -> None:
         """What the run could not say itself (the watch settled it after its process died, or it was
@@ -314,17 +328,6 @@ _RUN_COLUMNS = {
     "id", "agent_name", "model", "goal", "mode", "source", "requested_by", "workspace", "sandbox", "status",
     "started_at", "parent_run", "link", "kind", "label", "model_requested", "model_reason", "model_host",
 }  # fmt: skip
-
-
-def _status(path: Path, run_id: str) -> str | None:
-    if not path.exists():
-        return None
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
-    finally:
-        conn.close()
-    return None if row is None else str(row[0])
 
 
 def _seconds(name: str, default: float) -> float:
