@@ -48,8 +48,7 @@
     # worker = {
     #   enable = true;
     #   hub = "http://10.0.0.1:8770";
-    #   name = "gpu1";
-    #   labels = [ "gpu" ];
+    #   name = "gpu1";                   # its labels are given on the hub (hearth fleet add --label)
     #   tokenFile = "/run/secrets/hearth-fleet-token";
     #   brokerUrl = "redis://10.0.0.1:6379/0";
     #   brokerPasswordFile = "/run/secrets/hearth-broker";

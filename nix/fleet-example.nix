@@ -29,8 +29,7 @@
     worker = {
       enable = true;
       hub = "http://10.0.0.1:8770";
-      name = "gpu1";
-      labels = [ "gpu" ];
+      name = "gpu1"; # its labels are the hub's: `hearth fleet add gpu1 --label gpu`
       tokenFile = "/var/lib/secrets/hearth-fleet-token";
       brokerUrl = "redis://10.0.0.1:6379/0";
       brokerPasswordFile = "/var/lib/secrets/hearth-broker";

@@ -526,7 +526,7 @@ let
       HEARTH_FLEET_NAME = toString worker.name;
       HEARTH_FLEET_BROKER = toString worker.brokerUrl;
       HEARTH_FLEET_CONCURRENCY = toString worker.concurrency;
-    } // (if worker.labels == [ ] then { } else { HEARTH_FLEET_LABELS = lib.concatStringsSep "," worker.labels; });
+    };
     # one instance's settings go: its StateDirectory (the worker makes each workspace), the
     # view of its own workspace alone, the delegated cgroup (several runs share this unit, whose
     # own process sits in its root cgroup) and its run-time limit (this unit runs for good)
@@ -960,12 +960,6 @@ in
         default = null;
         example = "gpu1";
         description = "This worker's name, the one given to `hearth fleet add` on the hub (HEARTH_FLEET_NAME).";
-      };
-      labels = mkOption {
-        type = types.listOf fleetName;
-        default = [ ];
-        example = [ "gpu" "big-memory" ];
-        description = "Labels a request's `worker` may name to run here (HEARTH_FLEET_LABELS); the worker also takes requests for the models its Ollama hosts have pulled, and unrouted ones.";
       };
       tokenFile = mkOption {
         type = types.nullOr types.path;

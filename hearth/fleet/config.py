@@ -10,7 +10,6 @@
     HEARTH_FLEET_HUB                   a worker's hub: its command center's URL (http://hub.lan:8770)
     HEARTH_FLEET_NAME                  a worker's name, as `hearth fleet add NAME` made its token
     HEARTH_FLEET_TOKEN_FILE            the file holding that token; unset: $CREDENTIALS_DIRECTORY/fleet-token
-    HEARTH_FLEET_LABELS                a worker's labels, comma-separated (a request's `worker` names one)
     HEARTH_FLEET_CONCURRENCY           runs at once on a worker (default 2)
     HEARTH_FLEET_SURVEY_S              how often a worker asks its Ollama hosts what they have pulled (30)
 
@@ -40,7 +39,6 @@ class FleetConfig:
     hub: str = ""
     name: str = ""
     token: str = ""
-    labels: tuple[str, ...] = ()
     concurrency: int = 2
 
     @classmethod
@@ -73,12 +71,8 @@ class FleetConfig:
         if not NAME.fullmatch(name):
             raise ConfigError(f"HEARTH_FLEET_NAME must be the worker's name (a-z 0-9 . _ -), got {name!r}")
         token = _secret(env, "HEARTH_FLEET_TOKEN_FILE", "fleet-token", needed=True)
-        labels = tuple(x.strip() for x in env.get("HEARTH_FLEET_LABELS", "").split(",") if x.strip())
-        for label in labels:
-            if not NAME.fullmatch(label):
-                raise ConfigError(f"HEARTH_FLEET_LABELS: {label!r} is not a label (a-z 0-9 . _ -)")
         concurrency = int(_number(env, "HEARTH_FLEET_CONCURRENCY", 2))
-        return cls(broker, raw, visibility, hub, name, token, labels, max(1, concurrency))
+        return cls(broker, raw, visibility, hub, name, token, max(1, concurrency))
 
 
 def _secret(env: Mapping[str, str], variable: str, credential: str, *, needed: bool) -> str:

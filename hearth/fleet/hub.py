@@ -7,7 +7,8 @@ checked as any request is, and a worker reaches only the runs it claimed:
                              second one (the broker handed out a request again after its worker
                              died) is refused, counted, and the run is not run twice
     heartbeat(worker, ...)   what it has (models, runs): the answer carries what it must do (stop a
-                             run, hold while the hub is paused)
+                             run, hold while the hub is paused) and its labels, which are the hub's
+                             to give (`hearth fleet add|labels`): a worker takes what they name
     accept(worker, lines)    a batch of its runs' events (hearth/run/events.py), written through the
                              hub's own SqliteRecorder as a local run's are; an event whose id was
                              written before is skipped, so a batch sent twice writes once
@@ -99,6 +100,19 @@ def add_worker(audit: AuditStore, name: str, labels: Iterable[str], by: str) -> 
             raise UsageError(f"there is a worker {name} already; `hearth fleet rm {name}` first to make a new token")
         audit.insert("fleet_workers", {**row, "seen_at": None, "created_at": utc_now(), "created_by": by})
     return token
+
+
+def set_labels(audit: AuditStore, name: str, labels: Iterable[str]) -> tuple[str, ...]:
+    """The worker's labels from now on (it takes the requests they name from its next heartbeat)."""
+    labels = tuple(dict.fromkeys(labels))
+    for label in labels:
+        if not NAME.fullmatch(label):
+            raise UsageError(f"{label!r} is not a label (a-z 0-9 . _ -)")
+    if not audit.conn.execute(
+        "update fleet_workers set labels = ? where name = ?", [json.dumps(labels), name]
+    ).rowcount:
+        raise NotFound(f"no worker {name}; `hearth fleet list` shows them")
+    return labels
 
 
 def remove_worker(audit: AuditStore, name: str) -> None:
@@ -257,6 +271,9 @@ def claim(audit: AuditStore, worker: Worker, run_id: str, *, paused: bool = Fals
             return {"go": "drop", "why": f"run {run_id} is already {run['status']}"}
         if paused:
             return {"go": "wait", "why": "the hub is paused; the request waits in the broker"}
+        if row["label"] and row["label"] not in (worker.name, *worker.labels):  # a label taken from it late
+            why = f"run {run_id} is for a worker labelled {row['label']}; {worker.name} is not (`hearth fleet labels`)"
+            return {"go": "wait", "why": why}
         audit.conn.execute(
             "update fleet_runs set worker = ?, claimed_at = ? where run_id = ?", [worker.name, time.time(), run_id]
         )
@@ -297,7 +314,10 @@ def heartbeat(
         [worker.name],
     )
     running = {s["run_id"] for s in kept}
-    return {"stop": {row["run_id"]: row["why"] for row in stops if row["run_id"] in running}}
+    return {
+        "stop": {row["run_id"]: row["why"] for row in stops if row["run_id"] in running},
+        "labels": list(worker.labels),
+    }
 
 
 STATE_KEYS = ("run_id", "state", "detail", "iteration", "tool", "agent_name", "label", "model", "updated_at", "pid")

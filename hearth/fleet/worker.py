@@ -3,14 +3,15 @@
 A Celery worker (threads, HEARTH_FLEET_CONCURRENCY at once, one prefetched each) consumes the
 queues of what it can do: `model.<name>` for every model its Ollama hosts have pulled (surveyed
 again every MODELS_S; a queue is added or cancelled when that changes), `general`, and
-`worker.<label>` for its name and each label. For each request it takes:
+`worker.<label>` for its name and each label the hub gives it (`hearth fleet add|labels`, told at
+each heartbeat: the labels are the hub's, so they are set in one place). For each request it takes:
 
 1. it claims the run at the hub (hearth/fleet/hub.py): the first claim runs it; a request the broker
    handed out again after its worker died is dropped there, never run twice;
 2. it drops the request into its own queue, `<state>/fleet/queue` (not the box's queue, which the
    box's own spawner serves: a request from the hub must run here, through the outbox), where its
-   own `hearth watch` (a process it keeps, with HEARTH_FLEET_OUTBOX set) runs it as a single box does: its state directory, sandbox, local
-   launcher (a run is forked from the warm watch) and Ollama hosts; the run records into this
+   own `hearth watch` (a process it keeps, with HEARTH_FLEET_OUTBOX set) runs it as a single box
+   does: its state directory, sandbox, local launcher (a run is forked from the warm watch) and Ollama hosts; the run records into this
    box's audit and the outbox (hearth/fleet/outbox.py), which a thread sends to the hub;
 3. when the run has ended (or suspended), the request is acknowledged to the broker (late
    acknowledgement).
@@ -34,6 +35,8 @@ import threading
 import time
 from dataclasses import replace
 from typing import Any
+
+from celery.signals import worker_ready
 
 from hearth.fleet.client import HubClient
 from hearth.fleet.config import FleetConfig
@@ -68,6 +71,8 @@ class Worker:
         self.watch: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
         self.models: list[str] = []
+        self.labels: list[str] = []  # as the hub gave them at the last heartbeat
+        self.consuming = False  # the Celery worker is started: a queue is added to it by a broadcast
         self.done = threading.Event()
         self._reads = threading.local()  # each task thread's read connection to this box's audit
 
@@ -78,7 +83,7 @@ class Worker:
 
     # -- what it can do --------------------------------------------------------------------------
     def queues(self) -> list[str]:
-        own = [f"worker.{x}" for x in (self.config.name, *self.config.labels)]
+        own = [f"worker.{x}" for x in (self.config.name, *self.labels)]
         return [*own, "general", *(f"model.{m}" for m in self.models)]
 
     def survey(self) -> list[str]:
@@ -124,6 +129,14 @@ class Worker:
             optimization="fair",
         )
         print(f"hearth worker {self.config.name}: consuming {', '.join(self.queues())}", flush=True)
+        started_with = list(self.labels)
+
+        def ready(**_: Any) -> None:  # the consumer listens now: a label given meanwhile is added
+            now, self.labels = self.labels, started_with
+            self.consuming = True
+            self.relabel(now)
+
+        worker_ready.connect(ready, weak=False)
         try:
             worker.start()
         finally:
@@ -170,6 +183,24 @@ class Worker:
         for run_id, why in (body.get("stop") or {}).items():
             self.stop(str(run_id), str(why))
         self._kill_overdue()
+        labels = body.get("labels")
+        if isinstance(labels, list):
+            self.relabel(sorted({str(x) for x in labels if isinstance(x, str) and x}))
+
+    def relabel(self, labels: list[str]) -> None:
+        """Take the queues of the labels the hub gives it now (before it consumes, only noted)."""
+        if labels == self.labels:
+            return
+        added, gone = set(labels) - set(self.labels), set(self.labels) - set(labels)
+        self.labels = labels
+        if not self.consuming:
+            return
+        control = self.app.control
+        for label in sorted(added):
+            control.add_consumer(f"worker.{label}", reply=False, destination=[self.hostname])
+        for label in sorted(gone):
+            control.cancel_consumer(f"worker.{label}", reply=False, destination=[self.hostname])
+        log.info("labels now %s (added %s, gone %s)", labels, sorted(added), sorted(gone))
 
     def states(self) -> list[dict[str, Any]]:
         from hearth.run.state import read_states

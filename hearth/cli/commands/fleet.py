@@ -17,7 +17,7 @@ EPILOG = "exit codes: 0 done, 2 a bad or taken name, or a worker that does not e
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fleet", help="a hub's workers (runs on other boxes): add, list, rm", epilog=EPILOG)
+    p = sub.add_parser("fleet", help="a hub's workers (runs on other boxes): add, list, labels, rm", epilog=EPILOG)
     actions = p.add_subparsers(dest="fleet_action")
     add = actions.add_parser("add", help="make a worker's token and print it once (only its hash is kept)")
     add.add_argument("name", help="the worker's name (its HEARTH_FLEET_NAME)")
@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--json", action="store_true", help="print {name, token} as JSON")
     listing = actions.add_parser("list", help="every worker: last seen, its models, its runs")
     listing.add_argument("--json", action="store_true", help="print the workers as JSON")
+    labels = actions.add_parser(
+        "labels", help="set a worker's labels (it takes what they name from its next heartbeat)"
+    )
+    labels.add_argument("name")
+    labels.add_argument(
+        "--label", action="append", default=[], help="a label requests may name; repeat; none clears them"
+    )
+    labels.add_argument("--json", action="store_true", help="print {name, labels} as JSON")
     rm = actions.add_parser("rm", help="remove a worker: its token is refused from now on")
     rm.add_argument("name")
     rm.add_argument("--json", action="store_true", help="print {removed: NAME} as JSON")
@@ -49,6 +57,13 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 print(token)
                 print(f"hearth fleet: the token of {args.name} is shown once; put it in its HEARTH_FLEET_TOKEN_FILE")
+            return 0
+        if args.fleet_action == "labels":
+            given = hub.set_labels(audit, args.name, args.label)
+            shown = ", ".join(given) or "none"
+            print_json({"name": args.name, "labels": list(given)}) if args.json else print(
+                f"{args.name}: labels {shown}"
+            )
             return 0
         if args.fleet_action == "rm":
             hub.remove_worker(audit, args.name)

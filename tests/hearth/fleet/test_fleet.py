@@ -355,3 +355,57 @@ def test_hearth_show_follow_at_the_hub_follows_a_remote_run_to_its_end(fleet: Fl
     assert follow.returncode == 0, out
     assert "went-on" in out and "followed to the end" in out
     assert "worker: gpu1" in out
+
+
+def test_a_remote_runs_approval_is_alerted_from_the_hub_and_answered_from_the_alert(fleet: Fleet) -> None:
+    import re
+
+    import httpx
+
+    from tests.alert_support import Receiver, write_alerts_toml
+
+    ntfy = Receiver()
+    try:
+        config = fleet.hub.state.parent / "hub-config"
+        write_alerts_toml(config, ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["approval", "done"]))
+        with (config / "alerts.toml").open("a") as toml:
+            toml.write(f'[approval]\npublic_url = "{fleet.hub.url}"\n')
+        echo = tool_call("run_command", {"command": "echo answered-from-the-phone"})
+        fleet.worker("gpu1", ("llama3.2",), [echo, final_answer("went on")], HEARTH_SUSPEND_AFTER_S="0")
+        fleet.enqueue("r-phone", model="llama3.2")
+
+        wait_for(lambda: ntfy.got, 60, "the approval alert from the hub")
+        [asked] = ntfy.got
+        assert "r-phone" in asked["body"]["message"] and "answered-from-the-phone" in asked["body"]["message"]
+        found = dict(re.findall(r"http, (\w+), (\S+), method=POST, clear=true", asked["headers"]["X-Actions"]))
+        assert found["Approve"].startswith(fleet.hub.url + "/act/")
+        wait_for(lambda: fleet.hub.status("r-phone") == "waiting", 60, "the run to suspend on its worker")
+        assert httpx.post(found["Approve"], timeout=10).status_code == 200
+
+        run = fleet.final("r-phone")
+        assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu1", "went on")
+        wait_for(lambda: len(ntfy.got) == 2, 60, "the run's end alerted from the hub")
+        assert ntfy.got[1]["body"]["title"] == "hearth: run r-phone done"
+        decided = rows(fleet.hub.state, "select status, decided_by from approvals where run_id = 'r-phone'")
+        assert [(d["status"], d["decided_by"]) for d in decided] == [("approved", "alert:ntfy")]
+    finally:
+        ntfy.close()
+
+
+def test_a_request_naming_a_label_or_a_worker_runs_only_there(fleet: Fleet) -> None:
+    fleet.worker("gpu1", ("llama3.2",), [final_answer("ran here")])
+    fleet.worker("gpu2", ("llama3.2",), [final_answer("ran here")], "big")
+    fleet.enqueue("r-big", model="llama3.2", worker="big")
+    fleet.enqueue("r-named", model="llama3.2", worker="gpu1")
+    fleet.enqueue("r-nobody", model="llama3.2", worker="huge")
+
+    assert (fleet.final("r-big")["worker"], fleet.final("r-named")["worker"]) == ("gpu2", "gpu1")
+    state = json.loads(fleet.hub.cli("state", "--json").stdout)
+    [waits] = [r for r in state["active"] if r["id"] == "r-nobody"]
+    assert waits["detail"] == "waits for a worker labelled huge: none answers now"
+    assert fleet.hub.run("r-nobody") is None
+
+    relabelled = fleet.hub.cli("fleet", "labels", "gpu1", "--label", "huge")  # given at the hub: no restart
+
+    assert relabelled.returncode == 0 and "gpu1: labels huge" in relabelled.stdout, relabelled.stderr
+    assert fleet.final("r-nobody")["worker"] == "gpu1"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, NotFound, UsageError
 from hearth.fleet import hub
 from hearth.fleet.config import FleetConfig, queue_for
 from hearth.run.events import RunStarted, StepRecorded, to_json
@@ -142,6 +142,24 @@ def test_an_operators_stop_is_not_taken_over_by_a_budget_spent_later(audit: Audi
     answer = hub.heartbeat(audit, one, [], [{"run_id": "r1"}], budget=Budget(daily=1), now=datetime.now().astimezone())
     assert answer["stop"] == {"r1": "stopped at the hub"}
     assert (hub.fleet_run(audit, "r1") or {})["stop_status"] == "interrupted"
+
+
+def test_labels_are_the_hubs_to_give_and_a_claim_without_the_label_is_sent_back(audit: AuditStore) -> None:
+    one = worker(audit, "one")
+    hub.sent(audit, "r1", "worker.big", "m", "big")
+    assert hub.heartbeat(audit, one, [], [])["labels"] == []
+    assert hub.claim(audit, one, "r1")["go"] == "wait"  # back to the broker, for a worker labelled big
+    assert (hub.fleet_run(audit, "r1") or {})["worker"] is None
+
+    assert hub.set_labels(audit, "one", ["big", "gpu", "big"]) == ("big", "gpu")
+    relabelled = hub.identify(audit, "Bearer " + hub.add_worker(audit, "two", [], "test"))
+    assert hub.heartbeat(audit, hub.workers(audit)[0], [], [])["labels"] == ["big", "gpu"]
+    assert hub.claim(audit, hub.workers(audit)[0], "r1")["go"] == "run"
+    assert relabelled.labels == ()
+    with pytest.raises(UsageError):
+        hub.set_labels(audit, "one", ["Not A Label"])
+    with pytest.raises(NotFound):
+        hub.set_labels(audit, "nobody", ["big"])
 
 
 def test_the_broker_password_comes_from_a_file_never_the_url(tmp_path: Path) -> None:
