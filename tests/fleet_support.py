@@ -28,19 +28,31 @@ needs_redis = pytest.mark.skipif(
 
 class Redis:
     """redis-server on 127.0.0.1:PORT in a directory of its own, persisting every write (appendfsync
-    always), so a restart keeps what was queued, as a broker's should."""
+    always), so a restart keeps what was queued, as a broker's should. With `tls`, it answers only
+    TLS on that port, with a self-signed certificate for 127.0.0.1 (`ca`: what a client must trust)."""
 
-    def __init__(self, root: Path, password: str = "") -> None:
-        self.root, self.port, self.password = root, free_port(), password
+    def __init__(self, root: Path, password: str = "", *, tls: bool = False) -> None:
+        self.root, self.port, self.password, self.tls = root, free_port(), password, tls
         self.root.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ca = self.root / "broker.pem"
+        if tls:
+            key = self.root / "broker.key"
+            argv = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out"]
+            argv += [str(self.ca), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+            subprocess.run(argv, check=True, capture_output=True)
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
 
     def start(self) -> Redis:
-        argv = [str(REDIS), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root)]
+        argv = [str(REDIS), "--bind", "127.0.0.1", "--dir", str(self.root)]
+        if self.tls:
+            argv += ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.ca)]
+            argv += ["--tls-key-file", str(self.root / "broker.key"), "--tls-auth-clients", "no"]
+        else:
+            argv += ["--port", str(self.port)]
         argv += ["--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no"]
         if self.password:
             argv += ["--requirepass", self.password]
@@ -52,8 +64,13 @@ class Redis:
     def ready(self) -> bool:
         import redis
 
+        tls = {"ssl": True, "ssl_ca_certs": str(self.ca)} if self.tls else {}
         try:
-            return bool(redis.Redis(port=self.port, password=self.password or None, socket_timeout=1).ping())
+            return bool(
+                redis.Redis(
+                    host="127.0.0.1", port=self.port, password=self.password or None, socket_timeout=1, **tls
+                ).ping()
+            )
         except redis.RedisError:
             return False
 

@@ -8,6 +8,7 @@ with different models pulled (tests/fleet_support.py).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,10 +28,10 @@ LOST_S = "4"  # the hub calls a worker silent this long lost (30 s in production
 
 
 class Fleet:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, **hub_env: str) -> None:
         self.root = root
-        self.redis = Redis(root / "redis", password="broker-secret").start()
-        self.hub = Hub(root, self.redis, HEARTH_FLEET_LOST_S=LOST_S).start()
+        self.redis = Redis(root / "redis", password="broker-secret", tls=bool(hub_env.pop("tls", ""))).start()
+        self.hub = Hub(root, self.redis, HEARTH_FLEET_LOST_S=LOST_S, **hub_env).start()
         self.workers: dict[str, Worker] = {}
         self.fakes: dict[str, FakeOllama] = {}
 
@@ -409,3 +410,34 @@ def test_a_request_naming_a_label_or_a_worker_runs_only_there(fleet: Fleet) -> N
 
     assert relabelled.returncode == 0 and "gpu1: labels huge" in relabelled.stdout, relabelled.stderr
     assert fleet.final("r-nobody")["worker"] == "gpu1"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command for a certificate")
+def test_over_a_tls_broker_a_run_goes_through_and_a_hub_that_does_not_trust_its_certificate_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    stranger = tmp_path / "stranger.pem"  # a certificate of no broker: what a hub trusts by mistake
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "stranger.key")]
+        + ["-out", str(stranger), "-days", "2", "-subj", "/CN=127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )
+    fleet = Fleet(tmp_path, tls="1", SSL_CERT_FILE=str(stranger))
+    try:
+        assert fleet.redis.url.startswith("rediss://")
+        fleet.worker("gpu1", ("llama3.2",), [final_answer("over tls")], SSL_CERT_FILE=str(fleet.redis.ca))
+        fleet.enqueue("r-tls", model="llama3.2")
+        hub_log = fleet.root / "hub.log"
+        wait_for(lambda: b"CERTIFICATE_VERIFY_FAILED" in hub_log.read_bytes(), 60, "the hub to refuse the certificate")
+        assert b"does not answer" in hub_log.read_bytes() and fleet.hub.run("r-tls") is None
+        assert b"broker-secret" not in hub_log.read_bytes()  # the line names the broker, never its password
+
+        fleet.hub.stop()
+        fleet.hub.env["SSL_CERT_FILE"] = str(fleet.redis.ca)
+        fleet.hub.start()
+
+        run = fleet.final("r-tls")
+        assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu1", "over tls")
+    finally:
+        fleet.close()
