@@ -146,6 +146,10 @@ def test_a_remote_run_stopped_at_the_hub_ends_on_its_worker(fleet: Fleet) -> Non
 
 
 def test_a_killed_worker_loses_its_run_once_and_a_redelivered_request_is_not_run_again(fleet: Fleet) -> None:
+    from tests.alert_support import Receiver, write_alerts_toml
+
+    ntfy = Receiver()
+    write_alerts_toml(fleet.root / "hub-config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["interrupted"]))
     fleet.worker("gpu1", ("llama3.2",), [SLOW, final_answer("never")])
     fleet.enqueue("r-lost", mode="bypass")  # the general queue: any worker may take it
     fleet.running("r-lost", "gpu1")
@@ -161,6 +165,10 @@ def test_a_killed_worker_loses_its_run_once_and_a_redelivered_request_is_not_run
     wait_for(lambda: refused() >= 1, 60, "the redelivered request to reach gpu2 and be refused")
     assert fleet.fakes["gpu2"].requests == []  # gpu2 never ran it
     assert len(fleet.fakes["gpu1"].requests) == 1
+    wait_for(lambda: ntfy.got, 60, "the lost run alerted from the hub")
+    [alerted] = ntfy.got
+    ntfy.close()
+    assert alerted["body"]["title"] == "hearth: run r-lost interrupted" and "worker lost" in alerted["body"]["message"]
 
 
 def test_events_of_a_run_made_while_the_hub_was_away_all_arrive_once(fleet: Fleet) -> None:
@@ -441,3 +449,18 @@ def test_over_a_tls_broker_a_run_goes_through_and_a_hub_that_does_not_trust_its_
         assert (run["status"], run["worker"], run["summary"]) == ("done", "gpu1", "over tls")
     finally:
         fleet.close()
+
+
+def test_an_approval_decided_at_the_hub_reaches_a_remote_run_still_waiting_in_its_process(fleet: Fleet) -> None:
+    echo = tool_call("run_command", {"command": "echo decided-while-it-waited"})
+    fleet.worker("gpu1", ("llama3.2",), [echo, final_answer("never suspended")], HEARTH_SUSPEND_AFTER_S="600")
+    fleet.enqueue("r-live", model="llama3.2")
+    pending = wait_for(lambda: rows(fleet.hub.state, "select * from approvals where status = 'pending'"), 60, "ask")
+
+    assert fleet.hub.cli("approve", pending[0]["id"]).returncode == 0
+
+    run = fleet.final("r-live")
+    assert (run["status"], run["summary"]) == ("done", "never suspended")
+    kinds = [s["kind"] for s in rows(fleet.hub.state, "select kind from steps where run_id = 'r-live'")]
+    assert "suspend" not in kinds  # the run's own poll heard the hub's decision
+    assert fleet.fakes["gpu1"].requests[-1]["messages"][-1]["content"].startswith("decided-while-it-waited")
