@@ -102,14 +102,18 @@ class Worker:
         models = self.survey()
         if models == self.models:
             return
-        added, gone = set(models) - set(self.models), set(self.models) - set(models)
-        self.models = models
+        before, self.models = self.models, models
+        self._retake("model", before, models)
+
+    def _retake(self, kind: str, before: list[str], now: list[str]) -> None:
+        """Take the queues `<kind>.<name>` of `now` that `before` had not, and leave the others."""
         control = self.app.control
-        for model in sorted(added):
-            control.add_consumer(f"model.{model}", reply=False, destination=[self.hostname])
-        for model in sorted(gone):
-            control.cancel_consumer(f"model.{model}", reply=False, destination=[self.hostname])
-        log.info("models now %s (added %s, gone %s)", models, sorted(added), sorted(gone))
+        added, gone = sorted(set(now) - set(before)), sorted(set(before) - set(now))
+        for name in added:
+            control.add_consumer(f"{kind}.{name}", reply=False, destination=[self.hostname])
+        for name in gone:
+            control.cancel_consumer(f"{kind}.{name}", reply=False, destination=[self.hostname])
+        log.info("%s queues now %s (added %s, gone %s)", kind, now, added, gone)
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
@@ -191,16 +195,9 @@ class Worker:
         """Take the queues of the labels the hub gives it now (before it consumes, only noted)."""
         if labels == self.labels:
             return
-        added, gone = set(labels) - set(self.labels), set(self.labels) - set(labels)
-        self.labels = labels
-        if not self.consuming:
-            return
-        control = self.app.control
-        for label in sorted(added):
-            control.add_consumer(f"worker.{label}", reply=False, destination=[self.hostname])
-        for label in sorted(gone):
-            control.cancel_consumer(f"worker.{label}", reply=False, destination=[self.hostname])
-        log.info("labels now %s (added %s, gone %s)", labels, sorted(added), sorted(gone))
+        before, self.labels = self.labels, labels
+        if self.consuming:
+            self._retake("worker", before, labels)
 
     def states(self) -> list[dict[str, Any]]:
         from hearth.run.state import read_states
