@@ -162,6 +162,22 @@ def test_labels_are_the_hubs_to_give_and_a_claim_without_the_label_is_sent_back(
         hub.set_labels(audit, "nobody", ["big"])
 
 
+def test_a_worker_reads_only_the_approvals_of_its_own_runs(audit: AuditStore) -> None:
+    from hearth.audit import approvals
+
+    one, two = worker(audit, "one"), worker(audit, "two")
+    for run_id, who in (("r1", one), ("r2", two)):
+        hub.sent(audit, run_id, "general", None, None)
+        hub.claim(audit, who, run_id)
+        hub.accept(audit, who, [item(f"e-start-{run_id}", started(run_id))])
+    asked = approvals.ask(audit, "r2", "run_command", {"command": "make deploy"}, "dangerous", timeout_s=600)
+
+    assert hub.approval(audit, two, asked.id)["status"] == "pending"
+    with pytest.raises(hub.WorkerRefused) as refused:
+        hub.approval(audit, one, asked.id)
+    assert refused.value.status == 404
+
+
 def test_the_broker_password_comes_from_a_file_never_the_url(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("s3cr:t\n")
