@@ -30,6 +30,7 @@ MAX_EVENTS = 500
 
 
 def fleet_app(web: Web) -> FastAPI:
+    from hearth.web.live import budget_of  # the hub's budgets count every box's runs
     from hearth.web.security import HEADERS
 
     settings = web.config.settings
@@ -96,7 +97,7 @@ def fleet_app(web: Web) -> FastAPI:
             models, running = body.get("models"), body.get("running")
             if not isinstance(models, list) or not isinstance(running, list):
                 raise hub.WorkerRefused(400, "a heartbeat is {models: [...], running: [...]}")
-            answer = hub.heartbeat(audit, worker, models, running, budget=_budget(settings))
+            answer = hub.heartbeat(audit, worker, models, running, budget=budget_of(web.config))
             return {**answer, "paused": _paused(settings)}
 
         return await guarded(request, work)
@@ -129,30 +130,16 @@ def _paused(settings: Any) -> bool:
     return paused(settings) is not None
 
 
-def _budget(settings: Any) -> Any:
-    """The hub's budgets, which count every box's runs; None when budget.toml is broken (doctor says why)."""
-    from hearth.errors import HearthError
-    from hearth.leash.budget import load_budget
-
-    try:
-        return load_budget(settings.config_dir, settings.daily_tokens)
-    except HearthError:
-        return None
-
-
 def _asked(settings: Any, row: dict[str, Any]) -> None:
-    """A remote run waits for a person: the hub's alerts say so, with links to the hub's pages."""
-    from agent.clock import utc_now
-    from hearth.audit.approvals import parse_stamp
+    """A remote run waits for a person: the hub alerts it as a local run's approver does, with links
+    to the hub's pages."""
+    from hearth.audit.approvals import from_row
     from hearth.leash import alerts
 
     try:
-        left = (parse_stamp(str(row["expires_at"])) - parse_stamp(utc_now())).total_seconds()
-        call = f"{row['tool']} {str(row.get('arguments') or '')[:400]}"
-        alerts.approval_waiting(
-            settings, str(row["run_id"]), str(row["id"]), call, str(row["expires_at"]), max(0, left)
-        )
-    except (KeyError, ValueError):
+        approval = from_row(row)
+        alerts.pending_alert(settings)(approval, f"{approval.tool} {str(approval.arguments or '')[:400]}")
+    except (KeyError, TypeError, ValueError):
         return
 
 

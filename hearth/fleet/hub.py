@@ -23,7 +23,6 @@ rename a run's worker (the hub writes that column).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -36,10 +35,12 @@ from typing import Any
 
 from agent.clock import utc_now
 from agent.sqlite_store import immediate
+from hearth.audit.approvals import parse_stamp
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
 from hearth.fleet.config import NAME
 from hearth.ids import ID_PATTERN
+from hearth.leash.actions import digest
 from hearth.leash.budget import Budget, local_now, refusal
 from hearth.run.events import (
     ApprovalAsked,
@@ -81,10 +82,6 @@ class Worker:
         return self.seen_at is not None and (now or time.time()) - self.seen_at < seconds
 
 
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def add_worker(audit: AuditStore, name: str, labels: Iterable[str], by: str) -> str:
     """A new worker; its token, printed once (the audit keeps its SHA-256)."""
     if not NAME.fullmatch(name):
@@ -121,7 +118,7 @@ def remove_worker(audit: AuditStore, name: str) -> None:
 
 
 def workers(audit: AuditStore) -> list[Worker]:
-    return [_worker(row) for row in audit.rows("select * from fleet_workers order by name")]
+    return [worker_of(row) for row in audit.rows("select * from fleet_workers order by name")]
 
 
 def identify(audit: AuditStore, authorization: str) -> Worker:
@@ -132,10 +129,11 @@ def identify(audit: AuditStore, authorization: str) -> Worker:
     rows = audit.rows("select * from fleet_workers where digest = ?", [digest(token.strip())])
     if not rows:
         raise WorkerRefused(401, "no worker has this token (`hearth fleet add NAME` makes one)")
-    return _worker(rows[0])
+    return worker_of(rows[0])
 
 
-def _worker(row: dict[str, Any]) -> Worker:
+def worker_of(row: dict[str, Any]) -> Worker:
+    """A `fleet_workers` row as its record (its digest, if selected, is left out)."""
     return Worker(
         row["name"],
         tuple(json.loads(row["labels"] or "[]")),
@@ -167,17 +165,21 @@ def ask_stop(audit: AuditStore, run_id: str, by: str, status: str = "interrupted
     )
 
 
-def stop_spent(audit: AuditStore, states: list[dict[str, Any]], budget: Budget, now: datetime) -> list[str]:
-    """Ask a stop of each of these runs whose daily budget is spent, counted at the hub across every
-    box (hearth/leash/budget.py): it ends `budget_exceeded` with the line a run here would give."""
+def stop_spent(
+    audit: AuditStore, worker: Worker, states: list[dict[str, Any]], budget: Budget, now: datetime
+) -> list[str]:
+    """Ask a stop of each of the worker's runs whose daily budget is spent, counted at the hub across
+    every box (hearth/leash/budget.py): it ends `budget_exceeded` with the line a run here would give."""
     if not budget.configured:
         return []
     stopped: list[str] = []
     spent_for: dict[str, str | None] = {}
     for state in states:
-        run = audit.run(str(state["run_id"]))
         row = fleet_run(audit, str(state["run_id"]))
-        if run is None or row is None or run["status"] != "running" or row["stop_by"]:
+        if row is None or row["worker"] != worker.name or row["lost"] or row["stop_by"]:
+            continue  # not a run it claimed (or lost), or one asked to stop already
+        run = audit.run(row["run_id"])
+        if run is None or run["status"] != "running":
             continue
         agent = str(run.get("agent_name") or "")
         if agent not in spent_for:
@@ -230,7 +232,7 @@ def lost(audit: AuditStore, run_id: str, now: float | None = None) -> str | None
     if row is None or not row["worker"]:
         return None
     found = audit.rows("select * from fleet_workers where name = ?", [row["worker"]])
-    worker = _worker(found[0]) if found else None
+    worker = worker_of(found[0]) if found else None
     now = now or time.time()
     if worker is None:  # removed (`hearth fleet rm`): its token is refused, so it cannot send the rest
         return WORKER_LOST.format(worker=row["worker"])
@@ -307,7 +309,7 @@ def heartbeat(
         [json.dumps(models), json.dumps(kept), time.time(), worker.name],
     )
     if budget is not None:
-        stop_spent(audit, [s for s in kept if _claimed_by(audit, worker, str(s["run_id"]))], budget, now or local_now())
+        stop_spent(audit, worker, kept, budget, now or local_now())
     stops = audit.rows(
         "select run_id, coalesce(stop_by, lost) as why from fleet_runs "
         "where worker = ? and (stop_by is not null or lost is not null)",
@@ -386,7 +388,7 @@ def _lag_ms(event: RunEvent, now: float) -> float | None:
     """How long after the worker stamped it the hub wrote it (one clock only on one machine)."""
     at = getattr(event, "at", None)
     try:
-        return round((now - datetime.fromisoformat(str(at).replace("Z", "+00:00")).timestamp()) * 1000, 1)
+        return round((now - parse_stamp(str(at)).timestamp()) * 1000, 1)
     except ValueError:
         return None
 

@@ -45,22 +45,16 @@ class CeleryLauncher:
         self._app: Any = None
         self._shown = ""  # the broker's URL without its password, for messages
         self._up, self._asked_at = True, -1e9  # whether the broker answered, and when it was asked
-        self._store: AuditStore | None = None
-        self._owner = 0  # the thread whose connection `_store` is
+        self._kept = threading.local()  # each thread's connection to the audit
 
     @contextlib.contextmanager
     def _audit(self) -> Iterator[AuditStore]:
-        """The audit through one connection this launcher keeps for the thread that first asked
-        (the live map asks `alive` of every claimed request; opening the file for each was most of
-        its cost); another thread opens its own for the call."""
-        here = threading.get_ident()
-        if self._store is None:
-            self._store, self._owner = AuditStore(self.settings.audit_path), here
-        if self._owner == here:
-            yield self._store
-        else:
-            with AuditStore(self.settings.audit_path) as audit:
-                yield audit
+        """The audit through one connection this launcher keeps for each thread that asks (the live
+        map asks `alive` of every claimed request; opening the file for each was most of its cost)."""
+        audit: AuditStore | None = getattr(self._kept, "audit", None)
+        if audit is None:
+            audit = self._kept.audit = AuditStore(self.settings.audit_path)
+        yield audit
 
     def app(self) -> Any:
         if self._app is None:
@@ -185,9 +179,10 @@ class CeleryLauncher:
         return "killed"
 
     def shutdown(self) -> None:
-        if self._store is not None and self._owner == threading.get_ident():
-            self._store.close()
-            self._store = None
+        audit: AuditStore | None = getattr(self._kept, "audit", None)
+        if audit is not None:
+            audit.close()
+            self._kept.audit = None
 
     def heal(self) -> list[str]:
         return []

@@ -11,8 +11,9 @@ each heartbeat: the labels are the hub's, so they are set in one place). For eac
 2. it drops the request into its own queue, `<state>/fleet/queue` (not the box's queue, which the
    box's own spawner serves: a request from the hub must run here, through the outbox), where its
    own `hearth watch` (a process it keeps, with HEARTH_FLEET_OUTBOX set) runs it as a single box
-   does: its state directory, sandbox, local launcher (a run is forked from the warm watch) and Ollama hosts; the run records into this
-   box's audit and the outbox (hearth/fleet/outbox.py), which a thread sends to the hub;
+   does: its state directory, sandbox, local launcher (a run is forked from the warm watch) and
+   Ollama hosts; the run records into this box's audit and the outbox (hearth/fleet/outbox.py),
+   which a thread sends to the hub;
 3. when the run has ended (or suspended), the request is acknowledged to the broker (late
    acknowledgement).
 
@@ -136,9 +137,9 @@ class Worker:
         started_with = list(self.labels)
 
         def ready(**_: Any) -> None:  # the consumer listens now: a label given meanwhile is added
-            now, self.labels = self.labels, started_with
             self.consuming = True
-            self.relabel(now)
+            if self.labels != started_with:
+                self._retake("worker", started_with, self.labels)
 
         worker_ready.connect(ready, weak=False)
         try:

@@ -10,7 +10,6 @@ labels, and the answer is not kept by a browser (`no-store`, as every page) nor 
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +22,7 @@ from hearth.audit.store import AuditStore
 from hearth.errors import NotFound, UsageError
 from hearth.fleet import hub
 from hearth.fleet.launcher import waits
+from hearth.render import ago
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
@@ -44,7 +44,7 @@ def fleet_data(settings: Settings, reader: Reader, now: float | None = None) -> 
     the broker with why (hearth/fleet/launcher.py's `waits`), and the redeliveries refused."""
     now = now or time.time()
     lost_s = hub.lost_after()
-    found = [_worker(row) for row in reader.rows(WORKERS_SQL)]
+    found = [hub.worker_of(row) for row in reader.rows(WORKERS_SQL)]
     answering = [w for w in found if w.seen_within(lost_s, now)]
     waiting = [
         {**row, "waits": waits(row, answering), **_seen(row["sent_at"], now, "sent")}
@@ -58,13 +58,6 @@ def fleet_data(settings: Settings, reader: Reader, now: float | None = None) -> 
         "waiting": waiting,
         "refused": int(refused["n"]) if refused else 0,
     }
-
-
-def _worker(row: dict[str, Any]) -> hub.Worker:
-    def listed(text: Any) -> tuple[Any, ...]:
-        return tuple(json.loads(text or "[]"))
-
-    return hub.Worker(row["name"], listed(row["labels"]), listed(row["models"]), listed(row["running"]), row["seen_at"])
 
 
 def _shown(worker: hub.Worker, now: float, lost_s: float) -> dict[str, Any]:
@@ -84,19 +77,14 @@ def _seen(at: float | None, now: float, name: str) -> dict[str, Any]:
     """`{name}_at` (epoch seconds), `{name}_s_ago`, `{name}` for a person and `{name}_utc`."""
     if at is None:
         return {f"{name}_at": None, f"{name}_s_ago": None, name: "never", f"{name}_utc": ""}
-    utc = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    return {f"{name}_at": at, f"{name}_s_ago": round(now - at, 1), name: ago(now - at), f"{name}_utc": utc}
-
-
-def ago(seconds: float) -> str:
-    """3 s ago, 4 min ago, 2 h ago, 3 days ago (a clock a little ahead reads `just now`)."""
-    if seconds < 1:
-        return "just now"
-    for unit, size in (("day", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"
-    return f"{int(seconds)} s ago"
+    moment = datetime.fromtimestamp(at, UTC)
+    shown = ago(moment.isoformat(), datetime.fromtimestamp(now, UTC))  # as every page says a time
+    return {
+        f"{name}_at": at,
+        f"{name}_s_ago": round(now - at, 1),
+        name: shown,
+        f"{name}_utc": moment.strftime("%Y-%m-%d %H:%M:%S"),
+    }
 
 
 def labels_of(text: str) -> list[str]:
