@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agent.clock import stamp
-from hearth.audit.migrations import CEIL2_SQL, ERROR_KEY_SQL
+from hearth.audit.migrations.rollups import CEIL2_SQL, ERROR_KEY_SQL
 from hearth.audit.rollups import EDGE, period
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import Launcher, launcher_for

@@ -1,6 +1,6 @@
 """A period of the audit as the report counts it, read from m200's rollups and one day's runs.
 
-The rollups (hearth/audit/migrations.py, m200) keep per day what the runs and their tool calls add
+The rollups (hearth/audit/migrations/rollups.py, m200) keep per day what the runs and their tool calls add
 up to, maintained by triggers as the rows are written. A period starts at `since` (a time stamp,
 or nothing for everything): the whole days after since's own day are their rollup rows, and the
 part of that first day (its edge) is read from the runs themselves, once, through the started_at

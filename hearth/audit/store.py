@@ -1,7 +1,7 @@
 """AuditStore: the only writer of audit.db (SQLite through sqlite-utils, WAL, migrations).
 
 A row per run and a row per step; later tables (approvals, rejections, ...) come as migrations
-in `hearth/audit/migrations.py`. The file stays plain SQLite, readable as-is by sqlite-utils
+in `hearth/audit/migrations/`. The file stays plain SQLite, readable as-is by sqlite-utils
 and Datasette. Several processes write at once (one per run): WAL plus a busy timeout.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hearth.audit.migrations import CEIL2_SQL, ERROR_KEY_SQL
+from hearth.audit.migrations.rollups import CEIL2_SQL, ERROR_KEY_SQL
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.report import build_report
 
