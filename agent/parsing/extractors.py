@@ -34,14 +34,14 @@ span is a call only if all of these hold; check a case against them in order:
   `<name>`) are never names.
 - The prose does not frame it as an example or as past. The lead-in is the last line of prose
   before the span. An example cue there ("for example", "e.g.", "in this format", "you can
-  write"; layout._EXAMPLE) means the message documents a format: that span and every later one
+  write", "such as" right before the span; layout._EXAMPLE) means the message documents a format: that span and every later one
   are dropped. A past cue as its last cue ("I ran", "was called", "earlier", "it failed") means a
   report of a call already made: that span is dropped. A later "let me"/"I'll"/"now" makes it an
   action again ("It failed, so let me retry:").
 - It is not a format being explained. A lead-in that says how calls in general are written (a
   format's name: "the syntax is", "format:", "usage:"; how a call "is written as", "takes the
   form", "like so"; calls as a kind: "a tool call is", "each call", "tool calls use"; what "the
-  model emits"; "when you want ..."; layout._FORMAT) documents a format, unless it also says
+  model emits" or "it replies with"; "when you want ..."; layout._FORMAT) documents a format, unless it also says
   "let me"/"I'll"/"now"; so does prose right after a span that names its parts ("where `name`
   is ...") or what to put in their place ("Replace the path with ..."; layout._EXPLAINS). Either
   way, that span and every later one are dropped, as after an example cue.

@@ -37,7 +37,7 @@ _EXAMPLE = (
     r"|examples?\s*:|(?:an )?example (?:of|call|usage|request)\b|looks? like this|would look like"
     r"|(?:this|following|call|request|output|response|tool[ -]call) format"
     r"|you (?:can|could|should|would|must|need to|might) (?:write|use|call|send|output|emit|reply)"
-    r"|to (?:call|use|invoke) (?:a|any) tool)"
+    r"|to (?:call|use|invoke) (?:a|any) tool|such as[\s:]*\Z)"
 )
 # How calls in general are written, not what this reply does: a format's name, how a call "is
 # written", calls as a kind, what "the model emits". A first-person intent in the lead-in wins over it.
@@ -47,8 +47,9 @@ _FORMAT = (
     r"|serialized)\b|\b(?:takes?|has|in) the form\b|\blike so\b|\bas follows\b"
     r"|\b(?:a|each|every|any|one) (?:tool[ -]|function[ -])?call (?:is|has|takes|looks|must|should|needs|consists)\b"
     r"|\b(?:tool|function) calls (?:are|use|look|take|have|must|should)\b|\bcalls are\b|\ba valid (?:tool |function )?call\b"
-    r"|\bthe (?:model|assistant|agent|llm|parser|server) (?:emits|writes|outputs|replies|returns|sends|produces"
-    r"|generates|expects|reads|accepts)\b|\b(?:when|if|whenever) you (?:want|need|wish)\b"
+    r"|\b(?:the (?:model|assistant|agent|llm|parser|server|family)|it) (?:emits|writes|outputs|replies|returns|sends"
+    r"|produces|generates|expects|reads|accepts)\b|\bthey (?:emit|write|output|reply|return|send|produce|generate)\b"
+    r"|\b(?:when|if|whenever) you (?:want|need|wish)\b"
 )
 _PAST = (
     r"\b(?:earlier|previously|last time|already|before that"

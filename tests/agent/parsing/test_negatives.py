@@ -96,6 +96,15 @@ NOT_CALLS = [
         id="format-explanation-invoke",
     ),
     P('For example:\n>>>read_file\n{"path": "a.txt"}', id="format-explanation-functionary"),
+    P(
+        "Gemma answers a tool prompt in its own way: it replies with a block such as\n"
+        '```tool_code\nprint(default_api.read_file(path="a.txt"))\n```\nand the server reads the call out of it.',
+        id="a-familys-call-syntax-explained-with-such-as",
+    ),
+    P(
+        'When Gemma wants a file, it replies with\n```tool_code\nread_file(path="a.txt")\n```',
+        id="what-a-family-replies-with",
+    ),
     # it is complete
     P('{"name": "write_file", "arguments": {"path": "a.txt", "lines": ["one", "two"', id="cut-off-in-an-open-list"),
     P('[read_file(path="a.txt"), list_files(path="."', id="cut-off-pythonic-list"),
@@ -243,6 +252,10 @@ def test_flattened_arguments_must_be_the_tools_parameters_when_they_are_known() 
         P(
             '{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "call_1", "type": "function"}',
             id="call-bookkeeping",
+        ),
+        P(
+            'I\'ll start with a file such as the notes:\n```tool_code\nread_file(path="a.txt")\n```',
+            id="such-as-inside-an-intent",
         ),
     ],
 )
