@@ -48,6 +48,10 @@ SKIP_DIRS = frozenset(
 )
 
 
+# files one search or many-file edit looks at: past it the walk stops and the result says so
+MAX_SCANNED_FILES = 5_000
+
+
 def integer(description: str, low: int, high: int) -> dict[str, Any]:
     """An integer parameter whose bounds the gate enforces (the description says them in words)."""
     return {"type": "integer", "minimum": low, "maximum": high, "description": description}

@@ -15,14 +15,14 @@ from typing import Any
 
 from agent.safety.display import shorten
 from agent.safety.workspace import PathRefused, Workspace
-from agent.tools.args import PATH, candidate_files
+from agent.tools.args import MAX_SCANNED_FILES, PATH, candidate_files
 from agent.tools.registry import Tool, ToolFailed
 
 EDIT_LIMIT = 2_000_000  # bytes of a file edit tools will change
 MAX_CHANGED_FILES = 200
-MAX_SCANNED_FILES = 5_000
 SCAN_SECONDS = 10.0
 TEXT_LIMIT = 200_000  # characters of old_text / new_text
+LINES_SHOWN = 20  # of the lines where an ambiguous old_text occurs
 
 
 def read_text_exact(ws: Workspace, path: str) -> str:
@@ -46,6 +46,18 @@ def read_text_exact(ws: Workspace, path: str) -> str:
 
 def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
+
+
+def _lines_of(text: str, old: str, most: int) -> list[int]:
+    """The lines of the first `most` occurrences of `old`, in one pass: each count of newlines starts
+    where the previous one ended (counting from the start each time grew as matches times size)."""
+    lines: list[int] = []
+    line, counted, at = 1, 0, text.find(old)
+    while at >= 0 and len(lines) < most:
+        line += text.count("\n", counted, at)
+        lines.append(line)
+        counted, at = at, text.find(old, at + len(old))
+    return lines
 
 
 def _fit_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
@@ -83,9 +95,10 @@ def edit_file(args: dict[str, Any], ws: Workspace) -> str:
     if count == 0:
         raise ToolFailed(_not_found(path, args["old_text"], text))
     if count > 1 and not replace_all:
-        lines = ", ".join(str(_line_of(text, m.start())) for m in re.finditer(re.escape(old), text))
+        lines = ", ".join(map(str, _lines_of(text, old, LINES_SHOWN)))
+        more = f" and {count - LINES_SHOWN} more" if count > LINES_SHOWN else ""
         raise ToolFailed(
-            f"old_text occurs {count} times in {path} (lines {lines}); include more of the "
+            f"old_text occurs {count} times in {path} (lines {lines}{more}); include more of the "
             "surrounding text to pick one, or pass replace_all=true"
         )
     if old == new:

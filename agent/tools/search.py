@@ -1,4 +1,4 @@
-"""search_files: plain text or a regular expression across the workspace, bounded in time and output.
+"""search_files: plain text or a regular expression across the workspace, bounded in time, files and output.
 
 A regular expression runs on the `regex` package, whose matching takes a timeout: the whole call
 may spend at most REGEX_SECONDS matching, so a pathological pattern such as `(a|aa)+$` is stopped
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.safety.workspace import PathRefused, Workspace
-from agent.tools.args import candidate_files, integer
+from agent.tools.args import MAX_SCANNED_FILES, candidate_files, integer
 from agent.tools.registry import Tool, ToolFailed
 
 SEARCH_SECONDS = 10.0  # the whole walk
@@ -58,8 +58,9 @@ class _Search:
     max_results: int
     deadline: float
     results: list[str] = field(default_factory=list)
-    files: int = 0
-    scanned: int = 0
+    files: int = 0  # searched
+    seen: int = 0  # walked to, searched or skipped
+    scanned: int = 0  # bytes
     skipped: dict[str, int] = field(default_factory=dict)
     stopped: str = ""
 
@@ -99,6 +100,10 @@ def _search_one(ws: Workspace, rel: str, search: _Search) -> bool:
     """Search one file; True when the search must stop (enough results, time or bytes spent)."""
     if time.monotonic() > search.deadline:
         raise _OutOfTime()
+    search.seen += 1
+    if search.seen > MAX_SCANNED_FILES:
+        search.stopped = f"stopped after {MAX_SCANNED_FILES} files; narrow the path or glob"
+        return True
     try:
         data, truncated = ws.read_bytes(rel, limit=FILE_LIMIT)
     except (PathRefused, OSError):  # replaced or removed since the walk listed it

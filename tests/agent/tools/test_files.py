@@ -10,6 +10,7 @@ import pytest
 
 from agent.safety.workspace import Workspace
 from agent.tools import search
+from agent.tools.args import MAX_SCANNED_FILES
 from agent.tools.gate import call_tool
 from agent.tools.registry import ToolResult
 
@@ -117,6 +118,21 @@ def test_search_files_skips_binary_and_skip_dirs_and_caps_results(ws: Workspace)
     ]
 
 
+def test_search_files_stops_after_as_many_files_as_replace_in_files_and_says_so(ws: Workspace) -> None:
+    many = ws.root / "many"
+    many.mkdir()
+    for n in range(MAX_SCANNED_FILES + 1):
+        (many / f"{n:05}.txt").write_text("nothing here\n")
+    result = call(ws, "search_files", pattern="needle", path="many")
+    assert result.ok
+    assert result.output.splitlines() == [
+        f"no matches for 'needle' under many ({MAX_SCANNED_FILES} files searched)",
+        f"[search_files: stopped after {MAX_SCANNED_FILES} files; narrow the path or glob]",
+    ]
+    refused = call(ws, "replace_in_files", old_text="nothing", new_text="x", path="many")
+    assert f"more than {MAX_SCANNED_FILES} files" in refused.output
+
+
 def test_a_runaway_regex_is_stopped_by_the_time_bound(ws: Workspace) -> None:
     # (a+)+$ no longer backtracks at all (the regex package sees through it); (a|aa)+$ still does
     (ws.root / "evil.txt").write_text("a" * 60 + "b\n")
@@ -151,6 +167,23 @@ def test_edit_file_refuses_an_ambiguous_first_match_and_changes_nothing(ws: Work
     assert not result.ok
     assert "occurs 2 times in src/app.py (lines 4, 7)" in result.output and "replace_all=true" in result.output
     assert snapshot(ws.root) == before
+
+
+def test_an_ambiguous_edit_names_the_first_lines_in_one_pass_however_many_matches(ws: Workspace) -> None:
+    (ws.root / "twice.txt").write_text("ab ab\n\nab\n")
+    assert (
+        "occurs 3 times in twice.txt (lines 1, 1, 3);"
+        in call(ws, "edit_file", path="twice.txt", old_text="ab", new_text="c").output
+    )
+    # 900 KB and 300,000 matches: counting each match's line from the start was minutes of CPU
+    (ws.root / "big.txt").write_text("ab\n" * 300_000)
+    result = call(ws, "edit_file", path="big.txt", old_text="ab", new_text="c")
+    lines = ", ".join(str(n) for n in range(1, 21))
+    assert result.output == (
+        f"Error: old_text occurs 300000 times in big.txt (lines {lines} and 299980 more); include more of the "
+        "surrounding text to pick one, or pass replace_all=true"
+    )
+    assert (ws.root / "big.txt").read_text() == "ab\n" * 300_000
 
 
 def test_edit_file_replace_all(ws: Workspace) -> None:
