@@ -401,11 +401,19 @@ def _plan(
 
 def resolved(request: GoalRequest, settings: Settings, run_id: str | None = None) -> RunPlan:
     """The request's plan, checked as a run's would be; the error if it cannot run (nothing recorded)."""
-    plan = plan_of(request, settings, None, run_id or request.run_id or new_run_id())[0]
+    return routed(request, settings, run_id, None)[0]
+
+
+def routed(
+    request: GoalRequest, settings: Settings, run_id: str | None, pulled: list[str] | None
+) -> tuple[RunPlan, Route]:
+    """`resolved`, its model resolved against `pulled` (what the model server has; None: not asked,
+    the name as given) as a run's is: a model that is not pulled is the route's `problem`, not an error."""
+    plan, route, _, _ = plan_of(request, settings, pulled, run_id or request.run_id or new_run_id())
     reason = validate(plan)
     if reason:
         raise UsageError(reason)
-    return plan
+    return plan, route
 
 
 def validate(plan: RunPlan) -> str | None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent.model.tags import resolve_tag
 from agent.safety.policy import MODES
 from hearth.errors import ConfigError, HearthError
 from hearth.run.goal import GoalRequest, RunPlan
@@ -269,18 +270,6 @@ def _dedupe(rest: list[str], chosen: str, pulled: list[str]) -> tuple[str, ...]:
         if found and found != chosen and found not in out:
             out.append(found)
     return tuple(out)
-
-
-def resolve_tag(name: str, pulled: list[str]) -> str | None:
-    """`name` as Ollama would run it: exact, `name:latest`, else the only pulled tag of that name."""
-    if name in pulled:
-        return name
-    if ":" in name:
-        return None
-    if f"{name}:latest" in pulled:
-        return f"{name}:latest"
-    tagged = [p for p in pulled if p.split(":", 1)[0] == name]
-    return tagged[0] if len(tagged) == 1 else None
 
 
 def not_pulled(name: str, pulled: list[str]) -> str:

@@ -23,10 +23,11 @@ from agent.loop import Outcome
 from hearth.audit.store import RunRecord
 from hearth.errors import HearthError, UsageError
 from hearth.leash.budget import Rows, load_budget, local_now, refusal
-from hearth.run.admission import resolved, run_dir
+from hearth.run.admission import routed, run_dir
 from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.router import Route
 from hearth.settings import Settings
 
 MAX_ID = 64
@@ -40,6 +41,7 @@ class Holder:
     started: float
     tokens_in: int = 0
     tokens_out: int = 0
+    unavailable: str = ""  # why no model it could use is pulled: it ends model_unavailable, asking nothing
 
     def spent(self, tokens_in: int, tokens_out: int) -> None:
         self.tokens_in += tokens_in
@@ -65,8 +67,10 @@ def derived_id(parent: str, suffix: str) -> str:
     return f"{parent[: MAX_ID - len(suffix) - 8]}-{digest}-{suffix}"
 
 
-def start_holder(sink: RunRecorder, run: RunPlan | GoalRequest, run_id: str, kind: str, root: Path | None) -> Holder:
-    """The holding run's row, from its plan (or, refused before it had one, from the request)."""
+def start_holder(
+    sink: RunRecorder, run: RunPlan | GoalRequest, run_id: str, kind: str, root: Path | None, route: Route | None = None
+) -> Holder:
+    """The holding run's row, from its plan and route (or, refused before it had one, from the request)."""
     record = RunRecord(
         id=run_id,
         agent_name=run.agent_name,
@@ -79,25 +83,31 @@ def start_holder(sink: RunRecorder, run: RunPlan | GoalRequest, run_id: str, kin
         parent_run=run.parent_run or None,
         link=run.link or None,
         kind=kind,
+        model_requested=route.requested if route else None,
+        model_reason=route.reason if route else None,
     )
     sink.record(RunStarted.of(record))
     return Holder(run_id, time.monotonic())
 
 
 def admit_holder(
-    sink: RunRecorder, request: GoalRequest, settings: Settings, run_id: str, kind: str
+    sink: RunRecorder, request: GoalRequest, settings: Settings, run_id: str, kind: str, pulled: list[str] | None
 ) -> tuple[RunPlan, Path, Holder]:
-    """The request's plan, checked as a run's would be, its directory, and the holding run recorded;
-    one that cannot start is recorded `rejected` and raises UsageError."""
+    """The request's plan, checked as a run's would be, its model resolved against `pulled` as a
+    run's is (its judge, planner and runs ask for that name), its directory, and the holding run
+    recorded; one that cannot start is recorded `rejected` and raises UsageError."""
     asked: RunPlan | GoalRequest = request
     try:
-        plan = asked = resolved(request, settings, run_id)
+        plan, route = routed(request, settings, run_id, pulled)
+        asked = plan
         root = run_dir(plan, settings)
     except HearthError as exc:
         holder = start_holder(sink, asked, run_id, kind, None)
         sink.record(RunFinished(holder.id, "rejected", {"error": str(exc), "iterations": 0}))
         raise UsageError(str(exc)) from None
-    return plan, root, start_holder(sink, plan, run_id, kind, root)
+    holder = start_holder(sink, plan, run_id, kind, root, route)
+    holder.unavailable = route.problem
+    return plan, root, holder
 
 
 def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome) -> None:

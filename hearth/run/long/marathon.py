@@ -41,6 +41,7 @@ from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
 from hearth.queue.longspec import Marathon
+from hearth.run import hosts
 from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, StepRecorded, default_recorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
@@ -57,7 +58,7 @@ from hearth.run.long.holding import (
     signals_interrupt,
 )
 from hearth.run.long.judge import Verdict, ask_json, read_verdict
-from hearth.run.runner import model_client, run_goal
+from hearth.run.runner import PROBE_S, model_client, run_goal
 from hearth.run.state import StateFile
 from hearth.settings import Settings
 
@@ -157,10 +158,11 @@ def run_marathon(
     `recorder` takes the marathon's record and its legs'; without it, this machine's audit does."""
     settings.writable_state_dir()
     marathon_id = request.run_id or new_run_id()
+    pulled = hosts.pulled(settings, PROBE_S) if model is None else None  # as a run's: the judge's name too
     # held for the marathon's life, as a run holds its own: its row is not a dead run's (dispatch/settle.py)
     with hold_run(settings, marathon_id), AuditStore(settings.audit_path) as audit:
         sink = recorder or default_recorder(audit, settings)
-        run = _admit(sink, request, plan, settings, marathon_id)
+        run = _admit(sink, request, plan, settings, marathon_id, pulled)
         state = StateFile(
             settings.runs_state_dir, marathon_id, agent_name=run.planned.agent_name, model=run.planned.model
         )
@@ -180,9 +182,11 @@ def run_marathon(
     return marathon_id, outcome
 
 
-def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str) -> _Marathon:
+def _admit(
+    sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Settings, run_id: str, pulled: list[str] | None
+) -> _Marathon:
     """The marathon's run, recorded; one that cannot start is recorded `rejected` and raises."""
-    planned, root, holder = admit_holder(sink, request, settings, run_id, "marathon")
+    planned, root, holder = admit_holder(sink, request, settings, run_id, "marathon", pulled)
     with Workspace(root) as ws:  # the workspace's own containment: `.hearth` may be a planted link
         if ws.stat(PROGRESS) is None:
             ws.write_bytes(PROGRESS, PROGRESS_TEMPLATE.encode())
@@ -192,6 +196,8 @@ def _admit(sink: RunRecorder, request: GoalRequest, plan: Marathon, settings: Se
 def _legs(
     run: _Marathon, settings: Settings, judge: ChatModel, state: StateFile, io: _Io, audit: AuditStore
 ) -> Outcome:
+    if run.holder.unavailable:
+        return _ended(run, "model_unavailable", run.holder.unavailable)
     quiet = 0
     for number in range(1, run.plan.max_legs + 1):
         state.update("marathon", f"leg {number} of at most {run.plan.max_legs}", number)

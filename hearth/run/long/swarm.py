@@ -39,6 +39,7 @@ from agent.model.ollama_client import ChatModel
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue.request import Request
+from hearth.run import hosts
 from hearth.run.events import RunRecorder, StepRecorded, default_recorder
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
@@ -52,7 +53,7 @@ from hearth.run.long.holding import (
 )
 from hearth.run.long.judge import ask_json
 from hearth.run.long.swarm_results import Child, checkpoint_seed, collect, listing, synthesis_preface, wait_for_children
-from hearth.run.runner import model_client, run_goal
+from hearth.run.runner import PROBE_S, model_client, run_goal
 from hearth.run.state import StateFile
 from hearth.settings import Settings
 
@@ -93,7 +94,7 @@ def run_swarm(
     assert request.swarm is not None
     with AuditStore(settings.audit_path) as audit:
         sink = recorder or default_recorder(audit, settings)
-        plan, root, holder = _admit(sink, goal, settings, request.id)
+        plan, root, holder = _admit(sink, goal, settings, request.id, hosts.pulled(settings, PROBE_S))
         state = StateFile(settings.runs_state_dir, request.id, agent_name=plan.agent_name, model=plan.model)
         own = model_client(plan, settings)
         try:
@@ -119,8 +120,10 @@ class _Record:
     sink: RunRecorder
 
 
-def _admit(sink: RunRecorder, goal: GoalRequest, settings: Settings, run_id: str) -> tuple[RunPlan, Path, Holder]:
-    plan, root, holder = admit_holder(sink, goal, settings, run_id, "swarm")
+def _admit(
+    sink: RunRecorder, goal: GoalRequest, settings: Settings, run_id: str, pulled: list[str] | None
+) -> tuple[RunPlan, Path, Holder]:
+    plan, root, holder = admit_holder(sink, goal, settings, run_id, "swarm", pulled)
     return replace(plan, workspace=root, fresh=False), root, holder
 
 
@@ -137,6 +140,8 @@ def _swarm(
     submit: Submit,
 ) -> Outcome:
     audit = record.audit
+    if holder.unavailable:
+        return Outcome("model_unavailable", "", 0, error=f"{holder.unavailable}; nothing was queued")
     spent = budget_spent(settings, audit, goal.agent_name)
     if spent:
         stopped = f"not planned: {spent}; nothing was queued"

@@ -60,7 +60,7 @@ def run(fake: FakeOllama, net: TestNet, tmp_path: Path, **fields: Any) -> tuple[
         services.net.resolver, services.net.connector = net.resolve, net.connect  # type: ignore[attr-defined]
 
     settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
-    request = GoalRequest(goal="what is new in 2.4?", model="qwen2.5-coder", mode="bypass", **fields)
+    request = GoalRequest(goal="what is new in 2.4?", **{"model": "qwen2.5-coder", "mode": "bypass", **fields})
     return run_goal(request, settings, out=io.StringIO(), configure_services=configure)
 
 
@@ -123,6 +123,18 @@ def test_with_the_extractor_the_agent_sees_only_its_enveloped_answer(
     assert (outcome.tokens_in, outcome.tokens_out) == (3 * fake.tokens[0], 3 * fake.tokens[1])  # the budget counts it
     with sqlite3.connect(state_dir / "audit.db") as db:
         assert db.execute("select web_extract from runs where id = ?", [run_id]).fetchone() == (1,)
+
+
+def test_the_extractor_asks_for_the_model_the_run_resolved(state_dir: Path, tmp_path: Path, net: TestNet) -> None:
+    script = [
+        tool_call("web_fetch", {"url": URL, "question": "What is new?"}),
+        final_answer("maps"),
+        final_answer("ok"),
+    ]
+    with FakeOllama(script, models=("qwen2.5-coder:7b",)) as fake:  # `qwen2.5-coder` names its only tag
+        _, outcome = run(fake, net, tmp_path)
+    assert outcome.status == "done"
+    assert [body["model"] for body in fake.requests] == ["qwen2.5-coder:7b"] * 3  # agent, extractor, agent
 
 
 def test_each_run_has_its_own_nonce(state_dir: Path, tmp_path: Path, net: TestNet) -> None:
