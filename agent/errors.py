@@ -31,8 +31,8 @@ StopRun                     ends a run; the subclass carries its status (agent/l
 └── BudgetExceeded          a guard found a token budget spent before a model call (budget_exceeded)
 
 Private, and so outside the tree too: `_CutOff` and `_Invalid` (agent/parsing/json_repair.py),
-`_Retryable`, `_NoToolSupport` and `_NoThinking` (agent/model/ollama_client.py), `_OutOfTime` (agent/tools/search.py)
-are control flow raised and caught inside their own module; none ever leaves it.
+`_Retryable`, `_NoToolSupport` and `_NoThinking` (agent/model/ollama_client.py), `_NotPulled`
+(agent/model/embeddings.py), `_OutOfTime` (agent/tools/search.py) are control flow raised and caught inside their own module; none ever leaves it.
 
 This module imports nothing of the engine: any module may import it without a circle.
 """
