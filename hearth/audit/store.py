@@ -10,20 +10,27 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent.clock import utc_now
 from agent.sqlite_store import SqliteFile, immediate
 from hearth.audit.migrations import MIGRATIONS
 
-__all__ = ["AuditStore", "RunRecord", "cap", "immediate", "new_run_id"]
+__all__ = ["AuditStore", "Rows", "RunRecord", "cap", "immediate", "new_run_id"]
 
 ARGUMENTS_CAP = 4_000
 OUTPUT_CAP = 8_000
+
+
+class Rows(Protocol):
+    """What a read goes through: an AuditStore, or the command center's read-only connection
+    (hearth/web/reader.py). The owner modules' reads take either."""
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 def new_run_id(now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from agent.tools.mcp.client import ToolInfo
 from agent.tools.mcp.tools import digest, tool_name
-from hearth.audit.store import AuditStore
+from hearth.audit import pins as pin_rows
+from hearth.audit.store import AuditStore, Rows
 from hearth.mcp.config import ServerConfig
 
 APPROVED, CHANGED, NEW, WITHHELD, REMOVED, CLASH = "approved", "changed", "new", "withheld", "removed", "clash"
@@ -81,22 +82,13 @@ def pin(audit: AuditStore, server: str, info: ToolInfo, by: str) -> Pin:
         "approved_by": by,
         "approved_at": audit.clock(),
     }
-    audit.conn.execute(
-        "insert or replace into mcp_pins (server, tool, sha256, description, schema, approved_by, approved_at)"
-        " values (:server, :tool, :sha256, :description, :schema, :approved_by, :approved_at)",
-        row,
-    )
+    pin_rows.save(audit, row)
     return Pin(server, info.name, row["sha256"], by, row["approved_at"], info.description, row["schema"])
 
 
-def pins(audit: AuditStore, server: str) -> dict[str, Pin]:
-    rows = audit.rows("select * from mcp_pins where server = ? order by tool", [server])
-    return {
-        r["tool"]: Pin(
-            r["server"], r["tool"], r["sha256"], r["approved_by"], r["approved_at"], r["description"], r["schema"]
-        )
-        for r in rows
-    }
+def pins(db: Rows, server: str) -> dict[str, Pin]:
+    """The server's pins, read through the audit or the command center's reader."""
+    return {r["tool"]: Pin(**{k: r[k] for k in Pin.__dataclass_fields__}) for r in pin_rows.of_server(db, server)}
 
 
 def pinned_states(config: ServerConfig, pinned: dict[str, Pin]) -> list[ToolState]:

@@ -15,10 +15,11 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.tools.mcp.tools import tool_name
+from hearth.audit import steps
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
 from hearth.mcp.config import ServerConfig, load_servers
-from hearth.mcp.pins import Pin, pinned_states
+from hearth.mcp.pins import pinned_states, pins
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
@@ -39,17 +40,13 @@ def mcp_data(request: Request) -> dict[str, Any]:
 
 def _server(request: Request, config: ServerConfig) -> dict[str, Any]:
     reader = web_of(request).reader
-    rows = reader.rows("select * from mcp_pins where server = ? order by tool", [config.name])
-    pinned = {r["tool"]: Pin(**{k: r[k] for k in Pin.__dataclass_fields__}) for r in rows}
+    pinned = pins(reader, config.name)
     # a drift a run found before the tool was approved again is history, not news
     approved = {tool_name(config.name, t): p.approved_at for t, p in pinned.items()}
     tools = []
     for t in pinned_states(config, pinned):
         name = tool_name(config.name, t.tool)
-        calls = reader.rows(
-            "select run_id, seq, at, verdict, ok from steps where kind = 'tool' and tool = ? order by id desc limit ?",
-            [name, CALLS],
-        )
+        calls = steps.tool_calls(reader, name, CALLS)
         tools.append(
             {
                 "tool": t.tool,
@@ -75,11 +72,8 @@ def _server(request: Request, config: ServerConfig) -> dict[str, Any]:
 
 def _drift(request: Request, server: str) -> list[dict[str, Any]]:
     """The tools runs found changed since approval (latest first, one row per run and tool)."""
-    steps = web_of(request).reader.rows(
-        "select run_id, at, detail from steps where kind = 'mcp' and verdict = 'drift' order by id desc limit 50"
-    )
     found = []
-    for step in steps:
+    for step in steps.mcp_drift(web_of(request).reader):
         try:
             detail = json.loads(step["detail"] or "{}")
         except ValueError:
