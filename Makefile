@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 HEARTH_STATE_DIR ?= $(CURDIR)/.hearth
 export HEARTH_STATE_DIR
 
-.PHONY: demo test test-system lint bench self-test clean
+.PHONY: demo test test-real test-system lint bench self-test clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	VENV=$(VENV) sh scripts/bootstrap.sh
@@ -24,6 +24,13 @@ lint: $(STAMP)
 
 test: lint
 	$(VENV)/bin/python -m pytest -q
+
+# the tests marked real, against a real model server: HEARTH_REAL_MODEL_HOST's, else the real-model
+# cache's llama-server (REALMODEL), started for them and stopped after; one line says why not without one
+REALMODEL ?= /var/cache/hearth-realmodel
+REAL_TESTS ?= tests
+test-real: $(STAMP)
+	VENV=$(VENV) REALMODEL=$(REALMODEL) sh scripts/test-real.sh $(REAL_TESTS)
 
 # hearth's units under a real systemd: a Debian root (debootstrap, cached in /var/cache/hearth-test-system)
 # booted with systemd-nspawn, set up as docs/debian.md says, probed by tests/system/. Needs root.

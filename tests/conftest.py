@@ -87,3 +87,27 @@ def run_cli(
         timeout=timeout,
         cwd=cwd or ROOT,
     )
+
+
+# --- the real tier (make test-real): a real model server named by the environment ---------------
+
+REAL_HOW = (
+    "no real model server: set HEARTH_REAL_MODEL_HOST (openai+http://127.0.0.1:11501 for llama-server, "
+    "http://HOST:PORT for an Ollama API) and HEARTH_REAL_MODEL, or run `make test-real` where the real-model cache is"
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `real` are skipped, with one line saying how to get a server, when none is named."""
+    if os.environ.get("HEARTH_REAL_MODEL_HOST") and os.environ.get("HEARTH_REAL_MODEL"):
+        return
+    skip = pytest.mark.skip(reason=REAL_HOW)
+    for item in items:
+        if "real" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def real_server() -> tuple[str, str]:
+    """The real model server's host (`openai+http://...` or an Ollama URL) and the model to ask."""
+    return os.environ["HEARTH_REAL_MODEL_HOST"], os.environ["HEARTH_REAL_MODEL"]
