@@ -1,0 +1,175 @@
+"""bench/chores.py's parts on loopback fakes: each chore can be passed and is not passed untouched,
+a run through hearth is read from its audit, the plain loop is the floor it claims to be, and the tap
+reads what a server says of its prompt cache."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent.tools.builtin import TOOLS
+from bench.chorekit.book import COMMON_TOOLS, check, load, pick, solve
+from bench.chorekit.hearth_side import HearthSide
+from bench.chorekit.plain import SYSTEM, PlainSide
+from bench.chorekit.tap import Tap
+from tests.bench.fake_openai import FakeOpenAI, calls, said
+from tests.conftest import ROOT, require
+from tests.fake_ollama import FakeOllama, final_answer, tool_call
+
+CHORES = load()
+
+
+@pytest.fixture(autouse=True)
+def sandbox() -> None:
+    require("auto")  # every check runs in the command sandbox
+
+
+def test_the_book_has_a_dozen_chores_with_files_inside_their_workspace() -> None:
+    names = [chore.name for chore in CHORES]
+    assert len(names) >= 12 and len(set(names)) == len(names)
+    paths = [Path(path) for chore in CHORES for path in chore.files]
+    assert paths and all(not p.is_absolute() and ".." not in p.parts for p in paths)
+    assert all(chore.tools[: len(COMMON_TOOLS)] == COMMON_TOOLS and set(chore.tools) <= set(TOOLS) for chore in CHORES)
+
+
+@pytest.mark.parametrize("chore", CHORES, ids=[chore.name for chore in CHORES])
+def test_a_chore_fails_its_check_untouched_and_passes_once_done(chore, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    chore.prepare(workspace)
+    assert not check(chore, workspace).passed
+    assert solve(chore, workspace).passed
+    assert check(chore, workspace).passed, check(chore, workspace).detail
+
+
+def test_a_check_runs_in_the_sandbox_not_on_the_host(tmp_path: Path) -> None:
+    [chore] = pick(CHORES, "greeting")
+    workspace = tmp_path / "ws"
+    chore.prepare(workspace)
+    (tmp_path / "outside.txt").write_text("hello")  # beside the workspace: out of a command's sight
+    (workspace / "greeting.txt").symlink_to(tmp_path / "outside.txt")
+    assert not check(chore, workspace).passed
+
+
+def test_an_unknown_chore_name_is_refused_with_the_names_there_are() -> None:
+    with pytest.raises(ValueError, match="no chore named nope; the chores are: greeting, "):
+        pick(CHORES, "greeting,nope")
+
+
+def hearth_run(script: list, chore_name: str, tmp_path: Path):
+    [chore] = pick(CHORES, chore_name)
+    with FakeOllama(script) as fake, Tap(fake.url) as tap:
+        side = HearthSide(fake.url, "qwen2.5-coder", tap, max_iters=4, timeout_s=120)
+        return side.run(chore, 1, tmp_path), fake
+
+
+def test_a_chore_through_hearth_is_read_from_its_audit_and_checked(tmp_path: Path) -> None:
+    write = tool_call("write_file", {"path": "greeting.txt", "content": "hello\n"})
+    run, fake = hearth_run([write, final_answer("wrote greeting.txt")], "greeting", tmp_path)
+    assert (run.passed, run.status, run.turns, run.model_calls) == (True, "done", 2, 2)
+    assert run.tokens_in > 0 and run.tokens_out > 0 and run.ttft_s is not None
+    assert run.evaluated == [100, 100]  # Ollama's prompt_eval_count, as the tap read it
+    assert [(c["tool"], c["ok"]) for c in run.calls] == [("write_file", True)]
+    assert fake.requests[0]["model"] == "qwen2.5-coder"
+
+
+def test_a_chore_hearth_leaves_undone_fails_its_check(tmp_path: Path) -> None:
+    run, _ = hearth_run([final_answer("done, I think")], "greeting", tmp_path)
+    assert (run.passed, run.status, run.turns) == (False, "done", 1)
+    assert run.detail.startswith("exit 1")
+
+
+def test_the_knowledge_chore_finds_its_documents_in_hearths_knowledge_base(tmp_path: Path) -> None:
+    search = tool_call("kb_search", {"query": "NAS backup"})
+    write = tool_call("write_file", {"path": "backup_time.txt", "content": "02:30\n"})
+    run, _ = hearth_run([search, write, final_answer("written")], "kb-answer", tmp_path)
+    assert run.passed, run.calls
+    assert "02:30" in run.calls[0]["output"]
+
+
+def plain_run(script: list, chore_name: str, tmp_path: Path):
+    [chore] = pick(CHORES, chore_name)
+    with FakeOpenAI(script) as fake, Tap(fake.url) as tap:
+        return PlainSide("qwen2.5-coder", tap, max_iters=4, timeout_s=60).run(chore, 1, tmp_path), fake
+
+
+def test_the_plain_loop_runs_the_tools_calls_and_sends_back_their_results(tmp_path: Path) -> None:
+    script = [calls("write_file", {"path": "greeting.txt", "content": "hello"}), said("Done.")]
+    run, fake = plain_run(script, "greeting", tmp_path)
+    assert (run.passed, run.status, run.turns) == (True, "done", 2)
+    first, second = fake.bodies
+    assert first["messages"] == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": pick(CHORES, "greeting")[0].goal},
+    ]
+    assert first["tools"] == [TOOLS[name].schema() for name in COMMON_TOOLS]  # hearth's tools, as hearth describes them
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call-write_file",
+        "content": "wrote 5 bytes to greeting.txt",
+    }
+    assert (run.evaluated, run.cached, run.tokens_in) == (
+        [120, 50],
+        [0, 90],
+        260,
+    )  # llama.cpp's timings, read by the tap
+
+
+def test_the_plain_loop_repairs_nothing(tmp_path: Path) -> None:
+    as_text = said('{"name": "write_file", "arguments": {"path": "greeting.txt", "content": "hello"}}')
+    run, _ = plain_run([as_text], "greeting", tmp_path)
+    assert (run.passed, run.status, run.turns, run.calls) == (False, "done", 1, [])
+    broken = calls("write_file", '{"path": "greeting.txt", "content": "hello"')
+    run, fake = plain_run([broken, said("Done.")], "greeting", tmp_path / "again")
+    assert run.calls[0]["ok"] is False
+    assert fake.bodies[1]["messages"][-1]["content"].startswith("Error: JSONDecodeError: ")
+
+
+def test_the_tap_times_a_streamed_reply_and_reads_its_cache_figures() -> None:
+    with FakeOpenAI([said("hi"), said("again")]) as fake, Tap(fake.url) as tap:
+        for _ in range(2):
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            with httpx.stream("POST", f"{tap.url}/v1/chat/completions", json=body) as response:
+                text = response.read().decode()
+            assert text.count("data: ") == 3 and text.endswith("data: [DONE]\n\n")  # passed on as it came
+    first, second = tap.turns
+    assert (first.prompt_tokens, first.cached_tokens, first.evaluated_tokens) == (110, 0, 110)
+    assert (second.cached_tokens, second.evaluated_tokens, second.completion_tokens) == (90, 20, 7)
+    assert second.ttft_s is not None and second.ttft_s <= second.seconds
+
+
+def test_without_a_server_the_bench_says_how_to_get_one_and_exits_0() -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "bench/chores.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1 and "HEARTH_REAL_MODEL_HOST" in done.stdout
+
+
+def test_a_saved_json_output_is_shown_as_the_table(tmp_path: Path) -> None:
+    run, _ = hearth_run([final_answer("nothing to do")], "greeting", tmp_path / "run")
+    from bench.chorekit.figures import summary
+
+    saved = {
+        "model": "m",
+        "host": "h",
+        "max_iters": 4,
+        "repeat": 1,
+        "runs": [run.row()],
+        "sides": {"hearth": summary([run])},
+    }
+    (tmp_path / "saved.json").write_text(json.dumps(saved))
+    shown = subprocess.run(
+        [sys.executable, "bench/chores.py", "--show", str(tmp_path / "saved.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "greeting" in shown.stdout and "hearth passed 0/1 (0%)" in shown.stdout
