@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.sqlite_store import immediate
+from hearth.audit import keys as key_rows
+from hearth.audit import runs
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
 
@@ -85,21 +86,18 @@ def add(audit: AuditStore, key: Key) -> str:
         "created_at": key.created_at or audit.clock(),
         "created_by": key.created_by,
     }
-    with immediate(audit.conn):
-        if audit.rows("select 1 from api_keys where name = ?", [key.name]):
-            raise UsageError(f"a key named {key.name!r} exists; remove it first: hearth keys rm {key.name}")
-        audit.insert("api_keys", row)
+    if not key_rows.add_key(audit, row):
+        raise UsageError(f"a key named {key.name!r} exists; remove it first: hearth keys rm {key.name}")
     return secret
 
 
 def listing(audit: AuditStore) -> list[Key]:
-    return [_key(row) for row in audit.rows("select * from api_keys order by name")]
+    return [_key(row) for row in key_rows.all_keys(audit)]
 
 
 def remove(audit: AuditStore, name: str) -> None:
-    if not audit.rows("select 1 from api_keys where name = ?", [name]):
+    if not key_rows.remove_key(audit, name):
         raise NotFound(f"no key named {name!r}; see: hearth keys list")
-    audit.conn.execute("delete from api_keys where name = ?", [name])
 
 
 def _key(row: dict[str, Any]) -> Key:
@@ -118,17 +116,16 @@ def identify(audit: AuditStore, authorization: str) -> Key:
     """The key an `Authorization` header carries, or KeyRefused 401."""
     if not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
         raise KeyRefused(401, "missing_key", "no API key: send Authorization: Bearer hk-... (hearth keys add NAME)")
-    rows = audit.rows("select * from api_keys where digest = ?", [digest(authorization[7:].strip())])
-    if not rows:
+    row = key_rows.key_with_digest(audit, digest(authorization[7:].strip()))
+    if row is None:
         raise KeyRefused(401, "invalid_api_key", "wrong API key: no key of this hearth has it (see: hearth keys list)")
-    return _key(rows[0])
+    return _key(row)
 
 
 def spent_today(audit: AuditStore, key: Key, now: datetime | None = None) -> int:
     """Tokens of the runs this key launched today (UTC), as the run rows count them."""
     midnight = (now or datetime.now(UTC)).strftime("%Y-%m-%dT00:00:00")
-    sql = "select sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) as n from runs where source = ? and started_at >= ?"
-    return int(audit.rows(sql, [key.source, midnight])[0]["n"] or 0)
+    return runs.tokens_since(audit, key.source, midnight)
 
 
 def admit(audit: AuditStore, key: Key, agent: str, now: datetime | None = None) -> int | None:
@@ -153,31 +150,20 @@ def admit(audit: AuditStore, key: Key, agent: str, now: datetime | None = None) 
 def record(audit: AuditStore, key: Key, run_id: str, conversation: str, now: datetime | None = None) -> None:
     """Count the call (KeyRefused 429 past the key's rate), before its run is queued."""
     moment = now or datetime.now(UTC)
-    with immediate(audit.conn):
-        if key.rate_per_min:
-            since = _stamp(moment - WINDOW)
-            n = audit.rows("select count(*) as n from api_calls where key = ? and at > ?", [key.name, since])[0]["n"]
-            if n >= key.rate_per_min:
-                raise KeyRefused(
-                    429,
-                    "rate_limit_exceeded",
-                    f"key {key.name!r} may make {key.rate_per_min} calls a minute; wait and retry",
-                )
-        audit.insert(
-            "api_calls", {"key": key.name, "at": _stamp(moment), "run_id": run_id, "conversation": conversation}
+    call = {"key": key.name, "at": _stamp(moment), "run_id": run_id, "conversation": conversation}
+    if not key_rows.record_call(audit, call, rate=key.rate_per_min, since=_stamp(moment - WINDOW)):
+        raise KeyRefused(
+            429, "rate_limit_exceeded", f"key {key.name!r} may make {key.rate_per_min} calls a minute; wait and retry"
         )
 
 
 def latest_run(audit: AuditStore, key: Key, conversation: str) -> str | None:
     """The conversation's latest run this key launched, which the next turn continues."""
-    sql = "select run_id from api_calls where key = ? and conversation = ? order by id desc limit 1"
-    rows = audit.rows(sql, [key.name, conversation])
-    return rows[0]["run_id"] if rows else None
+    return key_rows.latest_run(audit, key.name, conversation)
 
 
 def conversation_of(audit: AuditStore, key: Key, run_id: str) -> str | None:
-    rows = audit.rows("select conversation from api_calls where key = ? and run_id = ?", [key.name, run_id])
-    return rows[0]["conversation"] if rows else None
+    return key_rows.conversation_of(audit, key.name, run_id)
 
 
 def _stamp(moment: datetime) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hearth.audit import keys as key_rows
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.doors import keys
 from hearth.doors.keys import Key, KeyRefused
@@ -182,7 +183,7 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
             request = build_request(obj, file_id=None).request
             submit(request, settings, requested_by=obj["requested_by"], heal=heal)
         except (RequestRefused, SubmitRefused) as exc:
-            audit.conn.execute("delete from api_calls where run_id = ?", [run_id])  # no run: no turn to continue
+            key_rows.forget_call(audit, run_id)  # no run: no turn to continue
             status = 503 if getattr(exc, "kind", "") == "queue" else 400
             raise Refused(
                 status,
@@ -222,9 +223,7 @@ def _conversation(audit: AuditStore, key: Key, body: ChatBody, headers: dict[str
     answers = [text_of(m) for m in body.messages if m.get("role") == "assistant" and text_of(m).strip()]
     if not answers:
         return "", None
-    sql = """select c.conversation, r.summary from api_calls c join runs r on r.id = c.run_id
-             where c.key = ? and r.summary is not null and r.summary != '' order by c.id desc limit 200"""
-    for row in audit.rows(sql, [key.name]):
+    for row in key_rows.answered(audit, key.name):
         if row["summary"].strip() in answers[-1]:
             return row["conversation"], keys.latest_run(audit, key, row["conversation"])
     return "", None

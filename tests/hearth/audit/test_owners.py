@@ -29,8 +29,6 @@ NOT_MOVED: set[str] = {
     "hearth/cli/commands/runs.py",
     "hearth/dispatch/settle.py",
     "hearth/dispatch/stop.py",
-    "hearth/doors/keys.py",
-    "hearth/doors/openai.py",
     "hearth/eval/cases.py",
     "hearth/eval/checks.py",
     "hearth/eval/launch.py",
