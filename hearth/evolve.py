@@ -26,6 +26,7 @@ from agent.clock import utc_now
 from agent.model.ollama_client import ChatModel
 from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
 from agent.safety.widening import diff_findings
+from hearth.audit import proposals as proposal_rows
 from hearth.audit.store import AuditStore, cap, new_run_id
 from hearth.errors import UsageError
 from hearth.run.goal import GoalRequest
@@ -185,7 +186,7 @@ def record_proposal(settings: Settings, proposal: Proposal) -> None:
     for name in _BOOL_FIELDS:
         row[name] = int(row[name])
     with AuditStore(settings.audit_path) as audit:
-        audit.db.table("proposals").upsert(row, pk="id")
+        proposal_rows.save(audit, row)
 
 
 def _from_row(row: dict[str, object]) -> Proposal:
@@ -198,11 +199,10 @@ def _from_row(row: dict[str, object]) -> Proposal:
 
 def proposals(settings: Settings, limit: int = 20) -> list[Proposal]:
     with AuditStore(settings.audit_path) as audit:
-        rows = audit.rows("select * from proposals order by created_at desc, rowid desc limit ?", [limit])
-        return [_from_row(row) for row in rows]
+        return [_from_row(row) for row in proposal_rows.latest(audit, limit)]
 
 
 def find_proposal(settings: Settings, prefix: str) -> Proposal | None:
     with AuditStore(settings.audit_path) as audit:
-        row = audit.find_by_id_or_prefix("proposals", prefix)
+        row = proposal_rows.find(audit, prefix)
     return _from_row(row) if row else None

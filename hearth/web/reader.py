@@ -174,6 +174,3 @@ class Reader:
 
     def approvals_of(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows("select * from approvals where run_id = ? order by requested_at", [run_id])
-
-    def proposals(self, limit: int = 50) -> list[dict[str, Any]]:
-        return self.rows("select * from proposals order by created_at desc, rowid desc limit ?", [limit])

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.clock import utc_now
+from hearth.audit import proposals as proposal_rows
 from hearth.audit.store import AuditStore
 from hearth.evolve import Proposal, find_proposal
 from hearth.run.diffs import diff_lines
@@ -46,8 +47,7 @@ def _proposal(settings: Settings, proposal_id: str) -> Proposal:
 
 def decision_of(settings: Settings, proposal_id: str) -> dict[str, Any] | None:
     with AuditStore(settings.audit_path) as audit:
-        found = audit.rows("select * from proposal_decisions where proposal_id = ?", [proposal_id])
-    return found[0] if found else None
+        return proposal_rows.decision(audit, proposal_id)
 
 
 def proposal_data(settings: Settings, proposal_id: str) -> dict[str, Any]:
@@ -96,7 +96,7 @@ def decide(settings: Settings, me: Identity, proposal_id: str, choice: Decision)
         "reason": choice.reason.strip(),
     }
     with AuditStore(settings.audit_path) as audit:
-        audit.db.table("proposal_decisions").insert(row)
+        proposal_rows.decide(audit, row)
     record_action(settings, me, "proposals", choice.decision, proposal.id, ok=True, detail=row["reason"])
     return {**row, "apply": apply_commands(proposal) if choice.decision == "accept" else []}
 

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse
 
 from agent.clock import utc_now
+from hearth.audit import operator
 from hearth.audit.store import AuditStore
 from hearth.settings import Settings
 from hearth.web.context import web_of
@@ -50,12 +51,11 @@ def record_action(
     }
     settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
     with AuditStore(settings.audit_path) as audit:
-        audit.db.table("operator_actions").insert(row)
+        operator.record(audit, row)
 
 
 def recent_actions(request: Request, area: str, limit: int = 20) -> list[dict[str, Any]]:
-    sql = "select * from operator_actions where area = ? order by id desc limit ?"
-    return web_of(request).reader.rows(sql, [area, limit])
+    return operator.recent(web_of(request).reader, area, limit)
 
 
 def toml_text(data: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse
 
+from hearth.audit import proposals as proposal_rows
 from hearth.run.diffs import diff_lines
 from hearth.web.context import web_of
 from hearth.web.security import Identity, viewer
@@ -17,7 +18,7 @@ router = APIRouter()
 
 def proposals_data(request: Request) -> list[dict[str, Any]]:
     """As `hearth proposals --json`: booleans as booleans, the security reasons as a list."""
-    rows = web_of(request).reader.proposals()
+    rows = proposal_rows.latest(web_of(request).reader, 50)
     for row in rows:
         row["security_reasons"] = json.loads(row.get("security_reasons") or "[]")
         row["check_passed"], row["security_flag"] = bool(row["check_passed"]), bool(row["security_flag"])

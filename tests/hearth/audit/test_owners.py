@@ -35,7 +35,6 @@ NOT_MOVED: set[str] = {
     "hearth/eval/seed.py",
     "hearth/eval/store.py",
     "hearth/eval/watch.py",
-    "hearth/evolve.py",
     "hearth/fleet/hub.py",
     "hearth/fleet/launcher.py",
     "hearth/fleet/worker.py",
@@ -55,10 +54,8 @@ NOT_MOVED: set[str] = {
     "hearth/web/reader.py",
     "hearth/web/routes/alerts_page.py",
     "hearth/web/routes/approvals.py",
-    "hearth/web/routes/decisions.py",
     "hearth/web/routes/fleet_page.py",
     "hearth/web/routes/missions.py",
-    "hearth/web/routes/operate.py",
     "hearth/web/routes/security.py",
 }
 
