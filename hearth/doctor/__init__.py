@@ -1,9 +1,11 @@
 """`hearth doctor`: is this machine ready to run agents? Each finding is ok, info, warn or error.
 
 An error is what makes runs fail or unsafe: an unusable state directory, a world-writable config
-or queue, a broken profile or prompt file, an unknown placeholder, Ollama unreachable or a
-configured model not pulled, no command sandbox, a credentials store others can read, a failed
-hearth unit, a prompt that does not fit the window. A warning works but deserves a look. Info
+or queue, a broken profile or prompt file, an unknown placeholder, Ollama unreachable or no model
+pulled that a profile's runs could use, no command sandbox, a credentials store others can read, a failed
+hearth unit, a prompt that does not fit the window. A warning works but deserves a look (a
+profile's model not pulled, whose runs take another: the line says which, and the name likely
+meant). Models are resolved as runs resolve them (`qwen2.5-coder` is pulled as `:7b`). Info
 says what was not checked and why. Only paths and modes are inspected for the queue and the
 credentials store; nothing is created or changed.
 
@@ -41,6 +43,7 @@ from hearth.doctor.host import (
 from hearth.doctor.hosts import check_hosts, named_hosts
 from hearth.doctor.mcp import check_mcp
 from hearth.doctor.recall import check_recall
+from hearth.errors import HearthError
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
 
@@ -56,8 +59,9 @@ def diagnose(
     """Every finding, in the order an operator fixes things, and the profiles that loaded."""
     profile_findings, profiles = check_profiles(settings, agent_name)
     models: dict[str, list[str]] = {}
+    default = _default_model(settings)
     for profile in profiles:
-        models.setdefault(profile.model or settings.model, []).append(profile.name)
+        models.setdefault(profile.model or default, []).append(profile.name)
     findings = [
         *check_state_dir(settings),
         *check_audit(settings),
@@ -81,3 +85,14 @@ def diagnose(
         *check_cgroups(),
     ]
     return findings, profiles
+
+
+def _default_model(settings: Settings) -> str:
+    """The model of a run that names none, when no rule picks one: router.toml's default, else
+    HEARTH_MODEL (a broken router.toml is check_leash's to report; runs then ignore it too)."""
+    from hearth.run.router import load_router
+
+    try:
+        return load_router(settings.config_dir).default or settings.model
+    except HearthError:
+        return settings.model

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.doctor.finding import Finding
+from hearth.run.router import AUTO, Route, against_pulled, pull_hint
 
 
 def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str], list[str] | None]) -> list[Finding]:
@@ -35,22 +36,29 @@ def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str],
             )
         ]
     found = [Finding("ollama", "ok", f"Ollama at {host} answers with {len(pulled)} model(s)")]
+    return found + model_findings(models, pulled)
+
+
+def model_findings(models: dict[str, list[str]], pulled: list[str], where: str = "") -> list[Finding]:
+    """Each profile's model as its runs resolve it (hearth/run/router.py): pulled, or pulled by its
+    tag (`qwen2.5-coder` as `qwen2.5-coder:7b`); not pulled, its runs take another pulled model (a
+    warning naming it, and the name likely meant); nothing pulled, no run can work (an error)."""
+    found = []
     for model, users in sorted(models.items()):
-        if not any(has_model(model, p) for p in pulled):
-            found.append(
-                Finding(
-                    "models",
-                    "error",
-                    f"model {model} (profiles: {', '.join(users)}) is not pulled; run: ollama pull {model}",
-                )
-            )
+        who = f"profiles: {', '.join(users)}"
+        chosen = against_pulled(Route(AUTO, model, "profile"), pulled)
+        if chosen.problem:
+            line = f"model {model} ({who}) is not pulled{where}, nor is any other; {pull_hint(model, pulled)}"
+            found.append(Finding("models", "error", line))
+        elif chosen.reason != "fallback":
+            tagged = f" as {chosen.model}" if chosen.model not in (model, f"{model}:latest") else ""
+            found.append(Finding("models", "ok", f"model {model} is pulled{tagged}{where} ({who})"))
         else:
-            found.append(Finding("models", "ok", f"model {model} is pulled (profiles: {', '.join(users)})"))
+            line = (
+                f"model {model} ({who}) is not pulled{where}: its runs take {chosen.model}; {pull_hint(model, pulled)}"
+            )
+            found.append(Finding("models", "warn", line))
     return found
-
-
-def has_model(wanted: str, pulled: str) -> bool:
-    return pulled == wanted or (":" not in wanted and pulled == f"{wanted}:latest")
 
 
 def check_sandbox(kind: str) -> list[Finding]:

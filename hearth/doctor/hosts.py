@@ -5,9 +5,10 @@ host. Its own room beside host.py's single-server check, which it replaces when 
 
 from __future__ import annotations
 
-from agent.model.hosts import HostView, survey
+from agent.model.hosts import HostView, pulled_anywhere, survey
+from agent.model.tags import resolve_tag
 from hearth.doctor.finding import Finding
-from hearth.doctor.host import has_model
+from hearth.doctor.host import model_findings
 from hearth.errors import ConfigError
 from hearth.run.hosts import SURVEY_S, configured
 from hearth.settings import Settings
@@ -29,19 +30,13 @@ def check_hosts(settings: Settings, models: dict[str, list[str]]) -> list[Findin
     views = survey(hosts, SURVEY_S)
     found = [_host(view) for view in views]
     for model, users in sorted(models.items()):
-        having = [v.host.name for v in views if v.up and any(has_model(model, p) for p in v.models)]
+        having = [v.host.name for v in views if v.up and resolve_tag(model, v.models)]
         if having:
             found.append(
                 Finding("models", "ok", f"model {model} is on {', '.join(having)} (profiles: {', '.join(users)})")
             )
         else:
-            found.append(
-                Finding(
-                    "models",
-                    "error",
-                    f"model {model} (profiles: {', '.join(users)}) is on no host that is up; run on one: ollama pull {model}",
-                )
-            )
+            found += model_findings({model: users}, pulled_anywhere(views), " on any host that is up")
     return found
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.model.tags import resolve_tag
 from hearth.doctor.finding import Finding
-from hearth.doctor.host import has_model
 from hearth.settings import Settings
 
 HOW = "ollama pull {m}, or on NixOS: services.hearth.settings.embedModel (the module pulls it)"
@@ -32,10 +32,12 @@ def check_recall(settings: Settings, probe: Callable[[str], list[str] | None]) -
     pulled = probe(settings.ollama_host)
     if pulled is None:
         return [Finding("recall", "info", "semantic recall not checked: Ollama does not answer (see the ollama line)")]
-    if not any(has_model(model, p) for p in pulled):
+    tagged = resolve_tag(model, pulled)  # the embedder asks for the tag the server has (agent/model/embeddings.py)
+    if tagged is None:
         how = HOW.format(m=model)
         return [Finding("recall", "warn", f"search is by text only: the embedding model {model} is not pulled; {how}")]
-    return [Finding("recall", "ok", f"semantic recall with {model}"), *_vectors(settings, model)]
+    shown = model if tagged in (model, f"{model}:latest") else f"{model} (pulled as {tagged})"
+    return [Finding("recall", "ok", f"semantic recall with {shown}"), *_vectors(settings, model)]
 
 
 def _vectors(settings: Settings, model: str) -> list[Finding]:

@@ -274,14 +274,18 @@ def _dedupe(rest: list[str], chosen: str, pulled: list[str]) -> tuple[str, ...]:
 
 def not_pulled(name: str, pulled: list[str]) -> str:
     """`model X is not pulled; pulled models: ...; did you mean Y?` (one line)."""
+    shown = ", ".join(pulled) if pulled else "none"
+    return f"model {name} is not pulled; pulled models: {shown}; {pull_hint(name, pulled)}"
+
+
+def pull_hint(name: str, pulled: list[str]) -> str:
+    """`did you mean Y?` for a pulled model close to `name`, else `run: ollama pull NAME`."""
     import difflib
 
-    shown = ", ".join(pulled) if pulled else "none"
     near = difflib.get_close_matches(name, pulled, n=1, cutoff=0.5) or difflib.get_close_matches(
         name.split(":", 1)[0], [p.split(":", 1)[0] for p in pulled], n=1, cutoff=0.5
     )
-    hint = f"; did you mean {_full(near[0], pulled)}?" if near else f"; run: ollama pull {name}"
-    return f"model {name} is not pulled; pulled models: {shown}{hint}"
+    return f"did you mean {_full(near[0], pulled)}?" if near else f"run: ollama pull {name}"
 
 
 def _full(near: str, pulled: list[str]) -> str:
