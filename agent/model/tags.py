@@ -4,8 +4,10 @@ carries (the router, the embedder, hearth doctor) resolves it the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def resolve_tag(name: str, pulled: list[str]) -> str | None:
+
+def resolve_tag(name: str, pulled: Sequence[str]) -> str | None:
     """`name` as the server would run it: exact, `name:latest`, else the only pulled tag of that name."""
     if name in pulled:
         return name
