@@ -347,6 +347,20 @@ def address_problem(ip: IP, *, lan_ok: bool = False) -> str | None:
     return None
 
 
+def is_metadata(ip: IP) -> bool:
+    """Whether ip is a cloud metadata service's, plainly or carried in an IPv6 form (mapped,
+    compatible, NAT64, 6to4, Teredo): never this machine nor the LAN, whatever an operator allows."""
+    if ip in METADATA_ADDRESSES:
+        return True
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return False
+    low = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    carried = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+    if carried is None and (ip in _IPV4_COMPAT or any(ip in net for net in _NAT64)):
+        carried = low
+    return carried in METADATA_ADDRESSES
+
+
 def _ipv6_embedding(ip: ipaddress.IPv6Address) -> str | None:
     """IPv6 forms that carry an IPv4 address and could reach it: refused whatever they carry."""
     if ip.ipv4_mapped is not None:

@@ -7,6 +7,8 @@ special-purpose address is refused, unless alerts.toml names that exact destinat
 
 - At load (`refusal`): a URL whose host is an address literal or a name of this machine or a
   cloud metadata service is refused with the reason, so doctor and `hearth alerts test` say so.
+  A metadata service is neither this machine nor the LAN: `local = true` does not let a
+  destination reach it, at load (`metadata_refusal`) nor at send (whatever its name resolves to).
 - At send (`send`): apprise runs in a child process (hearth/leash/alertsend.py) whose HTTP and
   HTTPS go through a CommandProxy (agent/net/cmdproxy.py) in this process: every connection of
   the send, redirects included, is resolved then and checked by the guard, and connected to the
@@ -33,8 +35,10 @@ from agent.net.guard import (
     METADATA_NAMES,
     NetError,
     NetGuard,
+    NetRefused,
     Target,
     address_problem,
+    is_metadata,
     normalize_host,
     parse_url,
     system_resolver,
@@ -70,6 +74,21 @@ def refusal(url: str) -> str | None:
     return f"{host} is {problem}" if problem else None
 
 
+def metadata_refusal(url: str) -> str | None:
+    """Why a destination is refused even when marked local: a cloud metadata service (by name, or
+    at an address in any spelling) is neither this machine nor the LAN."""
+    host = url_host(url)
+    try:
+        normal = normalize_host(f"[{host}]" if ":" in host else host)
+    except NetError:
+        return None  # not a host the guard would connect to anyway
+    if normal in METADATA_NAMES:
+        return f"{host} names a cloud metadata service"
+    if _is_address(normal) and is_metadata(ipaddress.ip_address(normal)):
+        return f"{host} is a cloud metadata address"
+    return None
+
+
 def origin(url: str) -> Origin | None:
     """Where a local destination connects, as apprise reads its URL (None: apprise names no host)."""
     import apprise
@@ -95,9 +114,19 @@ class AlertGuard(NetGuard):
     def check(self, url: str) -> Target:
         parsed = parse_url(url)
         if self.local is not None and (parsed.host, parsed.port) == (self.local.host, self.local.port):
+            if parsed.host in METADATA_NAMES:
+                raise NetRefused(f"refused {parsed.url}: {parsed.host} names a cloud metadata service{_NEVER}")
             addresses = [parsed.host] if _is_address(parsed.host) else self._resolve(parsed.host, parsed.port)
+            for address in addresses:
+                if is_metadata(ipaddress.ip_address(address)):
+                    via = "" if address == parsed.host else f"{parsed.host} resolves to {address}, "
+                    raise NetRefused(f"refused {parsed.url}: {via}{address} is a cloud metadata address{_NEVER}")
             return Target(parsed.url, parsed.scheme, parsed.host, parsed.port, tuple(addresses))
         return super().check(url)
+
+
+# a metadata service answers anyone on the box with its credentials: local = true does not reach it
+_NEVER = "; alerts never go there, local = true or not"
 
 
 def _is_address(host: str) -> bool:
@@ -120,7 +149,7 @@ def direct_addresses(url: str, local: Origin | None) -> list[tuple[str, int]]:
         return []
     if local is None:
         addresses = [a for a in addresses if address_problem(ipaddress.ip_address(a)) is None]
-    return [(a, where.port) for a in addresses]
+    return [(a, where.port) for a in addresses if not is_metadata(ipaddress.ip_address(a))]
 
 
 def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequence[str] = ()) -> str:

@@ -6,6 +6,7 @@
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
         events = ["failed", "approval"]  absent: DEFAULT_EVENTS
         local = true                     only for a destination on this machine or the LAN
+                                         (never a cloud metadata service)
 
 A destination gets the network guard's address policy (hearth/leash/alertnet.py): loopback,
 link-local, private and other special-purpose addresses are refused at load and at send (names
@@ -212,8 +213,14 @@ def _destination(path: Path, index: int, raw: Any) -> Destination:
 
 
 def _address_policy(path: Path, where: str, url: str, local: bool) -> None:
-    from hearth.leash.alertnet import origin, refusal
+    from hearth.leash.alertnet import metadata_refusal, origin, refusal
 
+    never = metadata_refusal(url)
+    if never:
+        raise ConfigError(
+            f"{path}: {where}.url: {never}, neither this machine nor the LAN; alerts never go there, "
+            "local = true or not"
+        )
     if local and origin(url) is None:
         raise ConfigError(f"{path}: {where}.local: the URL names no host apprise connects to, so nothing is local")
     problem = None if local else refusal(url)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.net.guard import NetRefused
 from hearth.errors import ConfigError
-from hearth.leash.alerts import Alert, load_destinations, send_now
+from hearth.leash.alertnet import AlertGuard, Origin, direct_addresses
+from hearth.leash.alerts import Alert, Destination, load_destinations, send_now
 from hearth.settings import Settings
 from tests.alert_support import Receiver
 from tests.alert_support import write_alerts_toml as _alerts
@@ -67,7 +69,6 @@ class Redirector:
 
 REFUSED = {
     "loopback": ("json://127.0.0.1:9/x", "127.0.0.1 is a loopback address"),
-    "cloud metadata": ("json://169.254.169.254/latest/meta-data", "169.254.169.254 is a cloud metadata address"),
     "link-local": ("json://169.254.1.1/x", "169.254.1.1 is a link-local address"),
     "private LAN": ("ntfy://192.168.1.20/hearth", "192.168.1.20 is a private address"),
     "IPv6 loopback": ("json://[::1]:9/x", "::1 is a loopback address"),
@@ -85,6 +86,52 @@ def test_a_special_purpose_destination_is_refused_at_load_with_its_reason(
         load_destinations(tmp_path)
     assert reason in str(caught.value)
     assert "alerts go only to public addresses unless the destination says local = true" in str(caught.value)
+
+
+METADATA = {
+    "the address": ("json://169.254.169.254/latest/meta-data", "169.254.169.254 is a cloud metadata address"),
+    "as one number": ("json://2852039166/x", "2852039166 is a cloud metadata address"),
+    "IPv4-mapped": ("json://[::ffff:169.254.169.254]/x", "::ffff:169.254.169.254 is a cloud metadata address"),
+    "AWS IPv6": ("ntfy://[fd00:ec2::254]/hearth", "fd00:ec2::254 is a cloud metadata address"),
+    "by name": ("json://metadata.google.internal/x", "metadata.google.internal names a cloud metadata service"),
+}
+
+
+@pytest.mark.parametrize(("url", "reason"), METADATA.values(), ids=METADATA.keys())
+def test_a_cloud_metadata_destination_is_refused_at_load_even_marked_local(
+    tmp_path: Path, url: str, reason: str
+) -> None:
+    _alerts(tmp_path, ("meta", url, None), local=True)
+    with pytest.raises(ConfigError) as caught:
+        load_destinations(tmp_path)
+    assert f"{reason}, neither this machine nor the LAN; alerts never go there, local = true or not" in str(
+        caught.value
+    )
+
+
+def test_alerts_test_refuses_a_metadata_destination_marked_local(state_dir: Path, tmp_path: Path) -> None:
+    _alerts(tmp_path / "config", ("meta", "json://169.254.169.254/latest/meta-data", None), local=True)
+    tested = run_cli("hearth", "alerts", "test")
+    assert tested.returncode != 0 and "169.254.169.254 is a cloud metadata address" in tested.stderr
+
+
+def test_the_send_refuses_a_metadata_destination_marked_local_that_skipped_the_load_check(state_dir: Path) -> None:
+    """The send's wall alone: a destination that never went through alerts.toml."""
+    meta = Destination("meta", "json://169.254.169.254/latest/meta-data", local=True)
+    [row] = send_now(Settings.from_env(), Alert("test", "t", "the run's text"), [meta])
+    assert row["status"] == "failed"
+    assert "169.254.169.254 is a cloud metadata address; alerts never go there, local = true or not" in row["error"]
+
+
+def test_a_local_name_that_resolves_to_a_metadata_address_is_refused_at_send() -> None:
+    guard = AlertGuard(Origin("meta.lan", 80))
+    guard.resolver = lambda host, port: ["192.168.1.9", "169.254.169.254"]
+    with pytest.raises(NetRefused) as caught:
+        guard.check("http://meta.lan/x")
+    assert "meta.lan resolves to 169.254.169.254, 169.254.169.254 is a cloud metadata address" in str(caught.value)
+    guard.resolver = lambda host, port: ["192.168.1.9"]
+    assert guard.check("http://meta.lan/x").addresses == ("192.168.1.9",)  # the LAN is what local allows
+    assert direct_addresses("json://169.254.169.254/x", Origin("169.254.169.254", 80)) == []
 
 
 def test_doctor_and_alerts_test_say_why_a_loopback_destination_is_refused(
