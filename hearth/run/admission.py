@@ -30,7 +30,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
 from hearth.limits import MAX_ITERATIONS, parse_duration
 from hearth.logs import install as install_log_redaction
-from hearth.run.checkpoints import Checkpoints, state_inside
+from hearth.run.checkpoints import Checkpoints, made_by_hearth, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
 from hearth.run.goal import GoalRequest, RunPlan, think_text
 from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
@@ -163,8 +163,9 @@ def _ready(
     recorder.announce()
     sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
     exclude = state_inside(settings.state_dir, root)
+    made = made_by_hearth(root, settings.agents_dir)
     checkpoints = Checkpoints(
-        root, run_id, sandbox, exclude=exclude, fresh=plan.fresh, history=settings.checkpoints_dir
+        root, run_id, sandbox, exclude=exclude, fresh=plan.fresh, made=made, history=settings.checkpoints_dir
     )
     return AdmittedRun(
         run_id, plan, root, audit, recorder, state, redactor, kept_goal, parts, sandbox, checkpoints, route

@@ -17,9 +17,10 @@ Where the history lives, decided per workspace (`repository_kind`):
 - `linked`: the workspace's `.git` is a file (a git worktree or a submodule) whose repository
   lies outside the workspace: no checkpoints (`hearth evolve` commits its proposal itself).
 - `parent`: the workspace is a subdirectory of another repository: no checkpoints. hearth never
-  commits to a repository whose root is not the workspace; the run records why. A fresh per-run
-  workspace that hearth made itself is its own (`none`) even inside some repository (as
-  `make demo`'s ./.hearth is).
+  commits to a repository whose root is not the workspace; the run records why. A directory that
+  hearth made itself (a fresh run's, or the marathon's or swarm's its legs, synthesis and seed
+  reuse: `made`) is its own (`none`) even inside some repository (as `make demo`'s and the
+  README's ./.hearth are).
 
 Before the run: a commit if the tree is dirty, tagged hearth/RUN/before. After: a commit if
 anything changed, tagged hearth/RUN/OUTCOME (done, failed, ...); when the agent committed its own
@@ -144,14 +145,15 @@ class Checkpoints:
         *,
         exclude: tuple[str, ...] = (),
         fresh: bool = False,
+        made: bool = False,
         history: Path | None = None,
     ) -> None:
         self.root = root
         self.run_id = run_id
         self.policy = SandboxPolicy(kind=policy.kind, hide=policy.hide, expose=policy.expose)
         self.kind, self.repo = repository_kind(root)
-        if fresh and self.kind == "parent":
-            self.kind, self.repo = "none", None  # hearth made this directory for this run: it is its own
+        if (fresh or made) and self.kind == "parent":
+            self.kind, self.repo = "none", None  # hearth made this directory: it is its own
         self.history = history
         self.git_dir: Path | None = root / ".git" if self.kind == "own" else None
         if self.kind == "none" and history is not None:
@@ -360,6 +362,15 @@ def keep_checkpoint(sink: RunRecorder, run_id: str, root: Path, point: Checkpoin
             git_dir=git_dir,
         )
     )
+
+
+def made_by_hearth(root: Path, agents_dir: Path) -> bool:
+    """Whether `root` is a run directory hearth made (`<state>/agents/<id>`), fresh or reused by
+    long work, rather than one the operator named."""
+    try:
+        return root.resolve().parent == agents_dir.resolve()
+    except OSError:
+        return False
 
 
 def state_inside(state_dir: Path, root: Path) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from agent.safety.workspace import Workspace
 from agent.tools.spill import SPILL_DIR
 from hearth.audit.store import AuditStore
 from hearth.queue.directory import Queue
-from hearth.run.checkpoints import Checkpoints, keep_checkpoint, state_inside
+from hearth.run.checkpoints import Checkpoints, keep_checkpoint, made_by_hearth, state_inside
 from hearth.run.diffs import checkpoint_range, history_of, workspace_diff
 from hearth.run.events import RunRecorder
 from hearth.run.goal import RunPlan
@@ -63,7 +63,8 @@ def checkpoint_seed(root: Path, swarm_id: str, settings: Settings, sink: RunReco
     """Commit the swarm's files for its children to start from; '' or why it could not."""
     sandbox = SandboxPolicy(kind=settings.sandbox, hide=(str(settings.state_dir),))
     exclude = (*state_inside(settings.state_dir, root), SWARM_DIR)
-    points = Checkpoints(root, swarm_id, sandbox, exclude=exclude, history=settings.checkpoints_dir)
+    made = made_by_hearth(root, settings.agents_dir)
+    points = Checkpoints(root, swarm_id, sandbox, exclude=exclude, made=made, history=settings.checkpoints_dir)
     point = points.before(agent_name=goal.agent_name, model=goal.model, goal=goal.goal)
     keep_checkpoint(sink, swarm_id, root, replace(point, phase="seed"), points.history_dir)
     if point.status in ("committed", "unchanged") and (point.commit or not os.listdir(root)):
