@@ -36,26 +36,28 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
+from hearth.audit import fleet, runs
+from hearth.audit.reader import AuditReader
 from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.fleet_support import REDIS, Hub, Redis, Worker, request
-from tests.queue_support import drop, rows, wait_for
+from tests.queue_support import drop, wait_for
 
 
 def stamp(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def audit_of(state: Path) -> AuditReader:
+    return AuditReader(state / "audit.db")
+
+
 def done(state: Path, ids: list[str]) -> bool:
     try:
-        found = rows(
-            state,
-            f"select count(*) as n from runs where status = 'done' and id in ({','.join('?' * len(ids))})",
-            *ids,
-        )
+        found = runs.statuses(audit_of(state), ids)
     except Exception:
         return False
-    return found[0]["n"] == len(ids)
+    return list(found.values()).count("done") == len(ids)
 
 
 def fleet_batch(hub: Hub, prefix: str, count: int) -> float:
@@ -84,7 +86,7 @@ def one_box_batch(root: Path, fake: FakeOllama, prefix: str, count: int) -> floa
 
 
 def hub_row(hub: Hub, run_id: str) -> dict:
-    return rows(hub.state, "select * from fleet_runs where run_id = ?", run_id)[0]
+    return fleet.fleet_run(audit_of(hub.state), run_id) or {}
 
 
 def gpu(seconds: float) -> object:
@@ -149,13 +151,8 @@ def main() -> int:
             for fake in fakes:
                 fake.script[:] = [gpu(args.model_s)]  # each box's own GPU from here on
             fleet_gpu, box_gpu = both_orders(hub, root, fakes[2], "g", args.batch)
-            lags = [
-                r["lag_ms"]
-                for r in rows(
-                    hub.state, "select lag_ms from fleet_events where kind = 'StepRecorded' and run_id like 'f%'"
-                )
-            ]
-            by_worker = rows(hub.state, "select worker, count(*) as n from runs where id like 'f%' group by worker")
+            lags = fleet.lags(audit_of(hub.state), "StepRecorded", "f")
+            by_worker = runs.per_worker(audit_of(hub.state), "f")
         finally:
             for worker in workers:
                 worker.stop()
@@ -176,7 +173,7 @@ def main() -> int:
         f"{args.batch} runs, a model that answers at once (hearth's own work, both sides on these "
         f"{os.cpu_count()} CPUs): two workers {fleet_cpu:.1f} s, one box {box_cpu:.1f} s: {box_cpu / fleet_cpu:.2f}x"
     )
-    print("  runs per worker: " + ", ".join(f"{r['worker']} {r['n']}" for r in by_worker))
+    print("  runs per worker: " + ", ".join(f"{worker} {n}" for worker, n in by_worker.items()))
     print(
         f"event lag at the hub: p50 {statistics.median(lags):.0f} ms, p95 {percentile(lags, 95):.0f} ms (target p95 < 250)"
     )

@@ -20,6 +20,7 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 ├── CalendarError       a mission's schedule this parser does not read (also a ValueError)
 ├── KeyRefused          a /v1 key that is missing, wrong, over its rate or budget, or may not use the profile
 │   └── Refused         a /v1 request refused in OpenAI's error shape, with its status and code
+├── ColumnRefused       a row or change naming a table or column the audit has not, or one the audit sets itself (a row's key, a step's run); nothing written
 ├── WorkerRefused       a fleet worker's call the hub refuses (a bad token, a run not its own, a decision it may not send); its HTTP status
 ├── InstallError        hearth install cannot go on: a bad install.toml, a path taken by another kind of file (exit 1)
 └── WebError            a command-center request refused; it carries its HTTP status

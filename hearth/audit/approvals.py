@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.clock import stamp
-from hearth.audit.store import AuditStore, immediate
+from hearth.audit.store import AuditStore, Rows, immediate
 from hearth.errors import HearthError, NotFound
 
 REVIEW_LIMIT = 64_000  # characters of arguments a person can be asked to review
@@ -97,8 +97,13 @@ def ask(
 ) -> Approval:
     """Write a pending approval for this exact call; it expires ``timeout_s`` from now."""
     approval = pending(run_id, tool, args, reason, timeout_s=timeout_s, via=via, now=now)
-    audit.insert("approvals", asdict(approval))
+    insert(audit, asdict(approval))
     return approval
+
+
+def insert(audit: AuditStore, row: dict[str, Any]) -> None:
+    """An approval's whole row, as asked (pending) or born decided."""
+    audit.insert("approvals", row)
 
 
 def pending(
@@ -149,6 +154,17 @@ def find(audit: AuditStore, ident: str) -> Approval | None:
     else:
         row = next(iter(audit.rows("select * from approvals where id = ?", [ident])), None)
     return from_row(row) if row else None
+
+
+def row_of(db: Rows, approval_id: str) -> dict[str, Any] | None:
+    """An approval's row by its exact id."""
+    rows = db.rows("select * from approvals where id = ?", [approval_id])
+    return rows[0] if rows else None
+
+
+def decided_of_run(db: Rows, run_id: str) -> list[dict[str, Any]]:
+    """The run's approvals that are no longer pending."""
+    return db.rows("select * from approvals where run_id = ? and status != 'pending'", [run_id])
 
 
 def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:

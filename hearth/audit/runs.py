@@ -13,3 +13,29 @@ def tokens_since(db: Rows, source: str, since: str) -> int:
     """The tokens of the runs `source` launched from `since` on, as their rows count them."""
     sql = "select sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) as n from runs where source = ? and started_at >= ?"
     return int(db.rows(sql, [source, since])[0]["n"] or 0)
+
+
+def status(db: Rows, run_id: str) -> str | None:
+    """The run's status; None when the audit has no such run."""
+    rows = db.rows("select status from runs where id = ?", [run_id])
+    return None if not rows else str(rows[0]["status"])
+
+
+def statuses(db: Rows, run_ids: list[str]) -> dict[str, str]:
+    """The status of each of these runs the audit has."""
+    found: dict[str, str] = {}
+    for start in range(0, len(run_ids), 500):  # SQLite's limit on a statement's parameters is far above
+        chunk = run_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        found |= {
+            row["id"]: row["status"] for row in db.rows(f"select id, status from runs where id in ({marks})", chunk)
+        }
+    return found
+
+
+def per_worker(db: Rows, id_prefix: str = "") -> dict[str | None, int]:
+    """How many runs (of the ids starting with `id_prefix`) each worker ran; None: this box."""
+    rows = db.rows(
+        "select worker, count(*) as n from runs where substr(id, 1, ?) = ? group by worker", [len(id_prefix), id_prefix]
+    )
+    return {row["worker"]: int(row["n"]) for row in rows}

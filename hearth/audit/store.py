@@ -7,10 +7,11 @@ and Datasette. Several processes write at once (one per run): WAL plus a busy ti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,11 +20,18 @@ from typing import Any, Protocol
 from agent.clock import utc_now
 from agent.sqlite_store import SqliteFile, immediate
 from hearth.audit.migrations import MIGRATIONS
+from hearth.errors import HearthError
 
-__all__ = ["AuditStore", "Rows", "RunRecord", "cap", "immediate", "new_run_id"]
+__all__ = ["AuditStore", "ColumnRefused", "Rows", "RunRecord", "cap", "immediate", "new_run_id"]
 
+STEP_KEYS = ("id", "run_id", "seq", "kind")  # a step's place, which the store sets from its arguments
 ARGUMENTS_CAP = 4_000
 OUTPUT_CAP = 8_000
+
+
+class ColumnRefused(HearthError):
+    """A row or a change naming a table or a column the audit does not have, or a column its writer
+    may not set (a row's key, a step's run); nothing was written."""
 
 
 class Rows(Protocol):
@@ -80,13 +88,14 @@ class AuditStore(SqliteFile):
     def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
         super().__init__(path, MIGRATIONS)
         self.clock = clock
+        self._columns: dict[str, frozenset[str]] = {}
 
     @classmethod
     def read_only(cls, path: str | Path) -> AuditStore:
         """The audit opened for reading only, never migrated: for a reader who may not write it
         (a submitter on NixOS, whose group may read audit.db and the -wal/-shm beside it)."""
         store = cls.__new__(cls)
-        store.path, store.clock = Path(path), utc_now
+        store.path, store.clock, store._columns = Path(path), utc_now, {}
         try:
             store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
             store.conn.execute("select 1 from runs limit 1").fetchall()
@@ -95,6 +104,41 @@ class AuditStore(SqliteFile):
             # this reader may not make a -shm: the file alone is the whole audit, read as it is
             store.conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None)
         return store
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """A write transaction taken up front, for a caller whose several calls (of several owner
+        modules) must be one: `with audit.transaction(): ...`. Nested, it joins the outer one."""
+        return immediate(self.conn)
+
+    # -- the allow-list: SQL names only the tables and columns the audit has ------------------------
+    def columns(self, table: str) -> frozenset[str]:
+        """The columns of one of the audit's tables, read from its schema once (ColumnRefused for a
+        table it does not have)."""
+        known = self._columns.get(table)
+        if known is None:
+            rows = self.conn.execute("select name from pragma_table_info(?)", [table]).fetchall()
+            if not rows:
+                raise ColumnRefused(f"the audit has no table {table!r}")
+            known = self._columns[table] = frozenset(row[0] for row in rows)
+        return known
+
+    def checked(self, table: str, names: Iterable[str], *, fixed: Iterable[str] = ()) -> None:
+        """ColumnRefused unless every name is a column of `table` and none is one of `fixed`
+        (the columns the store sets itself, or a row's key)."""
+        known, fixed = self.columns(table), set(fixed)
+        for name in names:
+            if name not in known or name in fixed:
+                why = "is set by the audit itself" if name in known else "is not one of its columns"
+                raise ColumnRefused(f"{table}: {str(name)[:80]!r} {why}; nothing was written")
+
+    def insert(self, table: str, row: Mapping[str, Any], *, or_ignore: bool = False) -> int:
+        self.checked(table, row)
+        return super().insert(table, row, or_ignore=or_ignore)
+
+    def update(self, table: str, key: Any, fields: Mapping[str, Any], *, pk: str = "id") -> None:
+        self.checked(table, [pk])
+        self.checked(table, fields, fixed=[pk])
+        super().update(table, key, fields, pk=pk)
 
     def __enter__(self) -> AuditStore:
         return self
@@ -107,6 +151,10 @@ class AuditStore(SqliteFile):
         run.started_at = run.started_at or self.clock()
         self.insert("runs", asdict(run))
 
+    def insert_run(self, row: Mapping[str, Any]) -> None:
+        """A run's row as a record of the stream carries it (hearth/run/events.py's RunStarted)."""
+        self.insert("runs", row)
+
     def finish_run(self, run_id: str, *, if_running: bool = False, **fields: Any) -> None:
         """The run's final status and totals; with `if_running`, only while it has none yet."""
         fields.setdefault("ended_at", self.clock())
@@ -115,6 +163,7 @@ class AuditStore(SqliteFile):
         if not if_running:
             self.update("runs", run_id, fields)
             return
+        self.checked("runs", fields, fixed=["id"])
         assignments = ", ".join(f'"{name}" = ?' for name in fields)
         sql = f"update runs set {assignments} where id = ? and status = 'running'"
         self.conn.execute(sql, [*fields.values(), run_id])
@@ -164,6 +213,7 @@ class AuditStore(SqliteFile):
 
     # -- steps -----------------------------------------------------------------------------
     def record_step(self, run_id: str, kind: str, **fields: Any) -> int:
+        self.checked("steps", fields, fixed=STEP_KEYS)
         if "arguments" in fields and not isinstance(fields["arguments"], str | None):
             fields["arguments"] = json.dumps(fields["arguments"], ensure_ascii=False, default=str)
         fields["arguments"] = cap(fields.get("arguments"), ARGUMENTS_CAP)
@@ -175,6 +225,7 @@ class AuditStore(SqliteFile):
 
     def open_step(self, run_id: str, kind: str, **fields: Any) -> int:
         """A step that has started (a tool about to run); its row id, for `close_step`."""
+        self.checked("steps", fields, fixed=STEP_KEYS)
         fields["arguments"] = cap(_json_text(fields.get("arguments")), ARGUMENTS_CAP)
         with immediate(self.conn):
             seq = self.conn.execute("select coalesce(max(seq), 0) + 1 from steps where run_id = ?", [run_id]).fetchone()
@@ -182,6 +233,7 @@ class AuditStore(SqliteFile):
 
     def close_step(self, step_id: int, **fields: Any) -> None:
         """The step's outcome, written onto the row `open_step` made."""
+        self.checked("steps", fields, fixed=(*STEP_KEYS, "opens"))
         if "output" in fields:
             fields["output"] = cap(fields["output"], OUTPUT_CAP)
         self.update("steps", step_id, fields)

@@ -34,9 +34,9 @@ from datetime import datetime
 from typing import Any
 
 from agent.clock import utc_now
-from agent.sqlite_store import immediate
+from hearth.audit import approvals, fleet
 from hearth.audit.approvals import parse_stamp
-from hearth.audit.store import AuditStore
+from hearth.audit.store import AuditStore, ColumnRefused, Rows
 from hearth.errors import HearthError, NotFound, UsageError
 from hearth.fleet.config import NAME
 from hearth.ids import ID_PATTERN
@@ -49,6 +49,7 @@ from hearth.run.events import (
     RunFinished,
     RunStarted,
     SqliteRecorder,
+    check,
     from_json,
 )
 
@@ -92,10 +93,8 @@ def add_worker(audit: AuditStore, name: str, labels: Iterable[str], by: str) -> 
             raise UsageError(f"{label!r} is not a label (a-z 0-9 . _ -)")
     token = PREFIX + secrets.token_urlsafe(32)
     row = {"name": name, "digest": digest(token), "labels": json.dumps(labels), "models": "[]", "running": "[]"}
-    with immediate(audit.conn):
-        if audit.rows("select 1 from fleet_workers where name = ?", [name]):
-            raise UsageError(f"there is a worker {name} already; `hearth fleet rm {name}` first to make a new token")
-        audit.insert("fleet_workers", {**row, "seen_at": None, "created_at": utc_now(), "created_by": by})
+    if not fleet.add_worker(audit, {**row, "created_at": utc_now(), "created_by": by}):
+        raise UsageError(f"there is a worker {name} already; `hearth fleet rm {name}` first to make a new token")
     return token
 
 
@@ -105,20 +104,18 @@ def set_labels(audit: AuditStore, name: str, labels: Iterable[str]) -> tuple[str
     for label in labels:
         if not NAME.fullmatch(label):
             raise UsageError(f"{label!r} is not a label (a-z 0-9 . _ -)")
-    if not audit.conn.execute(
-        "update fleet_workers set labels = ? where name = ?", [json.dumps(labels), name]
-    ).rowcount:
+    if not fleet.set_labels(audit, name, json.dumps(labels)):
         raise NotFound(f"no worker {name}; `hearth fleet list` shows them")
     return labels
 
 
 def remove_worker(audit: AuditStore, name: str) -> None:
-    if not audit.conn.execute("delete from fleet_workers where name = ?", [name]).rowcount:
+    if not fleet.remove_worker(audit, name):
         raise NotFound(f"no worker {name}; `hearth fleet list` shows them")
 
 
-def workers(audit: AuditStore) -> list[Worker]:
-    return [worker_of(row) for row in audit.rows("select * from fleet_workers order by name")]
+def workers(db: Rows) -> list[Worker]:
+    return [worker_of(row) for row in fleet.workers(db)]
 
 
 def identify(audit: AuditStore, authorization: str) -> Worker:
@@ -126,10 +123,10 @@ def identify(audit: AuditStore, authorization: str) -> Worker:
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip().startswith(PREFIX):
         raise WorkerRefused(401, "a worker's token is needed: Authorization: Bearer hw-...")
-    rows = audit.rows("select * from fleet_workers where digest = ?", [digest(token.strip())])
-    if not rows:
+    row = fleet.worker_with_digest(audit, digest(token.strip()))
+    if row is None:
         raise WorkerRefused(401, "no worker has this token (`hearth fleet add NAME` makes one)")
-    return worker_of(rows[0])
+    return worker_of(row)
 
 
 def worker_of(row: dict[str, Any]) -> Worker:
@@ -144,25 +141,13 @@ def worker_of(row: dict[str, Any]) -> Worker:
 
 
 # -- what the launcher records ------------------------------------------------------------------
-def sent(audit: AuditStore, run_id: str, queue: str, model: str | None, label: str | None) -> None:
-    """The request went to the broker (again, for a run that goes on: its claim stays)."""
-    audit.conn.execute(
-        "insert into fleet_runs (run_id, queue, model, label, sent_at, refused) values (?, ?, ?, ?, ?, 0) "
-        "on conflict(run_id) do update set queue = excluded.queue, sent_at = excluded.sent_at",
-        [run_id, queue, model, label, time.time()],
-    )
-
-
-def fleet_run(audit: AuditStore, run_id: str) -> dict[str, Any] | None:
-    rows = audit.rows("select * from fleet_runs where run_id = ?", [run_id])
-    return rows[0] if rows else None
+sent = fleet.sent
+fleet_run = fleet.fleet_run
 
 
 def ask_stop(audit: AuditStore, run_id: str, by: str, status: str = "interrupted") -> None:
     """The run's worker stops it at its next heartbeat; the run ends `status` with `by` as its error."""
-    audit.conn.execute(
-        "update fleet_runs set stop_by = ?, stop_status = ? where run_id = ? and stop_by is null", [by, status, run_id]
-    )
+    fleet.ask_stop(audit, run_id, by, status)
 
 
 def stop_spent(
@@ -199,21 +184,17 @@ def door_alive(path: Any, started: float, *, closing: bool = False) -> None:
     and with `closing` as it stops, so a hub restarted at once is not taken to have heard all along)."""
     try:
         with AuditStore(path) as audit:
-            audit.conn.execute(
-                "insert into fleet_door (id, up_since, alive_at) values (1, ?, ?) "
-                "on conflict(id) do update set up_since = excluded.up_since, alive_at = excluded.alive_at",
-                [started, 0.0 if closing else time.time()],
-            )
+            fleet.door_alive(audit, started, 0.0 if closing else time.time())
     except Exception:  # best effort: a sweep that cannot tell the door is up calls nobody lost
         return
 
 
 def _heard_since(audit: AuditStore, now: float) -> float | None:
     """Since when the door has been up without a break (None: it is not up now, so silence says nothing)."""
-    rows = audit.rows("select up_since, alive_at from fleet_door where id = 1")
-    if not rows or now - rows[0]["alive_at"] > 2 * ALIVE_EVERY_S + 1:
+    row = fleet.door(audit)
+    if row is None or now - row["alive_at"] > 2 * ALIVE_EVERY_S + 1:
         return None
-    return float(rows[0]["up_since"])
+    return float(row["up_since"])
 
 
 def lost_after() -> float:
@@ -231,8 +212,8 @@ def lost(audit: AuditStore, run_id: str, now: float | None = None) -> str | None
     row = fleet_run(audit, run_id)
     if row is None or not row["worker"]:
         return None
-    found = audit.rows("select * from fleet_workers where name = ?", [row["worker"]])
-    worker = worker_of(found[0]) if found else None
+    found = fleet.worker_named(audit, row["worker"])
+    worker = worker_of(found) if found else None
     now = now or time.time()
     if worker is None:  # removed (`hearth fleet rm`): its token is refused, so it cannot send the rest
         return WORKER_LOST.format(worker=row["worker"])
@@ -255,19 +236,19 @@ def claim(audit: AuditStore, worker: Worker, run_id: str, *, paused: bool = Fals
     `wait` while the hub is paused (`hearth pause`): nothing new starts, the request is kept."""
     if not re.fullmatch(ID_PATTERN, run_id):
         raise WorkerRefused(400, f"{run_id!r} is not a run id")
-    with immediate(audit.conn):
+    with audit.transaction():
         row = fleet_run(audit, run_id)
         if row is None:
             raise WorkerRefused(404, f"the hub sent no request {run_id}")
         if row["worker"] and row["worker"] != worker.name:
-            _refused(audit, run_id)
+            fleet.refused(audit, run_id)
             return {"go": "drop", "why": f"run {run_id} is {row['worker']}'s; a redelivery is not run twice"}
         run = audit.run(run_id)
         if row["worker"] == worker.name:
             if run is not None and run["status"] == "waiting" and not row["lost"] and run_id not in worker.running:
-                audit.conn.execute("update fleet_runs set claimed_at = ? where run_id = ?", [time.time(), run_id])
-                return {"go": "resume", "approvals": _decided(audit, run_id)}
-            _refused(audit, run_id)
+                fleet.claimed(audit, run_id)
+                return {"go": "resume", "approvals": approvals.decided_of_run(audit, run_id)}
+            fleet.refused(audit, run_id)
             return {"go": "drop", "why": f"run {run_id} already ran here; a redelivery is not run twice"}
         if run is not None:  # ended at the hub before anyone took it (stopped while queued)
             return {"go": "drop", "why": f"run {run_id} is already {run['status']}"}
@@ -276,19 +257,9 @@ def claim(audit: AuditStore, worker: Worker, run_id: str, *, paused: bool = Fals
         if row["label"] and row["label"] not in (worker.name, *worker.labels):  # a label taken from it late
             why = f"run {run_id} is for a worker labelled {row['label']}; {worker.name} is not (`hearth fleet labels`)"
             return {"go": "wait", "why": why}
-        audit.conn.execute(
-            "update fleet_runs set worker = ?, claimed_at = ? where run_id = ?", [worker.name, time.time(), run_id]
-        )
-        audit.conn.execute("update fleet_workers set seen_at = ? where name = ?", [time.time(), worker.name])
+        fleet.claimed(audit, run_id, worker.name)
+        fleet.heard(audit, worker.name)
     return {"go": "run"}
-
-
-def _refused(audit: AuditStore, run_id: str) -> None:
-    audit.conn.execute("update fleet_runs set refused = refused + 1 where run_id = ?", [run_id])
-
-
-def _decided(audit: AuditStore, run_id: str) -> list[dict[str, Any]]:
-    return audit.rows("select * from approvals where run_id = ? and status != 'pending'", [run_id])
 
 
 def heartbeat(
@@ -304,17 +275,10 @@ def heartbeat(
     as lost)."""
     models = sorted({m for m in models if isinstance(m, str) and 0 < len(m) <= 200})
     kept = [_state(s) for s in states if isinstance(s, dict) and re.fullmatch(ID_PATTERN, str(s.get("run_id")))]
-    audit.conn.execute(
-        "update fleet_workers set models = ?, running = ?, seen_at = ? where name = ?",
-        [json.dumps(models), json.dumps(kept), time.time(), worker.name],
-    )
+    fleet.heard(audit, worker.name, models=json.dumps(models), running=json.dumps(kept))
     if budget is not None:
         stop_spent(audit, worker, kept, budget, now or local_now())
-    stops = audit.rows(
-        "select run_id, coalesce(stop_by, lost) as why from fleet_runs "
-        "where worker = ? and (stop_by is not null or lost is not null)",
-        [worker.name],
-    )
+    stops = fleet.stops(audit, worker.name)
     running = {s["run_id"] for s in kept}
     return {
         "stop": {row["run_id"]: row["why"] for row in stops if row["run_id"] in running},
@@ -339,14 +303,14 @@ def _state(state: dict[str, Any]) -> dict[str, Any]:
 
 def mark_lost(audit: AuditStore, run_id: str, reason: str) -> None:
     """The run is settled as lost: its worker may write nothing more of it, and stops it if it comes back."""
-    audit.conn.execute("update fleet_runs set lost = ? where run_id = ?", [reason, run_id])
+    fleet.mark_lost(audit, run_id, reason)
 
 
 def approval(audit: AuditStore, worker: Worker, approval_id: str) -> dict[str, Any]:
-    rows = audit.rows("select * from approvals where id = ?", [approval_id])
-    if not rows or not _claimed_by(audit, worker, rows[0]["run_id"]):
+    row = approvals.row_of(audit, approval_id)
+    if row is None or not _claimed_by(audit, worker, row["run_id"]):
         raise WorkerRefused(404, f"no approval {approval_id} of a run of {worker.name}")
-    return rows[0]
+    return row
 
 
 def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> dict[str, Any]:
@@ -360,7 +324,7 @@ def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> di
     written = skipped = 0
     finished: list[str] = []
     asked: list[dict[str, Any]] = []
-    with immediate(audit.conn):
+    with audit.transaction():
         for index, item in enumerate(batch):
             try:
                 found = _one(audit, worker, item)
@@ -371,11 +335,8 @@ def accept(audit: AuditStore, worker: Worker, batch: list[dict[str, Any]]) -> di
                 continue
             event_id, event = found
             recorder.record(event)
-            now = time.time()
-            audit.conn.execute(
-                "insert into fleet_events (id, run_id, worker, at, kind, lag_ms) values (?, ?, ?, ?, ?, ?)",
-                [event_id, _run_of(audit, event), worker.name, now, type(event).__name__, _lag_ms(event, now)],
-            )
+            lag = _lag_ms(event, time.time())
+            fleet.write_event(audit, event_id, _run_of(audit, event), worker.name, type(event).__name__, lag)
             written += 1
             if isinstance(event, RunFinished):
                 finished.append(event.run_id)
@@ -399,7 +360,7 @@ def _one(audit: AuditStore, worker: Worker, item: Any) -> tuple[str, RunEvent] |
     line = item.get("event") if isinstance(item, dict) else None
     if not isinstance(event_id, str) or not 8 <= len(event_id) <= 100 or not isinstance(line, str):
         raise WorkerRefused(400, "each event is {id: 8-100 characters, event: a run event as JSON text}")
-    if audit.rows("select 1 from fleet_events where id = ?", [event_id]):
+    if fleet.event_written(audit, event_id):
         return None
     try:
         event = from_json(line)
@@ -428,8 +389,8 @@ def _run_of(audit: AuditStore, event: RunEvent) -> str:
     if isinstance(event, ApprovalAsked):
         return str(event.row.get("run_id"))
     if isinstance(event, ApprovalDecided):
-        rows = audit.rows("select run_id from approvals where id = ?", [event.approval_id])
-        return str(rows[0]["run_id"]) if rows else ""
+        row = approvals.row_of(audit, event.approval_id)
+        return str(row["run_id"]) if row else ""
     return str(getattr(event, "run_id", ""))
 
 
@@ -438,25 +399,40 @@ def _checked(audit: AuditStore, worker: Worker, event: RunEvent) -> RunEvent:
     run_id = _run_of(audit, event)
     if not _claimed_by(audit, worker, run_id):
         raise WorkerRefused(403, f"{type(event).__name__} of run {run_id or '?'}: not a run {worker.name} claimed")
+    try:
+        check(event, audit)  # a closed schema: the columns of its table the stream may write, plain values
+    except ColumnRefused as exc:
+        raise WorkerRefused(400, str(exc)) from None
     if isinstance(event, RunStarted):
         if event.row.get("id") != event.run_id:
             raise WorkerRefused(403, f"RunStarted of {event.run_id} names another run in its row")
         return RunStarted(event.run_id, {**event.row, "worker": worker.name}, event.at)
     if isinstance(event, ApprovalAsked):
+        _new_approval(audit, event.row)
         decided_by = str(event.row.get("decided_by") or "")
         if event.row.get("status") == "approved" and not decided_by.startswith("rule"):
             raise WorkerRefused(
                 403, f"approval {event.row.get('id')}: a worker cannot send an approval decided by a person"
             )
     if isinstance(event, ApprovalDecided) and event.status not in RUNS_OWN_DECISIONS:
-        held = audit.rows("select status from approvals where id = ?", [event.approval_id])
-        if not held or held[0]["status"] != event.status:
+        held = approvals.row_of(audit, event.approval_id)
+        if held is None or held["status"] != event.status:
             raise WorkerRefused(
                 403, f"approval {event.approval_id}: {event.status} is decided at the hub, not by a worker"
             )
     if hasattr(event, "columns") and "worker" in getattr(event, "columns", {}):
         raise WorkerRefused(403, "a worker does not write a run's worker column")
     return event
+
+
+def _new_approval(audit: AuditStore, row: dict[str, Any]) -> None:
+    """WorkerRefused(409) when the approval's id is taken: an id names one approval, never a second."""
+    held = approvals.row_of(audit, str(row.get("id")))
+    if held is not None:
+        whose = "this run" if held["run_id"] == row.get("run_id") else "another run"
+        raise WorkerRefused(
+            409, f"approval {held['id']} exists already, of {whose}; an id is not reused: nothing was written"
+        )
 
 
 def _claimed_by(audit: AuditStore, worker: Worker, run_id: str) -> bool:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from hearth.audit import fleet
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import LaunchError
 from hearth.dispatch.launchers.host import held_here
@@ -195,10 +196,7 @@ class CeleryLauncher:
         with self._audit() as audit:
             workers = [w for w in hub.workers(audit) if w.seen_within(hub.lost_after())]
             states = [{**s, "worker": w.name} for w in workers for s in w.states]
-            waiting = audit.rows(
-                "select f.* from fleet_runs f left join runs r on r.id = f.run_id "
-                "where f.worker is null and r.id is null order by f.sent_at limit 200"
-            )
+            waiting = fleet.waiting(audit)
         return states + [{"run_id": row["run_id"], "state": "queued", "detail": waits(row, workers)} for row in waiting]
 
 

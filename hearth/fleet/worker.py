@@ -39,6 +39,7 @@ from typing import Any
 
 from celery.signals import worker_ready
 
+from hearth.audit.reader import AuditReader
 from hearth.fleet.client import HubClient
 from hearth.fleet.config import FleetConfig
 from hearth.fleet.launcher import TASK
@@ -75,7 +76,7 @@ class Worker:
         self.labels: list[str] = []  # as the hub gave them at the last heartbeat
         self.consuming = False  # the Celery worker is started: a queue is added to it by a broadcast
         self.done = threading.Event()
-        self._reads = threading.local()  # each task thread's read connection to this box's audit
+        self._reads = AuditReader(self.settings.audit_path)  # a connection per task thread
 
         def run(task: Any, run_id: str, body: str) -> str:
             return self._task(task, run_id, body)
@@ -315,7 +316,7 @@ class Worker:
         try:
             found = self._status(run_id)
         except sqlite3.Error:
-            self._reads.conn = None  # opened again at the next look
+            self._reads.forget()  # opened again at the next look
             return None
         if found is None or found == "running":
             return None
@@ -326,14 +327,9 @@ class Worker:
     def _status(self, run_id: str) -> str | None:
         """The run's status in this box's audit, read through a connection each task's thread keeps
         (it is asked every POLL_S for every run here)."""
-        conn: sqlite3.Connection | None = getattr(self._reads, "conn", None)
-        if conn is None:
-            path = self.settings.audit_path
-            if not path.exists():
-                return None
-            conn = self._reads.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
-        return None if row is None else str(row[0])
+        from hearth.audit import runs
+
+        return runs.status(self._reads, run_id)
 
     def _closed(self, run_id: str) -> None:
         """What the run could not say itself (the watch settled it after its process died, or it was

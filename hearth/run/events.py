@@ -76,6 +76,7 @@ __all__ = [
     "StepClosed",
     "StepRecorded",
     "TripwireTripped",
+    "check",
     "from_json",
     "to_json",
 ]
@@ -259,6 +260,38 @@ def from_json(line: str) -> RunEvent:
     return EVENTS[name](**record)
 
 
+# What a record's columns may not name, per record: what the stream says itself (the run, a step's
+# place and time, a run's final status), so that no record writes another run's rows or moves a step.
+STEP_PLACE = ("id", "run_id", "seq", "kind", "at", "opens")
+SET_BY_THE_STREAM: dict[type, tuple[str, str, tuple[str, ...]]] = {
+    RunStarted: ("runs", "row", ()),
+    RunUpdated: ("runs", "columns", ("id",)),
+    RunFinished: ("runs", "columns", ("id", "status", "ended_at")),
+    StepRecorded: ("steps", "columns", STEP_PLACE),
+    StepClosed: ("steps", "columns", STEP_PLACE),
+    ApprovalAsked: ("approvals", "row", ()),
+}
+SCALARS = (str, int, float, bool, type(None))
+
+
+def check(event: RunEvent, audit: AuditStore) -> None:
+    """ColumnRefused naming the first field of `event` a recorder must not write: a column its table
+    does not have, one the stream sets itself, or a value that is not a plain value (a step's
+    `arguments` alone may be an object, kept as JSON). For records from elsewhere (a fleet's worker)."""
+    from hearth.audit.store import ColumnRefused
+
+    table, name, fixed = SET_BY_THE_STREAM.get(type(event), ("", "", ()))
+    if not table:
+        return
+    columns = getattr(event, name)
+    if not isinstance(columns, dict):
+        raise ColumnRefused(f"{type(event).__name__}: {name} must be an object of column names and values")
+    audit.checked(table, columns, fixed=fixed)
+    for key, value in columns.items():
+        if not isinstance(value, SCALARS) and not (key == "arguments" and isinstance(value, dict | list)):
+            raise ColumnRefused(f"{type(event).__name__}: {table}.{key} must be a plain value; nothing was written")
+
+
 class RunRecorder(Protocol):
     """Where a run's record goes: every record of the stream, and the one thing the run reads back."""
 
@@ -277,10 +310,12 @@ class SqliteRecorder:
         self._opened: dict[str, int] = {}  # a started step's key -> its row id, for its StepClosed
 
     def record(self, event: RunEvent) -> None:
+        from hearth.audit import approvals
+
         audit = self.audit
         match event:
             case RunStarted():
-                audit.insert("runs", {**event.row, "started_at": event.at})
+                audit.insert_run({**event.row, "started_at": event.at})
             case RunUpdated():
                 audit.update_run(event.run_id, **event.columns)
             case RunFinished():
@@ -296,10 +331,8 @@ class SqliteRecorder:
                 if step is not None:  # opened by an earlier process of the run (a resumed one closes it)
                     audit.close_step(step, **event.columns)
             case ApprovalAsked():
-                audit.insert("approvals", event.row)
+                approvals.insert(audit, event.row)
             case ApprovalDecided():
-                from hearth.audit import approvals
-
                 approvals.close(audit, event.approval_id, event.status, event.decided_at, event.decided_by, event.note)
             case ConnectionMade():
                 audit.record_connection(event.run_id, **{**_columns(event), "allowed": int(event.allowed)})
@@ -313,8 +346,8 @@ class SqliteRecorder:
     def approval(self, approval_id: str) -> Approval | None:
         from hearth.audit import approvals
 
-        rows = self.audit.rows("select * from approvals where id = ?", [approval_id])
-        return approvals.from_row(rows[0]) if rows else None
+        row = approvals.row_of(self.audit, approval_id)
+        return approvals.from_row(row) if row else None
 
 
 # A fleet's worker's runs record into the worker's audit and its outbox to the hub; named by import

@@ -1,21 +1,17 @@
-"""The audit as the command center reads it: a read-only connection, queries paged in SQL.
-
-The web never writes audit.db through this module (`file:...?mode=ro`; WAL lets it read while
-runs write). Writes go through the appliance's own functions (approvals.decide, dispatch.stop).
-An audit that does not exist yet, or lacks a table, reads as empty. Each thread keeps its own
-connection: FastAPI runs page handlers in a pool of threads and a connection stays in one.
+"""The audit as the command center reads it: hearth/audit/reader.py's read-only connection, queries
+paged in SQL. Writes go through the appliance's own functions (approvals.decide, dispatch.stop).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hearth.audit.reader import AuditReader
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000  # a list counts its matches up to here ("more than 10,000"): a count is a scan
@@ -63,31 +59,10 @@ class RunFilter:
         return (" where " + " and ".join(clauses)) if clauses else "", params
 
 
-class Reader:
+class Reader(AuditReader):
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
+        super().__init__(path)
         self._choices: tuple[float, dict[str, list[str]]] | None = None
-
-    def _conn(self) -> sqlite3.Connection | None:
-        conn = getattr(self._local, "conn", None)
-        if conn is None and self.path.exists():
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            self._local.conn = conn
-        return conn
-
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
-        """The rows of a query as dicts; none when the audit or its table does not exist yet."""
-        conn = self._conn()
-        if conn is None:
-            return []
-        try:
-            return [dict(row) for row in conn.execute(sql, params)]
-        except sqlite3.OperationalError as exc:
-            if "no such" in str(exc):
-                return []
-            raise
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         found = self.rows(sql, params)

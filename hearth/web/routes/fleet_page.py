@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from hearth.audit import fleet
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound, UsageError
 from hearth.fleet import hub
@@ -31,11 +32,6 @@ from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()
 HUB_LAUNCHER = "celery"  # HEARTH_LAUNCHER on a hub (hearth/fleet/launcher.py)
-WORKERS_SQL = "select name, labels, models, running, seen_at from fleet_workers order by name"  # never the digest
-WAITING_SQL = (
-    "select f.run_id, f.queue, f.model, f.label, f.sent_at, f.refused from fleet_runs f "
-    "left join runs r on r.id = f.run_id where f.worker is null and r.id is null order by f.sent_at limit 200"
-)
 PILLS = {"up": "st-done", "lost": "st-failed", "never seen": "st-other"}
 
 
@@ -44,19 +40,17 @@ def fleet_data(settings: Settings, reader: Reader, now: float | None = None) -> 
     the broker with why (hearth/fleet/launcher.py's `waits`), and the redeliveries refused."""
     now = now or time.time()
     lost_s = hub.lost_after()
-    found = [hub.worker_of(row) for row in reader.rows(WORKERS_SQL)]
+    found = hub.workers(reader)
     answering = [w for w in found if w.seen_within(lost_s, now)]
     waiting = [
-        {**row, "waits": waits(row, answering), **_seen(row["sent_at"], now, "sent")}
-        for row in reader.rows(WAITING_SQL)
+        {**row, "waits": waits(row, answering), **_seen(row["sent_at"], now, "sent")} for row in fleet.waiting(reader)
     ]
-    refused = reader.one("select coalesce(sum(refused), 0) as n from fleet_runs")
     return {
         "hub": settings.launcher == HUB_LAUNCHER,
         "lost_after_s": lost_s,
         "workers": [_shown(w, now, lost_s) for w in found],
         "waiting": waiting,
-        "refused": int(refused["n"]) if refused else 0,
+        "refused": fleet.refused_total(reader),
     }
 
 

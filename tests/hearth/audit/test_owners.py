@@ -21,7 +21,6 @@ STORE_METHODS = {"insert", "update", "rows", "find_by_id_or_prefix", "ids_with_p
 # move removes its files. A stale entry fails too.
 NOT_MOVED: set[str] = {
     "bench/api.py",
-    "bench/fleet.py",
     "bench/queue.py",
     "bench/resume.py",
     "bench/web.py",
@@ -35,16 +34,12 @@ NOT_MOVED: set[str] = {
     "hearth/eval/seed.py",
     "hearth/eval/store.py",
     "hearth/eval/watch.py",
-    "hearth/fleet/hub.py",
-    "hearth/fleet/launcher.py",
-    "hearth/fleet/worker.py",
     "hearth/leash/actions.py",
     "hearth/leash/alerts.py",
     "hearth/leash/budget.py",
     "hearth/leash/missions.py",
     "hearth/leash/rules.py",
     "hearth/report.py",
-    "hearth/run/events.py",
     "hearth/run/long/swarm_results.py",
     "hearth/run/resume.py",
     "hearth/run/suspend.py",
@@ -54,7 +49,6 @@ NOT_MOVED: set[str] = {
     "hearth/web/reader.py",
     "hearth/web/routes/alerts_page.py",
     "hearth/web/routes/approvals.py",
-    "hearth/web/routes/fleet_page.py",
     "hearth/web/routes/missions.py",
     "hearth/web/routes/security.py",
 }

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlite_utils
 
 from hearth.audit.migrations import MIGRATIONS
@@ -117,3 +118,26 @@ def test_a_run_made_from_another_names_it_and_is_listed_from_it(tmp_path: Path) 
         )
         assert audit.run("again")["parent_run"] == "first" and audit.run("again")["link"] == "follow-up"
         assert [r["id"] for r in audit.linked("first")] == ["again"] and audit.linked("again") == []
+
+
+def test_the_store_writes_only_columns_its_tables_have_and_never_a_rows_key(tmp_path: Path) -> None:
+    from hearth.audit.store import ColumnRefused
+
+    with AuditStore(tmp_path / "audit.db") as audit:
+        for run_id in ("r1", "r2"):
+            audit.start_run(record(run_id))
+        audit.update_run("r2", summary="kept")
+        refused = [
+            lambda: audit.update_run("r1", **{'summary" = ? where "id" = \'r2\' --': "x"}),
+            lambda: audit.update_run("r1", id="r2"),
+            lambda: audit.finish_run("r1", if_running=True, **{"status\" = 'done' --": 1}),
+            lambda: audit.record_step("r1", "note", seq=1),
+            lambda: audit.open_step("r1", "tool", id=1),
+            lambda: audit.close_step(audit.open_step("r1", "tool", opens="k"), seq=9),
+            lambda: audit.insert("no_such_table", {"a": 1}),
+        ]
+        for write in refused:
+            with pytest.raises(ColumnRefused):
+                write()
+        assert (audit.run("r2") or {})["summary"] == "kept"
+        assert audit.steps("r2") == [] and (audit.run("r1") or {})["status"] == "running"

@@ -210,3 +210,71 @@ def test_a_request_goes_to_its_labels_queue_else_its_models_else_the_general_one
     assert queue_for("llama3.2", "big") == "worker.big"
     assert queue_for("llama3.2", None) == "model.llama3.2"
     assert queue_for("auto", None) == queue_for(None, None) == "general"
+
+
+def two_workers_with_a_run_each(audit: AuditStore) -> tuple[hub.Worker, hub.Worker]:
+    one, two = worker(audit, "one"), worker(audit, "two")
+    for run_id, who in (("r1", one), ("r2", two)):
+        hub.sent(audit, run_id, "general", None, None)
+        hub.claim(audit, who, run_id)
+        hub.accept(audit, who, [item(f"e-start-{run_id}", started(run_id))])
+    hub.accept(audit, two, [item("e-two-step", StepRecorded("r2", "note", {"detail": "two's own"}))])
+    audit.update_run("r2", summary="two's summary")
+    return one, two
+
+
+@pytest.mark.parametrize(
+    "crafted",
+    [
+        {'summary" = ?, "goal" = ? where "id" = \'r2\' --': "rewritten"},  # SQL in a column's name
+        {"id": "r2"},  # a run's own key
+        {"no_such_column": 1},
+    ],
+)
+def test_a_worker_cannot_rewrite_another_workers_run_through_a_column_name(
+    audit: AuditStore, crafted: dict[str, object]
+) -> None:
+    from hearth.run.events import RunFinished, RunUpdated
+
+    one, _ = two_workers_with_a_run_each(audit)
+    for event in (RunUpdated("r1", crafted), RunFinished("r1", "done", crafted)):
+        with pytest.raises(hub.WorkerRefused) as refused:
+            hub.accept(audit, one, [item("e-crafted-" + type(event).__name__, event)])
+        assert refused.value.status == 400 and refused.value.index == 0
+    r2 = audit.run("r2") or {}
+    assert (r2["summary"], r2["goal"], audit.run("r1")["status"]) == ("two's summary", "g", "running")  # type: ignore[index]
+
+
+@pytest.mark.parametrize("place", [{"run_id": "r2"}, {"run_id": "r2", "seq": 7}, {"seq": 1}, {"at": "then"}])
+def test_a_worker_cannot_move_a_step_into_another_workers_run(audit: AuditStore, place: dict[str, object]) -> None:
+    from hearth.run.events import StepClosed
+
+    one, _ = two_workers_with_a_run_each(audit)
+    opened = StepRecorded("r1", "tool", {"tool": "run_command", "verdict": "started"}, opens="k1")
+    hub.accept(audit, one, [item("e-open-0001", opened)])
+    for n, event in enumerate((StepClosed("r1", "k1", {"ok": 1, **place}), StepRecorded("r1", "note", place))):
+        with pytest.raises(hub.WorkerRefused) as refused:
+            hub.accept(audit, one, [item(f"e-moved-{n:04d}", event)])
+        assert refused.value.status == 400
+    assert [s["detail"] for s in audit.steps("r2")] == ["two's own"]
+    assert [(s["seq"], s["verdict"]) for s in audit.steps("r1")] == [(1, "started")]
+
+
+def test_an_approval_reusing_another_runs_approval_id_is_a_conflict_and_changes_nothing(audit: AuditStore) -> None:
+    from dataclasses import asdict
+
+    from hearth.audit import approvals
+    from hearth.run.events import ApprovalAsked
+
+    one, _ = two_workers_with_a_run_each(audit)
+    theirs = approvals.ask(audit, "r2", "run_command", {"command": "make deploy"}, "dangerous", timeout_s=600)
+    mine = approvals.pending(
+        "r1", "run_command", {"command": "ls"}, "dangerous", timeout_s=600, now=approvals.utc_clock
+    )
+    forged = ApprovalAsked({**asdict(mine), "id": theirs.id})
+    with pytest.raises(hub.WorkerRefused) as refused:
+        hub.accept(audit, one, [item("e-start-r1b", StepRecorded("r1", "note", {})), item("e-forged-01", forged)])
+    assert (refused.value.status, refused.value.index) == (409, 1)
+    assert theirs.id in str(refused.value) and "exists already" in str(refused.value)
+    assert approvals.row_of(audit, theirs.id) == asdict(theirs)
+    assert audit.steps("r1") == []  # the batch is one: nothing of it was written
