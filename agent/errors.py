@@ -2,7 +2,7 @@
 the one line a user or the model reads.
 
 AgentError                  anything the engine raises because something failed
-├── ModelError              a call to the model server failed (agent/model/ollama_client.py)
+├── ModelError              a call to the model server failed (agent/model/reply.py)
 │   ├── ModelUnavailable    the server cannot be reached, keeps failing, or lacks the model
 │   └── BadReply            the server answered with something that is not a usable chat reply
 ├── NetError                a network tool failed; the model reads the line (agent/net/guard.py)
@@ -13,6 +13,7 @@ AgentError                  anything the engine raises because something failed
 ├── PathRefused             a path the workspace will not touch (agent/safety/workspace.py)
 ├── GitFailed               a git command failed (agent/safety/selfconfig.py)
 ├── EmbedFailed             the embedder is missing, down, slow or answered unusable vectors (agent/knowledge/embedding.py)
+│   └── EmbedModelMissing   the server has no embedding model of exactly that name
 ├── VecUnavailable          sqlite-vec cannot be loaded by any sqlite3 here (agent/knowledge/vectors.py)
 ├── McpFailed               an MCP server did not start, hung, crashed or answered garbage (agent/tools/mcp/client.py)
 └── ToolFailed              a tool's function failed; the gate makes it the result (agent/tools/registry.py)
@@ -31,8 +32,8 @@ StopRun                     ends a run; the subclass carries its status (agent/l
 └── BudgetExceeded          a guard found a token budget spent before a model call (budget_exceeded)
 
 Private, and so outside the tree too: `_CutOff` and `_Invalid` (agent/parsing/json_repair.py),
-`_Retryable`, `_NoToolSupport` and `_NoThinking` (agent/model/ollama_client.py), `_NotPulled`
-(agent/model/embeddings.py), `_OutOfTime` (agent/tools/search.py) are control flow raised and caught inside their own module; none ever leaves it.
+`_Retryable`, `_NoToolSupport` and `_NoThinking` (agent/model/transport.py), `_OutOfTime` (agent/tools/search.py)
+are control flow raised and caught inside their own module; none ever leaves it.
 
 This module imports nothing of the engine: any module may import it without a circle.
 """

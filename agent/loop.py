@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from agent import parsing
 from agent.context.compaction import Compactor, Usage
 from agent.hints import REPEAT_NUDGE, hint_for
-from agent.model.ollama_client import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
+from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
@@ -244,7 +244,7 @@ class Loop:
 
     def _thought(self, reply: ChatReply) -> dict[str, str]:
         """The turn's thinking, for the history only when the model's family needs it back
-        (agent/model/ollama_client.py's THINKING_KEPT); the audit keeps it either way."""
+        (agent/model/reply.py's THINKING_KEPT); the audit keeps it either way."""
         return {"thinking": reply.thinking} if reply.thinking and keeps_thinking(self.model.model) else {}
 
     def _said(self, reply: ChatReply, message: dict[str, Any], *after: dict[str, Any]) -> None:
@@ -263,6 +263,9 @@ class Loop:
                     "tokens_out": reply.tokens_out,
                     "duration_s": reply.duration_s,
                     "tool_calls": len(reply.tool_calls),
+                    **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached >= 0 else {}),
+                    **({"first_token_s": reply.first_token_s} if reply.first_token_s else {}),
+                    **({"cut": True} if reply.cut else {}),
                     **({"host": reply.host} if reply.host else {}),
                     **({"thinking": reply.thinking} if reply.thinking else {}),
                 },

@@ -43,7 +43,7 @@ class RunServices:
     # write (None: they refuse), the Ollama server system_health probes, the host's root (tests
     # point it at a fake NixOS tree) and how long nix_check may take
     config_repo: Path | None = None
-    ollama_host: str = ""
+    model_host: str = ""
     host_root: Path = Path("/")
     nix_check_timeout_s: int = 600
     # Knowledge, memory and the web (issue 4). None means: not available to this run.

@@ -76,7 +76,7 @@ def checkpoint_cost(tmp: Path) -> tuple[float, float]:
         settings = Settings(
             state_dir=tmp / "state",
             config_dir=tmp / "config",
-            ollama_host=fake.url,
+            model_host=fake.url,
             model="qwen2.5-coder",
             sandbox="auto",
         )

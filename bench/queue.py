@@ -125,7 +125,7 @@ def queue_throughput(tmp: Path, fake: FakeOllama) -> float:
 
 def in_process_throughput(tmp: Path, fake: FakeOllama) -> float:
     settings = Settings(
-        state_dir=tmp / "inproc", config_dir=tmp / "config", ollama_host=fake.url, model="qwen2.5-coder", sandbox="auto"
+        state_dir=tmp / "inproc", config_dir=tmp / "config", model_host=fake.url, model="qwen2.5-coder", sandbox="auto"
     )
     began = time.perf_counter()
     for i in range(RUNS):

@@ -7,7 +7,7 @@ k=8, the query's vector from an in-process embedder, so the HTTP round trip is n
 with the same search by text only, interleaved; the vector search's share is what the hybrid one
 adds, over its time. The database size is read after a WAL checkpoint, per 10,000 chunks, with
 what the vectors take. Then embedding throughput through tests/fake_ollama.py: chunks/s batched
-(agent/model/embeddings.py, 64 a request) against one text a request.
+(agent/model/backends.py, 64 a request) against one text a request.
 
 Targets (issue 27): hybrid p95 under 15 ms at 10k and under 60 ms at 100k on this machine.
 """
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from agent.knowledge import vectors
 from agent.knowledge.semantic import Fusion
 from agent.knowledge.store import KnowledgeStore
-from agent.model.embeddings import OllamaEmbedder
+from agent.model.backends import HostEmbedder
 from tests.fake_ollama import FakeOllama, concept_vectors
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "10000,100000").split(",")]
@@ -124,7 +124,7 @@ def throughput() -> None:
     texts = [f"Chunk {n} about the nightly copy and the backup job." for n in range(1280)]
     vector = concept_vectors({"backup": ("backup job",)}, DIM)("a chunk")
     with FakeOllama(embedders={"m": lambda text: vector}) as fake:  # the wire and batching, not the fake's maths
-        embedder = OllamaEmbedder(fake.url)
+        embedder = HostEmbedder(fake.url)
         embedder.embed("m", texts[:64], timeout_s=30)  # warm up
         started = time.perf_counter()
         embedder.embed("m", texts, timeout_s=60)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent.model.ollama_client import probe
+from agent.model.backends import probe
 
 GOAL = (
     "Write sample.txt with a few lines of text, write wordcount.py that prints the three most "

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from agent.clock import utc_now
-from agent.model.ollama_client import ChatModel
+from agent.model.reply import ChatModel
 from agent.safety.selfconfig import GitFailed, NixCheck, git, is_git_repo, nix_flake_check
 from agent.safety.widening import diff_findings
 from hearth.audit import proposals as proposal_rows

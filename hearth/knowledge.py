@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 
 def embedder_for(settings: Settings) -> Embedder | None:
-    """The Ollama embedder, or None when semantic recall is off (HEARTH_EMBED_MODEL=off)."""
+    """The model server's embedder (of its kind), or None when semantic recall is off (HEARTH_EMBED_MODEL=off)."""
     if not settings.embed_model:
         return None
-    from agent.model.embeddings import OllamaEmbedder
+    from agent.model.backends import HostEmbedder
 
-    return OllamaEmbedder(settings.ollama_host)
+    return HostEmbedder(settings.model_host)
 
 
 def fusion_for(settings: Settings) -> Fusion:

@@ -31,3 +31,8 @@ def parse_duration(text: str | int | float) -> float:
 
 # The most tokens one run may be allowed (a request's or a profile's max_tokens).
 MAX_RUN_TOKENS = 100_000_000
+
+# A reply's length cap (a request's, a profile's, HEARTH_REPLY_TOKENS): below 16 no tool call fits;
+# above 65,536 no local model's window holds the reply with its prompt.
+MIN_REPLY_TOKENS = 16
+MAX_REPLY_TOKENS = 65_536

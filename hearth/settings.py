@@ -9,10 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.model import DEFAULT_REPLY_TOKENS
+from agent.model.host import DEFAULT_TIMEOUT_S, parse_host
 from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
-from hearth.limits import MAX_ITERATIONS, parse_duration
+from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MIN_REPLY_TOKENS, parse_duration
 
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
@@ -32,12 +34,19 @@ DEFAULT_APPROVAL_WAIT_S = 12 * 3600.0
 class Settings:
     state_dir: Path
     config_dir: Path
-    ollama_host: str
+    # the model server, `[KIND+]URL` (agent/model/host.py): HEARTH_MODEL_HOST, else OLLAMA_HOST
+    model_host: str
     model: str
     sandbox: str
-    ollama_timeout_s: float = 300.0
-    ollama_backoff_s: float = 0.5
-    ollama_hosts: str = ""  # HEARTH_OLLAMA_HOSTS: several hosts, `label=url,...` (hearth/run/hosts.py)
+    # how long a run waits for its server to begin answering, then for each chunk of a streamed reply
+    # (HEARTH_MODEL_TIMEOUT_S; a host of router.toml may say its own), and the first retry's backoff
+    model_timeout_s: float = DEFAULT_TIMEOUT_S
+    model_backoff_s: float = 0.5
+    model_hosts: str = ""  # HEARTH_MODEL_HOSTS: several hosts, `label=[KIND+]url,...` (hearth/run/hosts.py)
+    # the server semantic recall embeds with (HEARTH_EMBED_HOST, `[KIND+]URL`): the model host unless named
+    embed_host: str = ""
+    # the most tokens one reply may have when the request and the profile do not say (HEARTH_REPLY_TOKENS)
+    reply_tokens: int = DEFAULT_REPLY_TOKENS
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
     # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
     unit_state_dirs: tuple[str, ...] = ()
@@ -82,12 +91,16 @@ class Settings:
         return cls(
             state_dir=Path(env.get("HEARTH_STATE_DIR") or DEFAULT_STATE_DIR),
             config_dir=Path(env.get("HEARTH_CONFIG_DIR") or DEFAULT_CONFIG_DIR),
-            ollama_host=env.get("OLLAMA_HOST") or "127.0.0.1:11434",
+            model_host=_host(env, "HEARTH_MODEL_HOST", "OLLAMA_HOST") or "127.0.0.1:11434",
             model=env.get("HEARTH_MODEL") or DEFAULT_MODEL,
             sandbox=_sandbox(env),
-            ollama_timeout_s=_number(env, "HEARTH_OLLAMA_TIMEOUT_S", 300.0),
-            ollama_backoff_s=_number(env, "HEARTH_OLLAMA_BACKOFF_S", 0.5),
-            ollama_hosts=env.get("HEARTH_OLLAMA_HOSTS", ""),
+            model_timeout_s=_number(
+                env, _either(env, "HEARTH_MODEL_TIMEOUT_S", "HEARTH_OLLAMA_TIMEOUT_S"), DEFAULT_TIMEOUT_S
+            ),
+            model_backoff_s=_number(env, _either(env, "HEARTH_MODEL_BACKOFF_S", "HEARTH_OLLAMA_BACKOFF_S"), 0.5),
+            model_hosts=env.get("HEARTH_MODEL_HOSTS") or env.get("HEARTH_OLLAMA_HOSTS", ""),
+            embed_host=_host(env, "HEARTH_EMBED_HOST"),
+            reply_tokens=_whole(env, "HEARTH_REPLY_TOKENS", DEFAULT_REPLY_TOKENS, MIN_REPLY_TOKENS, MAX_REPLY_TOKENS),
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
@@ -116,6 +129,10 @@ class Settings:
             tool_set=_choice(env, "HEARTH_TOOL_SET", TOOL_SETS, "common"),
             fleet_outbox=Path(env["HEARTH_FLEET_OUTBOX"]) if env.get("HEARTH_FLEET_OUTBOX") else None,
         )
+
+    @property
+    def embedder_host(self) -> str:
+        return self.embed_host or self.model_host
 
     @property
     def audit_path(self) -> Path:
@@ -308,3 +325,20 @@ def check_tool_names(names: list[str], *, what: str = "allowed tools") -> list[s
             hint = f"; did you mean {guess}?" if guess else f"; the tools are {', '.join(sorted(TOOLS))}"
             raise UsageError(f"{what}: {name!r} is not a tool hearth has{hint}")
     return names
+
+
+def _either(env: Mapping[str, str], name: str, older: str) -> str:
+    """The variable's name, or the older one's where only that is set (OLLAMA_HOST before HEARTH_MODEL_HOST)."""
+    return name if env.get(name) or not env.get(older) else older
+
+
+def _host(env: Mapping[str, str], name: str, older: str = "") -> str:
+    """A model server as written (`[KIND+]URL`), its kind checked here, at the edge."""
+    key = _either(env, name, older) if older else name
+    raw = (env.get(key) or "").strip()
+    if raw:
+        try:
+            parse_host(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+    return raw

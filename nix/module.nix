@@ -168,7 +168,25 @@ let
       url = mkOption {
         type = types.strMatching "https?://.+";
         example = "http://10.0.0.5:11434";
-        description = "The host's Ollama URL. The agent units may reach it when it names an address (IPAddressAllow= takes no names: put a name's address in `agentAddressAllow`).";
+        description = "The host's URL (an OpenAI-compatible server's with or without its /v1). The agent units may reach it when it names an address (IPAddressAllow= takes no names: put a name's address in `agentAddressAllow`).";
+      };
+      kind = mkOption {
+        type = types.enum [ "ollama" "openai" ];
+        default = "ollama";
+        example = "openai";
+        description = "What the host speaks: Ollama's API, or OpenAI's /v1/chat/completions (llama.cpp's llama-server, vLLM, LM Studio, LocalAI, SGLang).";
+      };
+      timeoutSec = mkOption {
+        type = types.nullOr types.ints.positive;
+        default = null;
+        example = 900;
+        description = "How long a run waits for this host to begin answering, then for each chunk of its reply; null: `settings.ollamaTimeoutSec`.";
+      };
+      apiKey = mkOption {
+        type = types.nullOr (types.strMatching "[A-Za-z][A-Za-z0-9_.-]*");
+        default = null;
+        example = "vllm";
+        description = "The name of a credential (`credentials.NAME`, bound to this host) sent as the host's bearer token (vLLM's --api-key); null: none.";
       };
       label = mkOption {
         type = types.str;
@@ -377,7 +395,13 @@ let
   };
   routerToml = tomlKeys { default = cfg.router.default; fallbacks = if cfg.router.fallbacks == [ ] then null else cfg.router.fallbacks; escalate = cfg.router.escalate; }
     + lib.concatStringsSep "" (map ruleToml cfg.router.rules)
-    + lib.concatStringsSep "" (map (h: "\n[[host]]\n" + tomlKeys { inherit (h) url weight; label = if h.label == "" then null else h.label; }) cfg.ollama.hosts);
+    + lib.concatStringsSep "" (map (h: "\n[[host]]\n" + tomlKeys {
+        inherit (h) url weight;
+        label = if h.label == "" then null else h.label;
+        kind = if h.kind == "ollama" then null else h.kind;
+        timeout_s = h.timeoutSec;
+        api_key = if h.apiKey == null then null else "cred:${h.apiKey}";
+      }) cfg.ollama.hosts);
   budgetToml = tomlKeys { daily = cfg.budget.daily; }
     + (if cfg.budget.perAgent == { } then "" else "\n[per_agent]\n" + tomlKeys cfg.budget.perAgent);
   alertsToml = lib.concatStringsSep "" (lib.mapAttrsToList (name: d: "\n[[destination]]\n" + tomlKeys ({ inherit name; inherit (d) url events; } // (if d.local or false then { local = true; } else { }))) cfg.alerts.destinations)
@@ -475,9 +499,9 @@ let
   # names a host, since IPAddressAllow= takes no names
   addressOf = url:
     let
-      v6 = builtins.match "[a-z]+://([^/@]*@)?\\[([^]]+)].*" url;
-      v4 = builtins.match "[a-z]+://([^/@]*@)?([0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+)([:/].*)?" url;
-      named = builtins.match "[a-z]+://([^/@]*@)?localhost([:/].*)?" url;
+      v6 = builtins.match "[a-z+]+://([^/@]*@)?\\[([^]]+)].*" url;
+      v4 = builtins.match "[a-z+]+://([^/@]*@)?([0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+)([:/].*)?" url;
+      named = builtins.match "[a-z+]+://([^/@]*@)?localhost([:/].*)?" url;
       host = if v6 != null then builtins.elemAt v6 1 else if v4 != null then builtins.elemAt v4 1 else null;
     in if named != null || host == "::1" || (host != null && lib.hasPrefix "127." host) then "localhost" else host;
   uniq = builtins.foldl' (seen: a: if builtins.elem a seen then seen else seen ++ [ a ]) [ ];
@@ -615,7 +639,7 @@ in
         type = types.nullOr types.ints.positive;
         default = null;
         example = 600;
-        description = "How long one model call may take (HEARTH_OLLAMA_TIMEOUT_S; null: 300).";
+        description = "How long a run waits for its model server to begin answering, then for each chunk of a streamed reply (HEARTH_MODEL_TIMEOUT_S; null: 600).";
       };
       logLevel = mkOption {
         type = types.nullOr (types.enum [ "DEBUG" "INFO" "WARNING" "ERROR" "CRITICAL" ]);
@@ -638,7 +662,7 @@ in
         default = if ollamaHere then ollamaServed else "http://127.0.0.1:11434";
         defaultText = literalExpression ''"http://''${config.services.ollama.host}:''${toString config.services.ollama.port}" when services.ollama is enabled, else "http://127.0.0.1:11434"'';
         example = "http://gpu-box.lan:11434";
-        description = "The Ollama server the runs talk to; by default the one services.ollama serves on this host.";
+        description = "The model server the runs talk to: an Ollama URL, or `openai+URL` for an OpenAI-compatible one (llama.cpp, vLLM); by default the Ollama services.ollama serves on this host.";
       };
       enable = mkOption {
         type = types.bool;
@@ -1069,7 +1093,10 @@ in
       }) s.credentials) cfg.schedules) ++ lib.mapAttrsToList (name: _: {
         assertion = name == "default" || cfg.agents ? ${name};
         message = "services.hearth.budget.perAgent.${name}: ${name} is not in services.hearth.agents";
-      }) cfg.budget.perAgent ++ lib.mapAttrsToList (name: _: {
+      }) cfg.budget.perAgent ++ map (h: {
+        assertion = h.apiKey == null || cfg.credentials ? ${h.apiKey};
+        message = "services.hearth.ollama.hosts: the host ${h.url} names apiKey ${toString h.apiKey}, which is not in services.hearth.credentials";
+      }) cfg.ollama.hosts ++ lib.mapAttrsToList (name: _: {
         assertion = safeName name && builtins.stringLength name <= 40;
         message = "services.hearth.schedules.${name}: a schedule (mission) name is letters, digits, '.', '_' and '-', at most 40";
       }) cfg.schedules;

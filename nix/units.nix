@@ -80,8 +80,8 @@ let
   # or localhost (IPAddressAllow= takes addresses, not names: another host goes into agentAddressAllow).
   hostOf = url:
     let
-      v6 = builtins.match "[a-z]+://\\[([^]]+)].*" url;
-      plain = builtins.match "[a-z]+://([^/:]+).*" url;
+      v6 = builtins.match "[a-z+]+://\\[([^]]+)].*" url;  # `openai+http://...` names its kind first
+      plain = builtins.match "[a-z+]+://([^/:]+).*" url;
     in if v6 != null then builtins.head v6 else if plain != null then builtins.head plain else "";
   allowOf = host:
     if host == "localhost" || builtins.match "127\\.[0-9.]+|::1" host != null then [ "localhost" ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.model.ollama_client import probe
+from agent.model.backends import probe
 from tests.conftest import run_cli
 
 LIVE_HOST = os.environ.get("OLLAMA_HOST") or "127.0.0.1:11434"

@@ -26,7 +26,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agent.model.ollama_client import ChatModel, ModelError
+from agent.model.reply import ChatModel, ModelError
 
 CHARS_PER_TOKEN = 4
 TRIGGER = 0.75  # of num_ctx: the rest is room for the reply and the next tool results

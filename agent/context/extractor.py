@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.context.envelope import Envelope
-from agent.model.ollama_client import ChatModel, ModelError
+from agent.model.reply import ChatModel, ModelError
 
 MAX_PAGE_CHARS = 24_000  # what the extractor reads of a page: a 4k-token slice of a small window
 PROMPT = """\

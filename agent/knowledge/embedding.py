@@ -1,7 +1,7 @@
 """What semantic recall needs from an embedder, and what it checks of every answer.
 
 The knowledge base asks for vectors through this Protocol only; the client that speaks to Ollama's
-`/api/embed` stands a floor higher (agent/model/embeddings.py) and is handed in by the appliance,
+`/api/embed` (or an OpenAI-compatible `/v1/embeddings`) stands a floor higher (agent/model/backends.py) and is handed in by the appliance,
 so the store never imports the model server's code. Whatever an embedder answers is checked here
 once (`checked_vectors`): one vector per text, each the same dimension, every value a finite
 number, none all zeros. Anything else is an `EmbedFailed` whose line says why, and search is then
@@ -18,6 +18,10 @@ from agent.errors import AgentError
 
 class EmbedFailed(AgentError):
     """The embedder is missing, down, slow, or answered something that is not usable vectors."""
+
+
+class EmbedModelMissing(EmbedFailed):
+    """The server has no embedding model of exactly that name (it may have it under a tag)."""
 
 
 class Embedder(Protocol):

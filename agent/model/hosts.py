@@ -1,13 +1,14 @@
-"""Several Ollama hosts behind one model: which host has the model, which is loaded, which is up.
+"""Several model hosts behind one model: which host has the model, which is loaded, which is up.
 
-A box that outgrows one GPU adds a second Ollama host; the conversation lives in hearth, so any
-host that has the model can answer the next turn. This module reads each host's `/api/tags`
-(what it has pulled) and `/api/ps` (what it has loaded, with the memory it holds), ranks the hosts
-for a model (up, has it, loaded there first, then the least memory in use for its weight), and
-`HostPool` is a ChatModel that sends each turn to the best host and, when that host fails
-(refused, reset, 5xx, timeout: what OllamaClient gives up on as ModelUnavailable), marks it down
-and sends the same turn to the next host that has the model. Only when no host is left does the
-turn fail, with one line naming every host tried.
+A box that outgrows one GPU adds a second host (Ollama, or any OpenAI-compatible server: a host
+says its kind, agent/model/host.py); the conversation lives in hearth, so any host that has the
+model can answer the next turn. This module asks each host what it has and what it holds loaded
+(through its backend, agent/model/backends.py), ranks the hosts for a model (up, has it, loaded
+there first, then the least memory in use for its weight), and `HostPool` is a ChatModel that
+sends each turn to the best host and, when that host fails (refused, reset, 5xx, timeout: what a
+client gives up on as ModelUnavailable), marks it down and sends the same turn to the next host
+that has the model. Only when no host is left does the turn fail, with one line naming every host
+tried.
 
 `survey` asks every host at once (a thread each), so a dead host costs the timeout once, not per
 host.
@@ -15,92 +16,16 @@ host.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import httpx
+from agent.model.backends import ChatClient, look
+from agent.model.host import Host, HostView
+from agent.model.reply import ChatReply, ModelUnavailable
 
-from agent.model.ollama_client import ChatReply, ModelUnavailable, OllamaClient, _tls, normalize_host
-
-
-@dataclass(frozen=True)
-class Host:
-    """One Ollama server as the operator named it."""
-
-    url: str
-    label: str = ""
-    weight: float = 1.0
-
-    @property
-    def name(self) -> str:
-        return self.label or normalize_host(self.url).split("://", 1)[1]
-
-
-@dataclass(frozen=True)
-class HostView:
-    """What one host said when it was last asked: its models, what is loaded, and the memory held."""
-
-    host: Host
-    up: bool
-    models: tuple[str, ...] = ()
-    loaded: tuple[str, ...] = ()
-    vram: int = 0  # bytes the loaded models hold (size_vram, else size)
-    why: str = ""  # why it is down
-
-    def has(self, model: str) -> bool:
-        return _match(model, self.models) is not None
-
-    def has_loaded(self, model: str) -> bool:
-        return _match(model, self.loaded) is not None
-
-
-def _match(model: str, names: Sequence[str]) -> str | None:
-    """`qwen2.5` matches `qwen2.5:latest`; a name with a tag matches only itself."""
-    if model in names:
-        return model
-    if ":" not in model:
-        return next((n for n in names if n == f"{model}:latest"), None)
-    return None
-
-
-def look(host: Host, timeout_s: float = 1.5) -> HostView:
-    """Ask one host for its tags and its loaded models; a host that does not answer both is down."""
-    base = normalize_host(host.url)
-    verify: ssl.SSLContext | bool = _tls() if base.startswith("https://") else False
-    try:
-        with httpx.Client(timeout=timeout_s, verify=verify) as http:
-            tags = _models(http.get(f"{base}/api/tags"), "tags")
-            ps = _models(http.get(f"{base}/api/ps"), "ps")
-    except (httpx.HTTPError, OSError, ValueError) as exc:
-        return HostView(host, up=False, why=_why(exc, base))
-    names = tuple(str(m["name"]) for m in tags if m.get("name"))
-    loaded = tuple(str(m.get("name") or m.get("model")) for m in ps if m.get("name") or m.get("model"))
-    vram = sum(_size(m) for m in ps)
-    return HostView(host, up=True, models=names, loaded=loaded, vram=vram)
-
-
-def _models(response: httpx.Response, what: str) -> list[dict[str, Any]]:
-    if response.status_code != 200:
-        raise ValueError(f"/api/{what} answered HTTP {response.status_code}")
-    models = response.json().get("models")
-    if not isinstance(models, list):
-        raise ValueError(f"/api/{what} has no list of models")
-    return [m for m in models if isinstance(m, dict)]
-
-
-def _size(model: dict[str, Any]) -> int:
-    value = model.get("size_vram") or model.get("size") or 0
-    return value if isinstance(value, int) and value >= 0 else 0
-
-
-def _why(exc: BaseException, base: str) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "refused" in text.lower():
-        text = "connection refused"
-    return f"{base}: {text[:160]}"
+__all__ = ["Host", "HostPool", "HostView", "choice_line", "no_host_line", "pulled_anywhere", "rank", "survey"]
 
 
 def survey(hosts: Sequence[Host], timeout_s: float = 1.5) -> list[HostView]:
@@ -142,23 +67,24 @@ def choice_line(views: Sequence[HostView], model: str, label: str = "") -> str:
 def no_host_line(views: Sequence[HostView], model: str, label: str = "") -> str:
     where = f" labelled {label}" if label else ""
     said = "; ".join(f"{v.host.name}: {'has no ' + model if v.up else 'down (' + v.why + ')'}" for v in views)
-    return f"no Ollama host{where} that is up has model {model} ({said}); pull it on one: ollama pull {model}"
+    fix = f"pull it on one: ollama pull {model}" if any(v.host.kind == "ollama" for v in views) else "serve it on one"
+    return f"no model host{where} that is up has model {model} ({said}); {fix}"
 
 
 @dataclass
 class HostPool:
     """A ChatModel over several hosts: each turn goes to the best host; a failed host is marked
     down and the same turn goes to the next one that has the model (its prompt cache starts cold,
-    which `on_switch` says). `client_for(url)` makes the OllamaClient of one host (the run's options,
-    num_ctx, timeouts and callbacks); clients are made on first use and kept."""
+    which `on_switch` says). `client_for(host)` makes the client of one host, of its kind (the run's
+    options, num_ctx, timeouts and callbacks); clients are made on first use and kept."""
 
     model: str
     views: list[HostView]
-    client_for: Callable[[str], OllamaClient]
+    client_for: Callable[[Host], ChatClient]
     label: str = ""
     on_switch: Callable[[str], None] | None = None
     refresh: Callable[[], list[HostView]] | None = None  # asked again when a host fails
-    _clients: dict[str, OllamaClient] = field(default_factory=dict)
+    _clients: dict[str, ChatClient] = field(default_factory=dict)
     _current: HostView | None = None
     _failed: set[str] = field(default_factory=set)
 
@@ -188,7 +114,7 @@ class HostPool:
                 continue
             reply.host = view.host.name
             return reply
-        raise ModelUnavailable(f"every Ollama host with model {self.model} failed this turn: " + " | ".join(tried))
+        raise ModelUnavailable(f"every host with model {self.model} failed this turn: " + " | ".join(tried))
 
     def _down(self, view: HostView, why: str) -> None:
         """Mark the failed host down and look again at the others (one may have come back, or
@@ -204,10 +130,10 @@ class HostPool:
                 "whose prompt cache starts cold"
             )
 
-    def _client(self, view: HostView) -> OllamaClient:
+    def _client(self, view: HostView) -> ChatClient:
         url = view.host.url
         if url not in self._clients:
-            self._clients[url] = self.client_for(url)
+            self._clients[url] = self.client_for(view.host)
         return self._clients[url]
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent.model.ollama_client import BadReply, ChatReply, decode_message
+from agent.model.reply import BadReply, ChatReply, decode_message
 
 Reply = dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]
 

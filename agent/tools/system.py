@@ -110,15 +110,15 @@ def _disk(path: Path) -> str:
     return f"disk {path}: {usage.free // 2**30} GiB free of {usage.total // 2**30} GiB ({usage.used * 100 // usage.total}% used)"
 
 
-def _ollama(host: str) -> str:
-    from agent.model.ollama_client import probe  # httpx: only when the health is asked for
+def _model_server(host: str) -> str:
+    from agent.model.backends import probe  # httpx: only when the health is asked for
 
     if not host:
-        return "ollama: no server configured for this run"
+        return "model server: none configured for this run"
     models = probe(host)
     if models is None:
-        return f"ollama: not reachable at {host}"
-    return f"ollama: reachable at {host}; models: {', '.join(models) or 'none pulled'}"
+        return f"model server: not reachable at {host}"
+    return f"model server: reachable at {host}; models: {', '.join(models) or 'none'}"
 
 
 def _failed_units(root: Path) -> str:
@@ -147,7 +147,7 @@ def system_health(args: dict[str, Any], ws: Workspace) -> str:
         f"load: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs",
         _meminfo(),
         _disk(ws.root),
-        _ollama(ws.services.ollama_host),
+        _model_server(ws.services.model_host),
         _failed_units(root),
     ]
     return "\n".join(lines)

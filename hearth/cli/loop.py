@@ -9,7 +9,8 @@ import traceback
 from pathlib import Path
 
 from agent.loop import Outcome
-from agent.model.ollama_client import DEFAULT_NUM_CTX
+from agent.model import DEFAULT_NUM_CTX
+from agent.model.host import parse_host
 from agent.safety.policy import MODES
 from hearth.cli.main import add_common, flush_alerts, parse, use_state_dir
 from hearth.errors import HearthError, UsageError
@@ -44,12 +45,16 @@ environment:
                      (default qwen2.5-coder; $HEARTH_CONFIG_DIR/router.toml holds the rules)
   HEARTH_DAILY_TOKENS   the box's daily token budget (also $HEARTH_CONFIG_DIR/budget.toml, per agent too)
   HEARTH_MODE, HEARTH_MAX_ITERATIONS   the same for --mode (default auto) and --max-iterations (default 12)
-  OLLAMA_HOST        the Ollama server (default 127.0.0.1:11434)
+  HEARTH_MODEL_HOST  the model server, [KIND+]URL: an Ollama URL, or openai+URL for a server speaking
+                     /v1/chat/completions (llama.cpp, vLLM, LM Studio); else OLLAMA_HOST, else 127.0.0.1:11434
+  HEARTH_MODEL_HOSTS several servers, label=[KIND+]URL,... ($HEARTH_CONFIG_DIR/router.toml's [[host]] too)
   HEARTH_SANDBOX     command sandbox: auto (default), bwrap, landlock, or none (unsafe: no OS wall;
                      warned about and recorded on every run)
   HEARTH_AUTO_COMMANDS        command heads auto mode runs without asking, e.g. git,ls,pytest
   HEARTH_APPROVAL_WAIT        how long an approval waits for a person (90s, 30m, 8h; default 12h); silence is a deny
-  HEARTH_OLLAMA_TIMEOUT_S, HEARTH_OLLAMA_BACKOFF_S   model call timeout and retry backoff
+  HEARTH_MODEL_TIMEOUT_S, HEARTH_MODEL_BACKOFF_S   how long to wait for the server to begin answering,
+                     then for each chunk (default 600), and the retry backoff (HEARTH_OLLAMA_* still read)
+  HEARTH_REPLY_TOKENS       the most tokens one model reply may have (default 2048)
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_EMBED_MODEL        Ollama embedding model of semantic recall (default nomic-embed-text; off: text only)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
@@ -115,7 +120,21 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="NAME,NAME",
         help="the only tools this run may use, checked before it starts (default: the profile's list, else all)",
     )
-    parser.add_argument("--ollama-host", default=settings.ollama_host, help="default $OLLAMA_HOST or 127.0.0.1:11434")
+    parser.add_argument(
+        "--host",
+        "--ollama-host",
+        dest="model_host",
+        default=settings.model_host,
+        metavar="[KIND+]URL",
+        help="the model server: an Ollama URL, or openai+URL for an OpenAI-compatible one (llama.cpp, vLLM); "
+        "default $HEARTH_MODEL_HOST, else $OLLAMA_HOST, else 127.0.0.1:11434",
+    )
+    parser.add_argument(
+        "--reply-tokens",
+        type=int,
+        metavar="N",
+        help="the most tokens one model reply may have (default: the profile's, else $HEARTH_REPLY_TOKENS, else 2048)",
+    )
     parser.add_argument(
         "--num-ctx",
         type=int,
@@ -206,7 +225,12 @@ def _main(argv: list[str]) -> int:
     use_state_dir(args.state_dir)
     if args.state_dir:  # read again: --state-dir is now the environment's
         settings = Settings.from_env()
-    settings = Settings(**{**settings.__dict__, "ollama_host": args.ollama_host})
+    try:
+        parse_host(args.model_host)
+    except ValueError as exc:
+        print(f"hearth-loop: --host: {exc}", file=sys.stderr)
+        return EXIT_CODES["usage"]
+    settings = Settings(**{**settings.__dict__, "model_host": args.model_host})
     configure_logging(settings.log_level, lambda: load_redactor(settings))
     try:
         if args.self_test:
@@ -230,6 +254,7 @@ def _main(argv: list[str]) -> int:
             network=args.network,
             label=args.label,
             max_tokens=args.max_tokens,
+            reply_tokens=args.reply_tokens,
         )
         if args.marathon is not None or args.check_file or args.check_command:
             outcome = _marathon(args, request, settings)

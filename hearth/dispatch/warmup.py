@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 
-from agent.model.ollama_client import OllamaClient
+from agent.model.backends import client_for
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.errors import ConfigError
 from hearth.settings import Settings
@@ -21,7 +21,7 @@ def warm() -> None:
         detect(Settings.from_env().sandbox)
     except (SandboxUnavailable, ConfigError, ValueError):
         pass  # each run meets the same problem and records it itself
-    OllamaClient("warm-up", "127.0.0.1:1").close()  # builds the client; sends nothing
+    client_for("127.0.0.1:1", "warm-up").close()  # builds the client (both backends' code); sends nothing
     codecs.lookup("utf-8")
 
 

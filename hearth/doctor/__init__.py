@@ -72,11 +72,7 @@ def diagnose(
         *check_credentials(settings),
         *check_leash(settings),
         *check_mcp(settings),
-        *(
-            check_hosts(settings, models)
-            if named_hosts(settings)
-            else check_ollama(settings.ollama_host, models, probe)
-        ),
+        *(check_hosts(settings, models) if named_hosts(settings) else check_ollama(settings.model_host, models, probe)),
         *check_recall(settings, probe),
         *check_sandbox(settings.sandbox),
         *check_reach(hearth_places(sys.prefix if sys.prefix != sys.base_prefix else "", settings.sandbox_expose)),

@@ -16,26 +16,34 @@ import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from agent.model.host import parse_host
 from agent.safety.sandbox import SandboxUnavailable, detect
 from hearth.doctor.finding import Finding
 from hearth.run.router import AUTO, Route, against_pulled, pull_hint
 
 
 def check_ollama(host: str, models: dict[str, list[str]], probe: Callable[[str], list[str] | None]) -> list[Finding]:
-    """`models`: model name -> the profiles that use it."""
+    """The one model host (HEARTH_MODEL_HOST, else OLLAMA_HOST), of its kind; `models`: model name ->
+    the profiles that use it."""
+    server = parse_host(host)
     pulled = probe(host)
     if pulled is None:
         # still an error (doctor answers "can a real run work now?", and none can), but the demo that
-        # just worked needs no Ollama: say so, so a working demo and a failing doctor do not read as a contradiction
+        # just worked needs no model server: say so, so a working demo and a failing doctor do not read as a contradiction
+        fix = (
+            "is ollama.service running? (OLLAMA_HOST)"
+            if server.kind == "ollama"
+            else "is it running? (HEARTH_MODEL_HOST)"
+        )
         return [
             Finding(
                 "ollama",
                 "error",
-                f"cannot reach Ollama at {host}; is ollama.service running? (OLLAMA_HOST). "
-                "`hearth demo` needs no Ollama (it plays a scripted model); real runs do",
+                f"cannot reach {kind_name(server.kind)} at {server.base}; {fix}. "
+                "`hearth demo` needs no model server (it plays a scripted model); real runs do",
             )
         ]
-    found = [Finding("ollama", "ok", f"Ollama at {host} answers with {len(pulled)} model(s)")]
+    found = [Finding("ollama", "ok", f"{kind_name(server.kind)} at {server.base} answers with {len(pulled)} model(s)")]
     return found + model_findings(models, pulled)
 
 
@@ -59,6 +67,11 @@ def model_findings(models: dict[str, list[str]], pulled: list[str], where: str =
             )
             found.append(Finding("models", "warn", line))
     return found
+
+
+def kind_name(kind: str) -> str:
+    """How a line names a server of this kind."""
+    return {"ollama": "Ollama", "openai": "the OpenAI-compatible server"}.get(kind, kind)
 
 
 def check_sandbox(kind: str) -> list[Finding]:

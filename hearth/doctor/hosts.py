@@ -1,4 +1,4 @@
-"""The doctor's check of several Ollama hosts (router.toml's [[host]], HEARTH_OLLAMA_HOSTS): each
+"""The doctor's check of several model hosts (router.toml's [[host]], HEARTH_MODEL_HOSTS): each host's kind,
 host up or down with its models and what it has loaded, and each profile's model on at least one
 host. Its own room beside host.py's single-server check, which it replaces when hosts are named.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from agent.model.hosts import HostView, pulled_anywhere, survey
 from agent.model.tags import resolve_tag
 from hearth.doctor.finding import Finding
-from hearth.doctor.host import model_findings
+from hearth.doctor.host import kind_name, model_findings
 from hearth.errors import ConfigError
 from hearth.run.hosts import SURVEY_S, configured
 from hearth.settings import Settings
@@ -41,7 +41,7 @@ def check_hosts(settings: Settings, models: dict[str, list[str]]) -> list[Findin
 
 
 def _host(view: HostView) -> Finding:
-    where = f"Ollama host {view.host.name} ({view.host.url})"
+    where = f"{kind_name(view.host.kind)} host {view.host.name} ({view.host.written})"
     if not view.up:
         return Finding("ollama", "error", f"{where} does not answer: {view.why}; runs go to the other hosts")
     loaded = f", {len(view.loaded)} loaded ({view.vram / 2**30:.1f} GiB)" if view.loaded else ""

@@ -29,10 +29,11 @@ def check_recall(settings: Settings, probe: Callable[[str], list[str] | None]) -
         open_vec(Path(":memory:")).close()  # loading the extension is the question, not the file
     except (VecUnavailable, OSError) as exc:
         return [Finding("recall", "warn", f"semantic recall cannot work here, search is by text only: {exc}")]
-    pulled = probe(settings.ollama_host)
+    pulled = probe(settings.embedder_host)
     if pulled is None:
-        return [Finding("recall", "info", "semantic recall not checked: Ollama does not answer (see the ollama line)")]
-    tagged = resolve_tag(model, pulled)  # the embedder asks for the tag the server has (agent/model/embeddings.py)
+        where = f"the embedding host {settings.embed_host}" if settings.embed_host else "the model host"
+        return [Finding("recall", "info", f"semantic recall not checked: {where} does not answer")]
+    tagged = resolve_tag(model, pulled)  # the embedder asks for the tag the server has (agent/model/backends.py)
     if tagged is None:
         how = HOW.format(m=model)
         return [Finding("recall", "warn", f"search is by text only: the embedding model {model} is not pulled; {how}")]

@@ -131,10 +131,12 @@ def _matched(root: Path, path: str, pattern: str) -> Result:
 
 
 def _judged(case: Case, run: dict[str, Any], settings: Settings) -> Result:
-    from agent.model.ollama_client import OllamaClient
+    from agent.model.backends import client_for
+    from agent.model.host import ChatOptions
     from hearth.run.long.judge import ask_json
 
-    model = OllamaClient(settings.model, settings.ollama_host, timeout_s=settings.ollama_timeout_s)
+    options = ChatOptions(timeout_s=settings.model_timeout_s, reply_tokens=settings.reply_tokens)
+    model = client_for(settings.model_host, settings.model, options)
     question = (
         f"## Goal\n{case.goal}\n\n## How the run ended\n{run['status']}\n\n## Its summary\n"
         f"{run.get('summary') or '(none)'}\n\n## The question\n{case.checks.judge}"

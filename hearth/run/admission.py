@@ -28,7 +28,7 @@ from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
-from hearth.limits import MAX_ITERATIONS, parse_duration
+from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MIN_REPLY_TOKENS, parse_duration
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, made_by_hearth, state_inside
 from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
@@ -352,6 +352,7 @@ def plan_of(
         defaults=settings,
         think=request.think,
         web_extract=request.web_extract,
+        reply_tokens=request.reply_tokens,
     )
     chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
     route, warning = route_request(request, profile, chosen, settings, pulled)
@@ -397,6 +398,7 @@ def _plan(
         tool_set=chosen.tool_set,
         think=think_text(chosen.think),
         web_extract=chosen.web_extract,
+        reply_tokens=chosen.reply_tokens,
     )
 
 
@@ -427,6 +429,8 @@ def validate(plan: RunPlan) -> str | None:
         return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {plan.max_iters}"
     if not plan.model.strip():
         return "no model given; pass --model NAME"
+    if not MIN_REPLY_TOKENS <= plan.reply_tokens <= MAX_REPLY_TOKENS:
+        return f"reply tokens must be between {MIN_REPLY_TOKENS} and {MAX_REPLY_TOKENS}, got {plan.reply_tokens}"
     if plan.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
         try:
             check_tool_names(list(plan.allowed_tools))

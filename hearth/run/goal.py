@@ -60,6 +60,7 @@ class GoalRequest:
     fallbacks: tuple[str, ...] = ()
     think: bool | str | None = None  # Ollama's think option; None: the profile's, else not sent
     web_extract: bool | None = None  # web_fetch through the no-tools extractor; None: the profile's, else on
+    reply_tokens: int | None = None  # the most tokens one model reply may have; None: the profile's, else the host's
     # from the queue (goal_request): its asker is only what the request says (hearth/run/long/followup.py)
     queued: bool = False
     escalate: bool = False
@@ -110,6 +111,7 @@ class RunPlan:
     tool_set: str = "all"
     think: str = ""  # Ollama's think as the run row keeps it: "" (not sent), true, false, low, medium, high
     web_extract: bool = False
+    reply_tokens: int = 0  # the most tokens one model reply may have (0: the server's own limit)
 
     @property
     def manifest(self) -> list[str] | None:
@@ -150,6 +152,7 @@ class RunPlan:
             max_tokens=self.max_tokens or None,
             think=think_value(self.think),
             web_extract=self.web_extract,
+            reply_tokens=self.reply_tokens or None,
         )
 
 

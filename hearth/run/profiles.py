@@ -17,6 +17,7 @@
         approval_wait = "8h"                    how long an approval waits for a person (a deny after)
         tool_set = "common"                     without allowed_tools: the common chores, or "all"
         think = "low"                           a thinking model's effort: true, false, "low", "medium", "high"
+        reply_tokens = 2048                     the most tokens one model reply may have (HEARTH_REPLY_TOKENS)
         web_extract = true                      web_fetch answers through a no-tools extractor (default true)
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
@@ -44,7 +45,7 @@ from typing import Any
 from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
-from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS, parse_duration
+from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MAX_RUN_TOKENS, MIN_REPLY_TOKENS, parse_duration
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
@@ -67,6 +68,7 @@ KEYS = (
     "tool_set",
     "think",
     "web_extract",
+    "reply_tokens",
 )
 THINK_LEVELS = ("low", "medium", "high")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -93,6 +95,7 @@ class Profile:
     tool_set: str | None = None  # None: the host's (HEARTH_TOOL_SET)
     think: bool | str | None = None  # None: not sent (the model's own default)
     web_extract: bool | None = None  # None: on
+    reply_tokens: int | None = None  # None: the host's (HEARTH_REPLY_TOKENS)
 
     @property
     def builtin(self) -> bool:
@@ -213,6 +216,8 @@ def _problem(key: str, value: Any) -> str | None:
         return f"must be true, false or one of {', '.join(THINK_LEVELS)}"
     if key == "web_extract" and not isinstance(value, bool):
         return "must be true or false"
+    if key == "reply_tokens" and not (type(value) is int and MIN_REPLY_TOKENS <= value <= MAX_REPLY_TOKENS):
+        return f"must be a whole number of tokens from {MIN_REPLY_TOKENS} to {MAX_REPLY_TOKENS}"
     if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
         return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
     return None
@@ -239,6 +244,7 @@ class Chosen:
     tool_set: str = "common"  # what allowed_tools None shows: the common chores, or every tool (`all`)
     think: bool | str | None = None
     web_extract: bool = True
+    reply_tokens: int = 0
 
 
 def apply_profile(
@@ -251,6 +257,7 @@ def apply_profile(
     defaults: Settings,
     think: bool | str | None = None,
     web_extract: bool | None = None,
+    reply_tokens: int | None = None,
 ) -> Chosen:
     """The run's settings: what was given explicitly, else the profile's, else hearth's default,
     within the profile's ceilings; UsageError when an explicit value is above one."""
@@ -269,6 +276,7 @@ def apply_profile(
         tool_set=profile.tool_set or defaults.tool_set,
         think=think if think is not None else profile.think,
         web_extract=_first(web_extract, profile.web_extract, True),
+        reply_tokens=reply_tokens or profile.reply_tokens or defaults.reply_tokens,
     )
 
 

@@ -149,9 +149,14 @@ class Recorder:
             "tokens_out": d["tokens_out"],
             "duration_ms": _ms(d["duration_s"]),
         }
-        # several Ollama hosts: which one answered; thinking, kept for the audit (the history gets it
-        # only for the families that need it)
-        data = {k: d[k] for k in ("host", "thinking") if d.get(k)}
+        # several hosts: which one answered; thinking, kept for the audit (the history gets it only for
+        # the families that need it); what the server took from its prompt cache, when it first wrote,
+        # and whether the reply was cut at its length cap
+        data = {k: d[k] for k in ("host", "thinking", "cut") if d.get(k)}
+        if "tokens_cached" in d:
+            data["tokens_cached"] = d["tokens_cached"]
+        if d.get("first_token_s"):
+            data["first_token_ms"] = _ms(d["first_token_s"])
         if data:
             columns["data"] = json.dumps(data, ensure_ascii=False)
         self.sink.record(StepRecorded(self.run_id, "model", columns))

@@ -22,8 +22,10 @@ from agent.context.extractor import Extractor
 from agent.context.files import SubdirectoryNotes
 from agent.context.prompt import PromptPart
 from agent.loop import Event, Loop, Outcome, StopRun
-from agent.model.hosts import HostPool
-from agent.model.ollama_client import DEFAULT_NUM_CTX, ChatModel, OllamaClient
+from agent.model import DEFAULT_NUM_CTX
+from agent.model.backends import ChatClient, client_for
+from agent.model.host import ChatOptions, Host
+from agent.model.reply import ChatModel
 from agent.safety.policy import Approver
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxUnavailable, detect, start_detection
@@ -177,7 +179,7 @@ def _with_model(
     # run waited on is the person's decision, not a rule's
     resumed = going.point.approval if going.point else None
     approve = with_rules(approve, run.recorder, run.audit, run.plan.agent_name, resumed=resumed)
-    own: OllamaClient | HostPool | None = None  # a client we open is ours to close
+    own: ChatClient | None = None  # a client we open is ours to close
     if model is None:
         model = own = model_client(run.plan, settings, run.recorder, host=run.route.host)
     try:
@@ -311,34 +313,36 @@ def _sandbox_label(kind: str) -> str:
         return f"unavailable: {exc}"
 
 
-def model_client(
-    plan: RunPlan, settings: Settings, recorder: Recorder | None = None, *, host: str = ""
-) -> OllamaClient | HostPool:
-    """The run's model: one Ollama host's client, or a pool over several (hearth/run/hosts.py), whose
-    choice of host and any switch are `host` steps. `host` is a label a router rule pinned."""
-
-    def client(url: str, retries: int = 3) -> OllamaClient:
-        made = OllamaClient(
-            plan.model,
-            url,
-            num_ctx=plan.num_ctx,
-            timeout_s=settings.ollama_timeout_s,
-            retries=retries,
-            backoff_s=settings.ollama_backoff_s,
-            on_retry=recorder.retrying if recorder else None,
-            on_tokens=recorder.progress if recorder else None,
-            think=think_value(plan.think),
-        )
-        if recorder is not None:
-            made.on_no_thinking = lambda said: recorder.notice(
-                "model", f"{plan.model} does not support thinking; it runs without think={plan.think} ({said})"
+def model_client(plan: RunPlan, settings: Settings, recorder: Recorder | None = None, *, host: str = "") -> ChatClient:
+    """The run's model: one host's client (of the host's kind), or a pool over several
+    (hearth/run/hosts.py), whose choice of host and any switch are `host` steps. `host` is a label a
+    router rule pinned."""
+    options = ChatOptions(
+        num_ctx=plan.num_ctx,
+        reply_tokens=plan.reply_tokens,
+        timeout_s=settings.model_timeout_s,
+        backoff_s=settings.model_backoff_s,
+        think=think_value(plan.think),
+        on_retry=recorder.retrying if recorder else None,
+        on_tokens=recorder.progress if recorder else None,
+        on_no_thinking=(
+            (
+                lambda said: recorder.notice(
+                    "model", f"{plan.model} does not support thinking; it runs without think={plan.think} ({said})"
+                )
             )
-        return made
+            if recorder
+            else None
+        ),
+    )
+
+    def client(where: Host, retries: int = 3) -> ChatClient:
+        return client_for(where, plan.model, replace(options, retries=retries))
 
     note = (lambda line: recorder.note("host", detail=line)) if recorder else None
     # with another host to turn to, one retry on a failing host is enough before moving on
-    pooled = hosts.pool(plan.model, settings, lambda url: client(url, retries=1), host, note)
-    return pooled if pooled is not None else client(settings.ollama_host)
+    pooled = hosts.pool(plan.model, settings, lambda where: client(where, retries=1), host, note)
+    return pooled if pooled is not None else client(hosts.single(settings))
 
 
 def check_window(num_ctx: int, prompt: str, schemas: list[dict[str, Any]]) -> None:

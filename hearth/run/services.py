@@ -71,7 +71,7 @@ def run_services(
         credentials=RunCredentials(store, plan.credentials, redactor, record),
         redact=redactor,
         config_repo=Path(plan.config_repo) if plan.config_repo else None,
-        ollama_host=settings.ollama_host,
+        model_host=settings.model_host,
         auto_commands=settings.auto_commands,
         protected=(str(settings.checkpoints_dir),),
         embedder=embedder_for(settings),

@@ -15,13 +15,13 @@ from tests.fake_ollama import FakeOllama, concept_vectors
 
 @needs_vec
 def test_the_background_pass_embeds_what_was_stored_while_the_embedder_was_away(state_dir: Path) -> None:
-    away = replace(Settings.from_env(), ollama_host="http://127.0.0.1:9")
+    away = replace(Settings.from_env(), model_host="http://127.0.0.1:9")
     away.state_dir.mkdir(parents=True)
     with open_knowledge(away) as kb:
         kb.add("The backup job needs the NAS mounted first.", title="b", source="b")
         assert [h.way for h in kb.search("why does the nightly copy fail")] == []
     with FakeOllama(embedders={"nomic-embed-text": concept_vectors(CONCEPTS)}) as fake:
-        back = replace(away, ollama_host=fake.url)
+        back = replace(away, model_host=fake.url)
         backlog = Backlog(back, every_s=3600).start()
         deadline = time.monotonic() + 60
         while backlog.passes < 1 and time.monotonic() < deadline:  # wait on the pass, not the clock

@@ -111,6 +111,20 @@ def test_assertions_catch_a_state_dir_outside_var_lib_and_an_unknown_schedule_ag
     assert _failed_assertions(evaluate({"enable": True}, tmp_path)) == []
 
 
+def test_a_hosts_key_is_a_credential_the_module_has_and_is_written_by_name(tmp_path: Path) -> None:
+    host = {"url": "http://10.0.0.7:8000", "kind": "openai", "apiKey": "vllm"}
+    missing = _failed_assertions(evaluate({"enable": True, "ollama": {"hosts": [host]}}, tmp_path))
+    assert missing == [
+        "services.hearth.ollama.hosts: the host http://10.0.0.7:8000 names apiKey vllm, which is not in "
+        "services.hearth.credentials"
+    ]
+    credentials = {"vllm": {"file": "/run/secrets/vllm", "hosts": ["10.0.0.7"]}}
+    result = evaluate({"enable": True, "ollama": {"hosts": [host]}, "credentials": credentials}, tmp_path)
+    assert _failed_assertions(result) == []
+    router = result["config"]["environment"]["etc"]["hearth/router.toml"]["text"]
+    assert 'kind = "openai"' in router and 'api_key = "cred:vllm"' in router and "/run/secrets" not in router
+
+
 def test_agent_profiles_are_written_as_agents_md_and_a_toml_manifest(tmp_path: Path) -> None:
     result = evaluate(
         {
@@ -235,7 +249,11 @@ LEASH = {
     "ollama": {
         "enable": True,
         "models": ["qwen2.5-coder:7b", "qwen2.5-coder:3b"],
-        "hosts": [{"url": "http://10.0.0.5:11434", "label": "gpu1"}, {"url": "http://10.0.0.6:11434", "weight": 2}],
+        "hosts": [
+            {"url": "http://10.0.0.5:11434", "label": "gpu1"},
+            {"url": "http://10.0.0.6:11434", "weight": 2},
+            {"url": "http://10.0.0.7:8000/v1", "kind": "openai", "label": "vllm", "timeoutSec": 900},
+        ],
     },
     "agents": {"notes": {"fallbacks": ["qwen2.5-coder:3b"], "escalate": True, "maxTokens": 9000}},
     "router": {
@@ -294,9 +312,10 @@ def test_router_budget_alerts_and_missions_are_written_as_hearth_reads_them(tmp_
     ]
     assert [r.host for r in router.rules] == ["", "gpu1"]
     settings_here = Settings.from_env({"HEARTH_CONFIG_DIR": str(config), "HEARTH_STATE_DIR": str(tmp_path / "s")})
-    assert [(h.url, h.label, h.weight) for h in configured(settings_here)] == [
-        ("http://10.0.0.5:11434", "gpu1", 1.0),
-        ("http://10.0.0.6:11434", "", 2.0),
+    assert [(h.url, h.label, h.weight, h.kind, h.timeout_s) for h in configured(settings_here)] == [
+        ("http://10.0.0.5:11434", "gpu1", 1.0, "ollama", None),
+        ("http://10.0.0.6:11434", "", 2.0, "ollama", None),
+        ("http://10.0.0.7:8000/v1", "vllm", 1.0, "openai", 900.0),
     ]
     agent_allow = result["config"]["systemd"]["services"]["hearth-agent@"]["serviceConfig"]["IPAddressAllow"]
     assert "10.0.0.5" in agent_allow and "10.0.0.6" in agent_allow

@@ -50,13 +50,11 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.run.goal import GoalRequest
     from hearth.run.runner import run_goal
 
-    real = None if args.scripted else pick_real_model(settings.ollama_host, settings.model)
+    real = None if args.scripted else pick_real_model(settings.model_host, settings.model)
     model = None if real else ScriptedModel(demo_script(), model="demo-script", counted=True)
     name = real or "demo-script"
     where = (
-        f"Ollama at {settings.ollama_host}"
-        if real
-        else f"the scripted demo model (no Ollama at {settings.ollama_host})"
+        f"Ollama at {settings.model_host}" if real else f"the scripted demo model (no Ollama at {settings.model_host})"
     )
     say: Callable[[str], None] = print if not args.json else _to_stderr
     say(f"hearth demo: goal for {name}, using {where}\n  {GOAL}")

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.model.ollama_client import probe
+    from agent.model.backends import probe
     from hearth.doctor import diagnose
     from hearth.doctor.finding import summary_counts
 
@@ -123,7 +123,7 @@ def _context_report(name: str, shown: dict[str, Any] | None, num_ctx: int) -> di
 
 
 def _print_findings(settings: Settings, findings: list[Finding], counts: dict[str, int]) -> None:
-    print(f"hearth doctor: state {settings.state_dir}, config {settings.config_dir}, Ollama {settings.ollama_host}")
+    print(f"hearth doctor: state {settings.state_dir}, config {settings.config_dir}, Ollama {settings.model_host}")
     for f in findings:
         print(f"  {f.status:<5}  {f.check:<16} {f.message}")
     print(f"{counts['error']} error(s), {counts['warn']} warning(s)")

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from agent.model.ollama_client import ChatModel, ModelError
+from agent.model.reply import ChatModel, ModelError
 from agent.parsing.json_repair import loads_lenient
 
 T = TypeVar("T")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.loop import Outcome
-from agent.model.ollama_client import ChatModel
+from agent.model.reply import ChatModel
 from agent.safety.workspace import PathRefused, Workspace
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Protocol, TextIO
 from pydantic import Field, StringConstraints, TypeAdapter
 
 from agent.loop import Outcome
-from agent.model.ollama_client import ChatModel
+from agent.model.reply import ChatModel
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.queue.request import Request

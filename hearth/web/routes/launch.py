@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from agent.model.ollama_client import probe
+from agent.model.backends import probe
 from agent.tools.builtin import TOOLS
 from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
@@ -61,8 +61,8 @@ def form_choices(request: Request) -> dict[str, Any]:
         credentials = []
     return {
         "profiles": profile_names(settings.config_dir),
-        "models": probe(settings.ollama_host, timeout_s=1.0),
-        "ollama_host": settings.ollama_host,
+        "models": probe(settings.model_host, timeout_s=1.0),
+        "model_host": settings.model_host,
         "default_model": settings.model,
         "tools": [{"name": t.name, "risk": t.risk, "description": t.description.split(". ")[0]} for t in tools],
         "credential_names": credentials,
@@ -173,7 +173,7 @@ async def continue_submit(request: Request, run_id: str, me: Identity = Depends(
             404 if earlier is None else 409,
             f"run {run_id[:80]!r} cannot be continued: it is {'unknown' if earlier is None else 'still running'}",
         )
-    refused = await run_in_threadpool(follow_up_refused, web_of(request).config.settings.ollama_host, earlier)
+    refused = await run_in_threadpool(follow_up_refused, web_of(request).config.settings.model_host, earlier)
     if refused:
         raise WebError(409, f"run {run_id[:80]!r} cannot be continued: {refused}")
     form = await _form_values(request)

@@ -1,9 +1,10 @@
-"""The model server: the models the configured Ollama has pulled, and those loaded with their memory;
-with several Ollama hosts (hearth/run/hosts.py), the same for each host, in the operator's order.
+"""The model servers: the models each configured host has, and those loaded with their memory; with
+several hosts (hearth/run/hosts.py), the same for each, in the operator's order, each of its kind
+(Ollama, or an OpenAI-compatible server).
 
-Asked of Ollama through agent/model/ollama_client.py's `server_models` (/api/tags and /api/ps), at
-each request and with a short timeout; when Ollama does not answer, the page says so in one line
-(with the address and what to check) instead of an empty table.
+Asked through the backend table (agent/model/backends.py's `look`, with each model's window and
+capabilities), at each request and with a short timeout; when a host does not answer, the page says
+so in one line (with the address and what to check) instead of an empty table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse
 
-from agent.model.ollama_client import ModelUnavailable, normalize_host, server_models
+from agent.model.backends import look
+from agent.model.host import Host, HostView, ModelInfo, parse_host
 from hearth.errors import ConfigError
 from hearth.run.hosts import configured
 from hearth.settings import Settings
@@ -23,62 +25,84 @@ from hearth.web.context import web_of
 from hearth.web.security import Identity, viewer
 
 router = APIRouter()
+KIND_NAMES = {"ollama": "Ollama", "openai": "OpenAI-compatible server"}
 
 
 def models_data(settings: Settings) -> dict[str, Any]:
-    """`hosts`: each host's {label, host, up, problem, pulled, loaded} (one: OLLAMA_HOST), asked at
-    once; the first host's fields also at the top, as with one host. A broken [[host]] table is the
-    problem of a host of its own, so the page says it."""
+    """`hosts`: each host's {label, kind, host, up, problem, pulled, loaded} (one: the model host),
+    asked at once; the first host's fields also at the top, as with one host. A broken [[host]]
+    table is the problem of a host of its own, so the page says it."""
     try:
-        named = [(h.label, h.url) for h in configured(settings)] or [("", settings.ollama_host)]
-        broken = ""
+        named, broken = list(configured(settings)) or [parse_host(settings.model_host)], ""
     except ConfigError as exc:
-        named, broken = [("", settings.ollama_host)], str(exc)
+        named, broken = [parse_host(settings.model_host)], str(exc)
     with ThreadPoolExecutor(max_workers=min(8, len(named))) as pool:
-        hosts = list(pool.map(lambda h: {"label": h[0], **host_data(h[1])}, named))
+        hosts = list(pool.map(host_data, named))
     if broken:
         hosts.insert(
-            0, {"label": "router.toml", "host": "", "up": False, "problem": broken, "pulled": [], "loaded": []}
+            0,
+            {
+                "label": "router.toml",
+                "kind": "",
+                "host": "",
+                "up": False,
+                "problem": broken,
+                "pulled": [],
+                "loaded": [],
+            },
         )
     return {**hosts[0], "hosts": hosts, "default": settings.model}
 
 
-def host_data(url: str) -> dict[str, Any]:
-    """{host, up, problem, pulled, loaded} of one Ollama; each model with its size and details."""
-    host = normalize_host(url)
-    try:
-        found = server_models(url)
-    except ModelUnavailable as exc:
-        return {"host": host, "up": False, "problem": str(exc), "pulled": [], "loaded": []}
-    loaded = {str(m.get("name")) for m in found["loaded"]}
-    pulled = [{**_model(m), "loaded": str(m.get("name")) in loaded} for m in found["pulled"]]
-    ps = [
+def host_data(host: Host) -> dict[str, Any]:
+    """{label, kind, host, up, problem, pulled, loaded} of one host; each model with its size and details."""
+    view = look(host, 2.0, detail=True)
+    head = {
+        "label": host.label,
+        "kind": host.kind,
+        "kind_name": KIND_NAMES.get(host.kind, host.kind),
+        "host": host.base,
+    }
+    if not view.up:
+        running = "ollama.service" if host.kind == "ollama" else "the server"
+        problem = f"cannot reach {head['kind_name']} at {view.why}; is {running} running?"
+        return {**head, "up": False, "problem": problem, "pulled": [], "loaded": []}
+    return {**head, "up": True, "problem": "", "pulled": _pulled(view), "loaded": _loaded(view)}
+
+
+def _pulled(view: HostView) -> list[dict[str, Any]]:
+    return [{**_model(info), "loaded": view.has_loaded(info.name)} for info in view.infos]
+
+
+def _loaded(view: HostView) -> list[dict[str, Any]]:
+    return [
         {
-            **_model(m),
-            "size_vram": m.get("size_vram"),
-            "expires_at": m.get("expires_at"),
-            "context_length": m.get("context_length"),
+            "name": m.name,
+            "size": m.size,
+            "size_vram": m.in_gpu,
+            "expires_at": m.expires_at,
+            "context_length": m.context,
+            **{k: v for k, v in _model(view.info(m.name) or ModelInfo(m.name)).items() if k != "name" and k != "size"},
         }
-        for m in found["loaded"]
+        for m in view.memory
     ]
-    return {"host": host, "up": True, "problem": "", "pulled": pulled, "loaded": ps}
 
 
-def _model(raw: dict[str, Any]) -> dict[str, Any]:
-    found = raw.get("details")
-    details: dict[str, Any] = found if isinstance(found, dict) else {}
+def _model(info: ModelInfo) -> dict[str, Any]:
     return {
-        "name": raw.get("name"),
-        "size": raw.get("size"),
-        "modified_at": raw.get("modified_at"),
-        "family": details.get("family"),
-        "parameter_size": details.get("parameter_size"),
-        "quantization_level": details.get("quantization_level"),
+        "name": info.name,
+        "size": info.size,
+        "modified_at": info.modified_at,
+        "family": info.family,
+        "parameter_size": info.parameter_size,
+        "quantization_level": info.quantization,
+        "context": info.context,
+        "capabilities": list(info.capabilities),
     }
 
 
 def size(value: Any) -> str:
-    """Bytes for a person: 4.7 GB, 812 MB; `-` when Ollama did not say."""
+    """Bytes for a person: 4.7 GB, 812 MB; `-` when the server did not say."""
     if not isinstance(value, int | float) or value < 0:
         return "-"
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -95,7 +119,8 @@ async def models_page(request: Request, me: Identity = Depends(viewer)) -> HTMLR
 
 @router.get("/api/models", tags=["models"])
 async def api_models(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
-    """The configured Ollama's pulled models (/api/tags) and loaded ones with their memory
-    (/api/ps: size, size_vram, expires_at); `up` false with a one-line `problem` when it does not answer.
-    `hosts` has the same for each Ollama host when several are named (router.toml's [[host]])."""
+    """The model host's models (Ollama: pulled, /api/tags; OpenAI-compatible: served, /v1/models), each
+    with its window and capabilities where the server says them, and the loaded ones with their memory
+    (size, size_vram, expires_at); `up` false with a one-line `problem` when it does not answer. `hosts`
+    has the same for each host when several are named (router.toml's [[host]]), each with its `kind`."""
     return await run_in_threadpool(models_data, web_of(request).config.settings)

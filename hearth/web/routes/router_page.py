@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse
 
-from agent.model.ollama_client import probe
+from agent.model.backends import probe
 from hearth.errors import HearthError
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import apply_profile, load_profile, profile_names
@@ -100,7 +100,7 @@ def try_goal(settings: Settings, trial: Trial) -> dict[str, Any]:
         mode=trial.mode or None,
         source=trial.source,
     )
-    pulled = probe(settings.ollama_host, timeout_s=1.0)
+    pulled = probe(settings.model_host, timeout_s=1.0)
     chosen_route, warning = route_request(request, profile, chosen, settings, pulled)
     facts = Facts(trial.agent, chosen.mode, chosen.allowed_tools, trial.source, trial.goal)
     try:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from agent.model.ollama_client import probe
+from agent.model.backends import probe
 from hearth.dispatch.pause import paused
 from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
 from hearth.errors import NotFound, UsageError
@@ -147,7 +147,7 @@ def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         "live_state": None,
         "paused": None,
         "network": _network(run),
-        "follow_up": follow_up_refused(web.config.settings.ollama_host, run) if not live else None,
+        "follow_up": follow_up_refused(web.config.settings.model_host, run) if not live else None,
     }
     if live:
         # the row says `running` all run long; the live map knows it thinks, runs a tool or waits
@@ -176,13 +176,13 @@ def _network(run: dict[str, Any]) -> str:
     return network_words(bool(run.get("network")), [str(h) for h in egress])
 
 
-def follow_up_refused(ollama_host: str, run: dict[str, Any]) -> str | None:
+def follow_up_refused(model_host: str, run: dict[str, Any]) -> str | None:
     """Why no follow-up is offered, or None when it is: a follow-up of a run whose model is missing
     would ask the same missing model (its request names it, or the same choice picks it again)."""
     if run.get("status") != "model_unavailable":
         return None
     model = run.get("model") or "its model"
-    if run.get("model") and run["model"] in (probe(ollama_host, timeout_s=1.0) or []):
+    if run.get("model") and run["model"] in (probe(model_host, timeout_s=1.0) or []):
         return None  # pulled since: a follow-up can run now
     return (
         f"A follow-up would ask {model} again, which the model server did not have: pull it "

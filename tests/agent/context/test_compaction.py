@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.compaction import HEADING, Compactor, RunningCount, Usage, estimate_tokens, message_chars
-from agent.model.ollama_client import ChatReply
+from agent.model.reply import ChatReply
 from agent.tools.spill import SPILL_DIR, spill_threshold
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal

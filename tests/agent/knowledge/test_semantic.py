@@ -13,7 +13,7 @@ import pytest
 from agent.knowledge import vectors
 from agent.knowledge.embedding import EmbedFailed
 from agent.knowledge.store import KnowledgeStore
-from agent.model.embeddings import OllamaEmbedder
+from agent.model.backends import HostEmbedder
 from tests.fake_ollama import FakeOllama, Raw, concept_vectors
 
 # the test's table of meanings: texts holding any phrase of a set point the same way
@@ -43,7 +43,7 @@ def open_store(
 ) -> KnowledgeStore:
     host = fake.url if isinstance(fake, FakeOllama) else fake
     on_lexical = said.append if said is not None else None
-    return KnowledgeStore(path, embedder=OllamaEmbedder(host), embed_model=model, on_lexical=on_lexical)
+    return KnowledgeStore(path, embedder=HostEmbedder(host), embed_model=model, on_lexical=on_lexical)
 
 
 def fill(store: KnowledgeStore) -> None:

@@ -95,7 +95,7 @@ def test_with_no_host_left_the_turn_fails_in_one_line_naming_every_host_tried() 
     pool = HostPool("qwen2.5-coder", views, _client)  # a is closed now
     with pytest.raises(ModelUnavailable) as failed:
         pool.chat([{"role": "user", "content": "hi"}], [])
-    assert str(failed.value).startswith("every Ollama host with model qwen2.5-coder failed this turn: a: ")
+    assert str(failed.value).startswith("every host with model qwen2.5-coder failed this turn: a: ")
     assert "\n" not in str(failed.value)
 
 

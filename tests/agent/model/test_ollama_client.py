@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from agent.model.ollama_client import BadReply, ModelUnavailable, OllamaClient, normalize_host
+from agent.model.host import normalize_host
+from agent.model.ollama_client import BadReply, ModelUnavailable, OllamaClient
 from agent.parsing import ToolCall
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
@@ -136,7 +137,7 @@ def test_a_stream_cut_before_done_is_a_bad_reply() -> None:
 def test_a_server_that_stalls_past_the_timeout_is_unavailable() -> None:
     with (
         FakeOllama([Raw(200, "{}", delay_s=1.0)] * 2) as fake,
-        pytest.raises(ModelUnavailable, match="did not answer in time"),
+        pytest.raises(ModelUnavailable, match="did not answer within 0.2 s"),
     ):
         client(fake, timeout_s=0.2, retries=1).chat(MESSAGES, [])
 

@@ -47,7 +47,7 @@ def test_commands_cannot_rewrite_truncate_or_delete_the_audit(kind: str, state_d
         detect(kind)
     except SandboxUnavailable as exc:
         pytest.skip(f"{kind} is unavailable here: {exc}")
-    settings = Settings(state_dir=state_dir, config_dir=state_dir / "etc", ollama_host="", model="m", sandbox=kind)
+    settings = Settings(state_dir=state_dir, config_dir=state_dir / "etc", model_host="", model="m", sandbox=kind)
     audit = str(settings.audit_path)
     calls = [
         {

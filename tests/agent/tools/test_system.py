@@ -65,19 +65,19 @@ def test_a_host_that_is_not_nixos_is_told_plainly(tmp_path: Path) -> None:
         assert "this host is not NixOS" in tool(name, tmp_path, host_root=tmp_path / "host").output
 
 
-def test_system_health_reports_load_memory_disk_ollama_models_and_no_systemd(tmp_path: Path) -> None:
+def test_system_health_reports_load_memory_disk_the_servers_models_and_no_systemd(tmp_path: Path) -> None:
     (tmp_path / "host").mkdir()
     with FakeOllama(models=("qwen2.5-coder:7b", "llama3.1:8b")) as fake:
-        report = tool("system_health", tmp_path, host_root=tmp_path / "host", ollama_host=fake.url).output
+        report = tool("system_health", tmp_path, host_root=tmp_path / "host", model_host=fake.url).output
     assert "load: " in report and "memory: " in report and "GiB free" in report
     assert f"reachable at {fake.url}; models: qwen2.5-coder:7b, llama3.1:8b" in report
     assert "systemd is not running on this host" in report
 
 
-def test_system_health_says_when_ollama_does_not_answer(tmp_path: Path) -> None:
+def test_system_health_says_when_the_model_server_does_not_answer(tmp_path: Path) -> None:
     (tmp_path / "host").mkdir()
-    report = tool("system_health", tmp_path, host_root=tmp_path / "host", ollama_host="127.0.0.1:9").output
-    assert "ollama: not reachable at 127.0.0.1:9" in report
+    report = tool("system_health", tmp_path, host_root=tmp_path / "host", model_host="127.0.0.1:9").output
+    assert "model server: not reachable at 127.0.0.1:9" in report
 
 
 # --- the config repository -------------------------------------------------------------------

@@ -151,7 +151,7 @@ def test_ollama_down_and_a_world_writable_config_are_errors(state_dir: Path, tmp
     code, report = doctor(None)
     assert code == 1
     problems = "\n".join(errors(report))
-    assert "cannot reach Ollama at 127.0.0.1:9; is ollama.service running?" in problems
+    assert "cannot reach Ollama at http://127.0.0.1:9; is ollama.service running?" in problems
     assert "builder/AGENTS.md is writable by every user (mode 0666)" in problems
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.knowledge.store import KnowledgeStore
-from agent.model.embeddings import OllamaEmbedder
+from agent.model.backends import HostEmbedder
 from hearth.doctor.recall import check_recall
 from hearth.settings import Settings
 from tests.agent.knowledge.test_semantic import CONCEPTS, needs_vec
@@ -40,7 +40,7 @@ def test_vectors_from_another_model_and_rows_waiting_are_reported(state_dir: Pat
     settings = settings_for(state_dir, "embed-b")
     state_dir.mkdir(parents=True)
     with FakeOllama(embedders={"embed-a": concept_vectors(CONCEPTS)}) as fake:
-        with KnowledgeStore(settings.knowledge_path, embedder=OllamaEmbedder(fake.url), embed_model="embed-a") as kb:
+        with KnowledgeStore(settings.knowledge_path, embedder=HostEmbedder(fake.url), embed_model="embed-a") as kb:
             kb.add("The backup job needs the NAS mounted first.", title="b", source="b")
         with KnowledgeStore(settings.knowledge_path) as kb:  # stored while the embedder was away
             kb.add("Bread needs flour.", title="bread", source="bread")

@@ -74,7 +74,7 @@ def test_the_judge_is_asked_the_cases_question_and_a_bad_answer_is_repaired_once
         final_answer("still not JSON"),
     ]
     with FakeOllama(script, models=("judge",)) as fake:
-        settings = replace(Settings.from_env(), ollama_host=fake.url, model="judge")
+        settings = replace(Settings.from_env(), model_host=fake.url, model="judge")
         first = _judged(state_dir, case, run, settings)
         second = _judged(state_dir, case, run, settings)
     assert first["judge"] == (True, "notes.md holds the notes")

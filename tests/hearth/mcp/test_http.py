@@ -80,7 +80,7 @@ def run(settings_url: str, port: int, script: list[dict[str, object]]) -> tuple[
         services.net.resolver, services.net.connector = resolve, connect  # type: ignore[attr-defined]
 
     with FakeOllama(script) as fake:
-        settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
+        settings = Settings(**{**Settings.from_env().__dict__, "model_host": fake.url})
         request = GoalRequest(goal="use the web server", model="qwen2.5-coder", mode="auto")
         run_id, outcome = run_goal(request, settings, out=io.StringIO(), configure_services=configure)
     return run_id, outcome.status, connected

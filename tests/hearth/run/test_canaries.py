@@ -105,7 +105,7 @@ def run_with_canaries(state_dir: Path, workspace: Path, net: TestNet) -> Evidenc
         return final_answer("Done: the echo service reflects headers.")
 
     with FakeOllama([*script()[:-1], read_live_state]) as fake:
-        settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url, "tool_set": "all"})
+        settings = Settings(**{**Settings.from_env().__dict__, "model_host": fake.url, "tool_set": "all"})
         request = GoalRequest(
             goal="call the echo API",
             model="qwen2.5-coder",

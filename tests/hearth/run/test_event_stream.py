@@ -100,7 +100,7 @@ def _run_captured(net: TestNet) -> tuple[CaptureRecorder, dict[str, list[dict[st
         final_answer("Wrote notes.txt and read it back."),
     ]
     with FakeOllama(script) as fake:
-        changed = {"ollama_host": fake.url, "approval_wait_s": 300, "tripwire_action": "record", "sandbox": "bwrap"}
+        changed = {"model_host": fake.url, "approval_wait_s": 300, "tripwire_action": "record", "sandbox": "bwrap"}
         settings = Settings(**{**Settings.from_env().__dict__, **changed})
         settings.writable_state_dir()
         with AuditStore(settings.audit_path) as direct, AuditStore(settings.audit_path) as other_shell:

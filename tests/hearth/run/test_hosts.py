@@ -32,7 +32,7 @@ def _run(state_dir: Path, tmp_path: Path, model: str = "", goal: str = "read not
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     (workspace / "notes.md").write_text("the nightly copy needs the NAS mounted first\n")
-    settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": "127.0.0.1:1"})
+    settings = Settings(**{**Settings.from_env().__dict__, "model_host": "127.0.0.1:1"})
     request = GoalRequest(goal=goal, model=model or None, mode="bypass", workspace=workspace)
     run_id, outcome = run_goal(request, settings, out=io.StringIO())
     return run_id, outcome.status
@@ -62,7 +62,7 @@ def test_a_run_goes_to_the_host_that_has_its_model_loaded_and_records_it_on_ever
     [chose] = [s for s in steps if s["kind"] == "host"]
     assert chose["detail"] == "model llama3.2:3b on host b (loaded there; 2 of 3 hosts have it)"
     turns = [json.loads(s["data"]) for s in steps if s["kind"] == "model"]
-    assert turns == [{"host": "b"}, {"host": "b"}]
+    assert [t["host"] for t in turns] == ["b", "b"]
     shown = run_cli("hearth", "show", run_id).stdout
     assert "on host b" in shown and "model llama3.2:3b on host b" in shown
 
@@ -116,7 +116,7 @@ def test_with_every_host_down_the_run_ends_model_unavailable_in_one_line(state_d
     with AuditStore(state_dir / "audit.db") as audit:
         error = (audit.run(run_id) or {})["error"]
     assert status == "model_unavailable" and "\n" not in error
-    assert "no Ollama host that is up has model qwen2.5-coder (a: down (" in error
+    assert "no model host that is up has model qwen2.5-coder (a: down (" in error
 
 
 def test_a_router_rule_pins_a_run_to_a_host_by_its_label(state_dir: Path, tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_a_router_rule_pins_a_run_to_a_host_by_its_label(state_dir: Path, tmp_pa
     [
         (
             '[[host]]\nurl = "http://x:11434"\nport = 1\n',
-            "host[0]: unknown key 'port'; the keys are url, label, weight",
+            "host[0]: unknown key 'port'; the keys are url, kind, label, weight, timeout_s, api_key",
         ),
         ('[[host]]\nlabel = "a"\n', 'host[0] names no url; add url = "http://HOST:11434"'),
         ('[[host]]\nurl = "http://x"\nweight = 0\n', "host[0].weight must be a number above 0, got 0"),

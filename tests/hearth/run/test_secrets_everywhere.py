@@ -102,7 +102,7 @@ def test_library_debug_logs_never_hold_a_value_and_every_use_of_a_credential_is_
     ]
     try:
         with FakeOllama(script) as fake:
-            settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url, "tool_set": "all"})
+            settings = Settings(**{**Settings.from_env().__dict__, "model_host": fake.url, "tool_set": "all"})
             request = GoalRequest(goal="call it", model="qwen2.5-coder", mode="bypass", credentials=["TOKEN"])
             run_id, outcome = run_goal(request, settings, out=io.StringIO(), configure_services=configure)
     finally:

@@ -69,7 +69,7 @@ def run(fake: FakeOllama, net: TestNet, tmp_path: Path, **fields: Any) -> tuple[
     def configure(services: RunServices) -> None:
         services.net.resolver, services.net.connector = net.resolve, net.connect  # type: ignore[attr-defined]
 
-    settings = Settings(**{**Settings.from_env().__dict__, "ollama_host": fake.url})
+    settings = Settings(**{**Settings.from_env().__dict__, "model_host": fake.url})
     request = GoalRequest(goal="what is new in 2.4?", **{"model": "qwen2.5-coder", "mode": "bypass", **fields})
     return run_goal(request, settings, out=io.StringIO(), configure_services=configure)
 

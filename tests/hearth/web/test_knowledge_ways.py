@@ -26,7 +26,7 @@ def seed(settings: Settings) -> None:
 @needs_vec
 def test_the_knowledge_page_shows_how_each_hit_was_found(state_dir: Path) -> None:
     with FakeOllama(embedders={"nomic-embed-text": concept_vectors(CONCEPTS)}) as fake:
-        settings = replace(Settings.from_env(), ollama_host=fake.url)
+        settings = replace(Settings.from_env(), model_host=fake.url)
         seed(settings)
         with Center(settings) as center:
             page = httpx.get(center.url + "/knowledge", params={"q": "nightly copy"}).text
@@ -38,7 +38,7 @@ def test_the_knowledge_page_shows_how_each_hit_was_found(state_dir: Path) -> Non
 
 
 def test_the_knowledge_page_says_why_it_searched_by_text_only(state_dir: Path) -> None:
-    settings = replace(Settings.from_env(), ollama_host="http://127.0.0.1:9")
+    settings = replace(Settings.from_env(), model_host="http://127.0.0.1:9")
     seed(settings)
     with Center(settings) as center:
         page = httpx.get(center.url + "/knowledge", params={"q": "nightly copy"}).text
@@ -49,7 +49,7 @@ def test_the_knowledge_page_says_why_it_searched_by_text_only(state_dir: Path) -
 @needs_vec
 def test_the_ways_read_well_at_both_widths_and_pass_axe(state_dir: Path, browser: Any) -> None:
     with FakeOllama(embedders={"nomic-embed-text": concept_vectors(CONCEPTS)}) as fake:
-        settings = replace(Settings.from_env(), ollama_host=fake.url)
+        settings = replace(Settings.from_env(), model_host=fake.url)
         seed(settings)
         with Center(settings) as center:
             for width, height in ((1280, 900), (390, 844)):
