@@ -167,6 +167,11 @@ def decided_of_run(db: Rows, run_id: str) -> list[dict[str, Any]]:
     return db.rows("select * from approvals where run_id = ? and status != 'pending'", [run_id])
 
 
+def waiting(db: Rows, now: str) -> list[Approval]:
+    """Every approval still pending and not past its deadline at `now`, in no order."""
+    return [from_row(r) for r in db.rows("select * from approvals where status = 'pending' and expires_at > ?", [now])]
+
+
 def listing(audit: AuditStore, *, everything: bool = False, limit: int = 50, now: Clock = utc_clock) -> list[Approval]:
     """Pending approvals still open (oldest first), or with ``everything`` the latest of any status."""
     if everything:

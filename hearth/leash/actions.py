@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.clock import stamp
+from hearth.audit import alerts as alert_rows
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval, ApprovalClosed, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
@@ -165,8 +166,7 @@ def _at(epoch: int) -> datetime:
 
 def used(audit: AuditStore, action: Action) -> dict[str, str] | None:
     """When and by whom this token was used, if it was."""
-    rows = audit.rows("select * from alert_actions where digest = ?", [action.digest])
-    return next(iter(rows), None)
+    return alert_rows.link_used(audit, action.digest)
 
 
 def check(audit: AuditStore, state_dir: Path, token: str, now: datetime | None = None) -> tuple[Action, Approval]:
@@ -195,14 +195,5 @@ def decide(audit: AuditStore, state_dir: Path, token: str, now: datetime | None 
         decided = approvals.decide(audit, approval.id, granted=action.granted, by=by, note="decided from an alert link")
     except (ApprovalClosed, NotFound) as exc:
         raise ActionRefused(409, str(exc)) from None
-    audit.insert(
-        "alert_actions",
-        {
-            "digest": action.digest,
-            "approval_id": approval.id,
-            "decision": action.decision,
-            "used_at": stamp(utc_clock()),
-            "used_by": by,
-        },
-    )
+    alert_rows.use_link(audit, action.digest, approval.id, action.decision, stamp(utc_clock()), by)
     return decided

@@ -44,7 +44,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from agent.clock import stamp, utc_now
-from hearth.audit.approvals import Approval, from_row, parse_stamp, utc_clock
+from hearth.audit import alerts as alert_rows
+from hearth.audit import approvals
+from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.limits import parse_duration
@@ -378,7 +380,7 @@ def _record(settings: Settings, alert: Alert, destination: Destination, attempts
     }
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
-        audit.insert("alerts", row)
+        alert_rows.record(audit, row)
     return row
 
 
@@ -470,12 +472,10 @@ def remind_due(settings: Settings, audit: AuditStore, now: datetime | None = Non
     except ConfigError:
         return []
     moment = now or utc_clock()
-    rows = audit.rows("select * from approvals where status = 'pending' and expires_at > ?", [stamp(moment)])
     sent = []
-    for row in rows:
-        approval = from_row(row)
+    for approval in approvals.waiting(audit, stamp(moment)):
         kind = _reminder_due(approval, config, moment)
-        if kind is None or not _claimed(audit, approval.id, kind, moment):
+        if kind is None or not alert_rows.claim_reminder(audit, approval.id, kind, stamp(moment)):
             continue
         left_s = (parse_stamp(approval.expires_at) - moment).total_seconds()
         title = f"hearth: approval {approval.id} " + (
@@ -498,14 +498,6 @@ def _reminder_due(approval: Approval, config: ApprovalAlerts, moment: datetime) 
     if config.remind_after_s is not None and moment >= asked + timedelta(seconds=config.remind_after_s):
         return "after"
     return None
-
-
-def _claimed(audit: AuditStore, approval_id: str, kind: str, moment: datetime) -> bool:
-    cursor = audit.conn.execute(
-        "insert or ignore into alert_reminders (approval_id, kind, at) values (?, ?, ?)",
-        [approval_id, kind, stamp(moment)],
-    )
-    return cursor.rowcount == 1
 
 
 def redacted(url: str) -> str:

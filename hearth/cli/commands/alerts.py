@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def alerts(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit import alerts as alert_rows
     from hearth.audit.store import AuditStore
     from hearth.leash.alerts import load_destinations, redacted
 
@@ -29,7 +30,7 @@ def alerts(args: argparse.Namespace, settings: Settings) -> int:
         return _test(args, settings, destinations)
     where = settings.audit_path if settings.audit_path.exists() else ":memory:"
     with AuditStore(where) as audit:
-        recent = audit.rows("select * from alerts order by id desc limit ?", [args.limit])
+        recent = alert_rows.recent(audit, args.limit, bodies=True)
     # a URL can hold a token, a topic or a password: shown as the Alerts page shows it
     shown = [
         {"name": d.name, "events": ",".join(d.events), "local": d.local, "url": redacted(d.url)} for d in destinations

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from hearth.audit import alerts as alert_rows
 from hearth.errors import ConfigError
 from hearth.leash.alerts import ALERTS_FILE, Alert, Destination, load_destinations, redacted, send_now
 from hearth.settings import Settings
@@ -44,14 +45,8 @@ def alerts_data(settings: Settings, reader: Reader) -> dict[str, Any]:
         destinations, problem = [_shown(d) for d in load_destinations(settings.config_dir)], ""
     except ConfigError as exc:
         destinations, problem = [], str(exc)
-    recent = reader.rows(
-        "select id, at, event, run_id, destination, status, attempts, error, title from alerts order by id desc limit ?",
-        [RECENT],
-    )
-    failures = reader.rows(
-        "select destination, count(*) as failed, max(at) as last_at from alerts where status = 'failed' "
-        "and id > (select coalesce(max(id), 0) - 1000 from alerts) group by destination order by last_at desc"
-    )
+    recent = alert_rows.recent(reader, RECENT)
+    failures = alert_rows.failures(reader)
     return {
         "file": str(settings.config_dir / ALERTS_FILE),
         "problem": problem,
