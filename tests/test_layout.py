@@ -70,6 +70,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.render",
         "hearth.queue.longspec",
         "hearth.run.exits",
+        "hearth.timeline",
     ),  # leaves
     11: (
         "hearth.settings",

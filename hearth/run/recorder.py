@@ -61,11 +61,15 @@ class Recorder:
         """The time the run has worked, over all its processes (not the time it waited)."""
         return self.worked_before_ms + int((time.monotonic() - self._worked_from) * 1000)
 
-    def resuming(self, worked_ms: int, tool_steps: int, open_tool: str | None, tool: str = "") -> None:
+    def resuming(
+        self, worked_ms: int, tool_steps: int, open_tool: str | None, tool: str = "", iteration: int = 0
+    ) -> None:
         """Go on from an earlier process of the run: its working time, the tool steps it opened
-        (keys go on from there), and the one still open that this process completes."""
+        (keys go on from there), the one still open that this process completes, and the iteration
+        it is in (the decision recorded before the loop's first event belongs to it)."""
         self.worked_before_ms, self._worked_from = worked_ms, time.monotonic()
         self._opened, self._open_tool, self.tool = tool_steps, open_tool, tool
+        self.iteration = iteration
 
     def tool_key(self, n: int) -> str:
         return f"{self.run_id}/tool/{n}"

@@ -267,10 +267,7 @@ def _went_on(recorder: Recorder, point: ResumePoint) -> None:
     """The new process takes over from the earlier one: its working time, its steps' keys, the
     step it completes; a call of unknown outcome closed as such; and a `resume` step saying all that."""
     recorder.resuming(
-        point.worked_ms,
-        point.tool_steps,
-        point.open_key,
-        point.open_tool,
+        point.worked_ms, point.tool_steps, point.open_key, point.open_tool, iteration=point.resumed.iteration
     )
     if point.unknown_key:
         closed = {"verdict": "unknown", "ok": 0, "output": UNKNOWN}

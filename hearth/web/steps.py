@@ -1,10 +1,6 @@
-"""A run's steps as a person reads them: what each tool call's state is, approvals before the call
-they decided, a tool's own time apart from the person's wait, a decision in words.
-
-The audit records a tool step when the call starts (`verdict = 'started'`, `ok` unset), before any
-approval is asked, and closes it after it ran; its approval step comes later and the tool's
-duration includes the wait. That order is right for the audit (a killed run still shows the call)
-but misleads on a page, so the page reorders and names here, and the audit stays as it is.
+"""A run's steps as a person reads them on a page: in the order they happened (hearth/timeline.py,
+which `hearth show` shares), what each tool call's state is, a tool's own time apart from the
+person's wait (its recorded duration includes the wait), a decision in words.
 """
 
 from __future__ import annotations
@@ -12,6 +8,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any
+
+from hearth.timeline import DECISION, in_order
 
 NOT_RUN = ("denied", "invalid", "expired", "unknown")
 LIVE_STATUSES = ("running", "queued", "starting", "waiting")
@@ -32,45 +30,26 @@ def call_state(step: dict[str, Any], live: bool, waiting: set[tuple[str, str]]) 
 
 
 def shown_steps(steps: list[dict[str, Any]], approvals: list[dict[str, Any]], live: bool) -> list[dict[str, Any]]:
-    """The steps in the order they happened for a person: each approval before its tool call, each
-    tool call with its `state`, its own `run_ms` and the `wait_ms` it spent waiting for a decision."""
+    """The steps in the order they happened for a person (hearth/timeline.py: each decided call after
+    its approval), each tool call with its `state`, its own `run_ms` and the `wait_ms` it spent
+    waiting for a decision."""
     waiting = {(a["tool"] or "", _canonical(a["arguments"])) for a in approvals if a.get("status") == "pending"}
     out: list[dict[str, Any]] = []
-    for step in steps:
+    for step in in_order(steps):
         step = dict(step)
-        if step.get("kind") == "tool":
+        if step.get("kind") == "approval":
+            step["decision"] = decision_words(_json(step.get("detail")), step.get("verdict") or "")
+        elif step.get("kind") == "tool":
             step["state"] = call_state(step, live, waiting)
             step["run_ms"], step["wait_ms"] = step.get("duration_ms"), None
-        elif step.get("kind") == "approval":
-            detail = _json(step.get("detail"))
-            step["decision"] = decision_words(detail, step.get("verdict") or "")
-            call = _call_of(out, step)
-            if call is not None:
-                wait = _wait_ms(detail)
-                call["wait_ms"] = wait
-                if call.get("duration_ms") is not None and wait is not None:
-                    call["run_ms"] = max(0, int(call["duration_ms"]) - wait)
-                out.insert(out.index(call), step)
-                continue
+            decided = step.pop(DECISION, None)
+            wait = _wait_ms(_json(decided.get("detail"))) if decided else None
+            if wait is not None:
+                step["wait_ms"] = wait
+                if step.get("duration_ms") is not None:
+                    step["run_ms"] = max(0, int(step["duration_ms"]) - wait)
         out.append(step)
     return out
-
-
-def _call_of(before: list[dict[str, Any]], approval: dict[str, Any]) -> dict[str, Any] | None:
-    """The tool step this approval decided: the latest one before it, of the same tool and
-    iteration, that no approval has claimed yet."""
-    for step in reversed(before):
-        if step.get("kind") == "approval":
-            continue
-        if (
-            step.get("kind") == "tool"
-            and step.get("tool") == approval.get("tool")
-            and step.get("iteration") == approval.get("iteration")
-            and not step.get("_decided")
-        ):
-            step["_decided"] = True
-            return step
-    return None
 
 
 def decision_words(detail: dict[str, Any], status: str) -> str:

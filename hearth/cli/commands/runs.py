@@ -159,6 +159,7 @@ def find_run(audit: AuditStore, prefix: str | None) -> dict[str, Any]:
 
 def show_run(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.cli.runview import print_checkpoints, print_run, print_walls, show_chain, step_line
+    from hearth.timeline import in_order
 
     with open_audit(settings) as audit:
         run = find_run(audit, args.run_id)
@@ -177,7 +178,7 @@ def show_run(args: argparse.Namespace, settings: Settings) -> int:
     print_run(run, linked, steps)
     print_checkpoints(checkpoints, run["workspace"])
     print_walls(connections, tripwires)
-    for step in steps:
+    for step in in_order(steps):  # as they happened: a decided call after its approval (hearth/timeline.py)
         print(step_line(step))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -26,6 +27,7 @@ from tests.cli_support import start_watch, stop_watch
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import listing, rows, wait_for
+from tests.web_support import Center
 
 ECHO = tool_call("run_command", {"command": "echo approved-and-ran"})
 ENV = {"HEARTH_SUSPEND_AFTER_S": "0", "HEARTH_SANDBOX": "none"}
@@ -114,6 +116,27 @@ def test_a_waiting_run_suspends_then_goes_on_once_approved_with_the_same_convers
     [decided] = rows(state_dir, "select * from approvals")
     assert decided["status"] == "approved" and decided["decided_by"].startswith("cli:")
     assert listing(queue.claimed) == [] and listing(queue.root) == ["claimed", "failed", "locks", "rejected"]
+
+
+def test_a_resumed_runs_steps_read_in_the_order_they_happened(state_dir: Path, center: Center) -> None:
+    """The call ran after the suspend, the resume and the approval: `hearth show` and the run page say so."""
+    enqueue(state_dir, "asker")
+    with FakeOllama([ECHO, final_answer("said hello")]) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        assert run_cli("hearth", "spawn", "--local", env=env).returncode == 0
+        [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+        assert run_cli("hearth", "approve", pending["id"]).returncode == 0
+        assert run_cli("hearth", "spawn", "--local", env=env).returncode == 0
+    assert run_of(state_dir, "asker")["status"] == "done"
+    [approval] = rows(state_dir, "select iteration from steps where run_id = 'asker' and kind = 'approval'")
+    assert approval["iteration"] == 1  # the iteration it decided, though its process had not begun one
+    shown = run_cli("hearth", "show", "asker").stdout
+    happened = ["] suspend ", "] resume ", "] approval run_command", "] tool run_command", "] model"]
+    at = [shown.index(marker) for marker in happened[:4]] + [shown.rindex(happened[4])]
+    assert at == sorted(at), shown
+    page = center.client().get("/runs/asker").text
+    order = re.findall(r'<li class="step kind-(\w+)"', page)
+    assert order[order.index("suspend") :] == ["suspend", "resume", "approval", "tool", "model"], order
 
 
 def test_a_denied_call_goes_on_and_the_model_reads_the_denial(state_dir: Path) -> None:
