@@ -86,8 +86,13 @@ def _claimed(
     alive = launcher.alive(run_id)
     pid = lock_holder(queue.lock_path(run_id)) if alive else None  # shown only; a state's pid wins
     row = {"id": run_id, "queued": True, "alive": alive, "pid": pid}
-    idle = "waiting" if run_id in waiting else "claimed"  # suspended for a person: no process, by design
-    return {**row, **_live(states.get(run_id) or {"state": "starting" if alive else idle})}
+    # suspended for a person: no process by design, or its process ending (its lock held a moment
+    # after its state file went: still waiting, never `starting`); the states were read first
+    if run_id in waiting:
+        idle = "waiting"
+    else:
+        idle = "starting" if alive else "claimed"
+    return {**row, **_live(states.get(run_id) or {"state": idle})}
 
 
 def _waiting(settings: Settings) -> set[str]:

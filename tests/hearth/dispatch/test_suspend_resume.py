@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hearth.audit.store import AuditStore, RunRecord
 from hearth.dispatch.launchers.local import LocalLauncher
 from hearth.dispatch.spawner import Spawner
 from hearth.queue.directory import Queue
@@ -137,6 +138,36 @@ def test_a_resumed_runs_steps_read_in_the_order_they_happened(state_dir: Path, c
     page = center.client().get("/runs/asker").text
     order = re.findall(r'<li class="step kind-(\w+)"', page)
     assert order[order.index("suspend") :] == ["suspend", "resume", "approval", "tool", "model"], order
+
+
+HOLDER = """
+import sys
+from hearth.run.liveness import hold_run
+from hearth.settings import Settings
+with hold_run(Settings.from_env(), sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_suspending_run_whose_process_has_not_ended_yet_is_shown_waiting(state_dir: Path) -> None:
+    """Its audit row says `waiting` and its state file is gone, while its process still holds its lock
+    for a moment: the live map (the run page's pill, hearth state) says waiting, never `starting`."""
+    queue = enqueue(state_dir, "asker")
+    assert queue.claim("asker.json") is not None
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.start_run(RunRecord(id="asker", agent_name="default", model="m", goal="g", mode="auto", source="cli"))
+        audit.update_run("asker", status="waiting")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, "asker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        [live] = json.loads(run_cli("hearth", "state", "--json").stdout)["active"]
+    finally:
+        holder.communicate("", timeout=30)
+    assert (live["id"], live["state"], live["alive"]) == ("asker", "waiting", True)
 
 
 def test_a_denied_call_goes_on_and_the_model_reads_the_denial(state_dir: Path) -> None:
