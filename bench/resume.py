@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from hearth.audit import approvals
 from hearth.audit.store import AuditStore
+from hearth.leash.decisions import By, decide
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
-from hearth.queue.wake import wake
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
@@ -90,8 +90,8 @@ def until(check: Any, timeout: float = 60.0) -> None:
 
 def pending_of(settings: Settings, run_id: str) -> str:
     with AuditStore(settings.audit_path) as audit:
-        rows = audit.rows("select id from approvals where run_id = ? and status = 'pending'", [run_id])
-    return str(rows[0]["id"]) if rows else ""
+        found = [a.id for a in approvals.listing(audit) if a.run_id == run_id]
+    return found[0] if found else ""
 
 
 def one(settings: Settings, fake: Stamped, queue: Queue, n: int, *, suspend: bool) -> tuple[float, float]:
@@ -105,9 +105,7 @@ def one(settings: Settings, fake: Stamped, queue: Queue, n: int, *, suspend: boo
         until(lambda: status(settings, run_id) == "waiting")
         approval = pending_of(settings, run_id)
         started = time.monotonic()
-        with AuditStore(settings.audit_path) as audit:
-            approvals.decide(audit, approval, granted=True, by="bench")
-        wake(settings, run_id)
+        decide(settings, approval, "approve", By("bench", "resume"))  # and wakes the run
         latency = fake.wait_arrivals(goal, 2)[1] - started
     times = fake.wait_arrivals(goal, TURNS + 2)
     until(lambda: status(settings, run_id) == "done")

@@ -97,8 +97,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # run/long/followup.py, which leans on nothing above this floor: its room is long work, its
     # floor the run's)
     # standing approvals stand with it: the run asks them before a person (hearth/leash/rules.py)
+    # and the one way a person's verdict is given, which makes them (hearth/leash/decisions.py)
     # an eval case's start, which admission makes (hearth/eval/seed.py), stands with the run
-    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules", "hearth.eval.seed"),
+    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules", "hearth.leash.decisions", "hearth.eval.seed"),
     15: (
         "hearth.run.long",
         "hearth.run.long.marathon",

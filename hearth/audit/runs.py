@@ -39,3 +39,11 @@ def per_worker(db: Rows, id_prefix: str = "") -> dict[str | None, int]:
         "select worker, count(*) as n from runs where substr(id, 1, ?) = ? group by worker", [len(id_prefix), id_prefix]
     )
     return {row["worker"]: int(row["n"]) for row in rows}
+
+
+def agent_names(db: Rows, run_ids: list[str]) -> dict[str, str]:
+    """The profile (agent name) of each of these runs the audit has."""
+    marks = ", ".join("?" * len(run_ids))
+    return {
+        r["id"]: r["agent_name"] for r in db.rows(f"select id, agent_name from runs where id in ({marks})", run_ids)
+    }

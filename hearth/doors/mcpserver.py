@@ -116,15 +116,12 @@ class Hearth:
     def approvals(self) -> list[dict[str, Any]]:
         return [_approval(a) for a in self.reader.pending_approvals(utc_now())]
 
-    def decide(self, approval_id: str, granted: bool, reason: str, who: str) -> dict[str, Any]:
-        from hearth.audit import approvals
-        from hearth.audit.store import AuditStore
-        from hearth.queue.wake import wake
+    def decide(self, approval_id: str, verdict: str, reason: str, who: str) -> dict[str, Any]:
+        from hearth.leash.decisions import By, decide
 
-        with AuditStore(self.settings.audit_path) as audit:
-            done = approvals.decide(audit, approval_id, granted=granted, by=who, note=reason.strip())
-        wake(self.settings, done.run_id)  # a suspended run goes on
-        return {"approval_id": done.id, "run_id": done.run_id, "status": done.status, "decided_by": who}
+        channel, _, name = who.partition(":")
+        done = decide(self.settings, approval_id, verdict, By(channel, name), note=reason).approval
+        return {"approval_id": done.id, "run_id": done.run_id, "status": done.status, "decided_by": done.decided_by}
 
     def search(self, query: str, limit: int) -> list[dict[str, Any]]:
         from agent.knowledge.store import KnowledgeStore
@@ -226,7 +223,7 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         """Approve or deny one waiting call (operator only): approving lets that exact call run in the
         run's sandbox (it may change files or run a command); denying tells the model `reason`.
         Recorded with who decided. Costs nothing itself; the run then goes on."""
-        return dict(await call(ctx, "operator", hearth.decide, approval_id, decision == "approve", reason))
+        return dict(await call(ctx, "operator", hearth.decide, approval_id, decision, reason))
 
     @server.tool()
     async def search_knowledge(ctx: Context, query: str, limit: int = 5) -> list[dict[str, Any]]:

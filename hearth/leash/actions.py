@@ -29,9 +29,9 @@ from pathlib import Path
 from agent.clock import stamp
 from hearth.audit import alerts as alert_rows
 from hearth.audit import approvals
-from hearth.audit.approvals import Approval, ApprovalClosed, parse_stamp, utc_clock
+from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
-from hearth.errors import HearthError, NotFound
+from hearth.errors import HearthError
 
 KEY_FILE = "alert-actions.key"
 DECISIONS = {"a": "approve", "d": "deny"}
@@ -58,6 +58,7 @@ class Action:
 
     @property
     def by(self) -> str:
+        """Who decided through this link, as the audit records it (hearth/leash/decisions.py's By)."""
         return f"alert:{self.via}"
 
     @property
@@ -186,14 +187,6 @@ def check(audit: AuditStore, state_dir: Path, token: str, now: datetime | None =
     return action, approval
 
 
-def decide(audit: AuditStore, state_dir: Path, token: str, now: datetime | None = None) -> Approval:
-    """Make the token's decision, once, as `alert:VIA`: through approvals.decide, then record the
-    token as used."""
-    action, approval = check(audit, state_dir, token, now)
-    by = action.by
-    try:
-        decided = approvals.decide(audit, approval.id, granted=action.granted, by=by, note="decided from an alert link")
-    except (ApprovalClosed, NotFound) as exc:
-        raise ActionRefused(409, str(exc)) from None
-    alert_rows.use_link(audit, action.digest, approval.id, action.decision, stamp(utc_clock()), by)
-    return decided
+def mark_used(audit: AuditStore, action: Action) -> None:
+    """The token has decided: a second use of it is refused (only its SHA-256 is kept)."""
+    alert_rows.use_link(audit, action.digest, action.approval_id, action.decision, stamp(utc_clock()), action.by)

@@ -25,16 +25,16 @@ import json
 import re
 import secrets
 import shlex
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any
 
 from agent.clock import stamp
 from agent.safety import policy
 from agent.safety.policy import COMMAND_ARGUMENTS, Approver, Decision
 from hearth.audit import approvals
+from hearth.audit import rules as rule_rows
 from hearth.audit.approvals import Approval, Clock, utc_clock
-from hearth.audit.store import AuditStore, immediate
+from hearth.audit.store import AuditStore, Rows
 from hearth.errors import HearthError, NotFound
 from hearth.run.approvers import _record_step
 from hearth.run.events import ApprovalAsked
@@ -46,12 +46,6 @@ _QUOTED_MEANING = re.compile(r"[*?\[$]|^~|[=:]~")  # a word that means one thing
 class RuleRefused(HearthError):
     """A standing rule that may not be made (the hard floor, not one simple command) or was removed
     already; nothing changed (exit 1)."""
-
-
-class Rows(Protocol):
-    """What rules are read from: the AuditStore, or the command center's read-only Reader."""
-
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -175,61 +169,38 @@ def make(
     """The standing rule for this call in ``profile`` (the one already standing, if there is one);
     RuleRefused when the call may not have one."""
     covered = scope(tool, args)
-    with immediate(audit.conn):
+    with audit.transaction():
         same = next((r for r in _active(audit, profile, tool) if r.scope == covered), None)
         if same is not None:
             return same
         words = json.dumps(list(covered.arguments), ensure_ascii=False) if covered.arguments is not None else None
         rule = Rule(secrets.token_hex(4), profile, tool, covered.head, words, by, stamp(now()), approval_id)
-        audit.insert("standing_rules", _columns(rule))
+        rule_rows.insert(audit, _columns(rule))
     return rule
-
-
-def approve_always(audit: AuditStore, ident: str, *, by: str, now: Clock = utc_clock) -> tuple[Approval, Rule]:
-    """Approve a pending approval and make the standing rule for its run's profile from that exact
-    call. A call no rule may cover is refused before anything is decided."""
-    approval = approvals.find(audit, ident)
-    if approval is None:
-        raise NotFound(f"no approval with id {ident!r}; see: hearth approvals")
-    run = audit.run(approval.run_id)
-    if run is None:
-        raise NotFound(f"approval {approval.id} names run {approval.run_id}, which is not recorded")
-    profile, args = run["agent_name"] or "default", json.loads(approval.arguments)
-    scope(approval.tool, args)  # refused here: the approval stays pending
-    note = f"and always in profile {profile}"
-    decided = approvals.decide(audit, approval.id, granted=True, by=by, note=note, now=now)
-    return decided, make(audit, profile, approval.tool, args, by=by, approval_id=decided.id, now=now)
 
 
 def remove(audit: AuditStore, ident: str, *, by: str, now: Clock = utc_clock) -> Rule:
     """Remove a standing rule (its row stays, with who removed it and when)."""
-    with immediate(audit.conn):
+    with audit.transaction():
         rule = find(audit, ident)
         if rule is None:
             raise NotFound(f"no standing rule with id {ident!r}; see: hearth approvals rules")
         if rule.removed_at is not None:
             raise RuleRefused(f"rule {rule.id} was already removed by {rule.removed_by} at {rule.removed_at}")
         moment = stamp(now())
-        audit.conn.execute(
-            "update standing_rules set removed_by = ?, removed_at = ? where id = ? and removed_at is null",
-            [by, moment, rule.id],
-        )
+        rule_rows.remove(audit, rule.id, by, moment)
     return replace(rule, removed_by=by, removed_at=moment)
 
 
-def find(source: AuditStore, ident: str) -> Rule | None:
+def find(audit: AuditStore, ident: str) -> Rule | None:
     """A rule by its id or a unique prefix of at least 4 characters."""
-    if len(ident) >= 4 and ident.isalnum():
-        row = source.find_by_id_or_prefix("standing_rules", ident)
-    else:
-        row = next(iter(source.rows("select * from standing_rules where id = ?", [ident])), None)
+    row = rule_rows.find(audit, ident)
     return from_row(row) if row else None
 
 
 def listing(source: Rows, *, everything: bool = False) -> list[Rule]:
     """The standing rules, oldest first; with ``everything`` the removed ones too."""
-    where = "" if everything else " where removed_at is null"
-    return [from_row(r) for r in source.rows(f"select * from standing_rules{where} order by made_at, rowid")]
+    return [from_row(r) for r in rule_rows.listing(source, everything=everything)]
 
 
 def rule_for(source: Rows, profile: str, tool: str, args: dict[str, Any]) -> Rule | None:
@@ -285,8 +256,7 @@ def _approved_by(recorder: Recorder, rule: Rule, name: str, args: dict[str, Any]
 
 
 def _active(source: Rows, profile: str, tool: str) -> list[Rule]:
-    sql = "select * from standing_rules where profile = ? and tool = ? and removed_at is null order by made_at, rowid"
-    return [from_row(r) for r in source.rows(sql, [profile, tool])]
+    return [from_row(r) for r in rule_rows.active(source, profile, tool)]
 
 
 def _columns(rule: Rule) -> dict[str, Any]:

@@ -9,5 +9,5 @@
     metrics.py    /metrics from the audit; routes/ one module per area, page and /api twin
 
 It reads the audit and the live state; it changes things only through the appliance's own
-functions: hearth.queue.submit (launch), hearth.audit.approvals.decide, hearth.dispatch.stop.
+functions: hearth.queue.submit (launch), hearth.leash.decisions.decide, hearth.dispatch.stop.
 """

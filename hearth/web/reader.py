@@ -1,5 +1,5 @@
 """The audit as the command center reads it: hearth/audit/reader.py's read-only connection, queries
-paged in SQL. Writes go through the appliance's own functions (approvals.decide, dispatch.stop).
+paged in SQL. Writes go through the appliance's own functions (decisions.decide, dispatch.stop).
 """
 
 from __future__ import annotations

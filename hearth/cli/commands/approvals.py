@@ -85,21 +85,10 @@ def deny_one(args: argparse.Namespace, settings: Settings) -> int:
 
 def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> int:
     from hearth.audit import approvals
-    from hearth.audit.store import AuditStore
+    from hearth.leash.decisions import By, decide
 
-    if not settings.audit_path.exists():
-        raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
-    with AuditStore(settings.audit_path) as audit:
-        approval = approvals.decide(
-            audit,
-            args.approval_id,
-            granted=granted,
-            by=f"cli:{approvals.operator_name()}",
-            note=getattr(args, "reason", ""),
-        )
-    from hearth.queue.wake import wake
-
-    wake(settings, approval.run_id)  # a suspended run goes on
+    verdict, by = "approve" if granted else "deny", By("cli", approvals.operator_name())
+    approval = decide(settings, args.approval_id, verdict, by, note=getattr(args, "reason", "")).approval
     if args.json:
         print_json(_row(approval, approvals.stamp(approvals.utc_clock())))
         return 0
@@ -172,15 +161,11 @@ def remove_rule(args: argparse.Namespace, settings: Settings) -> int:
 
 def approve_always(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit import approvals
-    from hearth.audit.store import AuditStore
-    from hearth.leash import rules
-    from hearth.queue.wake import wake
+    from hearth.leash.decisions import By, decide
 
-    if not settings.audit_path.exists():
-        raise NotFound(f"no approval with id {args.approval_id!r}: nothing has run yet ({settings.audit_path})")
-    with AuditStore(settings.audit_path) as audit:
-        approval, rule = rules.approve_always(audit, args.approval_id, by=f"cli:{approvals.operator_name()}")
-    wake(settings, approval.run_id)  # a suspended run goes on
+    decided = decide(settings, args.approval_id, "always", By("cli", approvals.operator_name()))
+    approval, rule = decided.approval, decided.rule
+    assert rule is not None  # an `always` makes its rule or raises
     if args.json:
         print_json({**_row(approval, approvals.stamp(approvals.utc_clock())), "rule": _rule_row(rule)})
         return 0

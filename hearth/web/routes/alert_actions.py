@@ -7,8 +7,8 @@ Host check, the body limit (16 KiB here), the security headers.
 
     GET  /act/TOKEN    what would be decided (the call, the run, the time left) and one button;
                        it NEVER decides: link previews and scanners fetch links
-    POST /act/TOKEN    decides, once, as `alert:<destination kind>` (signed into the token) (hearth.audit.approvals.decide),
-                       then wakes the run (hearth/queue/wake.py)
+    POST /act/TOKEN    decides, once, as `alert:<destination kind>` (signed into the token), and wakes
+                       the run: hearth/leash/decisions.py, the one way every door decides
 
 A forged, altered, expired, used or replayed token, or one for an approval closed already, is
 refused with a one-line page (4xx) and changes nothing.
@@ -26,9 +26,8 @@ from starlette.responses import HTMLResponse, Response
 from agent.clock import utc_now
 from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
-from hearth.leash import actions
+from hearth.leash import actions, decisions
 from hearth.leash.alerts import left
-from hearth.queue.wake import wake
 from hearth.web.context import error_response, web_of
 from hearth.web.security import ACT_PREFIX
 
@@ -49,11 +48,7 @@ def preview(request: Request, token: str) -> tuple[actions.Action, Approval]:
 
 
 def decide(request: Request, token: str) -> Approval:
-    settings = web_of(request).config.settings
-    with AuditStore(_audit_path(request)) as audit:
-        decided = actions.decide(audit, settings.state_dir, token)
-    wake(settings, decided.run_id)  # a suspended run goes on
-    return decided
+    return decisions.by_link(web_of(request).config.settings, token).approval
 
 
 @router.get(ACT_PREFIX + "{token}", response_class=HTMLResponse, include_in_schema=False)

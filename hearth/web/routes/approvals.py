@@ -1,7 +1,7 @@
 """Approvals: every pending call with its exact tool and arguments; Approve and Deny.
 
-A decision goes through hearth.audit.approvals.decide, the function `hearth approve` calls: it
-is bound to the approval's call hash, recorded with who decided (`web:NAME`) and when, and a
+A decision goes through hearth/leash/decisions.py, the call `hearth approve` makes: it is bound
+to the approval's call hash, recorded with who decided (`web:NAME`) and when, wakes the run, and a
 decision on an approval already decided or expired is refused with the store's own words.
 
 "Approve and always allow in PROFILE" is `hearth approve ID --always` (hearth/leash/rules.py):
@@ -22,12 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.clock import utc_now
-from hearth.audit import approvals
+from hearth.audit import approvals, runs
 from hearth.audit.approvals import Approval, ApprovalClosed
-from hearth.audit.store import AuditStore
+from hearth.audit.store import AuditStore, Rows
 from hearth.errors import NotFound
-from hearth.leash import rules
-from hearth.queue.wake import wake
+from hearth.leash import decisions, rules
 from hearth.web.context import error_response, web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
@@ -54,20 +53,17 @@ def _pretty(arguments: str) -> str:
         return arguments
 
 
-def decide(request: Request, approval_id: str, granted: bool, reason: str, me: Identity) -> Approval:
-    """The CLI's decision path, as this person; WebError 404 / 409 in the store's words."""
-    path = web_of(request).config.settings.audit_path
-    if not path.exists():
+def decide(request: Request, approval_id: str, verdict: str, reason: str, me: Identity) -> Approval:
+    """The one decision call (hearth/leash/decisions.py), as this person; WebError 404 / 409 in its words."""
+    settings = web_of(request).config.settings
+    if not settings.audit_path.exists():
         raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
     try:
-        with AuditStore(path) as audit:
-            decided = approvals.decide(audit, approval_id, granted=granted, by=me.decider, note=reason.strip())
+        return decisions.decide(settings, approval_id, verdict, me, note=reason).approval
     except NotFound as exc:
         raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
-    except ApprovalClosed as exc:
+    except (ApprovalClosed, rules.RuleRefused) as exc:
         raise WebError(409, str(exc)) from None
-    wake(web_of(request).config.settings, decided.run_id)  # a suspended run goes on
-    return decided
 
 
 @router.get("/approvals", response_class=HTMLResponse, include_in_schema=False)
@@ -83,10 +79,10 @@ def approvals_fragment(request: Request, me: Identity = Depends(viewer)) -> HTML
 @router.post("/approvals/{approval_id}/decide", include_in_schema=False, dependencies=[Depends(check_csrf)])
 async def decide_page(request: Request, approval_id: str, me: Identity = Depends(operator)) -> Response:
     form = await request.form()
-    granted = form.get("decision") == "approve"
+    verdict = "approve" if form.get("decision") == "approve" else "deny"
     reason = str(form.get("reason") or "")
     try:
-        done = await run_in_threadpool(decide, request, approval_id, granted, reason, me)
+        done = await run_in_threadpool(decide, request, approval_id, verdict, reason, me)
     except WebError as exc:
         return error_response(request, exc.status, exc.reason)
     return RedirectResponse(_back(str(form.get("back") or ""), done), status_code=303)
@@ -102,12 +98,11 @@ def _back(where: str, done: Approval) -> str:
     return f"/approvals?decided={done.id}"
 
 
-def decided_line(reader: rules.Rows, approval_id: str) -> str:
+def decided_line(reader: Rows, approval_id: str) -> str:
     """The confirmation a page shows after a decision: what was decided, by whom, and what follows."""
-    found = reader.rows("select * from approvals where id = ?", [approval_id[:100]]) if approval_id else []
-    if not found:
+    a = approvals.row_of(reader, approval_id[:100]) if approval_id else None
+    if a is None:
         return ""
-    a = found[0]
     note = f" ({a['note']})" if a.get("note") else ""
     follows = (
         "the call runs and the run goes on" if a["status"] == "approved" else "the model is told, and the run goes on"
@@ -134,19 +129,15 @@ async def api_decide(
     request: Request, approval_id: str, body: Decision, me: Identity = Depends(operator)
 ) -> dict[str, Any]:
     """Approve or deny one pending approval: 404 unknown, 409 already decided or expired."""
-    done = await run_in_threadpool(decide, request, approval_id, body.decision == "approve", body.reason, me)
+    done = await run_in_threadpool(decide, request, approval_id, body.decision, body.reason, me)
     return {**asdict(done), "arguments": json.loads(done.arguments)}
 
 
 # -- standing rules ---------------------------------------------------------------------------------
-def _with_always(reader: rules.Rows, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_always(reader: Rows, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each pending approval with its run's profile, and whether a standing rule may cover its call
     (`always`) or why not (`always_refused`)."""
-    ids = [row["run_id"] for row in pending]
-    marks = ", ".join("?" * len(ids))
-    profiles = {
-        r["id"]: r["agent_name"] for r in reader.rows(f"select id, agent_name from runs where id in ({marks})", ids)
-    }
+    profiles = runs.agent_names(reader, [row["run_id"] for row in pending])
     shown = []
     for row in pending:
         try:
@@ -158,24 +149,8 @@ def _with_always(reader: rules.Rows, pending: list[dict[str, Any]]) -> list[dict
     return shown
 
 
-def _rules(reader: rules.Rows) -> list[dict[str, Any]]:
+def _rules(reader: Rows) -> list[dict[str, Any]]:
     return [{**asdict(rule), "covers": rule.covers} for rule in rules.listing(reader)]
-
-
-def decide_always(request: Request, approval_id: str, me: Identity) -> Approval:
-    """`hearth approve ID --always`, as this person; WebError 404 / 409 as `decide`."""
-    settings = web_of(request).config.settings
-    if not settings.audit_path.exists():
-        raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
-    try:
-        with AuditStore(settings.audit_path) as audit:
-            decided, _ = rules.approve_always(audit, approval_id, by=me.decider)
-    except NotFound as exc:
-        raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
-    except (ApprovalClosed, rules.RuleRefused) as exc:
-        raise WebError(409, str(exc)) from None
-    wake(settings, decided.run_id)  # a suspended run goes on
-    return decided
 
 
 def remove_rule(request: Request, rule_id: str, me: Identity) -> rules.Rule:
@@ -194,7 +169,7 @@ def remove_rule(request: Request, rule_id: str, me: Identity) -> rules.Rule:
 @router.post("/approvals/{approval_id}/always", include_in_schema=False, dependencies=[Depends(check_csrf)])
 async def always_page(request: Request, approval_id: str, me: Identity = Depends(operator)) -> Response:
     try:
-        done = await run_in_threadpool(decide_always, request, approval_id, me)
+        done = await run_in_threadpool(decide, request, approval_id, "always", "", me)
     except WebError as exc:
         return error_response(request, exc.status, exc.reason)
     return RedirectResponse(f"/approvals?decided={done.id}", status_code=303)
@@ -222,7 +197,7 @@ def api_rules(request: Request, me: Identity = Depends(viewer)) -> list[dict[str
 async def api_always(request: Request, approval_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
     """Approve one pending approval and make the standing rule for its run's profile from that call:
     404 unknown, 409 already decided, expired, or a call no rule may cover."""
-    done = await run_in_threadpool(decide_always, request, approval_id, me)
+    done = await run_in_threadpool(decide, request, approval_id, "always", "", me)
     return {**asdict(done), "arguments": json.loads(done.arguments)}
 
 

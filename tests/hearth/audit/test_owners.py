@@ -22,7 +22,6 @@ STORE_METHODS = {"insert", "update", "rows", "find_by_id_or_prefix", "ids_with_p
 NOT_MOVED: set[str] = {
     "bench/api.py",
     "bench/queue.py",
-    "bench/resume.py",
     "bench/web.py",
     "hearth/cli/commands/runs.py",
     "hearth/dispatch/settle.py",
@@ -35,7 +34,6 @@ NOT_MOVED: set[str] = {
     "hearth/eval/watch.py",
     "hearth/leash/budget.py",
     "hearth/leash/missions.py",
-    "hearth/leash/rules.py",
     "hearth/report.py",
     "hearth/run/long/swarm_results.py",
     "hearth/run/resume.py",
@@ -44,7 +42,6 @@ NOT_MOVED: set[str] = {
     "hearth/web/metrics.py",
     "hearth/web/numbers.py",
     "hearth/web/reader.py",
-    "hearth/web/routes/approvals.py",
     "hearth/web/routes/missions.py",
     "hearth/web/routes/security.py",
 }

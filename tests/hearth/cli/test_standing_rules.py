@@ -9,7 +9,8 @@ from pathlib import Path
 
 from hearth.audit import approvals
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.leash import rules
+from hearth.leash import decisions
+from hearth.leash.decisions import By
 from hearth.settings import Settings
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
@@ -90,7 +91,8 @@ def test_a_headless_run_in_the_rules_profile_runs_the_covered_call_without_askin
     waiting(state_dir, "touch ruled.txt", agent="default", run_id="earlier")
     with AuditStore(state_dir / "audit.db") as audit:
         [approval] = approvals.listing(audit)
-        _, rule = rules.approve_always(audit, approval.id, by="cli:alice")
+    rule = decisions.decide(Settings.from_env(), approval.id, "always", By("cli", "alice")).rule
+    assert rule is not None
     workspace = tmp_path / "ws"
     script = [tool_call("run_command", {"command": "touch  ruled.txt"}), final_answer("touched it")]
     quick = {"HEARTH_APPROVAL_WAIT": "1s"}  # were it asked, nobody answers: denied in a second

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,9 @@ import pytest
 from hearth.audit import approvals
 from hearth.audit.approvals import utc_clock
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.leash import actions
+from hearth.leash import actions, decisions
 from hearth.leash.actions import ActionRefused
+from hearth.settings import Settings
 from tests.conftest import run_cli
 
 
@@ -31,6 +32,12 @@ def _ask(audit: AuditStore, command: str = "make deploy", timeout_s: float = 600
     return approvals.ask(audit, "run1", "run_command", {"command": command}, "dangerous", timeout_s=timeout_s)
 
 
+def link(state_dir: Path, token: str, now: datetime | None = None) -> approvals.Approval:
+    """What POST /act/TOKEN does: the link's decision through the one decision call."""
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(state_dir), "HEARTH_CONFIG_DIR": str(state_dir / "config")})
+    return decisions.by_link(settings, token, now).approval
+
+
 def _state(audit: AuditStore) -> list[dict[str, object]]:
     return audit.rows("select * from approvals order by id") + audit.rows("select * from alert_actions")
 
@@ -38,7 +45,7 @@ def _state(audit: AuditStore) -> list[dict[str, object]]:
 def test_a_link_decides_its_approval_once_as_alert_of_its_destination_kind(tmp_path: Path, audit: AuditStore) -> None:
     approval = _ask(audit)
     tokens = actions.for_approval(tmp_path, approval, "ntfy")
-    decided = actions.decide(audit, tmp_path, tokens["approve"])
+    decided = link(tmp_path, tokens["approve"])
     assert (decided.status, decided.decided_by) == ("approved", "alert:ntfy")
     [used] = audit.rows("select * from alert_actions")
     assert used["approval_id"] == approval.id and used["used_by"] == "alert:ntfy"
@@ -49,13 +56,13 @@ def test_a_replayed_link_is_refused_even_for_the_same_decision_and_nothing_chang
     tmp_path: Path, audit: AuditStore
 ) -> None:
     tokens = actions.for_approval(tmp_path, _ask(audit), "ntfy")
-    actions.decide(audit, tmp_path, tokens["deny"])
+    link(tmp_path, tokens["deny"])
     before = _state(audit)
     with pytest.raises(ActionRefused, match="used already") as refused:
-        actions.decide(audit, tmp_path, tokens["deny"])
+        link(tmp_path, tokens["deny"])
     assert refused.value.status == 409 and "\n" not in refused.value.reason
     with pytest.raises(ActionRefused, match="denied already"):
-        actions.decide(audit, tmp_path, tokens["approve"])  # the other link of a decided approval
+        link(tmp_path, tokens["approve"])  # the other link of a decided approval
     assert _state(audit) == before
 
 
@@ -65,7 +72,7 @@ def test_a_link_for_one_approval_never_decides_another(tmp_path: Path, audit: Au
     crossed = token.replace(first.id, second.id, 1)
     before = _state(audit)
     with pytest.raises(ActionRefused, match="signature is wrong"):
-        actions.decide(audit, tmp_path, crossed)
+        link(tmp_path, crossed)
     assert _state(audit) == before
     assert [a.status for a in approvals.listing(audit)] == ["pending", "pending"]
 
@@ -91,7 +98,7 @@ def test_a_forged_link_is_refused_with_one_line_and_nothing_changes(
     token = actions.for_approval(tmp_path, _ask(audit), "ntfy")["approve"]
     before = _state(audit)
     with pytest.raises(ActionRefused) as refused:
-        actions.decide(audit, tmp_path, forge(token))  # type: ignore[operator]
+        link(tmp_path, forge(token))  # type: ignore[operator]
     assert refused.value.status in (400, 403) and "\n" not in refused.value.reason
     assert refused.value.reason.endswith("nothing changed")
     assert _state(audit) == before
@@ -102,7 +109,7 @@ def test_an_expired_link_is_refused_and_nothing_changes(tmp_path: Path, audit: A
     token = actions.for_approval(tmp_path, approval, "ntfy")["approve"]
     before = _state(audit)
     with pytest.raises(ActionRefused, match="expired") as refused:
-        actions.decide(audit, tmp_path, token, now=utc_clock() + timedelta(seconds=61))
+        link(tmp_path, token, now=utc_clock() + timedelta(seconds=61))
     assert refused.value.status == 410
     assert _state(audit) == before
 
@@ -111,7 +118,7 @@ def test_rotating_the_key_voids_every_link_sent_before(tmp_path: Path, audit: Au
     old = actions.for_approval(tmp_path, _ask(audit), "ntfy")["approve"]
     actions.rotate_key(tmp_path)
     with pytest.raises(ActionRefused, match="since rotated"):
-        actions.decide(audit, tmp_path, old)
+        link(tmp_path, old)
     assert [a.status for a in approvals.listing(audit)] == ["pending"]
 
 
@@ -155,4 +162,4 @@ def test_hearth_approvals_rotate_key_voids_the_links_already_sent(state_dir: Pat
     assert done.returncode == 0 and "every approve and deny link sent before now is void" in done.stdout
     assert stat.S_IMODE(actions.key_path(state_dir).stat().st_mode) == 0o600
     with AuditStore(state_dir / "audit.db") as audit, pytest.raises(ActionRefused, match="since rotated"):
-        actions.decide(audit, state_dir, token)
+        link(state_dir, token)

@@ -16,12 +16,14 @@ from agent.safety.policy import Decision
 from hearth.audit import approvals
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import NotFound
-from hearth.leash import rules
+from hearth.leash import decisions, rules
+from hearth.leash.decisions import By
 from hearth.leash.rules import RuleRefused
 from hearth.run.approvers import HeadlessApprover
 from hearth.run.events import SqliteRecorder
 from hearth.run.recorder import Recorder
 from hearth.run.state import StateFile
+from hearth.settings import Settings
 
 
 class Asked:
@@ -48,10 +50,19 @@ def recorder_of(audit: AuditStore, tmp_path: Path, run_id: str) -> Recorder:
     return Recorder(SqliteRecorder(audit), StateFile(tmp_path / "state", run_id), run_id, out=io.StringIO())
 
 
+def approve_always(audit: AuditStore, ident: str, by: By) -> tuple[approvals.Approval, rules.Rule]:
+    """`hearth approve ID --always`: the one decision call on this audit's state directory."""
+    state = audit.path.parent
+    settings = Settings.from_env({"HEARTH_STATE_DIR": str(state), "HEARTH_CONFIG_DIR": str(state / "config")})
+    done = decisions.decide(settings, ident, "always", by)
+    assert done.rule is not None
+    return done.approval, done.rule
+
+
 def always(audit: AuditStore, command: str, run_id: str = "run1") -> rules.Rule:
     """`hearth approve ID --always` on a pending approval of this command."""
     pending = approvals.ask(audit, run_id, "run_command", {"command": command}, "dangerous", timeout_s=60)
-    decided, rule = rules.approve_always(audit, pending.id, by="cli:alice")
+    decided, rule = approve_always(audit, pending.id, By("cli", "alice"))
     assert (decided.status, decided.decided_by) == ("approved", "cli:alice")
     return rule
 
@@ -134,7 +145,7 @@ def test_no_rule_for_the_floor_redirection_substitution_chains_or_wrappers(
 ) -> None:
     pending = approvals.ask(audit, "run1", "run_command", {"command": command}, "dangerous", timeout_s=60)
     with pytest.raises(RuleRefused) as refused:
-        rules.approve_always(audit, pending.id, by="cli:alice")
+        approve_always(audit, pending.id, By("cli", "alice"))
     line = str(refused.value)
     assert reason in line and "\n" not in line and line.startswith("no standing rule for this command: ")
     still = approvals.find(audit, pending.id)
@@ -183,7 +194,7 @@ def test_the_same_call_made_always_twice_keeps_one_rule(audit: AuditStore) -> No
 
 def test_a_rule_for_a_tool_without_a_command_covers_it_with_any_arguments(audit: AuditStore) -> None:
     pending = approvals.ask(audit, "run1", "fetch_url", {"url": "https://a.example"}, "dangerous", timeout_s=60)
-    _, rule = rules.approve_always(audit, pending.id, by="web:alice")
+    _, rule = approve_always(audit, pending.id, By("web", "alice"))
     assert rule.covers == "fetch_url (any arguments)"
     assert rules.rule_for(audit, "builder", "fetch_url", {"url": "https://b.example"}) == rule
 
@@ -210,7 +221,7 @@ def test_a_resumed_runs_waited_call_is_answered_by_the_persons_decision_not_the_
 ) -> None:
     """`hearth approve ID --always` on a suspended run: its call is the person's, the next the rule's."""
     pending = approvals.ask(audit, "run1", "run_command", {"command": "make test"}, "dangerous", timeout_s=60)
-    decided, rule = rules.approve_always(audit, pending.id, by="cli:alice")
+    decided, rule = approve_always(audit, pending.id, By("cli", "alice"))
     asked = Asked()
     approve = rules.with_rules(asked, recorder_of(audit, tmp_path, "run1"), audit, "builder", resumed=decided)
     approve("run_command", {"command": "make test"}, "dangerous")
