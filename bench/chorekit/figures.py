@@ -32,6 +32,7 @@ class Run:
     cached: list[int | None] = field(default_factory=list)  # prompt tokens it reused from its cache
     audit_cached: list[int | None] = field(default_factory=list)  # tokens_cached of hearth's model steps
     calls: list[dict[str, Any]] = field(default_factory=list)  # tool, arguments, ok, output (clipped)
+    answer: str = ""  # the last reply (hearth: the run's summary), clipped
 
     def take(self, turns: list[Turn]) -> None:
         """The tap's figures for this run's model calls."""

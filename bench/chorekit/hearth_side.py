@@ -137,6 +137,7 @@ def read_audit(run: Run, path: Path) -> None:
     run.turns, run.tokens_in, run.tokens_out = (int(row[k] or 0) for k in ("iterations", "tokens_in", "tokens_out"))
     run.audit_cached = [_cached(s) for s in steps if s["kind"] == "model"]
     run.calls = [_call(s) for s in steps if s["kind"] == "tool"]
+    run.answer = clip(row.get("summary") or "")
     if row.get("error"):
         run.calls.append({"error": clip(row["error"])})
 

@@ -75,6 +75,7 @@ class PlainSide:
             run.tokens_out += int(reply.get("usage", {}).get("completion_tokens") or 0)
             message = reply["choices"][0]["message"]
             messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
+            run.answer = clip(message.get("content") or "")
             if not message.get("tool_calls"):
                 return "done"
             for call in message["tool_calls"]:

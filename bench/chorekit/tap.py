@@ -34,6 +34,7 @@ class Turn:
     """One chat request as the tap saw it answered."""
 
     path: str
+    at: float = 0.0  # when it was asked (time.time()), to line it up with a server's own log
     status: int = 0
     seconds: float = 0.0
     ttft_s: float | None = None
@@ -192,7 +193,7 @@ def _handler(tap: Tap) -> type[BaseHTTPRequestHandler]:
 
         def _forward(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            started = time.monotonic()
+            asked, started = time.time(), time.monotonic()
             upstream = http.client.HTTPConnection(*tap.upstream, timeout=UPSTREAM_TIMEOUT_S)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host"}}
             try:
@@ -206,7 +207,7 @@ def _handler(tap: Tap) -> type[BaseHTTPRequestHandler]:
             self._relay(reply, reading)
             upstream.close()
             if path in CHAT_PATHS and self.command == "POST":
-                turn = Turn(path, reply.status, round(time.monotonic() - started, 3))
+                turn = Turn(path, round(asked, 3), reply.status, round(time.monotonic() - started, 3))
                 reading.finish(turn)
                 tap.record(turn)
 

@@ -74,6 +74,7 @@ def test_a_chore_through_hearth_is_read_from_its_audit_and_checked(tmp_path: Pat
     assert run.tokens_in > 0 and run.tokens_out > 0 and run.ttft_s is not None
     assert run.evaluated == [100, 100]  # Ollama's prompt_eval_count, as the tap read it
     assert [(c["tool"], c["ok"]) for c in run.calls] == [("write_file", True)]
+    assert "wrote greeting.txt" in run.answer
     assert fake.requests[0]["model"] == "qwen2.5-coder"
 
 
@@ -123,6 +124,7 @@ def test_the_plain_loop_repairs_nothing(tmp_path: Path) -> None:
     as_text = said('{"name": "write_file", "arguments": {"path": "greeting.txt", "content": "hello"}}')
     run, _ = plain_run([as_text], "greeting", tmp_path)
     assert (run.passed, run.status, run.turns, run.calls) == (False, "done", 1, [])
+    assert run.answer.startswith('{"name": "write_file"')
     broken = calls("write_file", '{"path": "greeting.txt", "content": "hello"')
     run, fake = plain_run([broken, said("Done.")], "greeting", tmp_path / "again")
     assert run.calls[0]["ok"] is False
