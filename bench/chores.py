@@ -126,6 +126,7 @@ def bench(args: argparse.Namespace, chores: list[Chore], url: str, plain_url: st
         "host": args.host,
         "plain_host": plain_url,
         "max_iters": args.max_iters,
+        "timeout_s": args.timeout,
         "repeat": args.repeat,
         "runs": [run.row() for run in runs],
         "sides": {
@@ -158,7 +159,8 @@ def table(report: dict[str, Any]) -> str:
     sides = [s for s in SIDES if s in report["sides"]]
     names = list(dict.fromkeys(r["chore"] for r in runs))
     lines = [
-        f"chores on {report['model']} ({report['host']}), {report['repeat']} run(s) each, cap {report['max_iters']} turns"
+        f"chores on {report['model']} ({report['host']}), {report['repeat']} run(s) each, "
+        f"cap {report['max_iters']} turns and {report.get('timeout_s', '?')}s a run"
     ]
     header = f"{'chore':20}" + "".join(
         f" | {s + ': pass':13} {'turns':>5} {'tokens':>7} {'wall':>6} {'ttft':>6} {'eval/call (of)':>15}" for s in sides

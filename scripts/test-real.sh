@@ -54,13 +54,7 @@ else
     || { say "the cache's server did not start; see $REALMODEL/run/*.log"; exit 2; }
 fi
 
-# hearth speaks to llama-server itself once it has an OpenAI-compatible backend (hearth-loop --host);
-# until then through the cache's Ollama-API shim
-if "$VENV/bin/python" -m hearth.cli.loop --help | grep -q -- '--host '; then
-  HEARTH_REAL_MODEL_HOST="openai+http://127.0.0.1:$PORT"
-else
-  HEARTH_REAL_MODEL_HOST="http://127.0.0.1:$SHIM_PORT"
-fi
+HEARTH_REAL_MODEL_HOST="openai+http://127.0.0.1:$PORT"
 export HEARTH_REAL_MODEL_HOST
 say "HEARTH_REAL_MODEL_HOST=$HEARTH_REAL_MODEL_HOST HEARTH_REAL_MODEL=$MODEL"
 run_tests "$@"

@@ -36,14 +36,6 @@ def split_host(host: str) -> tuple[str, str]:
     return kind, url.rstrip("/")
 
 
-def loop_options() -> str:
-    """hearth-loop's --help: which host options this hearth has."""
-    done = subprocess.run(
-        [sys.executable, "-m", "hearth.cli.loop", "--help"], capture_output=True, text=True, env=_env(None), timeout=120
-    )
-    return done.stdout
-
-
 class HearthSide:
     """Runs chores through `hearth-loop` against `tap`, which forwards to the server `host` names."""
 
@@ -52,25 +44,15 @@ class HearthSide:
     def __init__(self, host: str, model: str, tap: Tap, *, max_iters: int, timeout_s: float) -> None:
         self.kind, _ = split_host(host)
         self.model, self.tap, self.max_iters, self.timeout_s = model, tap, max_iters, timeout_s
-        self.options = loop_options()
-
-    def host_args(self) -> list[str] | None:
-        """How this hearth is pointed at the tap; None when it cannot speak the host's kind."""
-        if "--host " in self.options or "--host=" in self.options:
-            return ["--host", f"openai+{self.tap.url}" if self.kind == "openai" else self.tap.url]
-        return ["--ollama-host", self.tap.url] if self.kind == "ollama" else None
 
     def run(self, chore: Chore, rep: int, scratch: Path) -> Run:
         run = Run(chore.name, self.side, rep)
-        hosts = self.host_args()
-        if hosts is None:
-            run.status, run.detail = "unsupported", "this hearth-loop has no --host for an OpenAI-compatible server"
-            return run
         workspace, env = scratch / "workspace", _env(scratch)
         chore.prepare(workspace)
         for doc in chore.kb:
             _hearth(["kb", "add", "--text", doc.text, "--title", doc.title, "--source", f"chore:{doc.title}"], env)
-        argv = [*hosts, "--model", self.model, "--workspace", str(workspace), "--mode", "bypass"]
+        host = f"openai+{self.tap.url}" if self.kind == "openai" else self.tap.url
+        argv = ["--host", host, "--model", self.model, "--workspace", str(workspace), "--mode", "bypass"]
         argv += ["--tools", ",".join(chore.tools), "--max-iterations", str(self.max_iters), "--label", chore.name]
         mark, started = self.tap.mark(), time.monotonic()
         timed_out, stderr = _run_loop([*argv, chore.goal], env, self.timeout_s)
@@ -85,13 +67,12 @@ class HearthSide:
         return run
 
 
-def _env(scratch: Path | None) -> dict[str, str]:
+def _env(scratch: Path) -> dict[str, str]:
     """The environment without the caller's hearth settings: its own state, no profile, no embedder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTH_") and k != "OLLAMA_HOST"}
     env["PYTHONPATH"] = str(ROOT)
     env["HEARTH_EMBED_MODEL"] = "off"
-    if scratch is not None:
-        env["HEARTH_STATE_DIR"], env["HEARTH_CONFIG_DIR"] = str(scratch / "state"), str(scratch / "config")
+    env["HEARTH_STATE_DIR"], env["HEARTH_CONFIG_DIR"] = str(scratch / "state"), str(scratch / "config")
     return env
 
 

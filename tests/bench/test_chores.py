@@ -17,9 +17,9 @@ from bench.chorekit.book import COMMON_TOOLS, check, load, pick, solve
 from bench.chorekit.hearth_side import HearthSide
 from bench.chorekit.plain import SYSTEM, PlainSide
 from bench.chorekit.tap import Tap
-from tests.bench.fake_openai import FakeOpenAI, calls, said
 from tests.conftest import ROOT, require
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_openai import FakeOpenAI
 
 CHORES = load()
 
@@ -78,6 +78,15 @@ def test_a_chore_through_hearth_is_read_from_its_audit_and_checked(tmp_path: Pat
     assert fake.requests[0]["model"] == "qwen2.5-coder"
 
 
+def test_through_hearth_on_an_openai_server_the_audit_and_the_tap_agree_on_the_cache(tmp_path: Path) -> None:
+    [chore] = pick(CHORES, "greeting")
+    script = [tool_call("write_file", {"path": "greeting.txt", "content": "hello\n"}), final_answer("wrote it")]
+    with FakeOpenAI(script, usage="llamacpp") as fake, Tap(fake.url) as tap:
+        run = HearthSide(fake.host, "qwen2.5-coder", tap, max_iters=4, timeout_s=120).run(chore, 1, tmp_path)
+    assert (run.passed, run.turns, run.model_calls) == (True, 2, 2)
+    assert run.audit_cached == run.cached and run.cached[1] > 0  # hearth's tokens_cached, as the server said
+
+
 def test_a_chore_hearth_leaves_undone_fails_its_check(tmp_path: Path) -> None:
     run, _ = hearth_run([final_answer("done, I think")], "greeting", tmp_path)
     assert (run.passed, run.status, run.turns) == (False, "done", 1)
@@ -94,54 +103,52 @@ def test_the_knowledge_chore_finds_its_documents_in_hearths_knowledge_base(tmp_p
 
 def plain_run(script: list, chore_name: str, tmp_path: Path):
     [chore] = pick(CHORES, chore_name)
-    with FakeOpenAI(script) as fake, Tap(fake.url) as tap:
+    with FakeOpenAI(script, usage="llamacpp") as fake, Tap(fake.url) as tap:
         return PlainSide("qwen2.5-coder", tap, max_iters=4, timeout_s=60).run(chore, 1, tmp_path), fake
 
 
 def test_the_plain_loop_runs_the_tools_calls_and_sends_back_their_results(tmp_path: Path) -> None:
-    script = [calls("write_file", {"path": "greeting.txt", "content": "hello"}), said("Done.")]
+    script = [tool_call("write_file", {"path": "greeting.txt", "content": "hello"}), final_answer("Done.")]
     run, fake = plain_run(script, "greeting", tmp_path)
-    assert (run.passed, run.status, run.turns) == (True, "done", 2)
-    first, second = fake.bodies
-    assert first["messages"] == [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": pick(CHORES, "greeting")[0].goal},
-    ]
+    assert (run.passed, run.status, run.turns, run.answer) == (True, "done", 2, "Done.")
+    first, second = fake.requests
+    goal = pick(CHORES, "greeting")[0].goal
+    assert first["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": goal}]
     assert first["tools"] == [TOOLS[name].schema() for name in COMMON_TOOLS]  # hearth's tools, as hearth describes them
-    assert second["messages"][-1] == {
+    said, answered = second["messages"][-2:]
+    assert answered == {
         "role": "tool",
-        "tool_call_id": "call-write_file",
+        "tool_call_id": said["tool_calls"][0]["id"],
         "content": "wrote 5 bytes to greeting.txt",
     }
-    assert (run.evaluated, run.cached, run.tokens_in) == (
-        [120, 50],
-        [0, 90],
-        260,
-    )  # llama.cpp's timings, read by the tap
+    # llama.cpp's timings, read by the tap: the second prompt is the first one and more, mostly from the cache
+    assert run.cached[0] == 0 and 0 < run.cached[1] < run.prompt_tokens[1]
+    assert [e + c for e, c in zip(run.evaluated, run.cached)] == run.prompt_tokens
+    assert run.tokens_in == sum(run.prompt_tokens)
 
 
 def test_the_plain_loop_repairs_nothing(tmp_path: Path) -> None:
-    as_text = said('{"name": "write_file", "arguments": {"path": "greeting.txt", "content": "hello"}}')
+    as_text = final_answer('{"name": "write_file", "arguments": {"path": "greeting.txt", "content": "hello"}}')
     run, _ = plain_run([as_text], "greeting", tmp_path)
     assert (run.passed, run.status, run.turns, run.calls) == (False, "done", 1, [])
     assert run.answer.startswith('{"name": "write_file"')
-    broken = calls("write_file", '{"path": "greeting.txt", "content": "hello"')
-    run, fake = plain_run([broken, said("Done.")], "greeting", tmp_path / "again")
+    broken = tool_call("write_file", '{"path": "greeting.txt", "content": "hello"')
+    run, fake = plain_run([broken, final_answer("Done.")], "greeting", tmp_path / "again")
     assert run.calls[0]["ok"] is False
-    assert fake.bodies[1]["messages"][-1]["content"].startswith("Error: JSONDecodeError: ")
+    assert fake.requests[1]["messages"][-1]["content"].startswith("Error: JSONDecodeError: ")
 
 
 def test_the_tap_times_a_streamed_reply_and_reads_its_cache_figures() -> None:
-    with FakeOpenAI([said("hi"), said("again")]) as fake, Tap(fake.url) as tap:
+    with FakeOpenAI([final_answer("hi"), final_answer("again")], usage="llamacpp") as fake, Tap(fake.url) as tap:
         for _ in range(2):
-            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            body = {"model": "qwen2.5-coder", "stream": True, "messages": [{"role": "user", "content": "hi there"}]}
             with httpx.stream("POST", f"{tap.url}/v1/chat/completions", json=body) as response:
                 text = response.read().decode()
-            assert text.count("data: ") == 3 and text.endswith("data: [DONE]\n\n")  # passed on as it came
+            assert text.count("data: ") >= 4 and text.endswith("data: [DONE]\n\n")  # passed on as it came
     first, second = tap.turns
-    assert (first.prompt_tokens, first.cached_tokens, first.evaluated_tokens) == (110, 0, 110)
-    assert (second.cached_tokens, second.evaluated_tokens, second.completion_tokens) == (90, 20, 7)
-    assert second.ttft_s is not None and second.ttft_s <= second.seconds
+    assert (first.cached_tokens, first.evaluated_tokens) == (0, first.prompt_tokens)
+    assert (second.cached_tokens, second.evaluated_tokens) == (second.prompt_tokens, 0)  # the same prompt again
+    assert second.completion_tokens == 20 and second.ttft_s is not None and second.ttft_s <= second.seconds
 
 
 def test_without_a_server_the_bench_says_how_to_get_one_and_exits_0() -> None:
