@@ -256,7 +256,10 @@ class Spawner:
             data = read_request_bytes(path, self.owners)
             parsed = as_its_owner(parse_request(data, entry.name), path)
             check(parsed.request)
-            self._within_budget(parsed.request)
+            spent = self._budget_spent(parsed.request)
+            if spent:
+                self._reject(path, spent, data, parsed, event="budget_exceeded")
+                return
             admit(self.audit, parsed, FileFacts.of(entry.name, data), utc_now())
         except RequestRefused as exc:
             self._reject(path, str(exc), data, parsed)
@@ -266,21 +269,23 @@ class Spawner:
             return
         self._launch(parsed.request.id, path)
 
-    def _within_budget(self, request: Request) -> None:
-        """RequestRefused when the budget this request would run under is spent (a broken file: a warning)."""
+    def _budget_spent(self, request: Request) -> str | None:
+        """Why the budget this request would run under refuses it, or None (a broken file: a warning)."""
         try:
             budget = load_budget(self.settings.config_dir, self.settings.daily_tokens)
         except HearthError as exc:
             self.report("warning", "budget", f"{exc}; requests run without a budget")
-            return
+            return None
         if not budget.configured:
-            return
+            return None
         agent = agent_for_label(self.settings.config_dir, request.agent_name, request.label)
         reason = refusal(budget, self.audit, agent, local_now())
-        if reason:
-            raise RequestRefused(f"not started: {reason}")
+        return f"not started: {reason}" if reason else None
 
-    def _reject(self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None) -> None:
+    def _reject(
+        self, path: Path, reason: str, data: bytes | None, parsed: Parsed | None, *, event: str = "rejected"
+    ) -> None:
+        """Refused and recorded `rejected`; alerted as `event` (a spent budget's is `budget_exceeded`)."""
         reason = bounded(reason)
         request = parsed.request if parsed else None
         if reject(self.queue, self.audit, path, reason, data, request=request) is None:
@@ -289,7 +294,8 @@ class Spawner:
         self.report("rejected", printable(path.name), reason)
         goal = request.goal if request else ""
         agent = request.agent_name if request else "-"
-        alerts.run_ended(self.settings, printable(path.name), "rejected", goal=goal, detail=reason, agent=agent)
+        named = request.id if request else printable(path.name)  # a file that never parsed names no run
+        alerts.run_ended(self.settings, named, event, goal=goal, detail=reason, agent=agent)
 
     def _launch(self, request_id: str, path: Path) -> None:
         try:

@@ -4,7 +4,8 @@
         [[destination]]
         name = "phone"
         url = "ntfy://{cred:NTFY_TOKEN}@ntfy.example.org/hearth"   any apprise URL
-        events = ["failed", "approval"]  absent: DEFAULT_EVENTS
+        events = ["failed", "approval"]  absent: DEFAULT_EVENTS; EVENTS lists them all, and
+                                         `failed` is every failure (FAILURES) too
         local = true                     only for a destination on this machine or the LAN
                                          (never a cloud metadata service)
 
@@ -55,8 +56,9 @@ from hearth.tomlcheck import known_table, read_toml
 
 ALERTS_FILE = "alerts.toml"
 # run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
-# `tripped` is a run that touched a decoy secret, `rejected` a refused request, `eval_regression`
-# an eval's pass rate that fell past its threshold (hearth/eval/watch.py)
+# `tripped` is a run that touched a decoy secret, `rejected` a refused request (a request the daily
+# budget refuses is `budget_exceeded`), `leg_limit` and `no_progress` a marathon's ends,
+# `eval_regression` an eval's pass rate that fell past its threshold (hearth/eval/watch.py)
 EVENTS = (
     "failed",
     "interrupted",
@@ -68,8 +70,24 @@ EVENTS = (
     "iteration_limit",
     "model_unavailable",
     "denied",
+    "leg_limit",
+    "no_progress",
     "mcp_drift",
     "eval_regression",
+)
+# Every way a run ends that is a failure: a destination that wants `failed` hears of each, once, so
+# a short list of events ("failed", "approval") misses none (an operator's stop, `interrupted`, and
+# `done` are not failures)
+FAILURES = (
+    "failed",
+    "rejected",
+    "model_unavailable",
+    "budget_exceeded",
+    "iteration_limit",
+    "denied",
+    "tripped",
+    "leg_limit",
+    "no_progress",
 )
 DEFAULT_EVENTS = (
     "failed",
@@ -100,6 +118,10 @@ class Destination:
     url: str  # as written: `{cred:NAME}` not yet replaced
     events: tuple[str, ...] = DEFAULT_EVENTS
     local: bool = False  # alerts.toml's `local = true`: the guard's address policy is waived for it
+
+    def wants(self, event: str) -> bool:
+        """Its own events, every failure when it wants `failed`, and `hearth alerts test`."""
+        return event in self.events or event == "test" or (event in FAILURES and "failed" in self.events)
 
     @property
     def credentials(self) -> list[str]:
@@ -247,7 +269,7 @@ Resolve = Callable[[str], str | None]
 def notify(settings: Settings, alert: Alert) -> threading.Thread | None:
     """Send `alert` to each destination that wants its event, in the background; never raises."""
     try:
-        wanted = [d for d in load_destinations(settings.config_dir) if alert.event in d.events or alert.event == "test"]
+        wanted = [d for d in load_destinations(settings.config_dir) if d.wants(alert.event)]
     except ConfigError:
         return None  # a broken alerts.toml is hearth doctor's to report, never a run's problem
     if not wanted:

@@ -22,12 +22,14 @@ from typing import Any
 from agent.loop import Outcome
 from hearth.audit.store import RunRecord
 from hearth.errors import HearthError, UsageError
+from hearth.leash import alerts
 from hearth.leash.budget import Rows, load_budget, local_now, refusal
 from hearth.run.admission import routed, run_dir
 from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted
 from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.router import Route
+from hearth.run.services import load_redactor
 from hearth.settings import Settings
 
 MAX_ID = 64
@@ -104,13 +106,17 @@ def admit_holder(
     except HearthError as exc:
         holder = start_holder(sink, asked, run_id, kind, None)
         sink.record(RunFinished(holder.id, "rejected", {"error": str(exc), "iterations": 0}))
+        goal = load_redactor(settings)(asked.goal)
+        alerts.run_ended(settings, run_id, "rejected", goal=goal, detail=str(exc), agent=asked.agent_name)
         raise UsageError(str(exc)) from None
     holder = start_holder(sink, plan, run_id, kind, root, route)
     holder.unavailable = route.problem
     return plan, root, holder
 
 
-def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome) -> None:
+def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome, settings: Settings, plan: RunPlan) -> None:
+    """The holding run's final status and totals, recorded, and alerted as a run's end is (its legs,
+    children and synthesis alert their own)."""
     totals = {
         "iterations": outcome.iterations,
         "tokens_in": holder.tokens_in,
@@ -120,6 +126,9 @@ def finish_holder(sink: RunRecorder, holder: Holder, outcome: Outcome) -> None:
         "summary": outcome.summary,
     }
     sink.record(RunFinished(holder.id, outcome.status, totals))
+    redact = load_redactor(settings)  # an alert leaves the box: no credential value in it, as a run's
+    detail, goal = redact(outcome.error or outcome.summary), redact(plan.goal)
+    alerts.run_ended(settings, holder.id, outcome.status, goal=goal, detail=detail, agent=plan.agent_name)
 
 
 def close_if_running(sink: RunRecorder, run_id: str, status: str, reason: str) -> None:

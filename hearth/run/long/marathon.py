@@ -177,7 +177,7 @@ def run_marathon(
             state.remove()
             if own is not None:
                 own.close()
-        finish_holder(sink, run.holder, outcome)
+        finish_holder(sink, run.holder, outcome, settings, run.planned)
     _show(out, json_lines, marathon_id, outcome)
     return marathon_id, outcome
 

@@ -107,7 +107,7 @@ def run_swarm(
         finally:
             state.remove()
             own.close()
-        finish_holder(sink, holder, outcome)
+        finish_holder(sink, holder, outcome, settings, plan)
     print(f"== swarm {outcome.status}: {outcome.summary or outcome.error}", file=out, flush=True)
     return outcome
 

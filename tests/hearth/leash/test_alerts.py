@@ -191,6 +191,51 @@ def test_a_refused_request_is_alerted(state_dir: Path, tmp_path: Path, ntfy: Rec
     assert "unknown field" in ntfy.got[0]["body"]["message"]
 
 
+DOCS_EXAMPLE = ["failed", "budget_exceeded", "approval"]  # docs/leash.md's alerts.toml
+
+
+def titles(receiver: Receiver) -> list[str]:
+    return [g["body"]["title"] for g in receiver.got]
+
+
+def test_every_failure_reaches_a_destination_that_wants_failed(state_dir: Path, tmp_path: Path, ntfy: Receiver) -> None:
+    """A failed swarm, a mistyped model and a refused request each reach `failed` (once each)."""
+    _alerts(tmp_path / "config", ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", DOCS_EXAMPLE))
+    with FakeOllama([final_answer("no plan here")], repeat_last=True, models=("qwen2.5-coder:7b",)) as fake:
+        env = {"OLLAMA_HOST": fake.url}
+        assert run_cli("hearth", "enqueue", "split this", "--id", "sw", "--swarm", "2").returncode == 0
+        assert run_cli("hearth", "spawn", "--local", env=env).returncode == 0
+        assert run_cli("hearth-loop", "--model", "qwen2.5-codr", "do it", env=env).returncode == 4
+    drop(state_dir / "queue", "bad.json", {"id": "bad", "goal": "g", "sudo": True})
+    assert run_cli("hearth", "spawn", "--local").returncode == 0
+    said = titles(ntfy)
+    assert "hearth: run sw failed" in said
+    assert any(t.endswith(" model unavailable") for t in said)
+    assert "hearth: run bad.json rejected" in said  # it never parsed: the file is named
+    assert len(said) == 3, said
+    [typo] = [g["body"]["message"] for g in ntfy.got if g["body"]["title"].endswith(" model unavailable")]
+    assert "did you mean qwen2.5-coder:7b?" in typo
+
+
+def test_a_request_the_daily_budget_refuses_is_alerted_as_budget_exceeded(
+    state_dir: Path, tmp_path: Path, ntfy: Receiver, hook: Receiver
+) -> None:
+    _alerts(
+        tmp_path / "config",
+        ("phone", f"ntfy://127.0.0.1:{ntfy.port}/hearth", ["budget_exceeded"]),
+        ("hook", f"json://127.0.0.1:{hook.port}/alerts", ["failed"]),
+    )
+    env = {"HEARTH_DAILY_TOKENS": "100"}
+    with FakeOllama([final_answer("spent it")], tokens=(100, 20)) as fake:
+        assert run_cli("hearth-loop", "spend", env={**env, "OLLAMA_HOST": fake.url}).returncode == 0
+    drop(state_dir / "queue", "late.json", {"id": "late", "goal": "one more"})
+    assert run_cli("hearth", "spawn", "--local", env=env).returncode == 0
+    assert titles(ntfy) == titles(hook) == ["hearth: run late budget exceeded"]
+    assert "not started: the daily token budget of 100 tokens is spent" in ntfy.got[0]["body"]["message"]
+    [late] = rows(state_dir, "select status from runs where id = 'late'")
+    assert late["status"] == "rejected"  # the run is refused as any request is; the alert says why
+
+
 def test_a_run_killed_outright_is_alerted_by_the_next_command_that_finds_it_dead(
     state_dir: Path, tmp_path: Path, ntfy: Receiver
 ) -> None:
