@@ -19,9 +19,11 @@ def tool_calls(db: Rows, tool: str, limit: int) -> list[dict[str, Any]]:
     )
 
 
-def mcp_drift(db: Rows, limit: int = 50) -> list[dict[str, Any]]:
-    """The `mcp` steps where a run found a server's tools changed since they were approved, newest first."""
+def mcp_drift(db: Rows, limit: int = 50, since: str = "") -> list[dict[str, Any]]:
+    """The `mcp` steps where a run found a server's tools changed since they were approved, newest
+    first (those after `since` only, when given)."""
     return db.rows(
-        "select run_id, at, detail from steps where kind = 'mcp' and verdict = 'drift' order by id desc limit ?",
-        [limit],
+        "select run_id, at, detail from steps where kind = 'mcp' and verdict = 'drift' and at > ?"
+        " order by id desc limit ?",
+        [since, limit],
     )

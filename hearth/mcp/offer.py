@@ -8,6 +8,8 @@ sandbox, the run's workspace its only writable path) when the model first calls 
 its tools are then listed and compared with the pins (hearth/mcp/pins.py), and a tool whose
 description or schema changed since approval, or that the server no longer lists, is refused for
 the rest of the run: a second `mcp` step says which and why, and a change is alerted (`mcp_drift`).
+A change found is known from then on: later runs are not offered that tool until it is approved
+again (hearth/mcp/pins.py's `drifts`), and their `mcp` step at start says so.
 A server that does not start costs the run one tool error per call, and nothing else.
 `Offered.close()` (when the run's services close, also when the run is stopped) stops every server
 that was started, with its process group."""
@@ -29,7 +31,7 @@ from hearth.errors import HearthError
 from hearth.leash import alerts
 from hearth.mcp.config import ServerConfig, load_servers
 from hearth.mcp.launch import connection
-from hearth.mcp.pins import APPROVED, CHANGED, REMOVED, Pin, ToolState, pinned_states, pins, states
+from hearth.mcp.pins import APPROVED, CHANGED, REMOVED, Pin, ToolState, drifts, pinned_states, pins, states
 from hearth.settings import Settings
 
 MCP = "mcp"  # the kind of the run's step about its MCP servers
@@ -68,10 +70,11 @@ def offer(
         return offered
     with AuditStore(settings.audit_path) as audit:
         pinned = {s.name: pins(audit, s.name) for s in servers}
+        drifted = {s.name: drifts(audit, s, pinned[s.name]) for s in servers}
     for config in servers:
         if not pinned[config.name]:
             continue  # nothing approved: nothing offered, and the server is never started
-        found = pinned_states(config, pinned[config.name])
+        found = pinned_states(config, pinned[config.name], drifted[config.name])
         approved = [t for t in found if t.state == APPROVED and t.pin is not None]
         try:
             server = connection(config, settings, workspace, policy, guard, record)
@@ -79,7 +82,8 @@ def offer(
             note(MCP, {"server": config.name, "verdict": "failed", "offered": [], "line": f"no tools of it: {exc}"})
             continue
         server.pinned = {t.tool: t.sha256 for t in approved}
-        server.listed = Started(config, pinned[config.name], settings, note, run_id)
+        # what the run offers is what its start compares (a change already known is not news)
+        server.listed = Started(config, {t.tool: t.pin for t in approved if t.pin}, settings, note, run_id)
         offered.connections.append(server)
         tools = [mcp_tool(config.name, t.pin.info(), t.risk, server, config.timeout_s) for t in approved if t.pin]
         offered.tools += tools
@@ -101,7 +105,7 @@ def offer(
 
 
 def _refusal(server: str, t: ToolState) -> dict[str, str]:
-    return {"tool": tool_name(server, t.tool), "state": t.state, "why": t.reason(server)}
+    return {"tool": tool_name(server, t.tool), "state": t.state, "why": t.reason(server), "sha256": t.sha256}
 
 
 @dataclass

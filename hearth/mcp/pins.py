@@ -8,10 +8,15 @@ A tool a server lists now is, against the pins and the server's file:
     withheld    the file says `offered = false`: not offered, approved or not
     clash       its name as a run's tool (`<server>__<tool>`, made to hearth's rules) is another of
                 the server's tools' too: neither is offered, nor may be approved
-and a pinned tool the server no longer lists is `removed`."""
+and a pinned tool the server no longer lists is `removed`.
+
+A change a run found (its `mcp` step with the verdict `drift`) is known from then on: before a
+server is started, a pinned tool a run found changed after its approval is `changed` too, so later
+runs are not offered it, until the operator approves it again (`drifts`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from agent.tools.mcp.client import ToolInfo
 from agent.tools.mcp.tools import digest, tool_name
 from hearth.audit import pins as pin_rows
+from hearth.audit import steps as step_rows
 from hearth.audit.store import AuditStore, Rows
 from hearth.mcp.config import ServerConfig
 
@@ -49,16 +55,19 @@ class ToolState:
     tool: str
     state: str
     risk: str
-    sha256: str  # what the server lists now ("" for a removed tool)
+    sha256: str  # what the server lists now ("" for a removed tool, or a change known from an older step)
     pin: Pin | None
+    drift: Drift | None = None  # a change a run found, when the server was not listed here
 
     def reason(self, server: str) -> str:
         """Why a tool is not offered, as one line (for the run's `mcp` step and `hearth mcp list`)."""
         if self.state == CHANGED and self.pin is not None:
+            found = f"run {self.drift.run_id} found " if self.drift else ""
+            now = f", now {self.sha256[:12]}" if self.sha256 else ""
             return (
-                f"{server}__{self.tool}: its description or input schema changed since {self.pin.approved_by} "
-                f"approved it at {self.pin.approved_at} (pinned {self.pin.sha256[:12]}, now {self.sha256[:12]}); "
-                f"review it: hearth mcp review {server}"
+                f"{server}__{self.tool}: {found}its description or input schema changed since {self.pin.approved_by} "
+                f"approved it at {self.pin.approved_at} (pinned {self.pin.sha256[:12]}{now}); "
+                f"review it: hearth mcp review {server}, then approve it again"
             )
         if self.state == NEW:
             return f"{server}__{self.tool}: not approved yet; hearth mcp approve {server} {self.tool}"
@@ -91,15 +100,64 @@ def pins(db: Rows, server: str) -> dict[str, Pin]:
     return {r["tool"]: Pin(**{k: r[k] for k in Pin.__dataclass_fields__}) for r in pin_rows.of_server(db, server)}
 
 
-def pinned_states(config: ServerConfig, pinned: dict[str, Pin]) -> list[ToolState]:
+@dataclass(frozen=True)
+class Drift:
+    """A run found a pinned tool changed: which run, when, why (the run's line) and, for steps
+    recorded since it was kept, the SHA-256 of what the server listed then."""
+
+    run_id: str
+    at: str
+    tool: str  # the tool as a run is offered it: `<server>__<tool>`
+    why: str
+    sha256: str = ""
+
+
+def drift_found(db: Rows, server: str, since: str = "", limit: int = 500) -> list[Drift]:
+    """The changes runs found in the server's tools after `since`, newest first (one per run and tool)."""
+    found = []
+    for step in step_rows.mcp_drift(db, limit, since):
+        try:
+            detail = json.loads(step["detail"] or "{}")
+        except ValueError:
+            continue
+        if not isinstance(detail, dict) or detail.get("server") != server:
+            continue
+        for refused in detail.get("refused") or []:
+            if isinstance(refused, dict) and refused.get("state") == CHANGED:
+                drift = Drift(step["run_id"], step["at"], str(refused.get("tool")), str(refused.get("why")))
+                found.append(dataclasses.replace(drift, sha256=str(refused.get("sha256") or "")))
+    return found
+
+
+def drifts(db: Rows, config: ServerConfig, pinned: dict[str, Pin]) -> dict[str, Drift]:
+    """The latest change a run found in each pinned tool after its approval, by tool name (approving
+    the tool again forgets it)."""
+    if not pinned:
+        return {}
+    by_name = {tool_name(config.name, tool): tool for tool in pinned}
+    known: dict[str, Drift] = {}
+    for drift in drift_found(db, config.name, min(p.approved_at for p in pinned.values())):
+        tool = by_name.get(drift.tool)
+        if tool is not None and drift.at > pinned[tool].approved_at:
+            known.setdefault(tool, drift)
+    return known
+
+
+def pinned_states(
+    config: ServerConfig, pinned: dict[str, Pin], drifted: dict[str, Drift] | None = None
+) -> list[ToolState]:
     """Each pinned tool's state before the server is started (a run's start): approved, unless the
-    file withholds it or its name clashes with another pinned tool's."""
+    file withholds it, its name clashes with another pinned tool's, or a run found it `drifted`."""
     named = Counter(tool_name(config.name, tool) for tool in pinned)
+    drifted = drifted or {}
     out = []
     for tool, p in pinned.items():
         rule = config.rule(tool)
         state = CLASH if named[tool_name(config.name, tool)] > 1 else APPROVED if rule.offered else WITHHELD
-        out.append(ToolState(tool, state, rule.risk, p.sha256, p))
+        if state == APPROVED and tool in drifted:
+            out.append(ToolState(tool, CHANGED, rule.risk, drifted[tool].sha256, p, drifted[tool]))
+        else:
+            out.append(ToolState(tool, state, rule.risk, p.sha256, p))
     return out
 
 

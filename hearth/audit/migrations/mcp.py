@@ -28,3 +28,10 @@ def m130_mcp_pins(db: sqlite_utils.Database) -> None:
         },
         pk=("server", "tool"),
     )
+
+
+def m210_mcp_drift_index(db: sqlite_utils.Database) -> None:
+    """The drift runs found (`mcp` steps with the verdict `drift`), read at every start of a run that
+    has MCP tools (hearth/mcp/pins.py: a tool known changed is not offered until approved again): a
+    partial index holding only those steps, so the read costs nothing per other step."""
+    db.execute("create index if not exists idx_steps_mcp_drift on steps(id) where kind = 'mcp' and verdict = 'drift'")

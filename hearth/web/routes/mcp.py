@@ -7,7 +7,6 @@ as they are now, and Approve pins one of them as listed then."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -19,13 +18,14 @@ from hearth.audit import steps
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
 from hearth.mcp.config import ServerConfig, load_servers
-from hearth.mcp.pins import pinned_states, pins
+from hearth.mcp.pins import drift_found, drifts, pinned_states, pins
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 
 router = APIRouter()
 CALLS = 20  # a tool's latest calls shown
+DRIFT = 50  # the latest changes runs found, of every server
 
 
 def mcp_data(request: Request) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def _server(request: Request, config: ServerConfig) -> dict[str, Any]:
     # a drift a run found before the tool was approved again is history, not news
     approved = {tool_name(config.name, t): p.approved_at for t, p in pinned.items()}
     tools = []
-    for t in pinned_states(config, pinned):
+    for t in pinned_states(config, pinned, drifts(reader, config, pinned)):
         name = tool_name(config.name, t.tool)
         calls = steps.tool_calls(reader, name, CALLS)
         tools.append(
@@ -66,26 +66,12 @@ def _server(request: Request, config: ServerConfig) -> dict[str, Any]:
         "where": config.url or " ".join([config.command, *config.args]),
         "egress": list(config.egress),
         "tools": tools,
-        "drift": [d for d in _drift(request, config.name) if d["at"] > approved.get(d["tool"], "")],
+        "drift": [
+            {"run_id": d.run_id, "at": d.at, "tool": d.tool, "why": d.why}
+            for d in drift_found(reader, config.name, limit=DRIFT)
+            if d.at > approved.get(d.tool, "")
+        ],
     }
-
-
-def _drift(request: Request, server: str) -> list[dict[str, Any]]:
-    """The tools runs found changed since approval (latest first, one row per run and tool)."""
-    found = []
-    for step in steps.mcp_drift(web_of(request).reader):
-        try:
-            detail = json.loads(step["detail"] or "{}")
-        except ValueError:
-            continue
-        if detail.get("server") != server:
-            continue
-        for refused in detail.get("refused") or []:
-            if refused.get("state") == "changed":
-                found.append(
-                    {"run_id": step["run_id"], "at": step["at"], "tool": refused["tool"], "why": refused["why"]}
-                )
-    return found
 
 
 def _declared(request: Request, server: str) -> tuple[Settings, ServerConfig]:
