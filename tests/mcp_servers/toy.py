@@ -9,7 +9,7 @@ process of it is left: inside the sandbox's PID namespace its pid means nothing 
 Its tools: notes in its working directory (read_note, write_note), `echo` (whose description is
 the file's text when one is given: a test changes it between two runs, a "rug pull"), one that
 never answers (`hang`), one that ends the process mid-call (`crash`), one that writes garbage on the protocol's stream
-(`garbage`) and one that floods (`flood`).
+(`garbage`), one that floods (`flood`) and one that floods its stderr (`shout`).
 """
 
 from __future__ import annotations
@@ -88,6 +88,16 @@ PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 @server.tool(description="Answer with a small picture and a caption.", structured_output=False)
 def picture() -> list[Any]:
     return ["a caption", Image(data=PNG, format="png")]
+
+
+@server.tool(description="Write megabytes of noise to stderr, then a last line, then answer.")
+def shout(megabytes: int = 64) -> str:
+    noise = "x" * 1023 + "\n"
+    for _ in range(megabytes * 1024):
+        sys.stderr.write(noise)
+    sys.stderr.write(f"last words after {megabytes} MiB\n")
+    sys.stderr.flush()
+    return "shouted"
 
 
 @server.tool(description="Answer with a great deal of text.")

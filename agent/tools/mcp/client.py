@@ -18,13 +18,13 @@ import concurrent.futures
 import hashlib
 import json
 import re
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.errors import AgentError
+from agent.tools.mcp.errlog import ErrorLog
 
 Save = Callable[[str, bytes], str]  # (mime type, bytes) -> where they were kept, for the model to read
 START_S = 60.0  # how long a server may take to start and answer its first request (a loaded machine: tens of seconds)
@@ -98,7 +98,7 @@ class Connection:
         self._thread: threading.Thread | None = None
         self._client: Any = None
         self._stop: asyncio.Event | None = None
-        self._errlog: Any = None
+        self._errlog: ErrorLog | None = None
 
     @property
     def starts(self) -> int:
@@ -171,15 +171,19 @@ class Connection:
             except RuntimeError as exc:
                 mismatch = _mismatch(exc)
                 if mismatch is None:
-                    self._close()
-                    raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
+                    raise self._failed(what, exc) from None
                 # the SDK checked the answer against the tool's declared output schema: the server is sound
                 raise McpFailed(
                     f"MCP server {self.name} answered {what} with a result that does not match the tool's output schema: {mismatch}"
                 ) from None
             except Exception as exc:
-                self._close()
-                raise McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{self._stderr()}") from None
+                raise self._failed(what, exc) from None
+
+    def _failed(self, what: str, exc: BaseException) -> McpFailed:
+        """The server failed mid-request: its last words (read before it is stopped), then it is stopped."""
+        said = self._stderr()
+        self._close()
+        return McpFailed(f"MCP server {self.name} failed {what}: {_describe(exc)}{said}")
 
     # -- the server's life -----------------------------------------------------------------------
     def _started(self) -> tuple[Any, asyncio.AbstractEventLoop]:
@@ -188,14 +192,16 @@ class Connection:
         self._close()
         loop = asyncio.new_event_loop()
         ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        # closed by _close(): the server's stderr, kept for the one line a failure quotes
-        self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        thread = threading.Thread(target=self._serve, args=(loop, ready), name=f"mcp-{self.name}", daemon=True)
+        self._errlog = ErrorLog()  # the server's stderr, its tail kept for the one line a failure quotes
+        thread = threading.Thread(
+            target=self._serve, args=(loop, ready, self._errlog), name=f"mcp-{self.name}", daemon=True
+        )
         self._loop, self._thread = loop, thread
         thread.start()
         self._starts += 1
         try:
             self._client = ready.result(timeout=self.start_s)
+            self._errlog.started()
         except concurrent.futures.TimeoutError:
             self._close()
             raise McpFailed(f"MCP server {self.name} did not start within {self.start_s:g}s") from None
@@ -205,17 +211,17 @@ class Connection:
             raise McpFailed(f"MCP server {self.name} did not start: {_describe(exc)}{detail}") from None
         return self._client, loop
 
-    def _serve(self, loop: asyncio.AbstractEventLoop, ready: concurrent.futures.Future[Any]) -> None:
+    def _serve(self, loop: asyncio.AbstractEventLoop, ready: concurrent.futures.Future[Any], errlog: ErrorLog) -> None:
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(self._session(ready))
+            loop.run_until_complete(self._session(ready, errlog))
         except BaseException as exc:  # the server's end, whatever it was: the waiting caller learns it
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
         finally:
             loop.close()
 
-    async def _session(self, ready: concurrent.futures.Future[Any]) -> None:
+    async def _session(self, ready: concurrent.futures.Future[Any], errlog: ErrorLog) -> None:
         from mcp import StdioServerParameters, stdio_client
 
         self._stop = asyncio.Event()
@@ -232,7 +238,7 @@ class Connection:
             return
         command, *args = launch.argv
         params = StdioServerParameters(command=command, args=args, env=launch.env, cwd=launch.cwd)
-        await self._serve_client(ready, stdio_client(params, errlog=self._errlog))  # its stderr kept, not hearth's
+        await self._serve_client(ready, stdio_client(params, errlog=errlog.writer))  # its stderr kept, not hearth's
 
     async def _serve_client(self, ready: concurrent.futures.Future[Any], target: Any) -> None:
         from mcp import Client
@@ -263,17 +269,13 @@ class Connection:
                     pass
             thread.join(timeout=10)
         if self._errlog is not None:
-            self._errlog.close()
+            self._errlog.started()
             self._errlog = None
 
     def _stderr(self) -> str:
         """The last line the server wrote to its stderr, as `; it said: ...`."""
-        try:
-            self._errlog.seek(0)
-            lines = [line.strip() for line in self._errlog.read()[-4000:].splitlines() if line.strip()]
-        except (AttributeError, OSError, ValueError):
-            return ""
-        return f"; it said: {_line(lines[-1])}" if lines else ""
+        last = self._errlog.last_line() if self._errlog is not None else ""
+        return f"; it said: {_line(last)}" if last else ""
 
 
 def _binary(kind: str, mime: str, data: str, save: Save | None) -> str:

@@ -5,6 +5,7 @@ leaves no process behind."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -89,6 +90,27 @@ def test_a_server_that_does_not_start_is_one_line_with_what_it_said(tmp_path: Pa
     line = str(failed.value)
     assert line.startswith("MCP server broken") and "no such database: /var/lib/x" in line and "\n" not in line
     connection.close()
+
+
+def open_file_sizes() -> list[int]:
+    """The sizes of the regular files this process has open."""
+    sizes = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            status = os.stat(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if stat.S_ISREG(status.st_mode):
+            sizes.append(status.st_size)
+    return sizes
+
+
+def test_a_server_flooding_its_stderr_is_kept_only_as_its_last_words(toy: Connection) -> None:
+    assert toy.call("shout", {"megabytes": 64}, 120) == "shouted"
+    assert max(open_file_sizes(), default=0) < 8 * 1024 * 1024  # no 64 MiB kept on the host
+    with pytest.raises(McpFailed) as failed:
+        toy.call("crash", {}, 30)
+    assert str(failed.value).endswith("; it said: last words after 64 MiB")
 
 
 def test_closing_while_the_servers_thread_is_ending_is_quiet(tmp_path: Path) -> None:
