@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 server = MCPServer("toy")
 _describe = sys.argv[sys.argv.index("--description-file") + 1] if "--description-file" in sys.argv else None
-ECHO = Path(_describe).read_text().strip() if _describe else "Say the text back."
+ECHO = Path(_describe).read_bytes().decode().strip() if _describe else "Say the text back."  # a \r as written
 
 
 @server.tool(description="Read the note called name from the server's directory.")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from hearth.cli.commands import mcp_serve
-from hearth.render import print_json, table
+from hearth.render import print_json, table, visible_line
 from hearth.settings import Settings
 
 
@@ -52,7 +52,7 @@ def _list(args: argparse.Namespace, settings: Settings, audit: Any) -> int:
         print(f"no MCP servers (add {settings.config_dir / 'mcp'}/<server>.toml)")
         return 0
     for s in seen:
-        print(f"{s.config.name} ({s.config.transport}): {s.error or f'{len(s.tools)} tools'}")
+        print(visible_line(f"{s.config.name} ({s.config.transport}): {s.error or f'{len(s.tools)} tools'}"))
         rows = [_row(s.config.name, t) for t in s.states]
         if rows:
             table(rows, ["tool", "state", "risk", "approved_by", "approved_at"])
@@ -70,16 +70,16 @@ def _review(args: argparse.Namespace, settings: Settings, audit: Any) -> int:
         print_json(_as_json(seen))
         return 0
     state = {t.tool: t for t in seen.states}
-    for info in seen.tools:
-        print(f"{args.server}__{info.name}  [{state[info.name].state}, {state[info.name].risk}]")
-        print(f"  description: {info.description}")
-        print(f"  input schema: {json.dumps(info.schema, sort_keys=True)}")
+    for info in seen.tools:  # everything a server wrote is shown escaped: it cannot move the cursor or forge a line
+        print(visible_line(f"{args.server}__{info.name}  [{state[info.name].state}, {state[info.name].risk}]"))
+        print("  description: " + "\n    ".join(visible_line(line) for line in info.description.split("\n")))
+        print(f"  input schema: {json.dumps(info.schema, sort_keys=True)}")  # JSON's escapes: ASCII only
         if info.annotations:
             print(f"  annotations: {json.dumps(info.annotations, sort_keys=True)}")
     for t in seen.states:
         if t.state == "removed":
-            print(t.reason(args.server))
-    print(f"approve with: hearth mcp approve {args.server} [TOOL...]")
+            print(visible_line(t.reason(args.server)))
+    print(visible_line(f"approve with: hearth mcp approve {args.server} [TOOL...]"))
     return 0
 
 
@@ -112,7 +112,7 @@ def _approve(args: argparse.Namespace, settings: Settings, audit: Any) -> int:
         )
         return 0
     for p in pinned:
-        print(f"approved {args.server}__{p.tool} (sha256 {p.sha256[:12]}) as {p.approved_by}")
+        print(visible_line(f"approved {args.server}__{p.tool} (sha256 {p.sha256[:12]}) as {p.approved_by}"))
     return 0
 
 
