@@ -1,11 +1,14 @@
 """Signed alert links: Approve and Deny straight from an alert, once, until the approval expires.
 
-    token = APPROVAL . a|d . EXPIRY . VIA . MAC    MAC = HMAC-SHA256(key, "hearth-act-v1", id, decision, expiry, via)
+    token = APPROVAL . a|d . EXPIRY . TO . MAC    MAC = HMAC-SHA256(key, "hearth-act-v2", id, decision, expiry, to)
 
 A token names one approval, one decision, when it stops working (the approval's own deadline) and
-the kind of destination it was sent to (`ntfy`, `json`, ...: the decision is recorded as
-`alert:VIA`); the MAC binds all four, so a link for approval A never decides approval B and an approve link
-cannot be edited into a deny. The key is 32 random bytes only hearth holds: `alert-actions.key`
+the destination it was sent to: TO is the destination's name in alerts.toml (base64url, its first
+45 bytes), and the decision is recorded as `alert:NAME`, so two phones on ntfy are told apart in
+the audit. The MAC binds all four, so a link for approval A never decides approval B, an approve
+link cannot be edited into a deny, and one phone's link cannot be made to say it was another's. A
+link signed before destinations were named (`hearth-act-v1`, TO the destination's kind) still
+decides until its approval expires, recorded as `alert:KIND` as it was then. The key is 32 random bytes only hearth holds: `alert-actions.key`
 in the state directory, made at first use with mode 0600 (written to a private temporary file, then
 linked into place: never readable by others, never seen half-written); `hearth approvals
 rotate-key` replaces it, which voids every link still out. A link decides once: the SHA-256 of each
@@ -35,8 +38,10 @@ from hearth.errors import HearthError
 
 KEY_FILE = "alert-actions.key"
 DECISIONS = {"a": "approve", "d": "deny"}
-MAX_TOKEN = 160  # characters; anything longer is refused before it is parsed
-TOKEN = re.compile(r"([A-Za-z0-9_-]{1,64})\.([ad])\.([0-9]{1,12})\.([a-z0-9]{1,16})\.([A-Za-z0-9_-]{43})")
+MAX_TOKEN = 200  # characters; anything longer is refused before it is parsed
+TOKEN = re.compile(r"([A-Za-z0-9_-]{1,64})\.([ad])\.([0-9]{1,12})\.([A-Za-z0-9_-]{1,60})\.([A-Za-z0-9_-]{43})")
+KIND = re.compile(r"[a-z0-9]{1,16}")  # TO in a link signed before destinations were named (v1)
+NAME_BYTES = 45  # of a destination's name a link carries: 60 characters of base64url
 
 
 class ActionRefused(HearthError):
@@ -53,7 +58,7 @@ class Action:
     approval_id: str
     decision: str  # approve | deny
     expires: int  # seconds since the epoch
-    via: str  # the kind of destination it was sent to
+    via: str  # the name of the destination it was sent to (a v1 link's: its kind)
     token: str
 
     @property
@@ -109,29 +114,35 @@ def _private_key_file(state_dir: Path) -> Path:
 
 
 # -- tokens -----------------------------------------------------------------------------------------
-def _mac(secret: bytes, approval_id: str, letter: str, expires: int, via: str) -> str:
-    message = f"hearth-act-v1\0{approval_id}\0{letter}\0{expires}\0{via}".encode()
+def _mac(secret: bytes, approval_id: str, letter: str, expires: int, to: str, version: str = "v2") -> str:
+    message = f"hearth-act-{version}\0{approval_id}\0{letter}\0{expires}\0{to}".encode()
     return base64.urlsafe_b64encode(hmac.new(secret, message, hashlib.sha256).digest()).decode().rstrip("=")
 
 
-def sign(state_dir: Path, approval_id: str, decision: str, expires: int, via: str) -> str:
+def sign(state_dir: Path, approval_id: str, decision: str, expires: int, destination: str) -> str:
     """The token that makes `decision` (approve | deny) on this approval until `expires` (epoch s),
-    recorded as decided by `alert:VIA`."""
+    recorded as decided by `alert:DESTINATION` (the destination's name)."""
     letter = next(k for k, v in DECISIONS.items() if v == decision)
-    via = kind_of(via)
-    return f"{approval_id}.{letter}.{expires}.{via}.{_mac(key(state_dir), approval_id, letter, expires, via)}"
+    to = name_field(destination)
+    return f"{approval_id}.{letter}.{expires}.{to}.{_mac(key(state_dir), approval_id, letter, expires, to)}"
 
 
-def kind_of(name: str) -> str:
-    """A destination kind as a token carries it: lowercase letters and digits (`ntfys` is `ntfy`)."""
-    kind = "".join(c for c in name.lower() if c.isascii() and c.isalnum())[:16] or "link"
-    return "ntfy" if kind == "ntfys" else kind
+def name_field(name: str) -> str:
+    """A destination's name as a token carries it: base64url of its first NAME_BYTES bytes (cut
+    between characters), no padding."""
+    data = name.encode()[:NAME_BYTES].decode(errors="ignore").encode() or b"?"
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def for_approval(state_dir: Path, approval: Approval, via: str) -> dict[str, str]:
-    """The approve and deny tokens of a pending approval, valid until it expires."""
+def _name_of(field: str) -> str:
+    return base64.urlsafe_b64decode(field + "=" * (-len(field) % 4)).decode(errors="replace")
+
+
+def for_approval(state_dir: Path, approval: Approval, destination: str) -> dict[str, str]:
+    """The approve and deny tokens of a pending approval sent to `destination` (its name), valid
+    until it expires."""
     expires = int(parse_stamp(approval.expires_at).timestamp())
-    return {decision: sign(state_dir, approval.id, decision, expires, via) for decision in ("approve", "deny")}
+    return {decision: sign(state_dir, approval.id, decision, expires, destination) for decision in ("approve", "deny")}
 
 
 def digest(token: str) -> str:
@@ -145,10 +156,15 @@ def verify(state_dir: Path, token: str, now: datetime | None = None) -> Action:
     found = TOKEN.fullmatch(token)
     if found is None:
         raise ActionRefused(400, "this is not a hearth link (malformed or cut short); nothing changed")
-    approval_id, letter, expiry, via, mac = found.groups()
+    approval_id, letter, expiry, to, mac = found.groups()
     if not key_path(state_dir).exists():
         raise ActionRefused(403, "this link was not signed by this hearth (it has no link key yet); nothing changed")
-    if not hmac.compare_digest(mac, _mac(key(state_dir), approval_id, letter, int(expiry), via)):
+    secret = key(state_dir)
+    if hmac.compare_digest(mac, _mac(secret, approval_id, letter, int(expiry), to)):
+        via = _name_of(to)
+    elif KIND.fullmatch(to) and hmac.compare_digest(mac, _mac(secret, approval_id, letter, int(expiry), to, "v1")):
+        via = to  # signed before destinations were named: its kind
+    else:
         raise ActionRefused(
             403, "this link's signature is wrong: forged, altered, or signed with a key since rotated; nothing changed"
         )

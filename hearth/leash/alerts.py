@@ -139,7 +139,7 @@ class Alert:
 
 @dataclass(frozen=True)
 class Links:
-    """What an approval alert's signed links need; each destination gets its own (signed with its kind)."""
+    """What an approval alert's signed links need; each destination gets its own (signed with its name)."""
 
     base: str  # where `hearth serve` is reached
     approval_id: str
@@ -148,9 +148,9 @@ class Links:
     def signed(self, state_dir: Path, destination: Destination) -> tuple[tuple[str, str], ...]:
         from hearth.leash import actions
 
-        via = destination.url.split("://", 1)[0]
+        to = destination.name
         return tuple(
-            (label, f"{self.base}/act/{actions.sign(state_dir, self.approval_id, decision, self.expires, via)}")
+            (label, f"{self.base}/act/{actions.sign(state_dir, self.approval_id, decision, self.expires, to)}")
             for label, decision in (("Approve", "approve"), ("Deny", "deny"))
         )
 

@@ -7,7 +7,7 @@ Host check, the body limit (16 KiB here), the security headers.
 
     GET  /act/TOKEN    what would be decided (the call, the run, the time left) and one button;
                        it NEVER decides: link previews and scanners fetch links
-    POST /act/TOKEN    decides, once, as `alert:<destination kind>` (signed into the token), and wakes
+    POST /act/TOKEN    decides, once, as `alert:<destination name>` (signed into the token), and wakes
                        the run: hearth/leash/decisions.py, the one way every door decides
 
 A forged, altered, expired, used or replayed token, or one for an approval closed already, is

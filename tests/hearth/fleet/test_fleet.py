@@ -396,7 +396,7 @@ def test_a_remote_runs_approval_is_alerted_from_the_hub_and_answered_from_the_al
         wait_for(lambda: len(ntfy.got) == 2, 60, "the run's end alerted from the hub")
         assert ntfy.got[1]["body"]["title"] == "hearth: run r-phone done"
         decided = rows(fleet.hub.state, "select status, decided_by from approvals where run_id = 'r-phone'")
-        assert [(d["status"], d["decided_by"]) for d in decided] == [("approved", "alert:ntfy")]
+        assert [(d["status"], d["decided_by"]) for d in decided] == [("approved", "alert:phone")]
     finally:
         ntfy.close()
 

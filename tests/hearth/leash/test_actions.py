@@ -42,14 +42,35 @@ def _state(audit: AuditStore) -> list[dict[str, object]]:
     return audit.rows("select * from approvals order by id") + audit.rows("select * from alert_actions")
 
 
-def test_a_link_decides_its_approval_once_as_alert_of_its_destination_kind(tmp_path: Path, audit: AuditStore) -> None:
+def test_a_link_decides_its_approval_once_as_alert_of_its_destinations_name(tmp_path: Path, audit: AuditStore) -> None:
     approval = _ask(audit)
-    tokens = actions.for_approval(tmp_path, approval, "ntfy")
+    tokens = actions.for_approval(tmp_path, approval, "alice-phone")
     decided = link(tmp_path, tokens["approve"])
-    assert (decided.status, decided.decided_by) == ("approved", "alert:ntfy")
+    assert (decided.status, decided.decided_by) == ("approved", "alert:alice-phone")
     [used] = audit.rows("select * from alert_actions")
-    assert used["approval_id"] == approval.id and used["used_by"] == "alert:ntfy"
+    assert used["approval_id"] == approval.id and used["used_by"] == "alert:alice-phone"
     assert used["digest"] == actions.digest(tokens["approve"]) and tokens["approve"] not in str(used)
+
+
+def test_two_phones_on_ntfy_are_told_apart_in_the_audit(tmp_path: Path, audit: AuditStore) -> None:
+    """Both destinations are ntfy: the audit names each by its name in alerts.toml, whatever it holds."""
+    first, second = _ask(audit, "make a"), _ask(audit, "make b")
+    link(tmp_path, actions.for_approval(tmp_path, first, "alice's phone")["approve"])
+    link(tmp_path, actions.for_approval(tmp_path, second, "bob-phone")["deny"])
+    shown = {a.id: a.decided_by for a in approvals.listing(audit, everything=True)}
+    assert shown == {first.id: "alert:alice's phone", second.id: "alert:bob-phone"}
+    long = actions.for_approval(tmp_path, _ask(audit, "make c"), "x" * 44 + "äöü")  # cut at 45 bytes, in the ä
+    assert len(long["approve"]) <= actions.MAX_TOKEN
+    assert link(tmp_path, long["approve"]).decided_by == "alert:" + "x" * 44
+
+
+def test_a_link_sent_before_destinations_were_named_still_decides_as_its_kind(
+    tmp_path: Path, audit: AuditStore
+) -> None:
+    approval = _ask(audit)
+    expires = int(approvals.parse_stamp(approval.expires_at).timestamp())
+    mac = actions._mac(actions.key(tmp_path), approval.id, "a", expires, "ntfy", "v1")
+    assert link(tmp_path, f"{approval.id}.a.{expires}.ntfy.{mac}").decided_by == "alert:ntfy"
 
 
 def test_a_replayed_link_is_refused_even_for_the_same_decision_and_nothing_changes(
@@ -83,8 +104,8 @@ def test_a_link_for_one_approval_never_decides_another(tmp_path: Path, audit: Au
         lambda t: t[:-1],  # cut short
         lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # one character of the MAC
         lambda t: t.replace(".a.", ".d.", 1),  # approve edited into deny
-        lambda t: t.replace(".ntfy.", ".json.", 1),  # claims another destination
-        lambda t: t.split(".")[0] + ".a.9999999999.ntfy." + t.split(".")[-1],  # a later expiry
+        lambda t: ".".join([*t.split(".")[:3], actions.name_field("bob-phone"), t.split(".")[4]]),  # another's
+        lambda t: ".".join([t.split(".")[0], "a", "9999999999", *t.split(".")[3:]]),  # a later expiry
         lambda t: "garbage",
         lambda t: "",
         lambda t: t + "x" * 100_000,  # huge

@@ -14,6 +14,7 @@ import pytest
 
 from hearth.credentials import CredentialStore
 from hearth.errors import ConfigError
+from hearth.leash import actions
 from hearth.leash.alerts import load_destinations
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
@@ -87,8 +88,9 @@ def test_an_approval_waiting_produces_an_alert_at_a_loopback_receiver_within_a_s
     assert "Approve or Deny with the buttons below" in message
     hooked = hook.got[0]["body"]["message"]
     assert hook.got[0]["path"] == "/alerts" and hooked.startswith(message.rsplit("\n", 1)[0])
-    assert re.search(rf"approve: http://hearth.lan:8770/act/{approval['id']}\.a\.\d+\.json\.", hooked)
-    assert re.search(rf"deny: http://hearth.lan:8770/act/{approval['id']}\.d\.\d+\.json\.", hooked)
+    hook_field = re.escape(actions.name_field("hook"))  # each link names its destination: this one "hook"
+    assert re.search(rf"approve: http://hearth.lan:8770/act/{approval['id']}\.a\.\d+\.{hook_field}\.", hooked)
+    assert re.search(rf"deny: http://hearth.lan:8770/act/{approval['id']}\.d\.\d+\.{hook_field}\.", hooked)
     assert hook.got[0]["body"]["version"] == "1.0" and hook.got[0]["body"]["type"] == "info"
     recorded = rows(state_dir, "select event, run_id, destination, status, attempts from alerts order by id")
     assert {(r["destination"], r["status"]) for r in recorded if r["event"] == "approval"} == {

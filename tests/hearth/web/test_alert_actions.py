@@ -1,6 +1,6 @@
 """Answer from the alert, end to end over real sockets: the pending-approval alert reaches a
 loopback ntfy receiver with Approve and Deny `http` actions; POSTing the recorded action's URL to a
-real `hearth serve` app decides the approval once, as `alert:ntfy`, and wakes the run. A GET only
+real `hearth serve` app decides the approval once, as `alert:<the destination's name>`, and wakes the run. A GET only
 shows; forged, replayed, expired, cross-approval and rotated-away links get a clear 4xx page and
 change nothing; no session, CSRF token or Origin is needed, but the Host check stands."""
 
@@ -73,7 +73,7 @@ def _alerted(center: Center, ntfy: Receiver, tmp_path: Path, approval: approvals
     return found
 
 
-def test_the_ntfy_alerts_approve_action_posted_to_hearth_serve_approves_once_as_alert_ntfy_and_wakes_the_run(
+def test_the_ntfy_alerts_approve_action_posted_to_hearth_serve_approves_once_as_its_destination_and_wakes_the_run(
     center: Center, ntfy: Receiver, tmp_path: Path
 ) -> None:
     approval = _ask()
@@ -86,7 +86,7 @@ def test_the_ntfy_alerts_approve_action_posted_to_hearth_serve_approves_once_as_
     answer = httpx.post(found["Approve"], timeout=10)
     assert answer.status_code == 200 and "approved" in answer.text
     [row] = rows(center.config.settings.state_dir, "select status, decided_by from approvals")
-    assert (row["status"], row["decided_by"]) == ("approved", "alert:ntfy")
+    assert (row["status"], row["decided_by"]) == ("approved", "alert:phone")
     assert (center.config.settings.queue_dir / "run1.resume").exists()
     recorded = rows(center.config.settings.state_dir, "select destination, status, body from alerts")
     assert [(r["destination"], r["status"]) for r in recorded] == [("phone", "sent")]
@@ -116,7 +116,7 @@ def test_a_get_of_the_link_shows_the_call_the_run_and_the_time_left_and_never_de
     answer = httpx.post(found["Deny"], headers={"Origin": center.url}, timeout=10)
     assert answer.status_code == 200 and "denied" in answer.text
     [row] = rows(center.config.settings.state_dir, "select status, decided_by from approvals")
-    assert (row["status"], row["decided_by"]) == ("denied", "alert:ntfy")
+    assert (row["status"], row["decided_by"]) == ("denied", "alert:phone")
 
 
 def _link(center: Center, token: str) -> str:
@@ -205,6 +205,6 @@ def test_a_suspended_run_decided_from_its_ntfy_alert_resumes_and_ends_done_with_
     [run] = rows(settings.state_dir, "select status, summary from runs")
     assert (run["status"], run["summary"]) == ("done", "hi")
     [decided] = rows(settings.state_dir, "select status, decided_by from approvals")
-    assert (decided["status"], decided["decided_by"]) == ("approved", "alert:ntfy")
+    assert (decided["status"], decided["decided_by"]) == ("approved", "alert:phone")
     before, after = fake.requests[0], fake.requests[1]
     assert after["messages"][: len(before["messages"])] == before["messages"]
