@@ -243,3 +243,8 @@ def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
 def from_row(row: dict[str, Any]) -> Approval:
     names = {f.name for f in fields(Approval)}
     return Approval(**{k: v for k, v in row.items() if k in names})
+
+
+def count_of_run(db: Rows, run_id: str) -> int:
+    """How many approvals the run asked (or had decided on the spot)."""
+    return int(db.rows("select count(*) as n from approvals where run_id = ?", [run_id])[0]["n"])

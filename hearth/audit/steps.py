@@ -27,3 +27,10 @@ def mcp_drift(db: Rows, limit: int = 50, since: str = "") -> list[dict[str, Any]
         " order by id desc limit ?",
         [since, limit],
     )
+
+
+def tool_steps(db: Rows, run_id: str) -> list[dict[str, Any]]:
+    """A run's tool calls in order: the tool, its arguments, verdict and whether it succeeded."""
+    return db.rows(
+        "select tool, arguments, verdict, ok from steps where run_id = ? and kind = 'tool' order by seq", [run_id]
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+from hearth.audit.steps import tool_steps
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound, UsageError
 from hearth.eval.suite import NAME, Case, Checks
@@ -24,9 +25,7 @@ def case_from_run(audit: AuditStore, run_id: str, name: str = "") -> Case:
         raise NotFound(f"no run {run_id!r} in the audit; `hearth runs` lists them")
     if run["status"] in UNFINISHED:
         raise UsageError(f"run {run_id} is still {run['status']}; make a case of it once it has ended")
-    steps = audit.rows(
-        "select tool, arguments from steps where run_id = ? and kind = 'tool' and ok = 1 order by seq", [run_id]
-    )
+    steps = [s for s in tool_steps(audit, run_id) if s["ok"] == 1]
     tools = list(dict.fromkeys(s["tool"] for s in steps if s["tool"]))
     files = list(dict.fromkeys(p for s in steps if s["tool"] in WRITERS and (p := _path(s["arguments"]))))
     iterations = int(run.get("iterations") or 0)

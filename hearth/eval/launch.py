@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.clock import utc_now
+from hearth.audit.evals import REQUESTED_BY, Item, record_eval, record_score
 from hearth.audit.store import AuditStore
-from hearth.eval.store import REQUESTED_BY, Item, record_eval, record_score
 from hearth.eval.suite import Case, Suite, case_spec
 from hearth.leash.budget import day_start, load_budget, local_now, spent
 from hearth.limits import MAX_ITERATIONS
@@ -145,5 +145,5 @@ def start_eval(
 def _recorded_tokens(audit: AuditStore, run_id: str) -> int:
     if not run_id:
         return 0
-    found = audit.rows("select coalesce(tokens_in, 0) + coalesce(tokens_out, 0) as n from runs where id = ?", [run_id])
-    return int(found[0]["n"]) if found else 0
+    run = audit.run(run_id) or {}
+    return int(run.get("tokens_in") or 0) + int(run.get("tokens_out") or 0)

@@ -41,7 +41,7 @@ class Matrix:
 
 
 def matrix(eval_row: dict[str, Any], rows: list[dict[str, Any]]) -> Matrix:
-    """The matrix of one eval from its result rows (hearth/eval/store.py's results_of)."""
+    """The matrix of one eval from its result rows (hearth/audit/evals.py's results_of)."""
     cases = list(dict.fromkeys(r["case_name"] for r in rows))
     models = [m for m in eval_row["models"] if any(r["model"] == m for r in rows)] or list(
         dict.fromkeys(r["model"] for r in rows)

@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+from hearth.audit.evals import item_of
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
 from hearth.run.history import NoHistory, Point, restore, source_of
@@ -20,17 +21,17 @@ from hearth.run.history import NoHistory, Point, restore, source_of
 def seed_eval(audit: AuditStore, run_id: str, root: Path, histories: Path) -> str | None:
     """Fill `root` with the start of the eval case run `run_id` runs; what was done, or None when
     the run is no eval's (or its case starts empty). UsageError when the start cannot be made."""
-    found = audit.rows("select start, case_name from eval_results where run_id = ?", [run_id])
-    if not found:
+    found = item_of(audit, run_id)
+    if found is None:
         return None
-    start = json.loads(found[0]["start"] or "{}")
+    start = json.loads(found["start"] or "{}")
     try:
         if start.get("run"):
             return _from_run(audit, start["run"], root, histories)
         if start.get("directory"):
             return _from_directory(Path(start["directory"]), root)
     except (NoHistory, OSError) as exc:
-        raise UsageError(f"cannot make the start of eval case {found[0]['case_name']}: {exc}") from None
+        raise UsageError(f"cannot make the start of eval case {found['case_name']}: {exc}") from None
     return None
 
 

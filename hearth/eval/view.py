@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from hearth.audit.evals import eval_row, eval_rows, results_of
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound
 from hearth.eval.results import Matrix, matrix
-from hearth.eval.store import eval_row, eval_rows, results_of
 from hearth.eval.watch import score
 from hearth.settings import Settings
 

@@ -17,11 +17,20 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from hearth.audit.evals import (
+    eval_row,
+    finish_eval,
+    item_of,
+    last_fingerprint,
+    previous_eval,
+    record_score,
+    results_of,
+    unscored,
+)
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError
 from hearth.eval.checks import facts, judge_run
 from hearth.eval.results import diff, matrix, pass_rate
-from hearth.eval.store import eval_row, finish_eval, item_of, previous_eval, record_score, results_of
 from hearth.eval.suite import case_from_spec
 from hearth.leash import alerts
 from hearth.settings import Settings
@@ -34,7 +43,7 @@ def score(settings: Settings, eval_id: str, only: str | None = None) -> int:
     no other run's workspace); how many were. Finishes the eval once all are judged."""
     with AuditStore(settings.audit_path) as audit:
         scored = 0
-        for row in audit.rows("select * from eval_results where eval_id = ? and scored_at is null", [eval_id]):
+        for row in unscored(audit, eval_id):
             if only is not None and row["run_id"] != only:
                 continue
             run = audit.run(row["run_id"])
@@ -116,11 +125,8 @@ def watch_fired(settings: Settings, mission: str, suite_name: str, drop: float, 
     now = fingerprint(settings)
     trigger = f"mission:{mission}"
     with AuditStore(settings.audit_path) as audit:
-        last = audit.rows(
-            "select fingerprint from eval_runs where trigger = ? and suite = ? order by created_at desc, rowid desc limit 1",
-            [trigger, suite_name],
-        )
-    if last and last[0]["fingerprint"] == now:
+        last = last_fingerprint(audit, trigger, suite_name)
+    if last == now:
         return None
     plan = plan_eval(load_suite(settings.config_dir, suite_name), [], [], 1)
     start_eval(plan, settings, by=trigger, trigger=trigger, fingerprint=now, alert_drop=drop, heal=heal)

@@ -54,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def overview(args: argparse.Namespace, settings: Settings) -> int:
+    from hearth.audit.evals import eval_rows
     from hearth.audit.store import AuditStore
-    from hearth.eval.store import eval_rows
     from hearth.eval.suite import suite_names
 
     settings.writable_state_dir()

@@ -10,11 +10,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse
 
+from hearth.audit.evals import eval_row, eval_rows
+from hearth.audit.evals import results_of as result_rows
 from hearth.errors import NotFound
 from hearth.eval.render import cell_text, standing_rows
 from hearth.eval.results import matrix
-from hearth.eval.store import eval_row, eval_rows
-from hearth.eval.store import results_of as result_rows
 from hearth.web import charts
 from hearth.web.context import web_of
 from hearth.web.security import Identity, WebError, viewer

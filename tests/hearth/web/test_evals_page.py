@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hearth.audit.evals import Item, record_eval, record_score
 from hearth.audit.store import AuditStore, RunRecord
-from hearth.eval.store import Item, record_eval, record_score
 from tests.browser_support import Browser
 from tests.web_support import Center
 

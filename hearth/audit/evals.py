@@ -1,27 +1,21 @@
-"""The audit's eval rows (migration m180_evals): the only code that writes eval_runs and eval_results.
+"""Evaluations in the audit (migration m180_evals): every statement on eval_runs and eval_results.
 
 An eval run is `eval_runs` plus one `eval_results` row per case, model and repeat, keyed by the
 ordinary run that did it: `runs.id`, whose `requested_by` is `eval:EVAL_ID` and `source` `eval`.
+hearth/eval/ plans, launches and judges them; this module keeps what it records.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from agent.clock import utc_now
-from hearth.audit.store import AuditStore, immediate
+from hearth.audit.store import AuditStore, Rows
 from hearth.errors import NotFound
 
 REQUESTED_BY = "eval:"
-
-
-class Rows(Protocol):
-    """What reading needs: the AuditStore, or the command center's read-only Reader."""
-
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +35,7 @@ class Item:
 def record_eval(audit: AuditStore, eval_row: dict[str, Any], items: list[Item]) -> None:
     """The eval run and its planned items, in one transaction: before any request is queued, so a
     run's admission finds its row (hearth/eval/seed.py)."""
-    with immediate(audit.conn):
+    with audit.transaction():
         audit.insert("eval_runs", {**eval_row, "models": json.dumps(eval_row["models"]), "status": "running"})
         for item in items:
             audit.insert(
@@ -102,6 +96,20 @@ def finish_eval(audit: AuditStore, eval_id: str, pass_rate: float) -> bool:
         [utc_now(), pass_rate, eval_id],
     )
     return cursor.rowcount == 1
+
+
+def unscored(db: Rows, eval_id: str) -> list[dict[str, Any]]:
+    """The eval's items not judged yet."""
+    return db.rows("select * from eval_results where eval_id = ? and scored_at is null", [eval_id])
+
+
+def last_fingerprint(db: Rows, trigger: str, suite: str) -> str | None:
+    """The configuration's fingerprint the latest eval of `suite` fired by `trigger` ran under."""
+    found = db.rows(
+        "select fingerprint from eval_runs where trigger = ? and suite = ? order by created_at desc, rowid desc limit 1",
+        [trigger, suite],
+    )
+    return found[0]["fingerprint"] if found else None
 
 
 def previous_eval(audit: Rows, suite: str, eval_id: str, created_at: str) -> dict[str, Any] | None:
