@@ -173,7 +173,8 @@ def table(report: dict[str, Any]) -> str:
     for side in sides:
         s = report["sides"][side]
         lines.append(
-            f"{side:6} passed {s['passed']}/{s['runs']} ({100 * (s['pass_rate'] or 0):.0f}%)  tokens {s['tokens_in']} in / "
+            f"{side:6} passed {s['passed']}/{s['runs']} ({100 * (s['pass_rate'] or 0):.0f}%), the check alone "
+            f"{s.get('checked', '?')}  tokens {s['tokens_in']} in / "
             f"{s['tokens_out']} out  wall {s['wall_s']:.0f}s (median {s['wall_s_median']}s)  ttft median {s['ttft_s_median']}s  "
             f"evaluated per call after the first, median {s['evaluated_after_first_median']}  ends {s['statuses']}"
         )

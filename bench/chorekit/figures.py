@@ -18,7 +18,8 @@ class Run:
     chore: str
     side: str
     rep: int
-    passed: bool = False
+    passed: bool = False  # the check passed and the loop said it was done
+    checked: bool = False  # the check passed, however the loop ended (the work done, the end not seen)
     status: str = ""  # hearth's run status; the plain loop's: done, iteration_limit, error, timeout
     detail: str = ""  # the check's verdict, or why the run could not be made
     turns: int = 0  # the loop's iterations (hearth: the audit's)
@@ -81,6 +82,7 @@ def summary(runs: list[Run]) -> dict[str, Any]:
         "runs": len(runs),
         "passed": sum(r.passed for r in runs),
         "pass_rate": round(sum(r.passed for r in runs) / len(runs), 3) if runs else None,
+        "checked": sum(r.checked for r in runs),
         "turns_median": _median([r.turns for r in runs]),
         "tokens_in": sum(r.tokens_in for r in runs),
         "tokens_out": sum(r.tokens_out for r in runs),

@@ -62,6 +62,7 @@ class HearthSide:
         if timed_out:
             run.status = "timeout"
         verdict = check(chore, workspace)
+        run.checked = verdict.passed
         run.passed = verdict.passed and run.status == "done"
         run.detail = verdict.detail if run.status else f"no run recorded: {clip(stderr.strip())}"
         return run

@@ -52,6 +52,7 @@ class PlainSide:
         run.wall_s = round(time.monotonic() - started, 2)
         run.take(self.tap.since(mark))
         verdict = check(chore, workspace)
+        run.checked = verdict.passed
         run.passed = verdict.passed and run.status == "done"
         run.detail = verdict.detail
         return run

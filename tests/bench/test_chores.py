@@ -89,8 +89,15 @@ def test_through_hearth_on_an_openai_server_the_audit_and_the_tap_agree_on_the_c
 
 def test_a_chore_hearth_leaves_undone_fails_its_check(tmp_path: Path) -> None:
     run, _ = hearth_run([final_answer("done, I think")], "greeting", tmp_path)
-    assert (run.passed, run.status, run.turns) == (False, "done", 1)
+    assert (run.passed, run.checked, run.status, run.turns) == (False, False, "done", 1)
     assert run.detail.startswith("exit 1")
+
+
+def test_work_done_without_an_end_is_checked_but_not_passed(tmp_path: Path) -> None:
+    write = tool_call("write_file", {"path": "greeting.txt", "content": "hello\n"})
+    looking = tool_call("list_files", {"path": "."})
+    run, _ = hearth_run([write, looking, looking, looking, looking], "greeting", tmp_path)
+    assert (run.checked, run.passed, run.status) == (True, False, "iteration_limit")
 
 
 def test_the_knowledge_chore_finds_its_documents_in_hearths_knowledge_base(tmp_path: Path) -> None:
