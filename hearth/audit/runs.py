@@ -9,12 +9,6 @@ from __future__ import annotations
 from hearth.audit.store import Rows
 
 
-def tokens_since(db: Rows, source: str, since: str) -> int:
-    """The tokens of the runs `source` launched from `since` on, as their rows count them."""
-    sql = "select sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) as n from runs where source = ? and started_at >= ?"
-    return int(db.rows(sql, [source, since])[0]["n"] or 0)
-
-
 def status(db: Rows, run_id: str) -> str | None:
     """The run's status; None when the audit has no such run."""
     rows = db.rows("select status from runs where id = ?", [run_id])

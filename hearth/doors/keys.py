@@ -6,12 +6,19 @@ audit leaks no key). Each key names the profiles it may use (none named: any), a
 call that queues a run is a row in `api_calls`, so the rate is counted across processes and the
 conversation a later call continues is found there.
 
+A key is its id (`key-` and 16 hex digits, made with it), never its name: a key removed and made
+again under the same name is another key, which continues none of the first one's conversations
+and spends from a budget of its own. Admission reserves: a call that queues a run holds what that
+run may spend (what is left of the budget, at most its profile's cap) until the run ends, when
+what it really spent counts instead; the rate, the budget and the reservation are one transaction,
+so calls made at once cannot spend past the budget between them.
+
 Refusals are `KeyRefused`, whose `status` and `code` are the OpenAI error's:
 
     401 missing_key       no `Authorization: Bearer` key
     401 invalid_api_key   a key no row has the digest of
     403 model_not_allowed a profile this key may not use
-    429 insufficient_quota the key's tokens for today are spent
+    429 insufficient_quota the key's tokens for today are spent, or held by its runs still going
     429 rate_limit_exceeded more calls this minute than the key's rate
 """
 
@@ -26,7 +33,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hearth.audit import keys as key_rows
-from hearth.audit import runs
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
 
@@ -52,6 +58,7 @@ class Key:
     rate_per_min: int  # 0: no rate of its own
     created_at: str = ""
     created_by: str = ""
+    id: str = ""  # made with the key; its calls and conversations are found by it
 
     @property
     def source(self) -> str:
@@ -78,6 +85,7 @@ def add(audit: AuditStore, key: Key) -> str:
         raise UsageError("--budget and --rate are counts: 0 (no limit) or more")
     secret = PREFIX + secrets.token_urlsafe(32)
     row = {
+        "id": f"key-{secrets.token_hex(8)}",
         "name": key.name,
         "digest": digest(secret),
         "agents": json.dumps(list(key.agents)),
@@ -109,6 +117,7 @@ def _key(row: dict[str, Any]) -> Key:
         row["rate_per_min"] or 0,
         row["created_at"] or "",
         row["created_by"] or "",
+        row["id"] or "",
     )
 
 
@@ -124,46 +133,73 @@ def identify(audit: AuditStore, authorization: str) -> Key:
 
 def spent_today(audit: AuditStore, key: Key, now: datetime | None = None) -> int:
     """Tokens of the runs this key launched today (UTC), as the run rows count them."""
-    midnight = (now or datetime.now(UTC)).strftime("%Y-%m-%dT00:00:00")
-    return runs.tokens_since(audit, key.source, midnight)
+    return key_rows.charged(audit, key.id, _midnight(now)).spent
 
 
-def admit(audit: AuditStore, key: Key, agent: str, now: datetime | None = None) -> int | None:
-    """Check `key` may start a run of `agent` now; the tokens left today (None: no budget).
-    The rate is checked and the call counted by `record`, in one transaction."""
+def admit(key: Key, agent: str) -> None:
+    """KeyRefused 403 unless `key` may start a run of `agent` (the rate and the budget are `record`'s)."""
     if not key.may_use(agent):
         raise KeyRefused(
             403,
             "model_not_allowed",
             f"key {key.name!r} may not use profile {agent!r}; it may use: {', '.join(key.agents)}",
         )
-    if not key.budget_tokens:
-        return None
-    left = key.budget_tokens - spent_today(audit, key, now)
-    if left <= 0:
-        raise KeyRefused(
-            429, "insufficient_quota", f"key {key.name!r} has spent its {key.budget_tokens} tokens for today (UTC)"
-        )
-    return left
 
 
-def record(audit: AuditStore, key: Key, run_id: str, conversation: str, now: datetime | None = None) -> None:
-    """Count the call (KeyRefused 429 past the key's rate), before its run is queued."""
+def record(
+    audit: AuditStore, key: Key, run_id: str, conversation: str, own: int, now: datetime | None = None
+) -> int | None:
+    """Count the call and reserve its run's tokens, before the run is queued: the tokens the run may
+    spend (what is left of the key's budget today, at most `own`, the profile's cap; None: the key
+    has no budget). KeyRefused 429 past the key's rate, or with nothing left of its budget."""
     moment = now or datetime.now(UTC)
-    call = {"key": key.name, "at": _stamp(moment), "run_id": run_id, "conversation": conversation}
-    if not key_rows.record_call(audit, call, rate=key.rate_per_min, since=_stamp(moment - WINDOW)):
+    call: dict[str, Any] = {
+        "key": key.name,
+        "key_id": key.id,
+        "at": _stamp(moment),
+        "run_id": run_id,
+        "conversation": conversation,
+    }
+    stopped = key_rows.record_call(
+        audit,
+        call,
+        rate=key.rate_per_min,
+        since=_stamp(moment - WINDOW),
+        budget=key.budget_tokens,
+        day=_midnight(moment),
+        own=own,
+    )
+    if stopped == "rate":
         raise KeyRefused(
             429, "rate_limit_exceeded", f"key {key.name!r} may make {key.rate_per_min} calls a minute; wait and retry"
         )
+    if stopped == "budget":
+        raise KeyRefused(429, "insufficient_quota", _spent(key, key_rows.charged(audit, key.id, _midnight(moment))))
+    reserved: int | None = call["reserved"]
+    return reserved
+
+
+def _spent(key: Key, charged: key_rows.Charged) -> str:
+    if not charged.held:
+        return f"key {key.name!r} has spent its {key.budget_tokens} tokens for today (UTC)"
+    return (
+        f"key {key.name!r} has no tokens left of its {key.budget_tokens} for today (UTC): {charged.spent} spent and "
+        f"{charged.held} held by its runs still going; retry when they end"
+    )
 
 
 def latest_run(audit: AuditStore, key: Key, conversation: str) -> str | None:
     """The conversation's latest run this key launched, which the next turn continues."""
-    return key_rows.latest_run(audit, key.name, conversation)
+    return key_rows.latest_run(audit, key.id, conversation)
 
 
-def conversation_of(audit: AuditStore, key: Key, run_id: str) -> str | None:
-    return key_rows.conversation_of(audit, key.name, run_id)
+def answered(audit: AuditStore, key: Key) -> list[dict[str, Any]]:
+    """This key's latest calls whose run answered: their conversation and the run's summary."""
+    return key_rows.answered(audit, key.id)
+
+
+def _midnight(now: datetime | None) -> str:
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT00:00:00")
 
 
 def _stamp(moment: datetime) -> str:

@@ -14,7 +14,9 @@ run's progress and answer shaped as OpenAI's responses (hearth/web/routes/v1.py 
     tools               refused: the tools are hearth's, the profile's
 
 Every run is queued through hearth.queue.submit with source `api:KEY`, under its profile's tools,
-mode, walls and approvals; a key with a budget caps the run's own tokens to what is left today.
+mode, walls and approvals; a key with a budget caps the run's own tokens to what it reserved of
+what is left today. A conversation is the key's: found by the key's id, never its name, and
+continued only under a profile that key may use.
 """
 
 from __future__ import annotations
@@ -170,15 +172,19 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
     from hearth.dispatch.launchers import heal
     from hearth.queue.intake import RequestRefused, build_request
     from hearth.queue.submit import SubmitRefused, submit
+    from hearth.run.profiles import load_profile
 
     with AuditStore(settings.audit_path) as audit:
         agent = profile_of(body.model, settings)
-        left = keys.admit(audit, key, agent)
+        keys.admit(key, agent)
         conversation, earlier = _conversation(audit, key, body, headers)
+        if earlier is not None:
+            _may_continue(audit, key, earlier)
         run_id = new_run_id()
         conversation = conversation or f"conv-{run_id}"
-        keys.record(audit, key, run_id, conversation)
-        obj = _request(run_id, body, key, agent, left, earlier, settings)
+        own = load_profile(settings.config_dir, agent).max_tokens or 0
+        cap = keys.record(audit, key, run_id, conversation, own)
+        obj = _request(run_id, body, key, agent, cap, earlier)
         try:
             request = build_request(obj, file_id=None).request
             submit(request, settings, requested_by=obj["requested_by"], heal=heal)
@@ -194,11 +200,22 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
     return Started(run_id, conversation, earlier, key, body.model, int(time.time()))
 
 
-def _request(
-    run_id: str, body: ChatBody, key: Key, agent: str, left: int | None, earlier: str | None, settings: Settings
-) -> dict[str, Any]:
-    from hearth.run.profiles import load_profile
+def _may_continue(audit: AuditStore, key: Key, earlier: str) -> None:
+    """A conversation's turn runs under its first run's profile: KeyRefused 403 when this key may
+    not use it (the key was made narrower than the conversation, or by another name's owner)."""
+    run = audit.run(earlier)
+    profile = (run or {}).get("agent_name") or "default"
+    if not key.may_use(profile):
+        raise Refused(
+            403,
+            "model_not_allowed",
+            f"key {key.name!r} may not continue this conversation: its runs use profile {profile!r}, "
+            f"which this key may not use (it may use: {', '.join(key.agents)})",
+            "permission_error",
+        )
 
+
+def _request(run_id: str, body: ChatBody, key: Key, agent: str, cap: int | None, earlier: str | None) -> dict[str, Any]:
     asker = key.source + (f"/{body.user}" if body.user else "")
     obj: dict[str, Any] = {"id": run_id, "goal": goal_of(body), "source": key.source, "requested_by": asker}
     obj["agent_name"] = agent
@@ -206,9 +223,8 @@ def _request(
         obj["model"] = AUTO
     if earlier:
         obj["continues"] = earlier
-    if left is not None:
-        own = load_profile(settings.config_dir, agent).max_tokens
-        obj["max_tokens"] = min(left, own) if own else left
+    if cap is not None:  # what the key's budget reserved for this run
+        obj["max_tokens"] = cap
     return obj
 
 
@@ -223,7 +239,7 @@ def _conversation(audit: AuditStore, key: Key, body: ChatBody, headers: dict[str
     answers = [text_of(m) for m in body.messages if m.get("role") == "assistant" and text_of(m).strip()]
     if not answers:
         return "", None
-    for row in key_rows.answered(audit, key.name):
+    for row in keys.answered(audit, key):
         if row["summary"].strip() in answers[-1]:
             return row["conversation"], keys.latest_run(audit, key, row["conversation"])
     return "", None

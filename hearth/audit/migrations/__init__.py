@@ -14,7 +14,7 @@ from hearth.audit.migrations.alerts import m091_alerts, m122_alert_actions
 from hearth.audit.migrations.approvals import m010_approvals, m121_standing_rules
 from hearth.audit.migrations.evals import m180_evals
 from hearth.audit.migrations.fleet import m201_fleet
-from hearth.audit.migrations.keys import m160_api_keys, m161_api_calls
+from hearth.audit.migrations.keys import m160_api_keys, m161_api_calls, m211_api_key_ids
 from hearth.audit.migrations.mcp import m130_mcp_pins, m210_mcp_drift_index
 from hearth.audit.migrations.operator import m155_operator_actions
 from hearth.audit.migrations.proposals import m040_proposals, m157_proposal_decisions
@@ -82,4 +82,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m200_rollups,
     m201_fleet,
     m210_mcp_drift_index,
+    m211_api_key_ids,
 ]

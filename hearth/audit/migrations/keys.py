@@ -6,6 +6,7 @@ name is recorded in each audit.db's `_migrations` as applied.
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,3 +41,24 @@ def m161_api_calls(db: sqlite_utils.Database) -> None:
     )
     db.table("api_calls").create_index(["key", "at"])
     db.table("api_calls").create_index(["key", "conversation"])
+
+
+def m211_api_key_ids(db: sqlite_utils.Database) -> None:
+    """A key is its id, not its name (a key removed and made again under the same name is another
+    key): each key gets a random `id`, and each call the id of the key that made it (`key_id`,
+    which a conversation and the day's budget are found by) and the tokens it reserved of the key's
+    budget for its run (`reserved`: admission counts what runs still going may spend, so calls made
+    at once cannot spend past it). A call already kept is given its key's id only when it was made
+    after that key was: one made before belongs to a key since removed, and stays no one's."""
+    db.table("api_keys").add_column("id", str)
+    for name in [row["name"] for row in db.query("select name from api_keys")]:
+        db.execute("update api_keys set id = ? where name = ?", [f"key-{secrets.token_hex(8)}", name])
+    db.table("api_keys").create_index(["id"], unique=True)
+    db.table("api_calls").add_column("key_id", str)
+    db.table("api_calls").add_column("reserved", int)
+    db.execute(
+        "update api_calls set key_id = (select k.id from api_keys k where k.name = api_calls.key"
+        " and k.created_at <= api_calls.at)"
+    )
+    db.table("api_calls").create_index(["key_id", "conversation"])
+    db.table("api_calls").create_index(["key_id", "at"])

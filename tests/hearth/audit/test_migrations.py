@@ -54,3 +54,25 @@ def test_an_old_audit_migrated_has_the_schema_of_a_new_one(tmp_path: Path) -> No
 def test_every_migration_has_a_name_of_its_own() -> None:
     names = [m.__name__ for m in MIGRATIONS]
     assert len(set(names)) == len(names)
+
+
+def test_a_keys_calls_made_before_it_was_made_belong_to_no_key_once_keys_have_ids(tmp_path: Path) -> None:
+    """m211: a key made again under a removed key's name does not inherit the calls of the first."""
+    path = _old_audit(tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "insert into api_keys (name, digest, agents, budget_tokens, rate_per_min, created_at, created_by)"
+            " values ('webui', 'd', '[]', 0, 0, '2025-02-01T00:00:00.000Z', 'ana')"
+        )
+        calls = [
+            ("2025-01-15T00:00:00.000Z", "old-run", "conv-old"),
+            ("2025-02-02T00:00:00.000Z", "new-run", "conv-new"),
+        ]
+        conn.executemany("insert into api_calls (key, at, run_id, conversation) values ('webui', ?, ?, ?)", calls)
+    conn.close()
+    with AuditStore(path) as audit:
+        [key] = audit.rows("select id from api_keys")
+        found = {r["run_id"]: r["key_id"] for r in audit.rows("select run_id, key_id from api_calls")}
+    assert key["id"].startswith("key-") and len(key["id"]) == 20
+    assert found == {"old-run": None, "new-run": key["id"]}
