@@ -9,13 +9,18 @@ A completion queues a run (hearth/doors/openai.py) and follows it in the audit: 
 first chunk goes at once, then a line per tool call and result and per approval that waits (with
 where to decide it), then the run's answer and its tokens; without streaming, the answer when the
 run ends. The call waits at most the run's time limit; a run still going then is said so, with its
-page. A client that goes away stops nothing: the run is hearth's.
+page. A client that goes away stops the call's following (streamed or not, the audit is no longer
+read for it), and nothing else: the run is hearth's, and the conversation's next turn continues it.
+
+A body that is not what OpenAI's clients send (not JSON, nested past what a parser follows, of the
+wrong shape) is a 400, and anything that still goes wrong a 500, both in OpenAI's shape.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -35,6 +40,9 @@ from hearth.web.security import HEADERS
 
 DEFAULT_WAIT_S = 3600.0  # a request's own timeout_s default: the call never waits past it
 
+log = logging.getLogger(__name__)
+Gone = Callable[[], bool]  # whether the call's client has gone away
+
 
 def v1_app(web: Web) -> FastAPI:
     app = FastAPI(title="hearth /v1", docs_url=None, redoc_url=None, openapi_url=None)
@@ -43,6 +51,7 @@ def v1_app(web: Web) -> FastAPI:
     app.add_exception_handler(KeyRefused, _refused)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _failed)
     app.add_api_route("/v1/models", list_models, methods=["GET"])
     app.add_api_route("/v1/chat/completions", chat_completions, methods=["POST"])
     return app
@@ -87,6 +96,11 @@ async def _invalid(request: Request, exc: RequestValidationError) -> Response:
     return _error(Refused(400, "invalid_request", "the request is not valid"))
 
 
+async def _failed(request: Request, exc: Exception) -> Response:
+    log.error("/v1 %s failed: %s: %s", request.url.path, type(exc).__name__, exc)
+    return _error(Refused(500, "internal_error", "hearth failed to answer this call; see its log", "server_error"))
+
+
 def _web(request: Request) -> Web:
     web: Web = request.app.state.web
     return web
@@ -105,33 +119,70 @@ async def list_models(request: Request) -> Response:
 async def chat_completions(request: Request) -> Response:
     web = _web(request)
     key = await run_in_threadpool(openai.identify, web.config.settings, request.headers.get("authorization", ""))
-    try:
-        raw = json.loads(await request.body())
-    except ValueError:
-        raise Refused(400, "invalid_json", "the body is not JSON; send a chat completion request") from None
-    body = openai.parse(raw)
+    body = openai.parse(_json(await request.body()))
     headers = {k.lower(): v for k, v in request.headers.items()}
     started = await run_in_threadpool(openai.start, web.config.settings, key, body, headers)
     follower = Follower(web.reader, started.run_id, _base(request))
     said = {"X-Hearth-Conversation": started.conversation, "X-Hearth-Run": started.run_id}
-    if body.stream:
-        events = _stream(web, started, follower, bool((body.stream_options or {}).get("include_usage")))
+    if body.stream:  # the response hears its client go itself, and ends the stream (see _stream)
+        usage = bool((body.stream_options or {}).get("include_usage"))
+        events = _stream(web, started, follower, usage)
         return StreamingResponse(events, media_type="text/event-stream", headers=said)
-    await _until_ended(web, follower, lambda lines: None)
+    hangup = Hangup(request)
+    try:
+        await _until_ended(web, follower, lambda lines: None, hangup)
+    finally:
+        hangup.close()
     content = follower.answer() if follower.ended else _still_going(follower)
     return JSONResponse(openai.completion(started, content, follower.usage()), headers=said)
+
+
+class Hangup:
+    """Whether a call's client went away: once its body is read, the one message left to receive is
+    the disconnect, so a task waits for it. (Starlette's `is_disconnected` peeks and cancels, which
+    loses the message behind the walls' middleware.)"""
+
+    def __init__(self, request: Request) -> None:
+        self.gone = False
+        self._task = asyncio.create_task(self._listen(request))
+
+    async def _listen(self, request: Request) -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            continue
+        self.gone = True
+
+    def __call__(self) -> bool:
+        return self.gone
+
+    def close(self) -> None:
+        self._task.cancel()
+
+
+def _json(raw: bytes) -> Any:
+    """The body as JSON; a 400 in OpenAI's shape for what is not, or nests past what the parser follows."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise Refused(400, "invalid_json", "the body is not JSON; send a chat completion request") from None
+    except RecursionError:
+        raise Refused(
+            400, "invalid_json", "the body nests deeper than hearth reads; send a chat completion request"
+        ) from None
 
 
 def _base(request: Request) -> str:
     return f"{request.url.scheme}://{request.headers.get('host', '')}"
 
 
-async def _until_ended(web: Web, follower: Follower, say: Callable[[list[str]], None]) -> None:
-    """Poll the run until it ends or the call has waited its time limit."""
+async def _until_ended(web: Web, follower: Follower, say: Callable[[list[str]], None], gone: Gone) -> None:
+    """Poll the run until it ends, the call has waited its time limit, or its client is gone."""
     deadline = time.monotonic() + DEFAULT_WAIT_S
     while time.monotonic() < deadline:
         say(await asyncio.to_thread(follower.poll))
         if follower.ended:
+            return
+        if gone():
+            log.info("/v1: the client of run %s went away; its call stopped following the run", follower.run_id)
             return
         await asyncio.sleep(web.config.poll_s)
 
@@ -141,14 +192,20 @@ def _still_going(follower: Follower) -> str:
 
 
 async def _stream(web: Web, started: Started, follower: Follower, usage_chunk: bool) -> AsyncIterator[str]:
+    """The run as it goes; a client that goes away cancels the response, and the following with it."""
     yield _sse(openai.chunk(started, {"role": "assistant", "content": ""}))
     queue: list[str] = []
-    waiting = asyncio.create_task(_until_ended(web, follower, queue.extend))
-    while not waiting.done() or queue:
-        while queue:
-            yield _sse(openai.chunk(started, {"content": queue.pop(0) + "\n"}))
+    waiting = asyncio.create_task(_until_ended(web, follower, queue.extend, lambda: False))
+    try:
+        while not waiting.done() or queue:
+            while queue:
+                yield _sse(openai.chunk(started, {"content": queue.pop(0) + "\n"}))
+            if not waiting.done():
+                await asyncio.wait([waiting], timeout=web.config.poll_s)
+    finally:  # the response was cancelled (its client went away): the following goes with it
         if not waiting.done():
-            await asyncio.wait([waiting], timeout=web.config.poll_s)
+            waiting.cancel()
+            log.info("/v1: the client of run %s went away; its call stopped following the run", follower.run_id)
     answer = follower.answer() if follower.ended else _still_going(follower)
     yield _sse(openai.chunk(started, {"content": ("\n" if follower.seen_steps else "") + answer}))
     yield _sse(openai.chunk(started, {}, "stop", usage=follower.usage()))
