@@ -32,6 +32,7 @@ from hearth.run.state import FINAL_STATES, read_states
 from hearth.settings import Settings
 
 TOP = 10
+NOT_FAILURES = ("rejected", "done", "running", "waiting")  # refused (counted apart), ended well, not ended
 # (label, column, value): the runs of long work the report counts (hearth/run/long/holding.py)
 LONG_WORK = (
     ("marathons", "kind", "marathon"),
@@ -204,7 +205,7 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         "tools": _tool_use(got["tools"] + got["edge_tools"]),
         "denials": _denials(audit, since),
         "failures": _top_counted(
-            ((status, _first_line(error)), n) for status, error, n in errors if status not in ("rejected", "done")
+            ((status, _first_line(error)), n) for status, error, n in errors if status not in NOT_FAILURES
         ),
         # every rejected run, however it was refused: by the queue (which also keeps the file's facts
         # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)

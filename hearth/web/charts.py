@@ -67,21 +67,27 @@ def nice_ceiling(value: float) -> float:
 def hbars(
     title: str, items: Sequence[tuple[str, int]], unit: str = "", empty: str = "nothing in this period"
 ) -> Markup:
-    """Horizontal bars, longest first as given: the tools most used, the commonest failures."""
+    """Horizontal bars, longest first as given: the tools most used, the commonest failures. A list
+    (a label, its bar, its value a row) rather than one drawing, so a label is shown whole and at
+    the page's size on a phone too (on a phone it takes a line above its bar: hearth.css)."""
     if not items:
         return _empty(title, empty)
     top: float = max(value for _, value in items) or 1
-    row, label_w = 26, 210
-    height = row * len(items) + 8
-    parts: list[str] = []
+    rows = []
     for i, (label, value) in enumerate(items):
-        y = 4 + i * row
-        width = max(2.0, value / top * (WIDTH - label_w - 80))
-        short = label if len(label) <= 30 else label[:29] + "…"
-        parts.append(str(_text(label_w - 8, y + 16, short, anchor="end", tip=label)))
-        parts.append(_rect(label_w, y + 3, width, row - 8, PALETTE[i % 2], f"{label}: {value}{unit}"))
-        parts.append(str(_text(label_w + width + 6, y + 16, f"{value}{unit}")))
-    return _svg(title, "".join(parts), Markup(""), height=height)
+        share = max(0.5, value / top * 100)
+        bar = (
+            f'<svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">'
+            f'<rect width="{share:.1f}" height="10" fill="{PALETTE[i % 2]}" rx="1"/></svg>'
+        )
+        rows.append(
+            f'<li><span class="hbar-label">{escape(label)}</span>{bar}'
+            f'<span class="hbar-value">{value}{escape(unit)}</span></li>'
+        )
+    caption = f"<figcaption>{escape(title)}</figcaption>"
+    return Markup(
+        f'<figure class="chart">{caption}<ul class="hbars" aria-label="{escape(title)}">{"".join(rows)}</ul></figure>'
+    )
 
 
 def _axis(top: float, plot_h: float) -> str:

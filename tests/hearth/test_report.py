@@ -102,6 +102,15 @@ def test_the_report_counts_runs_tools_denials_failures_percentiles_and_tokens(au
     assert data["rejections"] == [{"what": "not valid JSON: Expecting value (line 1, column 1)", "count": 1}]
 
 
+def test_a_run_still_waiting_for_a_person_is_no_failure_reason(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True)
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.start_run(RunRecord(id="w1", agent_name="a", model="m1", goal="g", mode="auto"))
+        audit.update_run("w1", status="waiting")
+    data = report("--since", "7d")
+    assert data["by_status"] == {"waiting": 1} and data["failures"] == []
+
+
 def test_without_since_every_run_counts(audit_file: Path) -> None:
     data = report()
     assert data["runs"] == 8 and data["duration_ms"] == {"p50": 200, "p95": 500, "n": 6}

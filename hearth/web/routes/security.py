@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
 from hearth.web.security import Identity, viewer
+from hearth.web.steps import decision_words
 
 router = APIRouter()
 LIMIT = 200
@@ -71,7 +72,7 @@ def security_data(reader: Reader, run: str = "", denied_only: bool = False) -> d
         "connections": connections,
         "hosts": hosts,
         "tripwires": tripwires,
-        "denials": [_denial(row) for row in denials],
+        "denials": denied_calls(denials),
         "credentials": credentials,
     }
 
@@ -91,9 +92,21 @@ def _credential(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "name": detail.get("name"), "host": detail.get("host"), "reason": detail.get("reason") or ""}
 
 
-def _denial(row: dict[str, Any]) -> dict[str, Any]:
-    reason = _decoded(row["detail"]).get("reason") or row["detail"] or row["output"] or ""
-    return {**row, "reason": str(reason)[:500], "output": (row["output"] or "")[:500]}
+def denied_calls(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each denied call once, its reason in words: a person's denial by its approval step (who, after
+    how long, their note), not again by the call it stopped; the policy's by the call's own reason."""
+    details = [_decoded(row["detail"]) for row in rows]
+    by_person = {d.get("approval") for d in details if "requested_at" in d}
+    out = []
+    for row, detail in zip(rows, details):
+        if "requested_at" in detail:
+            reason = decision_words(detail, "denied")
+        elif detail.get("approval") in by_person:
+            continue  # the call a person denied: its approval step says who and why
+        else:
+            reason = detail.get("reason") or row["detail"] or row["output"] or ""
+        out.append({**row, "reason": str(reason)[:500], "output": (row["output"] or "")[:500]})
+    return out
 
 
 @router.get("/operate/security", response_class=HTMLResponse, include_in_schema=False)

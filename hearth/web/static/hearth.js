@@ -101,4 +101,22 @@
   }
   window.setInterval(waited, 1000);
   document.querySelectorAll("[data-limit-for]").forEach(counted);
+
+  // A table that turns into cards on a phone (table.stacked, hearth.css): each cell is labelled with
+  // its column's heading, here once rather than beside every cell of every template (and again
+  // whenever a fragment is swapped in). A cell that names its own label keeps it.
+  function labelled(root) {
+    root.querySelectorAll("table.stacked").forEach(function (table) {
+      var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.trim();
+      });
+      table.querySelectorAll("tbody tr").forEach(function (row) {
+        Array.prototype.forEach.call(row.children, function (cell, i) {
+          if (!cell.dataset.label && heads[i]) { cell.dataset.label = heads[i]; }
+        });
+      });
+    });
+  }
+  labelled(document);
+  body.addEventListener("htmx:afterSwap", function (event) { labelled(event.target); });
 })();

@@ -49,7 +49,7 @@ def test_the_evals_page_shows_who_won_each_case_and_links_every_cell_to_its_run(
         assert row.locator("td").nth(0).inner_text().startswith("pass")
         assert row.locator("td").nth(1).inner_text().startswith(f"fail 0/1 fail: {FAILS[case]}")
         assert row.locator("td").nth(2).inner_text() == "a"
-    assert page.locator('figure.chart svg[aria-label="Pass rate by model (%)"]').count() == 1
+    assert page.locator('figure.chart ul[aria-label="Pass rate by model (%)"]').count() == 1
     assert page.locator(f'a[href="/evals?id={eval_id}"]').count() == 1
     assert browser.axe(page) == []
     browser.shot(page, "evals-desktop")
