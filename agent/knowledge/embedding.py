@@ -3,9 +3,9 @@
 The knowledge base asks for vectors through this Protocol only; the client that speaks to Ollama's
 `/api/embed` (or an OpenAI-compatible `/v1/embeddings`) stands a floor higher (agent/model/backends.py) and is handed in by the appliance,
 so the store never imports the model server's code. Whatever an embedder answers is checked here
-once (`checked_vectors`): one vector per text, each the same dimension, every value a finite
-number, none all zeros. Anything else is an `EmbedFailed` whose line says why, and search is then
-lexical (agent/knowledge/semantic.py).
+once (`checked_vectors`): one vector per text, each the same dimension and no wider than the
+vector index holds (MAX_DIMENSIONS), every value a finite number, none all zeros. Anything else is
+an `EmbedFailed` whose line says why, and search is then lexical (agent/knowledge/semantic.py).
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ import math
 from typing import Any, Protocol
 
 from agent.errors import AgentError
+
+# sqlite-vec's widest vector column (agent/knowledge/vectors.py): a wider answer is refused
+MAX_DIMENSIONS = 8192
 
 
 class EmbedFailed(AgentError):
@@ -40,6 +43,7 @@ def checked_vectors(raw: Any, count: int, model: str, dim: int | None = None) ->
     for vector in raw:
         if not isinstance(vector, list) or not vector or not all(_number(x) for x in vector):
             raise EmbedFailed(f"{model} answered something that is not a list of numbers")
+        too_wide(model, len(vector))
         want = want or len(vector)
         if len(vector) != want:
             raise EmbedFailed(f"{model} answered {len(vector)}-dimension vectors where {want} were expected")
@@ -47,6 +51,15 @@ def checked_vectors(raw: Any, count: int, model: str, dim: int | None = None) ->
             raise EmbedFailed(f"{model} answered an all-zero vector")
         out.append([float(x) for x in vector])
     return out
+
+
+def too_wide(model: str, dimensions: int) -> None:
+    """EmbedFailed when vectors of `dimensions` are wider than the vector index holds."""
+    if dimensions > MAX_DIMENSIONS:
+        raise EmbedFailed(
+            f"{model} answered {dimensions}-dimension vectors; the vector index holds at most {MAX_DIMENSIONS}: "
+            "use an embedding model with fewer dimensions (HEARTH_EMBED_MODEL)"
+        )
 
 
 def _number(value: Any) -> bool:

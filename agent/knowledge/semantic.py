@@ -22,7 +22,7 @@ from typing import Any
 
 from agent.clock import utc_now
 from agent.knowledge import vectors
-from agent.knowledge.embedding import Embedder, EmbedFailed
+from agent.knowledge.embedding import Embedder, EmbedFailed, too_wide
 
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 QUERY_TIMEOUT_S = 5.0
@@ -146,6 +146,8 @@ class Semantic:
             return self._fill(None, budget_s, limit)
         except (EmbedFailed, vectors.VecUnavailable) as exc:
             self.go_lexical(str(exc))
+        except Exception as exc:  # recall must never break a write: the text is stored, search goes on by it
+            self.go_lexical(f"storing the vectors failed: {type(exc).__name__}: {exc}")
         return 0
 
     def fill(self, target: ActiveSet | None, budget_s: float, limit: int | None = None) -> int:
@@ -203,6 +205,7 @@ class Semantic:
         if self.embedder is None:
             raise EmbedFailed("no embedder is configured (HEARTH_EMBED_MODEL is empty)")
         probe = self.embedder.embed(model, [_as_document(model, "dimension probe")], timeout_s=QUERY_TIMEOUT_S)[0]
+        _check_dim(model, probe, None)
         old = self.active()
         target = self.start_set(model, len(probe), "building")
         if old is not None and old.key == target.key:
@@ -256,6 +259,7 @@ class Semantic:
 
 
 def _check_dim(model: str, vector: list[float], dim: int | None) -> None:
+    too_wide(model, len(vector))  # whatever the embedder checked: the index cannot hold more
     if dim is not None and len(vector) != dim:
         raise EmbedFailed(
             f"{model} answered {len(vector)}-dimension vectors, but its vectors here have {dim}; "

@@ -92,11 +92,14 @@ def kb_add(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         done = [_add_text(store, args.text, args, scope, "operator")] if args.text is not None else []
         done += [_add_path(store, path, args, scope) for path in args.paths]
+        lexical = store.semantic.reason
     if args.json:
         print_json(done)
     else:
         for item in done:
             print(item["summary"])
+    if lexical and not args.json:  # stored all the same: found by text until the vectors can be made
+        print(f"(by text only: {lexical})", file=sys.stderr)
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.knowledge import vectors
-from agent.knowledge.embedding import EmbedFailed
+from agent.knowledge.embedding import EmbedFailed, checked_vectors
 from agent.knowledge.store import KnowledgeStore
 from agent.model.backends import HostEmbedder
 from tests.fake_ollama import FakeOllama, Raw, concept_vectors
@@ -131,6 +131,28 @@ def test_a_broken_embedder_gives_lexical_results_and_one_reason(
     assert [(h.source, h.way) for h in again] == [("bread", "text")]
     assert lessons == []
     assert len(said) == 1 and reason in said[0]
+
+
+@needs_vec
+def test_vectors_wider_than_the_index_holds_are_refused_and_the_text_is_stored_and_found(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    fake.embedders["embed-a"] = concept_vectors(CONCEPTS, 20_000)
+    said: list[str] = []
+    with open_store(tmp_path / "k.db", fake, said=said) as store:
+        fill(store)
+        hits = store.search("backup job")
+    assert [(h.source, h.way) for h in hits] == [("backups", "text")]
+    assert said == [
+        "embed-a answered 20000-dimension vectors; the vector index holds at most 8192: "
+        "use an embedding model with fewer dimensions (HEARTH_EMBED_MODEL)"
+    ]
+
+
+def test_an_answer_wider_than_the_index_holds_is_refused_by_the_check_of_every_answer() -> None:
+    with pytest.raises(EmbedFailed, match="answered 8193-dimension vectors; the vector index holds at most 8192"):
+        checked_vectors([[0.5] * 8193], 1, "wide")
+    assert len(checked_vectors([[0.5] * 8192], 1, "widest")[0]) == 8192
 
 
 @needs_vec

@@ -50,3 +50,24 @@ def test_kb_reembed_with_the_embedder_down_says_so_and_changes_nothing(state_dir
     assert code != 0 and "re-embedding stopped (run it again to go on): cannot reach" in err
     code, out, _ = hearth("http://127.0.0.1:9", "kb", "search", "note")
     assert code == 0 and "found by text" in out
+
+
+@needs_vec
+def test_an_embedder_answering_vectors_too_wide_is_refused_in_one_line_and_text_search_goes_on(
+    state_dir: Path,
+) -> None:
+    reason = (
+        "embed-a answered 20000-dimension vectors; the vector index holds at most 8192: "
+        "use an embedding model with fewer dimensions (HEARTH_EMBED_MODEL)"
+    )
+    with FakeOllama(embedders={"embed-a": concept_vectors(CONCEPTS, 20_000)}) as fake:
+        code, out, err = hearth(
+            fake, "kb", "add", "--text", "The backup job needs the NAS mounted first.", "--source", "b"
+        )
+        assert (code, err.strip()) == (0, f"(by text only: {reason})") and "stored (1 chunks added" in out
+        code, out, err = hearth(fake, "kb", "embed")
+        assert (code, err.strip()) == (2, f"hearth kb: nothing embedded: {reason}")
+        code, out, err = hearth(fake, "kb", "reembed", "--model", "embed-a")
+        assert code == 2 and err.strip() == f"hearth kb: re-embedding stopped (run it again to go on): {reason}"
+        code, out, err = hearth(fake, "kb", "search", "backup job")
+    assert code == 0 and "found by text" in out and err.strip() == f"(by text only: {reason})"
