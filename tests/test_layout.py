@@ -98,8 +98,16 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # floor the run's)
     # standing approvals stand with it: the run asks them before a person (hearth/leash/rules.py)
     # and the one way a person's verdict is given, which makes them (hearth/leash/decisions.py)
-    # an eval case's start, which admission makes (hearth/eval/seed.py), stands with the run
-    14: ("hearth.run", "hearth.run.long.followup", "hearth.leash.rules", "hearth.leash.decisions", "hearth.eval.seed"),
+    # an eval case's start, which admission makes (hearth/eval/seed.py, with where a fixture may
+    # come from, hearth/eval/fixture.py), stands with the run
+    14: (
+        "hearth.run",
+        "hearth.run.long.followup",
+        "hearth.leash.rules",
+        "hearth.leash.decisions",
+        "hearth.eval.seed",
+        "hearth.eval.fixture",
+    ),
     15: (
         "hearth.run.long",
         "hearth.run.long.marathon",

@@ -6,7 +6,7 @@
     goal = "Write hello.txt saying hi"   required
     profile = "default"                  the agent profile that runs it
     mode = "auto"                        plan | auto | bypass (absent: the profile's)
-    workspace = "fixtures/hello"         a directory copied in (relative: to the evals directory)
+    workspace = "fixtures/hello"         a directory under the evals directory, copied in
     from_run = "20261201T101500-ab12cd"  or: a recorded run's `before` checkpoint, restored as follow-ups are
     [case.check]
     files = ["hello.txt"]                must exist
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from hearth.errors import ConfigError, NotFound
+from hearth.eval.fixture import fixture_problem
 from hearth.tomlcheck import read_toml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
@@ -76,7 +77,7 @@ class Case:
     goal: str
     profile: str = "default"
     mode: str | None = None
-    workspace: str = ""  # an absolute directory to copy in ("" : none)
+    workspace: str = ""  # an absolute directory under the evals directory, to copy in ("" : none)
     from_run: str = ""  # a recorded run whose `before` checkpoint is the start ("" : none)
     checks: Checks = field(default_factory=Checks)
     line: int = 0
@@ -160,6 +161,9 @@ def _case(path: Path, line: int, raw: Any) -> Case:
         raise ConfigError(f"{where}: workspace and from_run cannot be combined; a case starts from one of them")
     if workspace and not Path(workspace).is_absolute():
         workspace = str(path.parent / workspace)
+    problem = fixture_problem(Path(workspace), path.parent) if workspace else None
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
     checks = _checks(f"{where}: check", raw.get("check", {}))
     profile = _text(where, raw, "profile") or "default"
     return Case(name, goal, profile, mode, workspace, from_run, checks, line)

@@ -295,7 +295,7 @@ def _seed_eval(audit: AuditStore, sink: RunRecorder, run_id: str, root: Path, se
     from hearth.eval.seed import seed_eval
 
     try:
-        detail = seed_eval(audit, run_id, root, settings.checkpoints_dir)
+        detail = seed_eval(audit, run_id, root, settings)
     except UsageError as exc:
         sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
         raise

@@ -42,8 +42,8 @@ def test_three_recorded_runs_become_a_suite_that_a_wins_and_b_fails_each_in_its_
     state_dir: Path,  # noqa: F811
 ) -> None:
     require("bwrap")  # the tripwire's decoys live in the sandbox's home
-    notes = state_dir.parent / "notes"
-    notes.mkdir()
+    notes = state_dir.parent / "config" / "evals" / "fixtures" / "notes"  # a case's fixture lives there
+    notes.mkdir(parents=True)
     (notes / "notes.txt").write_text("buy milk\n")
     with scripted() as fake:
         recorded = [
@@ -173,12 +173,52 @@ def test_a_dry_run_lists_each_case_model_profile_and_repeat_and_queues_nothing(s
     assert too_many.returncode == 2 and "--repeat 50 is out of range; use 1 to 20" in too_many.stderr
 
 
+def test_a_fixture_given_a_link_out_after_its_eval_was_queued_is_refused_and_nothing_is_copied(
+    state_dir: Path,  # noqa: F811
+) -> None:
+    evals = state_dir.parent / "config" / "evals"
+    fixture = evals / "fixtures" / "notes"
+    fixture.mkdir(parents=True)
+    (fixture / "notes.txt").write_text("buy milk\n")
+    (evals / "notes.toml").write_text('[[case]]\nname = "notes"\ngoal = "g"\nworkspace = "fixtures/notes"\n')
+    eval_id = run_cli("hearth", "eval", "run", "notes", "--model", "a").stdout.strip()
+    (fixture / "audit.db").symlink_to(state_dir / "audit.db")  # after the suite was read
+    with scripted() as fake:
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}).returncode == 0
+    assert fake.requests == []
+    [run] = rows(state_dir, "select status, error, workspace from runs where requested_by = ?", f"eval:{eval_id}")
+    assert run["status"] == "rejected"
+    assert run["error"] == (
+        f"cannot make the start of eval case notes: the case's workspace {fixture} holds a link leading out of it "
+        "(audit.db); copy the files in instead"
+    )
+    assert not run["workspace"] or not any(Path(run["workspace"]).iterdir())
+
+
+def test_a_suite_naming_the_state_or_a_directory_outside_the_evals_directory_is_refused_and_queues_nothing(
+    state_dir: Path,  # noqa: F811
+) -> None:
+    evals = state_dir.parent / "config" / "evals"
+    evals.mkdir(parents=True)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (evals / "leak.toml").write_text(f'[[case]]\nname = "leak"\ngoal = "g"\nworkspace = "{state_dir}"\n')
+    (evals / "linked").symlink_to(state_dir)
+    (evals / "via.toml").write_text('[[case]]\nname = "via"\ngoal = "g"\nworkspace = "linked"\n')
+    for suite, named in (("leak", state_dir), ("via", evals / "linked")):
+        refused = run_cli("hearth", "eval", "run", suite, "--model", "a")
+        assert refused.returncode == 2, refused.stdout
+        assert f"the case's workspace {named} is not under the evals directory {evals} (links resolved)" in (
+            refused.stderr
+        )
+    assert not list(state_dir.glob("queue/*.json"))  # nothing queued
+
+
 def test_a_case_whose_start_is_gone_is_a_refused_run_scored_as_failed_with_the_reason(
     state_dir: Path,  # noqa: F811
 ) -> None:
     evals = state_dir.parent / "config" / "evals"
     evals.mkdir(parents=True)
-    gone = state_dir.parent / "moved-away"
+    gone = evals / "moved-away"
     (evals / "lost.toml").write_text(f'[[case]]\nname = "lost"\ngoal = "g"\nworkspace = "{gone}"\n')
     eval_id = run_cli("hearth", "eval", "run", "lost", "--model", "a").stdout.strip()
     with scripted() as fake:
