@@ -39,7 +39,7 @@ sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolv
 
 import httpx
 
-from bench.chorekit.book import Chore, load, pick
+from bench.chorekit.book import Chore, Limits, load, pick
 from bench.chorekit.figures import SIDES, Run, summary
 from bench.chorekit.hearth_side import HearthSide, split_host
 from bench.chorekit.plain import PlainSide
@@ -65,6 +65,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--side", choices=(*SIDES, "both"), default="both")
     parser.add_argument("--max-iters", type=int, default=12, help="iteration cap of both loops (default 12, hearth's)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a run may take (default 1800)")
+    parser.add_argument(
+        "--reply-tokens",
+        type=int,
+        help="the most tokens of one reply, both loops (default: hearth's setting; the plain loop none)",
+    )
     parser.add_argument("--keep", type=Path, help="keep each run's workspace and state under this directory")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument(
@@ -109,12 +114,13 @@ def unreachable(url: str) -> str | None:
 
 def bench(args: argparse.Namespace, chores: list[Chore], url: str, plain_url: str | None) -> dict[str, Any]:
     runs: list[Run] = []
+    limits = Limits(args.max_iters, args.timeout, args.reply_tokens)
     with Tap(url) as tap, Tap(plain_url or url) as plain_tap:
         sides: list[HearthSide | PlainSide] = []
         if args.side in ("hearth", "both"):
-            sides.append(HearthSide(args.host, args.model, tap, max_iters=args.max_iters, timeout_s=args.timeout))
+            sides.append(HearthSide(args.host, args.model, tap, limits))
         if args.side in ("plain", "both") and plain_url:
-            sides.append(PlainSide(args.model, plain_tap, max_iters=args.max_iters, timeout_s=args.timeout))
+            sides.append(PlainSide(args.model, plain_tap, limits))
         elif args.side in ("plain", "both"):
             print("chores: the plain loop is skipped: it needs an OpenAI endpoint (--plain-host)", file=sys.stderr)
         for chore in chores:
@@ -127,6 +133,7 @@ def bench(args: argparse.Namespace, chores: list[Chore], url: str, plain_url: st
         "plain_host": plain_url,
         "max_iters": args.max_iters,
         "timeout_s": args.timeout,
+        "reply_tokens": args.reply_tokens,
         "repeat": args.repeat,
         "runs": [run.row() for run in runs],
         "sides": {

@@ -49,6 +49,16 @@ class Chore:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What both loops are held to: turns, wall time, and the tokens of one reply (None: each loop's
+    own, hearth's setting and no cap at all for the plain loop)."""
+
+    max_iters: int = 12
+    timeout_s: float = 1800
+    reply_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     passed: bool
     detail: str

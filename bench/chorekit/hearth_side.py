@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.chorekit.book import Chore, check
+from bench.chorekit.book import Chore, Limits, check
 from bench.chorekit.figures import Run, clip
 from bench.chorekit.tap import Tap
 from hearth.audit.store import AuditStore
@@ -41,9 +41,9 @@ class HearthSide:
 
     side = "hearth"
 
-    def __init__(self, host: str, model: str, tap: Tap, *, max_iters: int, timeout_s: float) -> None:
+    def __init__(self, host: str, model: str, tap: Tap, limits: Limits) -> None:
         self.kind, _ = split_host(host)
-        self.model, self.tap, self.max_iters, self.timeout_s = model, tap, max_iters, timeout_s
+        self.model, self.tap, self.limits = model, tap, limits
 
     def run(self, chore: Chore, rep: int, scratch: Path) -> Run:
         run = Run(chore.name, self.side, rep)
@@ -53,9 +53,18 @@ class HearthSide:
             _hearth(["kb", "add", "--text", doc.text, "--title", doc.title, "--source", f"chore:{doc.title}"], env)
         host = f"openai+{self.tap.url}" if self.kind == "openai" else self.tap.url
         argv = ["--host", host, "--model", self.model, "--workspace", str(workspace), "--mode", "bypass"]
-        argv += ["--tools", ",".join(chore.tools), "--max-iterations", str(self.max_iters), "--label", chore.name]
+        argv += [
+            "--tools",
+            ",".join(chore.tools),
+            "--max-iterations",
+            str(self.limits.max_iters),
+            "--label",
+            chore.name,
+        ]
+        if self.limits.reply_tokens:
+            argv += ["--reply-tokens", str(self.limits.reply_tokens)]
         mark, started = self.tap.mark(), time.monotonic()
-        timed_out, stderr = _run_loop([*argv, chore.goal], env, self.timeout_s)
+        timed_out, stderr = _run_loop([*argv, chore.goal], env, self.limits.timeout_s)
         run.wall_s = round(time.monotonic() - started, 2)
         run.take(self.tap.since(mark))
         read_audit(run, Path(env["HEARTH_STATE_DIR"]) / "audit.db")

@@ -22,7 +22,7 @@ from agent.knowledge.store import KnowledgeStore
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.builtin import TOOLS
-from bench.chorekit.book import Chore, check
+from bench.chorekit.book import Chore, Limits, check
 from bench.chorekit.figures import Run, clip
 from bench.chorekit.tap import Tap
 
@@ -36,8 +36,8 @@ RESULT_LIMIT = 16_000  # characters of a tool's result sent back (the context wi
 class PlainSide:
     side = "plain"
 
-    def __init__(self, model: str, tap: Tap, *, max_iters: int, timeout_s: float) -> None:
-        self.model, self.tap, self.max_iters, self.timeout_s = model, tap, max_iters, timeout_s
+    def __init__(self, model: str, tap: Tap, limits: Limits) -> None:
+        self.model, self.tap, self.limits = model, tap, limits
 
     def run(self, chore: Chore, rep: int, scratch: Path) -> Run:
         run = Run(chore.name, self.side, rep)
@@ -45,8 +45,8 @@ class PlainSide:
         chore.prepare(workspace)
         services = RunServices(knowledge_path=_seeded(chore, scratch / "knowledge.db"), run_id=f"plain-{chore.name}")
         mark, started = self.tap.mark(), time.monotonic()
-        with Workspace(workspace, services=services) as ws, httpx.Client(timeout=self.timeout_s) as client:
-            run.status = self._loop(run, chore, ws, client, started + self.timeout_s)
+        with Workspace(workspace, services=services) as ws, httpx.Client(timeout=self.limits.timeout_s) as client:
+            run.status = self._loop(run, chore, ws, client, started + self.limits.timeout_s)
         if services.knowledge is not None:
             services.knowledge.close()
         run.wall_s = round(time.monotonic() - started, 2)
@@ -63,7 +63,7 @@ class PlainSide:
             {"role": "user", "content": chore.goal},
         ]
         tools = [TOOLS[name].schema() for name in chore.tools]
-        for _ in range(self.max_iters):
+        for _ in range(self.limits.max_iters):
             if time.monotonic() > deadline:
                 return "timeout"
             try:
@@ -93,7 +93,9 @@ class PlainSide:
         return "iteration_limit"
 
     def _ask(self, client: httpx.Client, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        body = {"model": self.model, "messages": messages, "tools": tools}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools}
+        if self.limits.reply_tokens:
+            body["max_tokens"] = self.limits.reply_tokens
         response = client.post(f"{self.tap.url}/v1/chat/completions", json=body)
         response.raise_for_status()
         reply: dict[str, Any] = response.json()

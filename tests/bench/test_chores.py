@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from agent.tools.builtin import TOOLS
-from bench.chorekit.book import COMMON_TOOLS, check, load, pick, solve
+from bench.chorekit.book import COMMON_TOOLS, Limits, check, load, pick, solve
 from bench.chorekit.hearth_side import HearthSide
 from bench.chorekit.plain import SYSTEM, PlainSide
 from bench.chorekit.tap import Tap
@@ -63,7 +63,7 @@ def test_an_unknown_chore_name_is_refused_with_the_names_there_are() -> None:
 def hearth_run(script: list, chore_name: str, tmp_path: Path):
     [chore] = pick(CHORES, chore_name)
     with FakeOllama(script) as fake, Tap(fake.url) as tap:
-        side = HearthSide(fake.url, "qwen2.5-coder", tap, max_iters=4, timeout_s=120)
+        side = HearthSide(fake.url, "qwen2.5-coder", tap, Limits(4, 120))
         return side.run(chore, 1, tmp_path), fake
 
 
@@ -82,9 +82,10 @@ def test_through_hearth_on_an_openai_server_the_audit_and_the_tap_agree_on_the_c
     [chore] = pick(CHORES, "greeting")
     script = [tool_call("write_file", {"path": "greeting.txt", "content": "hello\n"}), final_answer("wrote it")]
     with FakeOpenAI(script, usage="llamacpp") as fake, Tap(fake.url) as tap:
-        run = HearthSide(fake.host, "qwen2.5-coder", tap, max_iters=4, timeout_s=120).run(chore, 1, tmp_path)
+        run = HearthSide(fake.host, "qwen2.5-coder", tap, Limits(4, 120, reply_tokens=300)).run(chore, 1, tmp_path)
     assert (run.passed, run.turns, run.model_calls) == (True, 2, 2)
     assert run.audit_cached == run.cached and run.cached[1] > 0  # hearth's tokens_cached, as the server said
+    assert [body["max_tokens"] for body in fake.requests] == [300, 300]  # --reply-tokens, passed on
 
 
 def test_a_chore_hearth_leaves_undone_fails_its_check(tmp_path: Path) -> None:
@@ -111,7 +112,7 @@ def test_the_knowledge_chore_finds_its_documents_in_hearths_knowledge_base(tmp_p
 def plain_run(script: list, chore_name: str, tmp_path: Path):
     [chore] = pick(CHORES, chore_name)
     with FakeOpenAI(script, usage="llamacpp") as fake, Tap(fake.url) as tap:
-        return PlainSide("qwen2.5-coder", tap, max_iters=4, timeout_s=60).run(chore, 1, tmp_path), fake
+        return PlainSide("qwen2.5-coder", tap, Limits(4, 60, reply_tokens=300)).run(chore, 1, tmp_path), fake
 
 
 def test_the_plain_loop_runs_the_tools_calls_and_sends_back_their_results(tmp_path: Path) -> None:
@@ -122,6 +123,7 @@ def test_the_plain_loop_runs_the_tools_calls_and_sends_back_their_results(tmp_pa
     goal = pick(CHORES, "greeting")[0].goal
     assert first["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": goal}]
     assert first["tools"] == [TOOLS[name].schema() for name in COMMON_TOOLS]  # hearth's tools, as hearth describes them
+    assert first["max_tokens"] == 300
     said, answered = second["messages"][-2:]
     assert answered == {
         "role": "tool",
