@@ -34,6 +34,8 @@ sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolv
 
 import httpx
 
+from hearth.audit import runs
+from hearth.audit.reader import AuditReader
 from hearth.audit.store import AuditStore
 from hearth.doors.keys import Key, add
 from hearth.queue.directory import Queue
@@ -63,14 +65,10 @@ def hearth(*args: str) -> list[str]:
 
 
 def status(state: Path, run_id: str) -> str | None:
-    conn = sqlite3.connect(state / "audit.db")
     try:
-        row = conn.execute("select status from runs where id = ?", [run_id]).fetchone()
+        return runs.status(AuditReader(state / "audit.db"), run_id)
     except sqlite3.OperationalError:
         return None
-    finally:
-        conn.close()
-    return row[0] if row else None
 
 
 def baseline_s(state: Path, env: dict[str, str], n: int) -> float:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hearth.audit import runs
+from hearth.audit.reader import AuditReader
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
 from hearth.run.goal import GoalRequest
@@ -60,14 +62,11 @@ def environment(state: Path, fake: FakeOllama) -> dict[str, str]:
 
 
 def started_at(state: Path) -> dict[str, float]:
-    conn = sqlite3.connect(state / "audit.db")
     try:
-        rows = conn.execute("select id, started_at from runs").fetchall()
+        rows = runs.start_times(AuditReader(state / "audit.db"))
     except sqlite3.OperationalError:  # the first run is still creating the tables
         return {}
-    finally:
-        conn.close()
-    return {rid: datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() for rid, at in rows}
+    return {rid: datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() for rid, at in rows.items()}
 
 
 def wait_until(check: object, timeout: float = 120.0) -> None:

@@ -84,20 +84,18 @@ def seed(state_dir: Path, count: int) -> None:
         )  # fmt: skip
     rows.append(("long-00000", "done", "builder", "m", "the long one", "auto", "cli", stamp_of(now), stamp_of(now),
                  STEPS, 100, 20, 5000))  # fmt: skip
-    conn = sqlite3.connect(state_dir / "audit.db")
-    with conn:
-        conn.executemany(
-            "insert into runs (id, status, agent_name, model, goal, mode, source, started_at, ended_at, "
-            "iterations, tokens_in, tokens_out, duration_ms) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        conn.executemany(
-            "insert into steps (run_id, seq, kind, iteration, tool, arguments, output, ok, verdict, at) "
-            "values ('long-00000', ?, 'tool', ?, 'read_file', '{}', ?, 1, 'run', ?)",
-            [(seq, seq, "x" * 200, stamp_of(now)) for seq in range(1, STEPS + 1)],
-        )
-    conn.execute("analyze")
-    conn.close()
+    columns = (
+        "id status agent_name model goal mode source started_at ended_at iterations tokens_in tokens_out duration_ms"
+    )
+    step = "run_id seq kind iteration tool arguments output ok verdict at"
+    steps = [
+        ("long-00000", seq, "tool", seq, "read_file", "{}", "x" * 200, 1, "run", stamp_of(now))
+        for seq in range(1, STEPS + 1)
+    ]
+    with AuditStore(state_dir / "audit.db") as audit:
+        audit.insert_runs(columns.split(), rows)
+        audit.insert_steps(step.split(), steps)
+        audit.analyze()
 
 
 def stamp_of(seconds: float) -> str:

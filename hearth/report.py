@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from agent.clock import stamp
-from hearth.audit.migrations.rollups import CEIL2_SQL, ERROR_KEY_SQL
-from hearth.audit.rollups import EDGE, period
-from hearth.audit.store import AuditStore
+from hearth.audit import rollups, steps, walls
+from hearth.audit import runs as run_rows
+from hearth.audit.store import AuditStore, Rows
 from hearth.dispatch.launchers import Launcher, launcher_for
 from hearth.dispatch.pause import paused
 from hearth.errors import UsageError
@@ -42,12 +41,6 @@ LONG_WORK = (
     ("swarm syntheses", "link", "synthesis"),
     ("follow-ups", "link", "follow-up"),
 )
-
-
-class Rows(Protocol):
-    """What the report reads through: the AuditStore, or the command center's read-only connection."""
-
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 _DENIED = re.compile(r"was not run \((.*)\)\. Do not", re.S)
@@ -105,7 +98,7 @@ def _waiting(settings: Settings) -> set[str]:
     except sqlite3.Error:
         return set()
     try:
-        return {str(row["id"]) for row in audit.rows("select id from runs where status = 'waiting'")}
+        return set(run_rows.with_status(audit, "waiting"))
     except sqlite3.Error:
         return set()
     finally:
@@ -145,40 +138,12 @@ def parse_since(text: str | None, now: datetime | None = None) -> str | None:
     return stamp(moment)
 
 
-# The runs of a period, from the rollups (hearth/audit/rollups.py): the report reads a few rows a
-# day of the period and the runs of its first day, never every run.
-RUN_SQL = {
-    "runs": """select day, status, model, source, model_reason, kind, link, sum(runs) as n, sum(tokens_in) as tokens_in,
-                      sum(tokens_out) as tokens_out from run_rollup where day >= :from_day
-               group by day, status, model, source, model_reason, kind, link having sum(runs) > 0""",
-    # the edge's runs, grouped as the rollups group them (one read of at most one day's runs)
-    "edge": f"""select substr(started_at, 1, 10) as day, coalesce(status, '') as status, coalesce(model, '') as model,
-                       coalesce(source, '') as source, coalesce(model_reason, '') as model_reason,
-                       coalesce(kind, '') as kind, coalesce(link, '') as link, count(*) as n,
-                       coalesce(sum(tokens_in), 0) as tokens_in, coalesce(sum(tokens_out), 0) as tokens_out,
-                       {CEIL2_SQL.format(v="cast(duration_ms as integer)")} as duration_ms, iterations,
-                       case when coalesce(status, '') not in ('running', 'done') then {ERROR_KEY_SQL.format(r="runs")}
-                            else '' end as error
-                from runs where {EDGE.format(r="")} group by 1, 2, 3, 4, 5, 6, 7, 11, 12, 13""",
-    "first": "select started_at from runs where started_at >= :since and started_at > '' order by started_at limit 1",
-    "values": """select status, measure, value, sum(runs) as n from run_value_rollup where day >= :from_day
-                 group by status, measure, value having sum(runs) > 0""",
-    "errors": """select status, error, sum(runs) as n from run_error_rollup where day >= :from_day
-                 and status != 'running' group by status, error having sum(runs) > 0""",
-    "tools": """select tool, verdict, ok, sum(calls) as calls from tool_rollup where day >= :from_day
-                group by tool, verdict, ok having sum(calls) > 0""",
-    # the edge's runs first, then their steps (by run_id), never the other way round
-    "edge_tools": f"""select coalesce(s.tool, '') as tool, coalesce(s.verdict, '') as verdict,
-                             coalesce(s.ok, -1) as ok, 1 as calls
-                      from runs r cross join steps s on s.run_id = r.id
-                      where {EDGE.format(r="r.")} and s.kind = 'tool'""",
-}
 FINISHED_NOT = ("running", "rejected")
 
 
 def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
     """The report of the period from `since` (None: everything), with its runs and tokens per day."""
-    got = {name: audit.rows(sql, period(since)) for name, sql in RUN_SQL.items()}
+    got = rollups.period_rows(audit, since)
     # an audit that does not exist yet (or has no runs table) answers no rows at all: read as zeros
     edge = got["edge"]
     runs = got["runs"] + edge
@@ -211,10 +176,8 @@ def build_report(audit: Rows, since: str | None) -> dict[str, Any]:
         # in `rejections`) or when its run was checked (an unknown profile, a bad manifest ...)
         "rejections": _top_counted(((_first_line(error),), n) for status, error, n in errors if status == "rejected"),
         "long_work": _long_work(runs),
-        "connections": _connections(audit, since),
-        "tripwires": _top(
-            (r["decoy"], r["action"]) for r in _rows(audit, "select * from tripwires where at >= ?", since)
-        ),
+        "connections": walls.hosts_since(audit, since or ""),
+        "tripwires": _top((r["decoy"], r["action"]) for r in walls.tripwires_since(audit, since or "")),
         "per_day": _per_day(runs),
     }
 
@@ -285,21 +248,8 @@ def _long_work(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return counted
 
 
-def _connections(audit: Rows, since: str | None) -> list[dict[str, Any]]:
-    sql = """select host, count(*) as connections, sum(allowed = 1) as allowed, sum(allowed = 0) as refused,
-                    sum(bytes_up) as bytes_up, sum(bytes_down) as bytes_down
-             from connections where at >= ? group by host order by connections desc, host"""
-    return _rows(audit, sql, since)
-
-
-def _rows(audit: Rows, sql: str, since: str | None) -> list[dict[str, Any]]:
-    return audit.rows(sql, [since or ""])
-
-
 def _denials(audit: Rows, since: str | None) -> list[dict[str, Any]]:
-    sql = """select s.tool as tool, s.output as output from steps s join runs r on r.id = s.run_id
-             where s.kind = 'tool' and s.verdict = 'denied' and r.started_at >= ?"""
-    return _top((row["tool"], _denial_reason(row["output"])) for row in _rows(audit, sql, since))
+    return _top((row["tool"], _denial_reason(row["output"])) for row in steps.denied_since(audit, since or ""))
 
 
 def _denial_reason(output: str | None) -> str:

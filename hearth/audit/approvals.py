@@ -248,3 +248,35 @@ def from_row(row: dict[str, Any]) -> Approval:
 def count_of_run(db: Rows, run_id: str) -> int:
     """How many approvals the run asked (or had decided on the spot)."""
     return int(db.rows("select count(*) as n from approvals where run_id = ?", [run_id])[0]["n"])
+
+
+def waits_of(db: Rows, run_id: str) -> list[dict[str, Any]]:
+    """When each of the run's approvals was asked and decided, and its status: the run's waits."""
+    return db.rows("select requested_at, decided_at, status from approvals where run_id = ?", [run_id])
+
+
+def pending_with_goal(db: Rows, now: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The approvals still open at `now`, oldest first, each with its run's goal (240 characters)."""
+    sql = """select a.*, substr(r.goal, 1, 240) as goal from approvals a left join runs r on r.id = a.run_id
+             where a.status = 'pending' and a.expires_at > ? order by a.requested_at, a.rowid limit ?"""
+    return db.rows(sql, [now, limit])
+
+
+def recent_decisions(db: Rows, limit: int = 30) -> list[dict[str, Any]]:
+    """The latest approvals no longer pending, newest decision first."""
+    sql = "select * from approvals where status != 'pending' order by coalesce(decided_at, requested_at) desc limit ?"
+    return db.rows(sql, [limit])
+
+
+def of_run(db: Rows, run_id: str) -> list[dict[str, Any]]:
+    """The run's approvals in the order they were asked."""
+    return db.rows("select * from approvals where run_id = ? order by requested_at", [run_id])
+
+
+def latest_queued(db: Rows, run_id: str) -> Approval | None:
+    """The run's latest approval asked of someone elsewhere (via the queue), whatever its status."""
+    found = db.rows(
+        "select * from approvals where run_id = ? and via = 'queue' order by requested_at desc, rowid desc limit 1",
+        [run_id],
+    )
+    return from_row(found[0]) if found else None

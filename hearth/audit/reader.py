@@ -48,3 +48,43 @@ class AuditReader:
         self._local.conn = None
         if conn is not None:
             conn.close()
+
+
+class Changes:
+    """Whether anyone wrote the audit since the last look: SQLite's `data_version`, which moves when
+    another connection commits, read through one read-only connection of its own (the counter is a
+    connection's), from any thread, until closed. The lock: the reading thread may ask while another
+    closes it (a server being stopped), and a connection closed under a running statement can crash
+    sqlite3."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def version(self) -> int | None:
+        """The counter now; None while the audit does not exist, after `close`, or when it cannot be read."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._conn is None and self.path.exists():
+                self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            try:
+                return self._conn.execute("pragma data_version").fetchone()[0] if self._conn else None
+            except sqlite3.Error:
+                return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def quick_check(path: Path) -> str:
+    """SQLite's quick_check of the audit, read-only: "ok", or what is damaged (sqlite3.Error when
+    the file cannot be read at all)."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return str(conn.execute("pragma quick_check").fetchone()[0])

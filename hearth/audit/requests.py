@@ -16,9 +16,10 @@ import json
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hearth.audit.approvals import cancel_pending_of_run
-from hearth.audit.store import AuditStore, RunRecord, immediate, new_run_id
+from hearth.audit.store import AuditStore, Rows, RunRecord, immediate, new_run_id
 from hearth.ids import printable
 
 
@@ -150,7 +151,7 @@ def record_unfinished(audit: AuditStore, request_id: str, status: str, reason: s
 
 
 def _run_from_request_row(audit: AuditStore, request_id: str) -> RunRecord:
-    row = next(iter(audit.rows("select * from requests where id = ?", [request_id])), None)
+    row = request_row(audit, request_id)
     body = json.loads(row["body"]) if row else {}
     return RunRecord(
         id=request_id,
@@ -179,3 +180,15 @@ def run_status_readonly(path: Path, run_id: str) -> str | None:
     except sqlite3.Error:
         return None
     return row[0] if row else None
+
+
+def request_row(db: Rows, request_id: str) -> dict[str, Any] | None:
+    """The request as accepted (its body and file facts), or None."""
+    found = db.rows("select * from requests where id = ?", [request_id])
+    return found[0] if found else None
+
+
+def refusal_of(db: Rows, request_id: str) -> str | None:
+    """Why the queue refused the request with this id, if it did."""
+    found = db.rows("select reason from rejections where request_id = ? limit 1", [request_id])
+    return found[0]["reason"] if found else None

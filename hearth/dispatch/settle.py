@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
+from hearth.audit import requests, runs, steps
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.dispatch.launchers import Launcher, launcher_for
@@ -43,7 +44,7 @@ from hearth.queue.ledger import record_rejection
 from hearth.queue.request import Request
 from hearth.run.liveness import run_lock_path
 from hearth.run.state import remove_state
-from hearth.run.suspend import AGAIN, kept_conversation, ready
+from hearth.run.suspend import AGAIN, ready
 from hearth.settings import Settings
 
 RESUME_NOW = "resume"  # settle's word for a run to start again (the spawner's sweep starts it)
@@ -60,7 +61,7 @@ def settle_dead(audit: AuditStore, settings: Settings, launcher: Launcher | None
     """
     launcher = launcher or launcher_for(settings)
     try:
-        running = [row["id"] for row in audit.rows("select id from runs where status = 'running'")]
+        running = runs.with_status(audit, "running")
         settled = []
         for run_id in running:
             if _settle_one(audit, settings, run_id, launcher):
@@ -140,7 +141,7 @@ def reject(
 def _free_id(audit: AuditStore, stem: str) -> str | None:
     if not (re.fullmatch(ID_PATTERN, stem) and audit.run(stem) is None):
         return None
-    if audit.conn.execute("select 1 from requests where id = ?", [stem]).fetchone():
+    if requests.request_row(audit, stem) is not None:
         return None  # an accepted request owns that id
     return stem
 
@@ -219,7 +220,7 @@ def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Setting
     if run["status"] == "waiting":
         return "waiting"
     if run["status"] == "running":
-        reason = AGAIN if kept_conversation(audit, run["id"]) else GONE
+        reason = AGAIN if steps.kept_conversation(audit, run["id"]) else GONE
         record_unfinished(audit, run["id"], "interrupted", reason)
         remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
         place(queue, audit, path, "interrupted", reason)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.clock import utc_now
+from hearth.audit import steps
 from hearth.audit.approvals import cancel_pending_of_run
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
@@ -124,9 +125,7 @@ def _stop_linked(
 ) -> tuple[Stopped, ...]:
     """The runs made from this one that may still go: a swarm's children, a running leg or synthesis."""
     with AuditStore(settings.audit_path) as audit:
-        ids = [
-            r["id"] for r in audit.rows("select detail as id from steps where run_id = ? and kind = 'child'", [run_id])
-        ]
+        ids = steps.children(audit, run_id)
         ids += [r["id"] for r in audit.linked(run_id) if r["status"] == "running"]
     stopped = []
     for linked in dict.fromkeys(i for i in ids if i and i not in chain):

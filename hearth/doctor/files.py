@@ -13,6 +13,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from hearth.audit.reader import quick_check
 from hearth.doctor.finding import Finding
 from hearth.run.prompting import SOUL_FILE
 from hearth.settings import Settings
@@ -70,8 +71,7 @@ def check_audit(settings: Settings) -> list[Finding]:
     if not path.exists():
         return [Finding("audit", "info", f"no audit database yet at {path}; the first run creates it", str(path))]
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-            verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
+        verdict = quick_check(path)
     except sqlite3.Error as exc:
         return [Finding("audit", "error", f"cannot read the audit database {path}: {exc}", str(path))]
     if verdict != "ok":

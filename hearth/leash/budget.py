@@ -20,14 +20,16 @@ budget is refused with the time it resets.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import time as day_time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agent.clock import stamp
+from hearth.audit import steps
+from hearth.audit.store import Rows
 from hearth.errors import ConfigError
 from hearth.tomlcheck import read_toml
 
@@ -44,10 +46,6 @@ Now = Callable[[], datetime]
 
 def local_now() -> datetime:
     return datetime.now().astimezone()
-
-
-class Rows(Protocol):
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ...) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -93,27 +91,14 @@ def resets_at(now: datetime) -> datetime:
     return datetime.combine(now.date() + timedelta(days=1), day_time(), tzinfo=now.tzinfo)
 
 
-# a model step's tokens are columns; a compaction's, a judge's and a plan's are in its JSON data
-# (hearth/run/recorder.py, hearth/run/long/marathon.py and swarm.py)
-SPENDING = ("model", "compaction", "judge", "plan")
-_KINDS = f"s.kind in ({', '.join(repr(kind) for kind in SPENDING)})"
-_TOKENS = """coalesce(sum(case when s.kind = 'model' then coalesce(s.tokens_in, 0) + coalesce(s.tokens_out, 0)
-    else coalesce(json_extract(s.data, '$.tokens_in'), 0) + coalesce(json_extract(s.data, '$.tokens_out'), 0) end), 0)"""
-_STEPS = f"from steps s join runs r on r.id = s.run_id where {_KINDS} and s.at >= ?"
-
-
 def spent(audit: Rows, since: datetime, agent: str | None = None) -> int:
-    """Tokens the audit recorded since `since`, for the box or one agent profile's runs."""
-    if agent is None:
-        sql = f"select {_TOKENS} as spent from steps s where {_KINDS} and s.at >= ?"
-        return int(audit.rows(sql, [stamp(since)])[0]["spent"])
-    sql = f"select {_TOKENS} as spent {_STEPS} and r.agent_name = ?"
-    return int(audit.rows(sql, [stamp(since), agent])[0]["spent"])
+    """Tokens the audit recorded since `since`, for the box or one agent profile's runs (what a
+    model turn, a compaction, a judge and a plan spent: hearth/audit/steps.py's SPENDING)."""
+    return steps.tokens_spent(audit, stamp(since), agent)
 
 
 def spent_by_agent(audit: Rows, since: datetime) -> dict[str, int]:
-    sql = f"select r.agent_name as agent, {_TOKENS} as spent {_STEPS} group by r.agent_name"
-    return {row["agent"]: int(row["spent"]) for row in audit.rows(sql, [stamp(since)])}
+    return steps.tokens_spent_by_agent(audit, stamp(since))
 
 
 @dataclass(frozen=True)

@@ -272,25 +272,22 @@ def _last_runs(settings: Settings, names: list[str]) -> dict[str, dict[str, Any]
     """The latest run of each mission, read without writing (a missing audit is no runs)."""
     import sqlite3
 
+    from hearth.audit import runs
+    from hearth.audit.reader import AuditReader
+
     if not names or not settings.audit_path.exists():
         return {}
     found: dict[str, dict[str, Any]] = {}
+    reader = AuditReader(settings.audit_path, timeout=2.0)
     try:
-        conn = sqlite3.connect(f"file:{settings.audit_path}?mode=ro", uri=True, timeout=2.0)
-        conn.row_factory = sqlite3.Row
-        try:
-            for name in names:
-                row = conn.execute(
-                    "select id, status, started_at from runs where requested_by = ? "
-                    "order by started_at desc, rowid desc limit 1",
-                    [f"mission:{name}"],
-                ).fetchone()
-                if row:
-                    found[name] = dict(row)
-        finally:
-            conn.close()
+        for name in names:
+            latest = runs.requested_by(reader, f"mission:{name}")
+            if latest:
+                found[name] = latest[0]
     except sqlite3.Error:
         return found
+    finally:
+        reader.forget()
     return found
 
 

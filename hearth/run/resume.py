@@ -26,6 +26,7 @@ from typing import Any
 from agent.loop import INVALID_CALL, Resumed
 from agent.parsing.calls import ToolCall
 from hearth.audit import approvals
+from hearth.audit import steps as step_rows
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore
 from hearth.run.suspend import SUSPEND, step_data, suspended_on
@@ -76,11 +77,7 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
     messages, rows = audit.conversation(run_id)
     if not messages or messages[0].get("role") != "system":
         raise ValueError(f"run {run_id} kept no conversation to go on with")
-    steps = audit.rows(
-        "select id, kind, tool, verdict, opens, data, tokens_in, tokens_out, duration_ms from steps "
-        "where run_id = ? order by seq",
-        [run_id],
-    )
+    steps = step_rows.for_resume(audit, run_id)
     tools = [s for s in steps if s["kind"] == "tool" and s["opens"]]
     suspension = next((s for s in reversed(steps) if s["kind"] == SUSPEND), None)
     worked = max([int(r["worked_ms"] or 0) for r in rows] + [step_data(suspension).get("worked_ms", 0)])
@@ -147,15 +144,8 @@ def _waited_on(audit: AuditStore, run: dict[str, Any], suspension: dict[str, Any
     waited, before it suspended) the run's latest approval that no approval step has consumed."""
     if run["status"] == "waiting" and suspension is not None:
         return suspended_on(audit, run["id"])
-    rows = audit.rows(
-        "select * from approvals where run_id = ? and via = 'queue' order by requested_at desc, rowid desc limit 1",
-        [run["id"]],
-    )
-    if not rows:
+    approval = approvals.latest_queued(audit, run["id"])
+    if approval is None:
         return None
-    approval = approvals.from_row(rows[0])
-    used = audit.conn.execute(
-        "select 1 from steps where run_id = ? and kind = 'approval' and json_extract(detail, '$.approval') = ?",
-        [run["id"], approval.id],
-    ).fetchone()
+    used = step_rows.approval_consumed(audit, run["id"], approval.id)
     return None if used or approval.status == "cancelled" else approval

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from agent.clock import utc_now
-from hearth.audit import approvals
+from hearth.audit import approvals, steps
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore
 
@@ -31,31 +31,24 @@ AGAIN = (
 )
 
 
-def kept_conversation(audit: AuditStore, run_id: str) -> bool:
-    return audit.conn.execute("select 1 from conversation where run_id = ? limit 1", [run_id]).fetchone() is not None
-
-
 def restarts(audit: AuditStore, run_id: str) -> int:
     """How many times the run has been resumed after its process was gone."""
-    rows = audit.rows("select data from steps where run_id = ? and kind = ?", [run_id, RESUME])
-    return sum(1 for row in rows if step_data(row).get("cause") == "restart")
+    return sum(1 for row in steps.data_of(audit, run_id, RESUME) if step_data(row).get("cause") == "restart")
 
 
 def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
     """The approval a `waiting` run suspended on (its last suspend step's), as it stands now."""
-    rows = audit.rows(
-        "select data from steps where run_id = ? and kind = ? order by seq desc limit 1", [run_id, SUSPEND]
-    )
+    rows = steps.data_of(audit, run_id, SUSPEND, latest=True)
     if not rows:
         return None
-    found = audit.rows("select * from approvals where id = ?", [step_data(rows[0]).get("approval", "")])
-    return approvals.from_row(found[0]) if found else None
+    found = approvals.row_of(audit, str(step_data(rows[0]).get("approval", "")))
+    return approvals.from_row(found) if found else None
 
 
 def ready(audit: AuditStore, run: dict[str, Any], now: str | None = None) -> str | None:
     """Why this run should be started again now ("approval decided", "approval expired",
     "restart"), or None: it must wait (a pending approval), or it cannot go on."""
-    if not kept_conversation(audit, run["id"]):
+    if not steps.kept_conversation(audit, run["id"]):
         return None
     if run["status"] == "waiting":
         approval = suspended_on(audit, run["id"])

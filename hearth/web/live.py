@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 import json
 import os
-import sqlite3
-import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.clock import stamp
+from hearth.audit import runs
+from hearth.audit.reader import Changes
 from hearth.dispatch.settle import settle_dead_runs
 from hearth.leash.budget import Budget, load_budget
 from hearth.report import active_runs
@@ -56,9 +56,7 @@ def _enriched(
 ) -> dict[str, Any]:
     """A live run plus what the audit knows: when it started, its goal, its iteration cap, its
     numbers so far (hearth.web.numbers)."""
-    row = (
-        reader.one("select started_at, goal, mode, agent_name, model, label from runs where id = ?", [run["id"]]) or {}
-    )
+    row = runs.header(reader, run["id"]) or {}
     started = row.get("started_at")
     elapsed = (now - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds() if started else None
     agent = run.get("agent_name") or row.get("agent_name") or "default"
@@ -95,29 +93,13 @@ class Live:
         self.current: dict[str, Any] = {}
         self._subscribers: set[asyncio.Queue[str | None]] = set()
         self._signature: tuple[Any, ...] | None = None
-        self._audit: sqlite3.Connection | None = None
-        # the loop's thread reads the commit counter while close() may come from another thread
-        # (a server being stopped): a connection closed under a running statement can crash sqlite3
-        self._audit_lock = threading.Lock()
-        self._closed = False
+        self._changes = Changes(config.settings.audit_path)
 
     def signature(self) -> tuple[Any, ...]:
         """Cheap to take: directory listings with times, and the audit's commit counter."""
         settings = self.config.settings
         dirs = (settings.runs_state_dir, settings.queue_dir / "claimed")
-        return (*(_listing(d) for d in dirs), _changed(settings.queue_dir), self._data_version())
-
-    def _data_version(self) -> int | None:
-        path = self.config.settings.audit_path
-        with self._audit_lock:
-            if self._closed:
-                return None
-            if self._audit is None and path.exists():
-                self._audit = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            try:
-                return self._audit.execute("pragma data_version").fetchone()[0] if self._audit else None
-            except sqlite3.Error:
-                return None
+        return (*(_listing(d) for d in dirs), _changed(settings.queue_dir), self._changes.version())
 
     async def refresh(self) -> bool:
         """Rebuild and publish the snapshot if anything changed; whether it did."""
@@ -145,11 +127,7 @@ class Live:
 
     def close(self) -> None:
         self._publish(None)
-        with self._audit_lock:
-            self._closed = True
-            if self._audit is not None:
-                self._audit.close()
-                self._audit = None
+        self._changes.close()
 
     async def stream(self) -> AsyncIterator[str]:
         """The event stream of one client: the current state at once, then every change."""

@@ -9,20 +9,11 @@ person (decided waits plus the one still open), and the share of the day's budge
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
+from hearth.audit import approvals, steps
+from hearth.audit.store import Rows
 from hearth.leash.budget import Budget, day_start, limits_for, spent
-
-TOTALS = """select max(iteration) as iteration, coalesce(sum(tokens_in), 0) as tokens_in,
-                   coalesce(sum(tokens_out), 0) as tokens_out, coalesce(sum(duration_ms), 0) as model_ms
-            from steps where run_id = ? and kind = 'model'"""
-LAST_TURN = """select tokens_out, duration_ms from steps where run_id = ? and kind = 'model'
-               order by seq desc limit 1"""
-WAITS = "select requested_at, decided_at, status from approvals where run_id = ?"
-
-
-class Rows(Protocol):
-    def rows(self, sql: str, params: Any = ...) -> list[dict[str, Any]]: ...
 
 
 def live_numbers(
@@ -30,10 +21,10 @@ def live_numbers(
 ) -> dict[str, Any]:
     """What a live run has used so far; `waiting_since` is set while a person is being asked."""
     now = now or datetime.now(UTC)
-    totals = (reader.rows(TOTALS, [run_id]) or [{}])[0]
-    last = (reader.rows(LAST_TURN, [run_id]) or [{}])[0]
+    totals = steps.model_totals(reader, run_id)
+    last = steps.last_turn(reader, run_id)
     waited_ms, before_ms, since = 0, 0, None
-    for row in reader.rows(WAITS, [run_id]):
+    for row in approvals.waits_of(reader, run_id):
         asked = _moment(row.get("requested_at"))
         if asked is None:
             continue

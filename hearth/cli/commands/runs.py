@@ -148,7 +148,7 @@ def find_run(audit: AuditStore, prefix: str | None) -> dict[str, Any]:
     run = audit.find_run(prefix)
     if run is not None:
         return run
-    candidates = audit.ids_with_prefix("runs", prefix)
+    candidates = audit.run_ids_starting(prefix)
     if candidates:
         more = "" if len(candidates) < 10 else ", ..."
         raise NotFound(

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.loop import Outcome
-from hearth.audit.store import RunRecord
+from hearth.audit.store import Rows, RunRecord
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
-from hearth.leash.budget import Rows, load_budget, local_now, refusal
+from hearth.leash.budget import load_budget, local_now, refusal
 from hearth.run.admission import routed, run_dir
 from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted

@@ -25,6 +25,7 @@ from pathlib import Path
 from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace
 from agent.tools.spill import SPILL_DIR
+from hearth.audit import requests
 from hearth.audit.store import AuditStore
 from hearth.queue.directory import Queue
 from hearth.run.checkpoints import Checkpoints, keep_checkpoint, made_by_hearth, state_inside
@@ -95,9 +96,9 @@ def _look(audit: AuditStore, child: Child) -> None:
     if run is not None and run["status"] != "running":
         child.status, child.summary, child.error = run["status"], run["summary"] or "", run["error"] or ""
         return
-    refused = audit.rows("select reason from rejections where request_id = ? limit 1", [child.id])
-    if refused:
-        child.status, child.error = "rejected", f"the queue refused it: {refused[0]['reason']}"
+    refused = requests.refusal_of(audit, child.id)
+    if refused is not None:
+        child.status, child.error = "rejected", f"the queue refused it: {refused}"
 
 
 def collect(children: list[Child], settings: Settings, audit: AuditStore, root: Path) -> None:

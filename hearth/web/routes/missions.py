@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from hearth.atomic import write_atomic
+from hearth.audit import runs
 from hearth.errors import NotFound, UsageError
 from hearth.leash import missions as leash
 from hearth.queue.submit import SubmitRefused
@@ -51,10 +52,7 @@ def missions_data(settings: Settings, reader: Reader) -> dict[str, Any]:
     _, problems = leash.load_missions(settings)
     rows = leash.listing(settings, datetime.now())
     for row in rows:
-        row["runs"] = reader.rows(
-            "select id, status, started_at from runs where requested_by = ? order by started_at desc limit ?",
-            [f"mission:{row['name']}", LAST_RUNS],
-        )
+        row["runs"] = runs.requested_by(reader, f"mission:{row['name']}", LAST_RUNS)
     return {
         "missions": rows,
         "problems": [p.line() for p in problems],

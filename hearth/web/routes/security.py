@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse
 
+from hearth.audit import steps, walls
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
 from hearth.web.security import Identity, viewer
@@ -28,42 +29,13 @@ router = APIRouter()
 LIMIT = 200
 
 
-def _where(run: str, column: str = "run_id") -> tuple[str, list[Any]]:
-    return (f" and {column} = ?", [run]) if run else ("", [])
-
-
 def security_data(reader: Reader, run: str = "", denied_only: bool = False) -> dict[str, Any]:
     """The five lists, for one run when `run` is given; `denied_only` keeps refused connections."""
-    clause, params = _where(run)
-    refused = " and allowed = 0" if denied_only else ""
-    connections = reader.rows(
-        f"select id, run_id, at, host, port, method, allowed, reason, bytes_up, bytes_down from connections"
-        f" where 1 = 1{clause}{refused} order by id desc limit ?",
-        [*params, LIMIT],
-    )
-    hosts = reader.rows(
-        "select host, port, count(*) as connections, sum(allowed) as allowed, count(*) - sum(allowed) as refused,"
-        f" count(distinct run_id) as runs, max(at) as last_at from connections where 1 = 1{clause}"
-        " group by host, port order by refused desc, connections desc limit ?",
-        [*params, LIMIT],
-    )
-    tripwires = reader.rows(
-        f"select id, run_id, at, decoy, how, tool, action from tripwires where 1 = 1{clause} order by id desc limit ?",
-        [*params, LIMIT],
-    )
-    denials = reader.rows(
-        "select id, run_id, seq, at, tool, arguments, detail, output from steps"
-        f" where verdict = 'denied'{clause} order by id desc limit ?",
-        [*params, LIMIT],
-    )
-    credentials = [
-        _credential(row)
-        for row in reader.rows(
-            "select id, run_id, seq, at, tool, verdict, detail from steps"
-            f" where kind = 'credential'{clause} order by id desc limit ?",
-            [*params, LIMIT],
-        )
-    ]
+    connections = walls.latest_connections(reader, run, LIMIT, refused_only=denied_only)
+    hosts = walls.hosts(reader, run, LIMIT)
+    tripwires = walls.latest_tripwires(reader, run, LIMIT)
+    denials = steps.denials(reader, run, LIMIT)
+    credentials = [_credential(row) for row in steps.credential_uses(reader, run, LIMIT)]
     for row in connections:
         row["allowed"] = bool(row["allowed"])
     return {

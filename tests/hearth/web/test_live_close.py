@@ -17,12 +17,12 @@ def test_closing_the_live_view_while_another_thread_reads_its_counter_ends_the_r
     settings.writable_state_dir()
     AuditStore(settings.audit_path).close()
     live = Live(WebConfig(settings, "127.0.0.1", 1), Reader(settings.audit_path))
-    assert isinstance(live._data_version(), int)
+    assert isinstance(live._changes.version(), int)
     reading, seen = threading.Event(), []
 
     def read() -> None:
         while True:
-            value = live._data_version()
+            value = live._changes.version()
             reading.set()
             if value is None:
                 seen.append(value)
@@ -34,4 +34,4 @@ def test_closing_the_live_view_while_another_thread_reads_its_counter_ends_the_r
     live.close()  # from this thread, as a test harness or a signal handler would
     reader.join(10)
     assert not reader.is_alive() and seen == [None]
-    assert live._data_version() is None  # closed stays closed: no connection is opened again
+    assert live._changes.version() is None  # closed stays closed: no connection is opened again
