@@ -230,6 +230,12 @@ def close(
     return cursor.rowcount == 1
 
 
+def copy_verdict(audit: AuditStore, given: Approval) -> bool:
+    """A verdict given elsewhere (a fleet's hub, through hearth/leash/decisions.py there) copied onto
+    this audit's row of the approval while it is still pending here; False when it is not."""
+    return close(audit, given.id, given.status, given.decided_at, given.decided_by, given.note)
+
+
 def cancel_pending_of_run(audit: AuditStore, run_id: str, note: str) -> int:
     """Close what a dead run left waiting (it was killed and cannot run the call); how many were open."""
     cursor = audit.conn.execute(

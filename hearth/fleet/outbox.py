@@ -180,7 +180,7 @@ class FleetRecorder:
             return here
         there = approvals.from_row(body)
         if here is not None and here.status == "pending" and there.status != "pending":
-            approvals.close(self.local.audit, there.id, there.status, there.decided_at, there.decided_by, there.note)
+            approvals.copy_verdict(self.local.audit, there)
         return there
 
 

@@ -274,17 +274,18 @@ class Worker:
         from hearth.audit import approvals
         from hearth.audit.store import AuditStore
 
+        given = [
+            row
+            for row in rows
+            if isinstance(row, dict) and row.get("run_id") == run_id and row.get("status") != "pending"
+        ]
         with AuditStore(self.settings.audit_path) as audit:
-            for row in rows:
-                if isinstance(row, dict) and row.get("run_id") == run_id and row.get("status") != "pending":
-                    approvals.close(
-                        audit,
-                        str(row["id"]),
-                        row["status"],
-                        row.get("decided_at"),
-                        row.get("decided_by"),
-                        row.get("note"),
-                    )
+            for row in given:
+                try:
+                    approval = approvals.from_row(row)
+                except TypeError:  # not an approval's whole row: nothing to copy
+                    continue
+                approvals.copy_verdict(audit, approval)
 
     def _run(self, run_id: str) -> str:
         """Wait for the run the watch starts to end (or suspend); what it ended as."""
