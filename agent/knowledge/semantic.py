@@ -107,8 +107,8 @@ class Semantic:
         return self._vec
 
     def active(self) -> ActiveSet | None:
-        row = self.conn.execute("select key, model, dim from embed_models where state = 'active'").fetchone()
-        return ActiveSet(*row) if row else None
+        found = vectors.active_set(self.conn)
+        return ActiveSet(*found) if found else None
 
     # -- search ----------------------------------------------------------------------------
     def neighbours(self, kind: str, query: str, scopes: Iterable[str] | None, n: int) -> list[tuple[int, float]]:
@@ -191,11 +191,7 @@ class Semantic:
         key = vectors.model_key(model, dim)
         vec = self.vec()
         vectors.create_tables(vec, key, dim)
-        vec.execute(
-            "insert into embed_models(key, model, dim, state, created_at) values (?, ?, ?, ?, ?) "
-            "on conflict(key) do nothing",
-            [key, model, dim, state, utc_now()],
-        )
+        vectors.record_set(vec, key, model, dim, state, utc_now())
         return ActiveSet(key, model, dim)
 
     def reembed(self, model: str, progress: Callable[[int, int], None] | None = None) -> ActiveSet:
@@ -222,17 +218,7 @@ class Semantic:
 
     def _switch(self, old: ActiveSet | None, new: ActiveSet) -> None:
         """Make new the active set and drop the old one's tables, in one transaction."""
-        vec = self.vec()
-        vec.execute("BEGIN IMMEDIATE")
-        try:
-            if old is not None and old.key != new.key:
-                vectors.drop_tables(vec, old.key)
-                vec.execute("delete from embed_models where key = ?", [old.key])
-            vec.execute("update embed_models set state = 'active' where key = ?", [new.key])
-            vec.execute("COMMIT")
-        except BaseException:
-            vec.execute("ROLLBACK")
-            raise
+        vectors.switch_to(self.vec(), new.key, old.key if old is not None else None)
         self._queries.clear()
 
     def sweep(self) -> int:

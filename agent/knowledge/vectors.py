@@ -7,7 +7,8 @@ quantised to one bit per dimension. A search scans the bit index (hamming distan
 vector at 768 dimensions, which sqlite-vec scans far faster than floats) for a wider set of
 candidates, then ranks those by exact cosine distance over the float vectors, in scope. Two models
 never share a table, so changing the model never mixes vectors. `embed_models` (migration k003)
-records which sets exist and which one is `active`.
+records which sets exist and which one is `active`; every statement on these tables is here
+(semantic.py decides when a set is made, filled and switched to).
 
 A vector counts only while its hash equals its row's: a chunk rewritten, or a deleted id reused,
 is simply unembedded again, so no delete of a chunk has to reach these tables in its own
@@ -90,6 +91,34 @@ def drop_tables(conn: Any, key: str) -> None:
     for kind in KINDS:
         conn.execute(f"drop table if exists emb_{key}_{kind}")
         conn.execute(f"drop table if exists vec_{key}_{kind}")
+
+
+def active_set(conn: Any) -> tuple[str, str, int] | None:
+    """The active set's key, model and dimension, or None before one is made."""
+    row = conn.execute("select key, model, dim from embed_models where state = 'active'").fetchone()
+    return (str(row[0]), str(row[1]), int(row[2])) if row else None
+
+
+def record_set(conn: Any, key: str, model: str, dim: int, state: str, at: str) -> None:
+    """A set of model+dim recorded (`active`, or `building` for a re-embed), unless it is already."""
+    conn.execute(
+        "insert into embed_models(key, model, dim, state, created_at) values (?, ?, ?, ?, ?) on conflict(key) do nothing",
+        [key, model, dim, state, at],
+    )
+
+
+def switch_to(conn: Any, new_key: str, old_key: str | None) -> None:
+    """Make new the active set and drop the old one's tables and record, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if old_key is not None and old_key != new_key:
+            drop_tables(conn, old_key)
+            conn.execute("delete from embed_models where key = ?", [old_key])
+        conn.execute("update embed_models set state = 'active' where key = ?", [new_key])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def pack(vector: list[float]) -> bytes:
