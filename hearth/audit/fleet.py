@@ -78,6 +78,16 @@ def sent(audit: AuditStore, run_id: str, queue: str, model: str | None, label: s
     )
 
 
+def unsent(audit: AuditStore, run_id: str, before: dict[str, Any] | None) -> None:
+    """The broker did not take what `sent` recorded: the row as it was `before` (none: no row)."""
+    if before is None:
+        audit.conn.execute("delete from fleet_runs where run_id = ?", [run_id])
+        return
+    audit.conn.execute(
+        "update fleet_runs set queue = ?, sent_at = ? where run_id = ?", [before["queue"], before["sent_at"], run_id]
+    )
+
+
 def fleet_run(db: Rows, run_id: str) -> dict[str, Any] | None:
     rows = db.rows("select * from fleet_runs where run_id = ?", [run_id])
     return rows[0] if rows else None

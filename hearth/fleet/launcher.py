@@ -2,7 +2,10 @@
 
 `start` sends the request as recorded to the queue of what it needs (hearth/fleet/config.py's
 `queue_for`: a worker label's, its model's, or the general one); a run that goes on (its approval
-was decided after it suspended) goes to `worker.<name>` of the worker holding its workspace. What
+was decided after it suspended) goes to `worker.<name>` of the worker holding its workspace. That
+it was sent is recorded before it is sent: a worker that takes it from the broker at once must find
+it (one told "the hub sent no request" dropped it, and the request sat claimed with no run); a send
+the broker does not take puts the record back as it was. What
 happened since is in the audit (`fleet_runs`, hearth/fleet/hub.py), which is what the other methods
 read: a run is alive while its request waits in the broker or its worker answers and holds it, and
 gone, "worker lost", when its worker fell silent or says it no longer holds it. A stop is asked of
@@ -82,6 +85,7 @@ class CeleryLauncher:
             else:
                 queue = queue_for(request.model, request.worker)
             body = request.model_dump_json(exclude_none=True)
+            hub.sent(audit, request_id, queue, request.model, request.worker)  # first: see the module's doc
             try:
                 self.app().send_task(
                     TASK,
@@ -92,10 +96,10 @@ class CeleryLauncher:
                     retry_policy=SEND_RETRY,
                 )
             except Exception as exc:  # kombu's errors for a broker that is down or refuses
+                fleet.unsent(audit, request_id, held)
                 raise LaunchError(
                     f"the broker did not take request {request_id}: {type(exc).__name__}: {exc}"
                 ) from None
-            hub.sent(audit, request_id, queue, request.model, request.worker)
 
     def free_slots(self) -> int | None:
         """None while the broker answers (the workers' own concurrency, prefetching one each, is the
