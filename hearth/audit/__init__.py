@@ -21,6 +21,9 @@ reads included, calls the owner. tests/hearth/audit/test_owners.py holds this ta
     operator_actions                                        operator.py     what an operator changed, or tried
     run_rollup, run_value_rollup, run_error_rollup, tool_rollup   rollups.py   the report's per-day counts
 
-Migrations are a list of small functions in migrations/, one module per family. The knowledge
-base is a file of its own (agent/knowledge/store.py owns its statements).
+rows.py is what they all stand on (`Rows`, the `Writer` the store is, the caps); reader.py the
+read-only connection the command center reads through. Migrations are a list of small functions in
+migrations/, one module per family. The knowledge base is a file of its own, which the engine keeps:
+agent/knowledge/store.py (documents, chunks, lessons) and vectors.py (the embedding sets) own its
+statements.
 """
