@@ -9,10 +9,12 @@ a bad flag answered with that command's own usage, and one help line for every `
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from hearth.cli.commands import modules_for
 from hearth.errors import HearthError
@@ -36,6 +38,20 @@ class VersionAction(argparse.Action):
 
         print(describe(parser.prog))
         parser.exit()
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but a word that is none of the choices (`hearth aprove`, `hearth kb serch`)
+    is answered with the one likely meant, as a mistyped tool or model is."""
+
+    def error(self, message: str) -> NoReturn:
+        found = re.fullmatch(r"(argument .+?: invalid choice: '(.*)') \(choose from (.*)\)", message, re.S)
+        if found:
+            choices = [choice.strip(" '") for choice in found.group(3).split(",")]
+            near = difflib.get_close_matches(found.group(2), choices, n=1)
+            if near:
+                message = f"{found.group(1)}; did you mean {near[0]}? (choose from {found.group(3)})"
+        super().error(message)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +80,7 @@ def use_state_dir(state_dir: str | None) -> None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser with `command`'s module registered, or every module's when it is None or unknown."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hearth",
         description="Operate hearth: run the demo, read the audit, manage the queue and the stores.",
         epilog="exit codes: 0 ok, 1 a check or run failed, 2 bad usage or missing record, 70 internal error",

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 from agent.clock import stamp
 from hearth.audit import steps
 from hearth.audit.store import Rows
-from hearth.errors import ConfigError
+from hearth.errors import ConfigError, HearthError
 from hearth.tomlcheck import read_toml
 
 if TYPE_CHECKING:  # the spawner reads budgets too, and must not load the engine for it
     from agent.loop import Outcome
+    from hearth.settings import Settings
 
 BUDGET_FILE = "budget.toml"
 MAX_DAILY = 10**12
@@ -131,6 +132,16 @@ def refusal(budget: Budget, audit: Rows, agent: str, now: datetime) -> str | Non
         if used >= limit.tokens:
             return spent_line(limit, used, now)
     return None
+
+
+def budget_spent(settings: Settings, audit: Rows, agent: str) -> str | None:
+    """Why a run of `agent` must not start now (a daily budget of its is spent), or None; a broken
+    budget file is doctor's to report, as for a run."""
+    try:
+        budget = load_budget(settings.config_dir, settings.daily_tokens)
+    except HearthError:
+        return None
+    return refusal(budget, audit, agent, local_now()) if budget.configured else None
 
 
 class RunGuard:

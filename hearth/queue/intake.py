@@ -124,14 +124,15 @@ def _check_string(text: str, where: str) -> None:
         raise RequestRefused(f"{where} contains a lone surrogate (\\u{ord(bad):04x}), which is not text")
 
 
-def build_request(obj: dict[str, Any], *, file_id: str | None) -> Parsed:
-    """A JSON object of either shape -> the request. `file_id` is the id the file name gives."""
+def build_request(obj: dict[str, Any], *, file_id: str | None, names: dict[str, str] | None = None) -> Parsed:
+    """A JSON object of either shape -> the request. `file_id` is the id the file name gives;
+    `names` how the sender named each field, when not as JSON (a command's flags)."""
     if is_legacy(obj):
         return Parsed(from_legacy(obj, file_id or ""), "legacy")
     try:
         request = Request.model_validate_json(json.dumps(obj))
     except ValidationError as exc:
-        raise RequestRefused(describe(exc)) from None
+        raise RequestRefused(describe(exc, names)) from None
     if file_id is not None and request.id != file_id:
         raise RequestRefused(f"id {_show(request.id)} does not match the file name {_show(file_id + '.json')}")
     return Parsed(request, "v1")
@@ -186,18 +187,24 @@ def check_runnable(request: Request, tools: Collection[str]) -> None:
 
 
 def describe(error: ValidationError, names: dict[str, str] | None = None) -> str:
-    """The first problem pydantic found, as one line in the sender's field names."""
-    # An unknown field explains the rest (a misspelt `goal` is also a missing one): name it first.
+    """Every problem pydantic found, each once, as one line in the sender's field names (`names`: a
+    field as the sender wrote it, a legacy key or a command's flag)."""
+    # An unknown field explains the rest (a misspelt `goal` is also a missing one): named first.
     problems = sorted(error.errors(include_url=False), key=lambda p: p["type"] != "extra_forbidden")
-    first = problems[0]
-    text = _problem(first, names or {})
-    extra = len(problems) - 1
-    return text + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
+    return "; ".join(dict.fromkeys(_problem(p, names or {}) for p in problems))
+
+
+BOUNDS = {
+    "less_than_equal": ("le", "at most"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "below"),
+    "greater_than": ("gt", "above"),
+}
 
 
 def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
     loc = [str(part) for part in problem["loc"]]
-    kind, value = problem["type"], problem.get("input")
+    kind, value, ctx = problem["type"], problem.get("input"), problem.get("ctx") or {}
     if not loc:  # the request as a whole (fields that exclude each other)
         return problem["msg"].removeprefix("Value error, ")
     field = _field(loc, names)
@@ -208,10 +215,15 @@ def _problem(problem: ErrorDetails, names: dict[str, str]) -> str:
     if kind == "string_pattern_mismatch":
         rule = RULES.get(loc[0], "it has characters outside the allowed set")
         return f"{field} {_show(value)} is not allowed: {rule}"
+    if kind in BOUNDS and BOUNDS[kind][0] in ctx:
+        key, words = BOUNDS[kind]
+        return f"{field} must be {words} {ctx[key]}, got {_show(value)}"
     message = problem["msg"].removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     if kind == "value_error":
         return f"{field} {message}"
+    if message.startswith("input should be "):  # pydantic's words for what the field must be
+        return f"{field} must be {message.removeprefix('input should be ')}, got {_show(value)}"
     return f"{field}: {message}, got {_show(value)}"
 
 

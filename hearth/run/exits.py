@@ -22,6 +22,10 @@ EXIT_CODES = {
 }
 
 
+# every status a run's row may hold: going (running, waiting for a person) or how it ended
+RUN_STATUSES = tuple(dict.fromkeys(("running", "waiting", *(s for s in EXIT_CODES if s not in ("usage", "internal")))))
+
+
 class Interrupted(BaseException):
     """SIGTERM or SIGINT arrived; the run is recorded as interrupted."""
 

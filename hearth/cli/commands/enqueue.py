@@ -17,6 +17,24 @@ if TYPE_CHECKING:
     from hearth.queue.request import Request
 
 QUEUE_EPILOG = "exit codes: 0 queued (the id is printed), 2 invalid request, duplicate id or unusable queue"
+# a request's fields as this command's flags: a refusal names the flag that was given
+FLAG_NAMES = {
+    "id": "--id",
+    "goal": "the goal",
+    "model": "--model",
+    "agent_name": "--agent-name",
+    "mode": "--mode",
+    "max_iterations": "--max-iterations",
+    "timeout_s": "--timeout",
+    "source": "--source",
+    "requested_by": "--requested-by",
+    "credentials": "--credential",
+    "egress": "--egress",
+    "allowed_tools": "--allowed-tools",
+    "evolve": "--evolve",
+    "marathon": "--marathon",
+    "swarm": "--swarm",
+}
 REQUEST_FLAGS = (
     "goal",
     "goal_option",
@@ -80,9 +98,60 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"invalid request: {exc}") from None
     submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
-    for note in submitted.notes:
+    for note in [*submitted.notes, *heads_up(request, settings)]:
         print(f"hearth enqueue: {note}", file=sys.stderr)
     return 0
+
+
+def heads_up(request: Request, settings: Settings) -> list[str]:
+    """What the queued request will meet, said now rather than found later in the audit: a pause, a
+    spent daily budget, a model the server does not have (each a line; none stops the queueing)."""
+    from hearth.dispatch.pause import paused
+
+    found = []
+    held = paused(settings)
+    if held is not None:
+        found.append(f"hearth is {held.line()}: the request waits in the queue until `hearth resume`")
+    spent = _budget(request, settings)
+    if spent:
+        found.append(f"{spent}; the request will be refused when it is picked up, unless the budget resets first")
+    missing = _model_missing(request.model, settings)
+    if missing:
+        found.append(f"{missing}; the run will end model_unavailable unless the model is pulled first")
+    return found
+
+
+def _budget(request: Request, settings: Settings) -> str | None:
+    """A spent daily budget's line; nothing when the audit cannot be read here (a submitter who may
+    only write the queue: the spawner checks the budget anyway)."""
+    import sqlite3
+
+    from hearth.audit.store import AuditStore
+    from hearth.leash.budget import budget_spent
+    from hearth.run.profiles import agent_for_label
+
+    if not settings.audit_path.exists():
+        return None
+    agent = agent_for_label(settings.config_dir, request.agent_name, request.label)
+    try:
+        with AuditStore.read_only(settings.audit_path) as audit:
+            return budget_spent(settings, audit, agent)
+    except (sqlite3.Error, OSError):
+        return None
+
+
+def _model_missing(model: str | None, settings: Settings) -> str | None:
+    """The router's line for a model the request names that the server has not pulled (asked briefly;
+    a server that does not answer now says nothing: the run asks again)."""
+    from hearth.run import hosts
+    from hearth.run.router import is_auto, not_pulled, resolve_tag
+
+    if is_auto(model):
+        return None
+    pulled = hosts.pulled(settings, 1.5)
+    if pulled is None or resolve_tag(str(model), pulled):
+        return None
+    return not_pulled(str(model), pulled)
 
 
 def _request_from_args(args: argparse.Namespace) -> Request:
@@ -95,7 +164,7 @@ def _request_from_args(args: argparse.Namespace) -> Request:
     if args.file is None:
         if not args.goal:
             raise UsageError('no goal given; usage: hearth enqueue "GOAL" [options] or --file FILE')
-        return build_request(_flags_object(args), file_id=None).request
+        return build_request(_flags_object(args), file_id=None, names=FLAG_NAMES).request
     given = [f"--{name.replace('_', '-')}" for name in REQUEST_FLAGS[2:] if getattr(args, name) not in (None, False)]
     if args.goal or given:
         raise UsageError(f"--file is the whole request; drop {(given or ['the goal argument'])[0]}")

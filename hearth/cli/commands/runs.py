@@ -33,7 +33,9 @@ SHOW_EPILOG = (
 def register(sub: argparse._SubParsersAction) -> None:
     runs = sub.add_parser("runs", help="list the most recent runs (filter, search, follow)")
     runs.add_argument("--limit", type=positive, default=20, help="how many (default 20)")
-    runs.add_argument("--status", help="only runs with this status (running, done, failed, interrupted ...)")
+    runs.add_argument(
+        "--status", type=run_status, help="only runs with this status (running, waiting, done, failed, interrupted ...)"
+    )
     runs.add_argument("--agent-name", "--agent", dest="agent_name", metavar="NAME", help="only this agent's runs")
     runs.add_argument("--model", help="only runs on this model")
     runs.add_argument("--source", help="only runs from this source (cli, queue, command-center, timer ...)")
@@ -49,6 +51,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--chain", action="store_true", help="the run's chain of follow-ups as one conversation")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=show_run)
+
+
+def run_status(text: str) -> str:
+    """A status a run can have; anything else is answered with the one likely meant and the list."""
+    import difflib
+
+    from hearth.run.exits import RUN_STATUSES
+
+    if text in RUN_STATUSES:
+        return text
+    near = difflib.get_close_matches(text, RUN_STATUSES, n=1)
+    hint = f"did you mean {near[0]}? " if near else ""
+    raise argparse.ArgumentTypeError(f"no run has the status {text!r}; {hint}the statuses: {', '.join(RUN_STATUSES)}")
 
 
 def open_audit(settings: Settings) -> AuditStore:

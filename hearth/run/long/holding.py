@@ -4,7 +4,7 @@ The holding run (kind `marathon` or `swarm`) is an ordinary row in `runs`, recor
 its recorder, hearth/run/events.py) rather than by the runner because it has no loop of its own:
 its legs, children and synthesis are the runs, each through `run_goal` or the queue, each linked
 to it by `parent_run`. Its own model calls (a judge, a planner) count toward the same daily budgets
-as its runs' (hearth/leash/budget.py) and are not made once one is spent (`budget_spent`). Its status is the whole effort's (`done`, `leg_limit`, `no_progress`,
+as its runs' (hearth/leash/budget.py) and are not made once one is spent (its `budget_spent`). Its status is the whole effort's (`done`, `leg_limit`, `no_progress`,
 `failed`, `interrupted`, a leg's own ending).
 """
 
@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.loop import Outcome
-from hearth.audit.store import Rows, RunRecord
+from hearth.audit.store import RunRecord
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
-from hearth.leash.budget import load_budget, local_now, refusal
 from hearth.run.admission import routed, run_dir
 from hearth.run.events import RunFinished, RunRecorder, RunStarted
 from hearth.run.exits import Interrupted
@@ -48,16 +47,6 @@ class Holder:
     def spent(self, tokens_in: int, tokens_out: int) -> None:
         self.tokens_in += tokens_in
         self.tokens_out += tokens_out
-
-
-def budget_spent(settings: Settings, audit: Rows, agent: str) -> str | None:
-    """Why the holding run must make no more model calls and start no more runs (a daily budget
-    of `agent`'s is spent), or None; a broken budget file is doctor's to report, as for a run."""
-    try:
-        budget = load_budget(settings.config_dir, settings.daily_tokens)
-    except HearthError:
-        return None
-    return refusal(budget, audit, agent, local_now()) if budget.configured else None
 
 
 def derived_id(parent: str, suffix: str) -> str:

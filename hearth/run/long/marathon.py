@@ -40,6 +40,7 @@ from agent.safety.workspace import PathRefused, Workspace
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
+from hearth.leash.budget import budget_spent
 from hearth.queue.longspec import Marathon
 from hearth.run import hosts
 from hearth.run.events import CheckpointKept, RunEvent, RunFinished, RunRecorder, StepRecorded, default_recorder
@@ -51,7 +52,6 @@ from hearth.run.long.followup import prompt_record
 from hearth.run.long.holding import (
     Holder,
     admit_holder,
-    budget_spent,
     close_if_running,
     derived_id,
     finish_holder,

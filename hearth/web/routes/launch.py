@@ -44,9 +44,37 @@ def field_of(reason: str) -> str:
     return found.group(1) if found else ""
 
 
-def _form_field(reason: str) -> str:
-    name = field_of(reason)
-    return FORM_FIELD.get(name, name)
+# a field as the form labels it: a refusal is said beside its field in the form's words
+FORM_LABEL = {
+    "goal": "The goal",
+    "agent_name": "The profile",
+    "model": "The model",
+    "mode": "The mode",
+    "tools": "The tools",
+    "egress": "An egress host",
+    "max_iterations": "Max iterations",
+    "timeout": "The timeout",
+    "id": "The request id",
+    "marathon": "Legs",
+    "swarm": "Workers",
+    "credentials": "Credentials",
+}
+_NAMED = re.compile(r'"?[a-z_]+(\[[^\]]*\])*"?:?\s*')
+
+
+def form_errors(reason: str, goal: str) -> tuple[dict[str, str], str]:
+    """The queue's refusal as the form shows it: each problem beside its field, in the form's words
+    (`Max iterations must be at most 100, got 500`), once; what no field of the form holds, apart."""
+    beside: dict[str, str] = {}
+    apart = []
+    for problem in reason.removeprefix("invalid request: ").split("; "):
+        field = FORM_FIELD.get(field_of(problem), field_of(problem))
+        if field not in FORM_LABEL or field in beside or problem.startswith(("unknown field", "missing required")):
+            apart.append(problem)
+            continue
+        said = plain_refusal(problem, goal)
+        beside[field] = said if said != problem else f"{FORM_LABEL[field]} {_NAMED.sub('', problem, count=1)}"
+    return beside, "; ".join(apart)
 
 
 def form_choices(request: Request) -> dict[str, Any]:
@@ -146,7 +174,7 @@ async def _form_values(request: Request) -> dict[str, Any]:
 async def launch_page(request: Request, demo: bool = False, me: Identity = Depends(operator)) -> HTMLResponse:
     form = {"goal": DEMO_GOAL, "mode": "auto"} if demo else {}
     choices = await run_in_threadpool(form_choices, request)
-    return web_of(request).pages.render(request, "launch.html", form=form, error=None, field="", **choices)
+    return web_of(request).pages.render(request, "launch.html", form=form, error="", errors={}, **choices)
 
 
 @router.post("/launch", include_in_schema=False, dependencies=[Depends(check_csrf)])
@@ -156,11 +184,11 @@ async def launch_submit(request: Request, me: Identity = Depends(operator)) -> R
         done = await run_in_threadpool(_queue, request, request_object(form, me), me)
     except SubmitRefused as exc:
         choices = await run_in_threadpool(form_choices, request)
-        reason = plain_refusal(str(exc).removeprefix("invalid request: "), stored_goal(form.get("goal", "")))
-        page = web_of(request).pages.render(
-            request, "launch.html", STATUS_OF[exc.kind], form=form, error=reason, field=_form_field(str(exc)), **choices
+        errors, apart = form_errors(str(exc), stored_goal(form.get("goal", "")))
+        status = STATUS_OF[exc.kind]
+        return web_of(request).pages.render(
+            request, "launch.html", status, form=form, error=apart, errors=errors, **choices
         )
-        return page
     return RedirectResponse(f"/runs/{done['id']}?queued=1", status_code=303)
 
 

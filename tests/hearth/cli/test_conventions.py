@@ -88,6 +88,20 @@ def test_a_subcommand_s_bad_flag_shows_that_subcommand_s_usage(state_dir: Path, 
     assert proc.returncode == 2 and proc.stderr.startswith(usage) and "unrecognized arguments: --" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["aprove", "abcd"], "argument COMMAND: invalid choice: 'aprove'; did you mean approve?"),
+        (["kb", "serch", "x"], "argument VERB: invalid choice: 'serch'; did you mean search?"),
+        (["runs", "--status", "donee"], "argument --status: no run has the status 'donee'; did you mean done?"),
+    ],
+)
+def test_a_mistyped_word_is_answered_with_the_one_likely_meant(state_dir: Path, argv: list[str], said: str) -> None:
+    proc = run_cli("hearth", *argv)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+
 def test_runs_filters_by_status_agent_model_source_and_since(state_dir: Path) -> None:
     seed(state_dir)
     assert ids() == ["new-2", "new-1", "old-1"]

@@ -274,7 +274,7 @@ def test_the_agent_checks_the_claimed_file_again_and_rejects_a_tampered_one(stat
     proc = run_cli("hearth", "agent", "tampered")
     assert proc.returncode == 2
     assert json.loads((queue.rejected / "tampered.json.error.json").read_text())["reason"] == (
-        "mode: input should be 'plan', 'auto' or 'bypass', got \"root\""
+        "mode must be 'plan', 'auto' or 'bypass', got \"root\""
     )
     assert runs_by_status(state_dir) == {"rejected": 1}
 

@@ -94,7 +94,7 @@ def test_a_rejection_records_the_file_size_and_sha256(state_dir: Path, systemctl
     [row] = rows(state_dir, "select * from rejections")
     assert (row["size"], row["file"], row["request_id"]) == (len(body), "bad.json", "bad")
     assert row["sha256"] == __import__("hashlib").sha256(body).hexdigest()
-    assert row["reason"] == "goal: input should be a valid string, got 12"
+    assert row["reason"] == "goal must be a valid string, got 12"
     assert error_of(queue_dir(state_dir) / "rejected" / "bad.json")["run_id"] == row["run_id"]
 
 

@@ -126,7 +126,7 @@ def test_a_bad_mission_file_is_reported_and_skipped_never_fatal(state_dir: Path,
     errors = dict(line.removeprefix("hearth missions: skipped ").split(": ", 1) for line in proc.stderr.splitlines())
     assert errors[str(config / "missions" / "agentless.toml")].startswith("agent 'nobody' is not a profile")
     assert "time zones are not supported" in errors[str(config / "missions" / "odd.toml")]
-    assert errors[str(config / "missions" / "typo.toml")].startswith("mode: input should be 'plan', 'auto' or")
+    assert errors[str(config / "missions" / "typo.toml")].startswith("mode must be 'plan', 'auto' or")
     assert errors[str(config / "missions" / "broken.toml")].startswith("not valid TOML")
     doctor = run_cli("hearth", "doctor", "--json")
     found = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "missions"]

@@ -144,19 +144,23 @@ def test_a_request_file_in_either_shape_and_stdin_are_accepted(state_dir: Path, 
             ["go", "--tools", "read_file,no_such_tool"],
             "--allowed-tools: 'no_such_tool' is not a tool hearth has; the tools are ",
         ),
-        (["go", "--id", "../x"], 'invalid request: id "../x" is not allowed: use 1-64 characters'),
+        (["go", "--id", "../x"], 'invalid request: --id "../x" is not allowed: use 1-64 characters'),
         (
             ["go", "--max-iterations", "0"],
-            "invalid request: max_iterations: input should be greater than or equal to 1, got 0",
+            "invalid request: --max-iterations must be at least 1, got 0",
         ),
-        (["go", "--egress", "http://x"], 'invalid request: egress[0] "http://x" is not allowed'),
-        (["   "], "invalid request: goal is blank; say what the agent should do"),
+        (["go", "--egress", "http://x"], 'invalid request: --egress "http://x" is not allowed'),
+        (["   "], "invalid request: the goal is blank; say what the agent should do"),
         ([], "no goal given; usage: hearth enqueue"),
         (["--file", "/nonexistent.json"], "cannot read /nonexistent.json: No such file or directory"),
         (["goal", "--file", "/x.json"], "--file is the whole request; drop the goal argument"),
         (["one goal", "--goal", "another"], "give the goal once: as an argument or with --goal"),
-        (["go", "--egress", "pypi.org:443"], 'invalid request: egress[0] "pypi.org:443" is not allowed'),
-        (["go", "--credential", "9lives"], 'invalid request: credentials[0] "9lives" is not allowed'),
+        (["go", "--egress", "pypi.org:443"], 'invalid request: --egress "pypi.org:443" is not allowed'),
+        (["go", "--credential", "9lives"], 'invalid request: --credential "9lives" is not allowed'),
+        (
+            ["go", "--max-iterations", "500", "--timeout", "0"],
+            "invalid request: --max-iterations must be at most 100, got 500; --timeout must be at least 1, got 0",
+        ),
     ],
 )
 def test_a_bad_request_is_refused_in_one_line_and_nothing_is_written(
@@ -249,3 +253,32 @@ def test_spawn_with_systemd_starts_one_unit_per_request_and_the_unit_s_agent_run
     agent = run_cli("hearth", "agent", "unit-1", env=env)  # what ExecStart of hearth-agent@unit-1 runs
     assert agent.returncode == 0, agent.stderr
     assert listing(state_dir / "queue" / "claimed") == []
+
+
+def test_enqueue_says_what_the_request_will_meet_a_pause_a_spent_budget_a_model_not_pulled(state_dir: Path) -> None:
+    assert run_cli("hearth", "pause", "--reason", "maintenance", env=LOCAL).returncode == 0
+    with AuditStore(state_dir / "audit.db") as audit:  # 110 tokens spent today, by a run of the default profile
+        audit.start_run(RunRecord(id="spent", agent_name="default", model="m", goal="g", mode="plan"))
+        audit.record_step("spent", "model", iteration=1, tokens_in=90, tokens_out=20, ok=1)
+        audit.finish_run("spent", status="done", iterations=1, tokens_in=90, tokens_out=20)
+    with FakeOllama(models=("qwen2.5-coder:7b",)) as fake:
+        env = {**LOCAL, "OLLAMA_HOST": fake.url, "HEARTH_DAILY_TOKENS": "100"}
+        proc = run_cli("hearth", "enqueue", "go", "--id", "late", "--model", "qwen2.5-codr", env=env)
+        plain = run_cli(
+            "hearth",
+            "enqueue",
+            "go",
+            "--id",
+            "fine",
+            "--model",
+            "qwen2.5-coder",
+            env={**env, "HEARTH_DAILY_TOKENS": ""},
+        )
+    assert proc.returncode == 0 and proc.stdout == "late\n"  # queued all the same, its id printed
+    said = proc.stderr.splitlines()
+    assert said[0] == "hearth enqueue: hearth is paused since " + said[0].split("paused since ")[1]
+    assert "by " in said[0] and "(maintenance): the request waits in the queue until `hearth resume`" in said[0]
+    assert said[1].startswith("hearth enqueue: the daily token budget of 100 tokens is spent (110 used today)")
+    assert said[2].startswith("hearth enqueue: model qwen2.5-codr is not pulled; pulled models: qwen2.5-coder:7b")
+    assert "did you mean qwen2.5-coder:7b?; the run will end model_unavailable" in said[2] and len(said) == 3
+    assert plain.returncode == 0 and plain.stderr.splitlines() == [said[0]]  # a tag of it is pulled: said nothing

@@ -45,8 +45,8 @@ def test_huge_numbers_lone_surrogates_and_nuls_are_refused_one_line_each_and_the
         "nul.json": "goal contains a NUL character (at position 1)",
         "nulkey.json": 'the key "a\\u0000" contains a NUL character (at position 1)',
         "nan.json": "not valid JSON: NaN is not a JSON number",
-        "legacy-space.json": "mode: input should be 'plan', 'auto' or 'bypass', got \" bypass\"",
-        "legacy-newline.json": "mode: input should be 'plan', 'auto' or 'bypass', got \"bypass\\n\"",
+        "legacy-space.json": "mode must be 'plan', 'auto' or 'bypass', got \" bypass\"",
+        "legacy-newline.json": "mode must be 'plan', 'auto' or 'bypass', got \"bypass\\n\"",
     }
     assert rows(state_dir, "select id, status from runs where status = 'done'") == [{"id": "good", "status": "done"}]
     assert listing(queue / "claimed") == [] and len(fake.requests) == 1

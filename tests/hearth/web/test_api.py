@@ -44,7 +44,7 @@ def test_a_run_launched_through_the_api_runs_and_is_recorded_as_the_command_cent
         (
             {"goal": "x", "max_iterations": 500},
             422,
-            "max_iterations: input should be less than or equal to 100",
+            "max_iterations must be at most 100",
             "max_iterations",
         ),
         (

@@ -176,7 +176,7 @@ def test_the_launch_form_queues_a_marathon_or_a_swarm(state_dir: Path) -> None:
         "check": {"files": ["a.txt", "b.txt"]},
     }
     assert json.loads((queued / "s-1.json").read_text())["swarm"] == {"max_workers": 2}
-    assert refused.status_code == 422 and "swarm[max_workers]: input should be less than or equal to 16" in refused.text
+    assert refused.status_code == 422 and "Workers must be at most 16, got 17" in refused.text
     assert 'id="error-swarm"' in refused.text
 
 
