@@ -8,7 +8,6 @@ message that carries their calls. A run stops by raising a StopRun subclass, cau
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,10 +15,11 @@ from typing import Any, Protocol
 
 from agent import parsing
 from agent.context.compaction import Compactor, Usage
-from agent.hints import REPEAT_NUDGE, hint_for
+from agent.hints import hint_for
 from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
+from agent.repeats import STUCK_AFTER, Repeats, answer
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
 MAX_UNPARSEABLE = 3
@@ -54,6 +54,12 @@ class RunFailed(StopRun):
 
 class TimeLimit(StopRun):
     status = "failed"
+
+
+class Stuck(StopRun):
+    """The model made the same call again and again with nothing changed (agent/repeats.py)."""
+
+    status = "stuck"
 
 
 class BudgetExceeded(StopRun):
@@ -137,7 +143,7 @@ class Loop:
         self.outcome = Outcome("failed", "", 0)
         self.done_steps: list[str] = []
         self._unparseable = 0
-        self._last_failure: tuple[str, str] | None = None
+        self.repeats = Repeats(parsing.parameter_order(tools.schemas))
         self.compactor = compactor
         self.guard = guard  # may raise a StopRun (BudgetExceeded) before a model call
         self._usage: Usage | None = None
@@ -209,6 +215,8 @@ class Loop:
         self._compact_if_needed()
         reply = self._ask_model()
         calls = self._calls_in(reply)
+        if calls and not reply.malformed and self.repeats.done_before(calls):
+            self._repeat_is_final(reply, calls)
         if calls or reply.malformed:
             # Calls found in the text are written back as structured calls, so the history shows
             # the model the format we want and tool results follow a message that carries calls.
@@ -227,6 +235,17 @@ class Loop:
             return
         self._said(reply, {"role": "assistant", "content": reply.content})
         raise Finished(reply.content.strip())
+
+    def _repeat_is_final(self, reply: ChatReply, calls: list[ToolCall]) -> None:
+        """A reply whose every call repeats one that worked, with nothing changed since, and that says
+        something beside them: the model is done and did not know how to stop. Its words are the final
+        answer; its calls are not run again. Without words beside them, the calls are answered as repeats."""
+        said = reply.content.strip() if reply.tool_calls else parsing.prose(reply.content, self.tools.names)
+        if len(said.split()) < 3:
+            return
+        self._said(reply, {"role": "assistant", "content": reply.content})
+        self.emit(Event("repeat", self.iteration, {"tools": [c.name for c in calls], "taken_as": "final answer"}))
+        raise Finished(said)
 
     def _ask_model(self) -> ChatReply:
         self.emit(Event("thinking", self.iteration, {}))
@@ -278,6 +297,7 @@ class Loop:
         if done is None:
             return
         self.messages, record = done
+        self.repeats.forget()  # the earlier results are summarised away: a call made again may be needed
         self.generation, self._kept = self.generation + 1, 0
         self._keep()
         self._usage = None
@@ -304,6 +324,8 @@ class Loop:
         for problem in malformed:
             text = f"Error: your tool call could not be parsed: {problem}"
             self._append_result(INVALID_CALL, f"{text}\n{hint_for(text) or ''}".rstrip())
+        if self.repeats.stuck:
+            raise Stuck(f"stopped: the model made the same call {STUCK_AFTER} times in a row with nothing changed")
 
     def _run_one(self, call: ToolCall, *, started: bool = False) -> str:
         written = {"called_as": call.written} if call.written else {}
@@ -311,13 +333,19 @@ class Loop:
             self.emit(
                 Event("tool_started", self.iteration, {"tool": call.name, "arguments": call.arguments, **written})
             )
-        result = self.tools.run(call)
-        output = result.output
-        if not result.ok:
-            output = self._helped(call, output)
+        seen = self.repeats.repeat_of(call)
+        if seen is not None:
+            self.repeats.repeated()
+            result = ToolResult(False, answer(seen, STUCK_AFTER - self.repeats.in_a_row), verdict="repeat")
         else:
-            self._last_failure = None
-        self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {'ok' if result.ok else 'failed'}")
+            result = self.tools.run(call)
+            self.repeats.ran(call, result.ok, self.iteration)
+        output = result.output
+        if not result.ok and seen is None:
+            hint = hint_for(output)
+            output = f"{output}\n{hint}" if hint else output
+        shown = "ok" if result.ok else "repeated" if seen is not None else "failed"
+        self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {shown}")
         self.emit(
             Event(
                 "tool",
@@ -335,15 +363,6 @@ class Loop:
             )
         )
         return output
-
-    def _helped(self, call: ToolCall, output: str) -> str:
-        bounded = {k: f"{len(v)}:{v[:4096]}" if isinstance(v, str) else v for k, v in call.arguments.items()}
-        signature = (call.name, json.dumps(bounded, sort_keys=True, default=str))  # never a flood serialised
-        repeated = signature == self._last_failure
-        self._last_failure = signature
-        hint = hint_for(output)
-        extra = [h for h in (hint, REPEAT_NUDGE if repeated else None) if h]
-        return "\n".join([output, *extra])
 
     def _append_result(self, name: str, output: str) -> None:
         self.messages.append({"role": "tool", "content": output, "tool_name": name})

@@ -203,7 +203,7 @@ let
     };
   };
 
-  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "model_unavailable" "denied" "mcp_drift" "eval_regression" ];
+  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "stuck" "model_unavailable" "denied" "mcp_drift" "eval_regression" ];
   destinationOptions = { name, ... }: {
     options = {
       url = mkOption {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KIND_ALLOWED = {"agent.tools.registry", "agent.tools.args"}
+KIND_ALLOWED = {"agent.tools.registry", "agent.tools.args", "agent.tools.syntax"}
 
 
 def modules(package: str) -> list[str]:
@@ -52,7 +52,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     3: ("agent.sqlite_store", "agent.knowledge", "agent.net"),  # stores and the network
     4: ("agent.model", "agent.context"),  # the model server, the prompt and compaction
     5: ("agent.tools",),  # the tool kinds and the gate
-    6: ("agent.loop",),
+    6: ("agent.loop", "agent.repeats"),
     7: ("agent.hearth_tools", "agent.ollama_client", "agent.policy", "agent.sandbox", "agent.workspace"),  # old faces
     # the appliance
     10: (
@@ -293,6 +293,7 @@ def test_builtin_gathers_every_kind_in_its_folder() -> None:
         "builtin",
         "gate",
         "spill",
+        "syntax",
     }
     assert {k.__name__.rsplit(".", 1)[1] for k in builtin.KINDS} == kinds
 

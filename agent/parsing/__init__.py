@@ -25,7 +25,7 @@ from agent.parsing.sieve import may_hold_a_call
 
 if TYPE_CHECKING:
     from agent.parsing.calls import ToolCall, coerce_arguments, parameter_order
-    from agent.parsing.extractors import looks_like_tool_call, parse_tool_calls
+    from agent.parsing.extractors import looks_like_tool_call, parse_tool_calls, prose
     from agent.parsing.json_repair import loads_lenient
     from agent.parsing.names import resolve_tool_name, suggest_tool_name
 
@@ -37,13 +37,14 @@ __all__ = [
     "may_hold_a_call",
     "parameter_order",
     "parse_tool_calls",
+    "prose",
     "resolve_tool_name",
     "suggest_tool_name",
 ]
 
 _HOMES = {
     "ToolCall": "calls", "coerce_arguments": "calls", "parameter_order": "calls",
-    "looks_like_tool_call": "extractors", "parse_tool_calls": "extractors",
+    "looks_like_tool_call": "extractors", "parse_tool_calls": "extractors", "prose": "extractors",
     "loads_lenient": "json_repair", "resolve_tool_name": "names", "suggest_tool_name": "names",
 }  # fmt: skip
 

@@ -155,3 +155,21 @@ def _calls(text: str, hits: list[Hit]) -> list[ToolCall]:
         if not documenting and frame != "past":
             calls += hit.calls
     return calls
+
+
+_LEFTOVER = re.compile(r"^\s*(?:```[\w-]*|</?[A-Za-z_|][\w|-]*>|\[/?TOOL_CALLS\])\s*$", re.M)
+
+
+def prose(content: str, tools: Tools) -> str:
+    """What a reply says beside its calls: its visible text without the spans its calls were read
+    from (and the fences or tags left empty around them)."""
+    text = visible_text(content)
+    if not may_hold_a_call(content):
+        return text.strip()
+    kept, pos = [], 0
+    for hit in _extract(text, ToolSet.of(tools)):
+        if hit.calls:
+            kept.append(text[pos : hit.start])
+            pos = hit.end
+    kept.append(text[pos:])
+    return _LEFTOVER.sub("", "".join(kept)).strip()

@@ -15,6 +15,7 @@ from typing import Any
 
 from agent.safety.display import shorten
 from agent.safety.workspace import PathRefused, Workspace
+from agent.tools import syntax
 from agent.tools.args import MAX_SCANNED_FILES, PATH, candidate_files
 from agent.tools.registry import Tool, ToolFailed
 
@@ -104,9 +105,10 @@ def edit_file(args: dict[str, Any], ws: Workspace) -> str:
     if old == new:
         return f"no change: old_text and new_text are the same ({path} was not written)"
     first = _line_of(text, text.index(old))
-    ws.write_bytes(path, text.replace(old, new, -1 if replace_all else 1).encode("utf-8"), mkdirs=False)
-    done = count if replace_all else 1
-    return f"edited {ws.relpath(path)}: replaced {done} occurrence{'s' * (done != 1)} (first at line {first})"
+    changed = text.replace(old, new, -1 if replace_all else 1)
+    ws.write_bytes(path, changed.encode("utf-8"), mkdirs=False)
+    done, shown = count if replace_all else 1, ws.relpath(path)
+    return f"edited {shown}: replaced {done} occurrence{'s' * (done != 1)} (first at line {first}){syntax.note(shown, changed)}"
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.safety.display import shorten
 from agent.safety.workspace import Entry, PathRefused, Workspace
+from agent.tools import syntax
 from agent.tools.args import PATH, SKIP_DIRS, integer, require_dir
 from agent.tools.registry import Tool, ToolFailed
 
@@ -106,7 +107,8 @@ def _tree(ws: Workspace, rel: str, level: int, max_depth: int, lines: list[str])
 def write_file(args: dict[str, Any], ws: Workspace) -> str:
     data = args["content"].encode("utf-8")
     ws.write_bytes(args["path"], data)
-    return f"wrote {len(data)} bytes to {ws.relpath(args['path'])}"
+    shown = ws.relpath(args["path"])
+    return f"wrote {len(data)} bytes to {shown}{syntax.note(shown, args['content'])}"
 
 
 TOOLS = [

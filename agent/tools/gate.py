@@ -28,6 +28,7 @@ connections), never by subclassing; it records only what comes back.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -351,7 +352,7 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        return f"Error: arguments of {tool.name} must be a JSON object, got {type(args).__name__}"
+        return f"Error: arguments of {tool.name} must be a JSON object of named values; you sent {_shown(args)}"
     size = arguments_size(args, ARGUMENTS_LIMIT)
     if size is None:  # nested past any sense, or circular
         return f"Error: arguments of {tool.name} are nested too deeply; give flat values as its schema says"
@@ -360,6 +361,8 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
         return f"Error: {tool.name} has no argument {unknown[0]!r}; it takes: {_signature(tool)}"
+    # small models fill every optional argument, with null when they mean "not given": so it is taken
+    args = {k: v for k, v in args.items() if k in tool.required or not _unset(v, tool.params[k])}
     missing = [p for p in tool.required if p not in args or args[p] is None]
     if missing:
         return f"Error: {tool.name} needs argument {missing[0]!r}; it takes: {_signature(tool)}"
@@ -367,9 +370,19 @@ def validate_arguments(tool: Tool, args: Any) -> dict[str, Any] | str:
     for key, value in args.items():
         coerced = _coerce(value, tool.params[key])
         if isinstance(coerced, _Invalid):
-            return f"Error: {coerced.reason(key, tool.name)}"
+            return f"Error: {coerced.reason(key, tool.name, optional=key not in tool.required)}"
         out[key] = coerced
     return out
+
+
+# what a model writes for "no value" where a number or a switch goes: the argument is taken as not given
+_NOTHING = frozenset({"", "null", "none", "nil", "undefined", "nonetype"})
+
+
+def _unset(value: Any, spec: dict[str, Any]) -> bool:
+    if value is None:
+        return True
+    return spec.get("type", "string") != "string" and isinstance(value, str) and value.strip().lower() in _NOTHING
 
 
 @dataclass(frozen=True)
@@ -377,9 +390,13 @@ class _Invalid:
     problem: str
     out_of_bounds: bool = False
 
-    def reason(self, key: str, tool: str) -> str:
+    def reason(self, key: str, tool: str, *, optional: bool = False) -> str:
         # a bound reads as the tools always said it: "max_bytes must be between 1 and 1000000, got 0"
-        return f"{key} {self.problem}" if self.out_of_bounds else f"argument {key!r} of {tool} {self.problem}"
+        if self.out_of_bounds:
+            return f"{key} {self.problem}"
+        # said in words a small model can act on, never a type name (it copies those into the argument)
+        leave = f", or leave {key} out" if optional else ""
+        return f"argument {key!r} of {tool} {self.problem}{leave}"
 
 
 def _coerce(value: Any, spec: dict[str, Any]) -> Any:
@@ -394,7 +411,7 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
         value = str(value)
     expected = _TYPES.get(kind, (object,))
     if not isinstance(value, expected) or (kind == "integer" and isinstance(value, bool)):
-        return _Invalid(f"must be {kind}, got {type(value).__name__}")
+        return _Invalid(f"must be {_WANTED.get(kind, kind)}; you sent {_shown(value)}")
     if "enum" in spec and value not in spec["enum"]:
         return _Invalid(f"must be one of {', '.join(map(str, spec['enum']))}, got {value!r}")
     if kind == "integer" and not spec.get("minimum", value) <= value <= spec.get("maximum", value):
@@ -404,6 +421,22 @@ def _coerce(value: Any, spec: dict[str, Any]) -> Any:
     if isinstance(value, str) and len(value) > spec.get("maxLength", ARGUMENTS_LIMIT):
         return _Invalid(f"is {len(value)} characters long; the limit is {spec['maxLength']}")
     return value
+
+
+# what each type is, as a model is told when it sent something else
+_WANTED = {
+    "integer": "a whole number such as 10",
+    "number": "a number such as 1.5",
+    "boolean": "true or false",
+    "string": 'text in quotes, such as "notes.txt"',
+    "array": "a list in square brackets",
+    "object": "a JSON object in braces",
+}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else shorten(json.dumps(value, default=str))
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _signature(tool: Tool) -> str:

@@ -29,8 +29,9 @@ exit codes:
   {EXIT_CODES["usage"]}    bad usage: bad arguments, empty goal, unknown mode or agent profile, a broken profile or
        prompt file, unusable workspace or state directory
   {EXIT_CODES["iteration_limit"]}    iteration limit: stopped at --max-iterations (a summary of what was done is recorded);
-       a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress)
-  {EXIT_CODES["model_unavailable"]}    model unavailable: Ollama unreachable, failing, or the model is not pulled
+       a marathon not done after its last leg (leg_limit) or whose legs stopped changing anything (no_progress);
+       the model made the same call three times in a row with nothing changed (stuck)
+  {EXIT_CODES["model_unavailable"]}    model unavailable: the model server unreachable, failing, or without the model
   {EXIT_CODES["tripped"]}    tripped: something touched a decoy secret (a tripwire); the run was stopped
   {EXIT_CODES["budget_exceeded"]}    budget exceeded: the run's --max-tokens, or a daily token budget, was spent (a summary is
        recorded; `hearth budget` shows what is left and when it resets)

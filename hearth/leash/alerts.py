@@ -68,6 +68,7 @@ EVENTS = (
     "rejected",
     "done",
     "iteration_limit",
+    "stuck",
     "model_unavailable",
     "denied",
     "leg_limit",

@@ -7,6 +7,7 @@ EXIT_CODES = {
     "failed": 1,
     "usage": 2,
     "iteration_limit": 3,
+    "stuck": 3,  # the model made the same call again and again with nothing changed (agent/repeats.py)
     "model_unavailable": 4,
     "denied": 5,
     "tripped": 6,

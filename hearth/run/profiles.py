@@ -12,7 +12,7 @@
         max_mode = "plan"                       a ceiling: no request or flag may ask for more
         max_tools = ["read_file", "list_files"] a ceiling: no request or flag may name another tool
         fallbacks = ["llama3.2"]                models to try, in order, when the model is not pulled
-        escalate = false                        retry a run ending iteration_limit/failed on the next one
+        escalate = false                        retry a run ending iteration_limit/stuck/failed on the next one
         max_tokens = 50000                      a run's own token cap (budget_exceeded past it)
         approval_wait = "8h"                    how long an approval waits for a person (a deny after)
         tool_set = "common"                     without allowed_tools: the common chores, or "all"

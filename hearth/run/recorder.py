@@ -206,6 +206,15 @@ class Recorder:
             self.sink.record(StepClosed(self.run_id, self._open_tool, outcome))
         self._open_tool, self.tool = None, ""
 
+    def _on_repeat(self, event: Event) -> None:
+        """A reply whose calls all repeated ones that worked, taken as the final answer (agent/repeats.py)."""
+        d = event.data
+        columns = {
+            "iteration": event.iteration,
+            "detail": f"repeated {', '.join(d['tools'])}: taken as the {d['taken_as']}",
+        }
+        self.sink.record(StepRecorded(self.run_id, "repeat", columns))
+
     def _on_nudge(self, event: Event) -> None:
         columns = {"iteration": event.iteration, "detail": event.data["reason"]}
         self.sink.record(StepRecorded(self.run_id, "nudge", columns))
@@ -321,6 +330,8 @@ def _human(event: Event, run_id: str) -> str | None:
         return (
             f"[{event.iteration}] {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)[:80]} -> {mark}: {first}"
         )
+    if event.kind == "repeat":
+        return f"[{event.iteration}] the reply repeated {', '.join(d['tools'])}, which worked: its words are the final answer"
     if event.kind == "nudge":
         return f"[{event.iteration}] reply unusable ({d['reason']}); asked again"
     if event.kind == "notice":

@@ -14,7 +14,7 @@
         goal_min_chars = 0               the goal's length bounds
         goal_max_chars = 2000
         fallbacks = ["qwen2.5-coder:3b"] the next models, in order
-        escalate = true                  a run ending iteration_limit or failed is retried once on the next
+        escalate = true                  a run ending iteration_limit, stuck or failed is retried once on the next
         host = "gpu1"                    the run's turns go only to the Ollama host of this label
         [[host]]                         several Ollama hosts (hearth/run/hosts.py); none: OLLAMA_HOST
         url = "http://10.0.0.5:11434"
@@ -327,14 +327,14 @@ def linked_request(
 ) -> GoalRequest | None:
     """The linked run that follows one that ended `status` (its `plan`): on the next model, in the same workspace.
 
-    `model_unavailable` falls back to the next model; `iteration_limit` or `failed` escalates to it
+    `model_unavailable` falls back to the next model; `iteration_limit`, `stuck` or `failed` escalates to it
     once when the route says `escalate`; anything else, or no next model, ends the chain.
     """
     if not chosen.fallbacks:
         return None
     if status == "model_unavailable":
         link = "fallback"
-    elif status in ("iteration_limit", "failed") and chosen.escalate:
+    elif status in ("iteration_limit", "stuck", "failed") and chosen.escalate:
         link = "escalation"
     else:
         return None

@@ -77,7 +77,7 @@ def run_goal(
 ) -> tuple[str, Outcome]:
     """Run and record one goal; returns (run id, outcome). Bad input raises UsageError, recorded.
 
-    A run whose model is not available, or (with `escalate`) that ends iteration_limit or failed,
+    A run whose model is not available, or (with `escalate`) that ends iteration_limit, stuck or failed,
     is followed by a linked run on the next model of its route; the last run's id and outcome are
     returned. `configure_services` may adjust the run's services before the loop starts (tests
     inject a resolver and connector into the network guard there). `recorder` takes the run's

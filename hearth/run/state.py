@@ -17,6 +17,7 @@ from hearth.atomic import write_atomic
 FINAL_STATES = (
     "done",
     "iteration_limit",
+    "stuck",
     "model_unavailable",
     "budget_exceeded",
     "failed",

@@ -15,6 +15,7 @@ STATUS_COLOURS = {
     "running": "#1c7ed6",
     "waiting": "#f59f00",
     "iteration_limit": "#f08c00",
+    "stuck": "#e8590c",
     "model_unavailable": "#ae3ec9",
     "budget_exceeded": "#d6336c",
     "denied": "#e8590c",

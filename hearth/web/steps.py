@@ -11,7 +11,7 @@ from typing import Any
 
 from hearth.timeline import DECISION, in_order
 
-NOT_RUN = ("denied", "invalid", "expired", "unknown")
+NOT_RUN = ("denied", "invalid", "expired", "unknown", "repeat")
 LIVE_STATUSES = ("running", "queued", "starting", "waiting")
 
 

@@ -110,13 +110,16 @@ def test_consecutive_unparseable_replies_are_capped(ws: Workspace) -> None:
     assert not (ws.root / "x.py").exists()
 
 
-def test_the_same_failing_call_twice_gets_a_stronger_nudge(ws: Workspace) -> None:
+def test_the_same_failing_call_again_is_not_run_and_the_model_is_told_it_failed(ws: Workspace) -> None:
     same = tool_call("read_file", {"path": "nope.txt"})
+    events: list[Any] = []
     with FakeOllama([same, same, final_answer("gave up")]) as fake:
-        run_loop(fake, ws)
+        run_loop(fake, ws, events=events)
     first, second = tool_results(fake.requests[-1])
-    assert "Do not repeat it" not in first
-    assert "You made exactly this call before" in second
+    assert first.startswith("Error: file not found") and "Not run again" not in first
+    assert second.startswith("Not run again: you made exactly this call in turn 1 and it failed")
+    verdicts = [e.data["verdict"] for e in events if e.kind == "tool"]
+    assert verdicts == ["run", "repeat"]
 
 
 def test_a_missing_python_module_earns_an_actionable_hint(ws: Workspace) -> None:
@@ -129,13 +132,17 @@ def test_a_missing_python_module_earns_an_actionable_hint(ws: Workspace) -> None
 
 
 def test_the_iteration_cap_ends_the_run_with_a_summary_of_what_was_done(ws: Workspace) -> None:
-    with FakeOllama([tool_call("list_files", {"path": "."})], repeat_last=True) as fake:
+    def next_file(body: dict[str, Any]) -> dict[str, Any]:
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        return tool_call("write_file", {"path": f"f{done}.txt", "content": "x"})
+
+    with FakeOllama([next_file], repeat_last=True) as fake:
         _, outcome = run_loop(fake, ws, max_iters=4)
     assert outcome.status == "iteration_limit"
     assert outcome.iterations == 4
     assert len(fake.requests) == 4
     assert "limit of 4 iterations" in outcome.summary
-    assert outcome.summary.count("list_files(path='.') -> ok") == 4
+    assert outcome.summary.count("write_file(path='f") == 4 and outcome.summary.count("-> ok") == 4
 
 
 def test_token_counts_are_summed_over_the_run(ws: Workspace) -> None:

@@ -76,7 +76,7 @@ PROGRESS_TEMPLATE = """\
 - (none yet)
 """
 NOTE_CHARS = 4_000
-GOES_ON_AFTER = ("done", "iteration_limit", "failed")  # a leg that ended so is judged; others end it
+GOES_ON_AFTER = ("done", "iteration_limit", "stuck", "failed")  # a leg that ended so is judged; others end it
 QUIET_LEGS = 2  # this many legs in a row that change nothing: no progress
 JUDGE_SYSTEM = """\
 You judge whether an agent has finished its goal. You are shown the goal, the progress note the

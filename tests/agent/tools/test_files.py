@@ -263,18 +263,26 @@ def test_replace_in_files_with_no_match_is_an_error(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("name", "args", "reason"),
     [
-        ("write_file", {"path": ["a"], "content": "x"}, "argument 'path' of write_file must be string, got list"),
+        (
+            "write_file",
+            {"path": ["a"], "content": "x"},
+            """argument 'path' of write_file must be text in quotes, such as "notes.txt"; you sent ["a"]""",
+        ),
         ("write_file", {"path": "a"}, "write_file needs argument 'content'"),
         ("write_file", {"path": "a", "content": "x", "mode": "w"}, "write_file has no argument 'mode'"),
         ("write_file", {"path": "a", "content": "x" * 1_000_001}, "is 1000001 characters long; the limit is 1000000"),
         ("write_file", {"path": "a", "content": "bin\0ary"}, "contains a NUL byte"),
-        ("write_file", "not an object", "must be a JSON object, got str"),
+        ("write_file", "not an object", "must be a JSON object of named values; you sent 'not an object'"),
         ("edit_file", {"path": "src/app.py", "old_text": "", "new_text": "x"}, "old_text is empty"),
-        ("edit_file", {"path": "src/app.py", "old_text": 5, "new_text": {}}, "must be string, got dict"),
+        ("edit_file", {"path": "src/app.py", "old_text": "5", "new_text": {}}, "must be text in quotes"),
         ("edit_file", {"path": "missing.py", "old_text": "a", "new_text": "b"}, "file not found: missing.py"),
         ("edit_file", {"path": "src", "old_text": "a", "new_text": "b"}, "src is a directory"),
         ("replace_in_files", {"old_text": "same", "new_text": "same"}, "nothing would change"),
-        ("read_file", {"path": "src/app.py", "max_bytes": "lots"}, "must be integer, got str"),
+        (
+            "read_file",
+            {"path": "src/app.py", "max_bytes": "lots"},
+            "must be a whole number such as 10; you sent 'lots', or leave max_bytes out",
+        ),
         ("read_file", {"path": "src/app.py", "max_bytes": 0}, "max_bytes must be between 1 and 1000000"),
         ("search_files", {"pattern": ""}, "pattern is empty"),
         ("search_files", {"pattern": "x" * 1001}, "the limit is 1000"),
@@ -288,6 +296,35 @@ def test_bad_input_is_a_one_line_error_and_changes_nothing(ws: Workspace, name: 
     assert not result.ok and result.output.startswith("Error: ")
     assert reason in result.output and "\n" not in result.output
     assert snapshot(ws.root) == before
+
+
+@pytest.mark.parametrize("nothing", [None, "null", "None", "NoneType", ""])
+def test_an_optional_argument_given_as_null_is_taken_as_not_given(ws: Workspace, nothing: object) -> None:
+    """Small models fill every optional argument, with null or a word for it, when they mean "not given"."""
+    result = call_tool(
+        "read_file", {"path": "src/app.py", "max_bytes": nothing, "start_line": nothing}, ws, mode="bypass"
+    )
+    assert result.ok and "def one():" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "given"),
+    [
+        ({"path": "src/app.py", "max_bytes": "str"}, "'str'"),
+        ({"path": "src/app.py", "max_bytes": True}, "true"),
+        ({"path": "src/app.py", "max_bytes": [1]}, "[1]"),
+        ({"path": 3.5}, None),
+    ],
+)
+def test_a_wrong_value_is_refused_in_words_a_model_can_act_on_never_a_type_name(
+    ws: Workspace, args: dict[str, object], given: str | None
+) -> None:
+    result = call_tool("read_file", args, ws, mode="bypass")
+    assert not result.ok
+    for name in ("NoneType", "str,", "got str", "got int", "got bool", "got list", "dict"):
+        assert name not in result.output
+    if given is not None:
+        assert f"you sent {given}, or leave max_bytes out" in result.output
 
 
 def test_absurd_arguments_and_names_are_one_line_errors(ws: Workspace) -> None:
@@ -349,3 +386,56 @@ def test_write_file_on_a_2000_deep_path_is_refused_saying_how_deep_and_creates_n
     result = call(ws, "write_file", path="a/" * 2000 + "f", content="x")
     assert not result.ok and "2001 levels deep" in result.output and "RecursionError" not in result.output
     assert sorted(p.name for p in ws.root.iterdir()) == before
+
+
+# --- a write that cannot be what its name says ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "said"),
+    [
+        ("hello.py", "Hello, world!", "Warning: hello.py is not valid Python: line 1: invalid syntax"),
+        ("conf.json", '{"port": 80,}', "Warning: conf.json is not valid JSON: line 1, column"),
+        ("conf.toml", "port = ", "Warning: conf.toml is not valid TOML"),
+        ("run.sh", "if true; then echo hi\n", "Warning: run.sh is not valid shell"),
+        ("script", "#!/bin/bash\nfor x in; do\n", "Warning: script is not valid shell"),
+    ],
+)
+def test_a_write_that_cannot_be_what_its_name_says_is_written_and_warned_about(
+    ws: Workspace, path: str, content: str, said: str
+) -> None:
+    result = call(ws, "write_file", path=path, content=content)
+    assert result.ok and result.output.startswith(f"wrote {len(content)} bytes to {path}\n")
+    assert said in result.output and "fix it with edit_file, or write it again" in result.output
+    assert (ws.root / path).read_text() == content  # the write stands
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        ("hello.py", "print('hello')\n"),
+        ("conf.json", '{"port": 80}'),
+        ("conf.toml", "port = 80\n"),
+        ("run.sh", "echo hi\n"),
+        ("notes.md", "Hello, world! {not json"),
+        ("data.yaml", "a: [1,"),
+    ],
+)
+def test_a_write_that_is_what_its_name_says_or_of_a_kind_not_checked_says_only_that_it_wrote(
+    ws: Workspace, path: str, content: str
+) -> None:
+    result = call(ws, "write_file", path=path, content=content)
+    assert result.ok and result.output == f"wrote {len(content)} bytes to {path}"
+
+
+def test_an_edit_that_breaks_a_python_file_is_warned_about(ws: Workspace) -> None:
+    result = call(ws, "edit_file", path="src/app.py", old_text="def one():", new_text="def one(:")
+    assert result.ok and "Warning: src/app.py is not valid Python: line 3" in result.output
+
+
+def test_a_checked_write_runs_nothing_it_wrote(ws: Workspace, tmp_path: Path) -> None:
+    """Python is only compiled and a script only read: what they would do never happens."""
+    marker = tmp_path / "ran"
+    call(ws, "write_file", path="evil.py", content=f"open({str(marker)!r}, 'w').write('x')\n")
+    call(ws, "write_file", path="evil.sh", content=f"touch {marker}\n")
+    assert not marker.exists()
