@@ -41,7 +41,8 @@ def _rules() -> list[_Rule]:
         (
             re.compile(r"timed out", re.I),
             lambda m: (
-                "it took too long; run a smaller or faster step, or pass a larger timeout_s if the tool takes one."
+                "it took too long; run a smaller or faster step, or give the call a larger timeout_s "
+                "(seconds: run_command takes up to 600, web_fetch up to 120)."
             ),
         ),
         (

@@ -6,6 +6,11 @@ the prompt is rendered as `hearth doctor --context` renders it (hearth/run/promp
 `preview`, in a scratch config directory, no workspace) and counted at hearth's estimate of four
 characters a token (agent/context/compaction.py). The targets of issue 25 are printed beside:
 the default profile under 1,500 tokens in `auto`, under 900 in `plan`.
+
+With a llama.cpp server named (`--tokenizer openai+http://127.0.0.1:11501`, the real-model cache's
+llama-server; its `/tokenize` answers while a generation runs), the default profile is counted again
+with that model's own tokenizer, the prompt and the schemas each as the text a request carries, and
+held against issue 37's target: at most 800 tokens before the goal.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from hearth.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"auto": 1500, "plan": 900}
+REAL_TARGET = 800  # issue 37: the default profile, auto, counted by a real tokenizer
 
 
 def docs_profile() -> str:
@@ -72,6 +78,32 @@ def main() -> None:
         for name in (*BUILTIN, "docs-example", "notes"):
             count, prompt, schema = tokens(settings, name)
             print(f"  profile {name:<14} {count:>6,}  ({prompt:,} + {schema:,} chars)")
+        if "--tokenizer" in sys.argv:
+            real_tokens(sys.argv[sys.argv.index("--tokenizer") + 1], settings)
+
+
+def real_tokens(host: str, settings: Settings) -> None:
+    """The default profile counted by the server's own tokenizer (llama.cpp's /tokenize)."""
+    import httpx
+
+    from agent.model.host import parse_host
+
+    base = parse_host(host).base
+
+    def count(text: str) -> int:
+        answer = httpx.post(f"{base}/tokenize", json={"content": text}, timeout=120)
+        answer.raise_for_status()
+        return len(answer.json()["tokens"])
+
+    prompt, schemas = preview(settings, load_profile(settings.config_dir, "default"), num_ctx=8192, mode="auto")
+    said, tools = count(prompt.text), count(json.dumps(schemas))
+    met = "met" if said + tools <= REAL_TARGET else "MISSED"
+    print(
+        f"default in auto, the server's tokenizer: {said + tools} tokens ({said} prompt + {tools} tool schemas)"
+        f"  target <= {REAL_TARGET}: {met}"
+    )
+    for schema in schemas:
+        print(f"  {schema['function']['name']:<14} {count(json.dumps(schema)):>4}")
 
 
 def settings_env(settings: Settings) -> dict[str, str]:

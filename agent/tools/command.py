@@ -69,13 +69,13 @@ def _caps_hit(result: CommandResult, policy: SandboxPolicy) -> str:
 TOOLS = [
     Tool(
         name="run_command",
-        description="Run a shell command in the workspace (sandboxed, no network unless granted).",
+        description="Run a shell command in the workspace (sandboxed).",
         params={
             "command": {
                 "type": "string",
                 "maxLength": COMMAND_LIMIT,
             },
-            "timeout_s": integer("1 to 600 (default 60).", 1, MAX_TIMEOUT_S),
+            "timeout_s": {**integer("1 to 600 (default 60).", 1, MAX_TIMEOUT_S), "hidden": True},
         },
         required=("command",),
         fn=run_command,

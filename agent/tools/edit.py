@@ -206,12 +206,12 @@ _TEXT = {"type": "string", "maxLength": TEXT_LIMIT}
 TOOLS = [
     Tool(
         name="edit_file",
-        description="Replace exact text in a file; old_text must match once unless replace_all.",
+        description="Replace exact text in a file (old_text must occur once).",
         params={
             "path": PATH,
             "old_text": _TEXT,
             "new_text": _TEXT,
-            "replace_all": {"type": "boolean"},
+            "replace_all": {"type": "boolean", "hidden": True},  # the refusal of a text found twice names it
         },
         required=("path", "old_text", "new_text"),
         fn=edit_file,

@@ -114,10 +114,10 @@ def write_file(args: dict[str, Any], ws: Workspace) -> str:
 TOOLS = [
     Tool(
         name="read_file",
-        description="Read a text file; a long one is cut, start_line pages on.",
+        description="Read a text file (a long one is cut; start_line pages on).",
         params={
             "path": PATH,
-            "max_bytes": integer("1 to 1000000 (default 64000).", 1, 1_000_000),
+            "max_bytes": {**integer("1 to 1000000 (default 64000).", 1, 1_000_000), "hidden": True},
             "start_line": integer("From 1.", 1, 10_000_000),
         },
         required=("path",),
@@ -126,7 +126,7 @@ TOOLS = [
     ),
     Tool(
         name="list_files",
-        description="List one directory (default: the root).",
+        description="List a directory.",
         params={"path": {"type": "string"}},
         fn=list_files,
         risk="safe",
@@ -143,7 +143,7 @@ TOOLS = [
     ),
     Tool(
         name="write_file",
-        description="Create or replace a whole file; to change part of one, use edit_file.",
+        description="Create or overwrite a whole file.",
         params={
             "path": PATH,
             "content": {

@@ -23,7 +23,10 @@ ARGUMENTS_LIMIT = 2_000_000  # characters of JSON; a write of a big file is fine
 # Keys of a parameter's spec that the gate enforces and the model is not sent: Ollama's client
 # drops them anyway, so the description states the bounds in words (a length cap is only
 # reached by a flood, and the gate's refusal names it).
-GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "maxLength", "binary_ok"})
+GATE_ONLY_KEYS = frozenset({"minimum", "maximum", "maxLength", "binary_ok", "hidden"})
+# A parameter spec with "hidden": True is taken by the gate but not shown to the model: a rarely needed
+# knob (a timeout, a result count) costs every request of every run its tokens, and small models fill
+# whatever optional argument they see. A hint names it where it helps (agent/hints.py).
 
 
 class ToolFailed(AgentError):
@@ -62,16 +65,14 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         """The tool as Ollama's `tools` field wants it."""
         properties = {
-            name: {k: v for k, v in spec.items() if k not in GATE_ONLY_KEYS} for name, spec in self.params.items()
+            name: {k: v for k, v in spec.items() if k not in GATE_ONLY_KEYS}
+            for name, spec in self.params.items()
+            if not spec.get("hidden")
         }
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": {"type": "object", "properties": properties, "required": list(self.required)},
-            },
-        }
+        parameters: dict[str, Any] = {"type": "object", "properties": properties}
+        if self.required:
+            parameters["required"] = list(self.required)
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
 
 
 def arguments_size(value: Any, limit: int = ARGUMENTS_LIMIT, max_depth: int = 32) -> int | None:

@@ -173,7 +173,7 @@ def _time_limit(seconds: float) -> Iterator[None]:
 TOOLS = [
     Tool(
         name="search_files",
-        description="Find text in files; gives path:line: text.",
+        description="Find text in files.",
         params={
             "pattern": {
                 "type": "string",
@@ -181,9 +181,9 @@ TOOLS = [
             },
             "path": {"type": "string"},
             "glob": {"type": "string", "description": "e.g. *.py"},
-            "regex": {"type": "boolean"},
-            "ignore_case": {"type": "boolean"},
-            "max_results": integer("1 to 500 (default 100).", 1, 500),
+            "regex": {"type": "boolean", "hidden": True},
+            "ignore_case": {"type": "boolean", "hidden": True},
+            "max_results": {**integer("1 to 500 (default 100).", 1, 500), "hidden": True},
         },
         required=("pattern",),
         fn=search_files,

@@ -157,7 +157,7 @@ def describe_reply(reply: Reply, method: str) -> str:
 
 
 _URL = {"type": "string"}
-_TIMEOUT = integer("1 to 120 (default 20).", 1, 120)
+_TIMEOUT = {**integer("1 to 120 (default 20).", 1, 120), "hidden": True}  # a hint names it after a timeout
 
 TOOLS = [
     Tool(
@@ -165,7 +165,7 @@ TOOLS = [
         description="Fetch a web page and answer a question from it.",
         params={
             "url": _URL,
-            "question": {"type": "string", "description": "What you want from the page."},
+            "question": {"type": "string"},
             "timeout_s": _TIMEOUT,
         },
         required=("url",),

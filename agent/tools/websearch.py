@@ -94,10 +94,10 @@ def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[di
 TOOLS = [
     Tool(
         name="web_search",
-        description="Search the web; gives title, URL and snippet.",
+        description="Search the web.",
         params={
             "query": {"type": "string"},
-            "max_results": integer("1 to 20 (default 5).", 1, MAX_RESULTS),
+            "max_results": {**integer("1 to 20 (default 5).", 1, MAX_RESULTS), "hidden": True},
         },
         required=("query",),
         fn=web_search,

@@ -18,7 +18,7 @@ from hearth.run.runner import run_goal
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer, tool_call
 
-NUM_CTX = 4096  # small enough that twelve reads of 1,400 characters need compacting
+NUM_CTX = 4096  # small enough that twelve reads of 1,700 characters need compacting twice
 SPILL_CTX = 4096  # the smallest window that holds the prompt and tools; its spill threshold is 2,730
 GOAL = "Read every fNN.txt file and report what they hold."
 SUMMARY = "SUMMARY-FROM-MODEL: files f00 to f03 hold numbered lines of x."
@@ -38,7 +38,7 @@ def reader(count: int, summary: Any = None) -> Callable[[dict[str, Any]], Any]:
 
 
 def long_run(
-    tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12, size: int = 1400
+    tmp_path: Path, state_dir: Path, script: Any, *, files: int = 12, size: int = 1700
 ) -> tuple[FakeOllama, str]:
     ws = tmp_path / "ws"
     ws.mkdir()
