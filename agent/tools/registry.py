@@ -72,7 +72,10 @@ class Tool:
         parameters: dict[str, Any] = {"type": "object", "properties": properties}
         if self.required:
             parameters["required"] = list(self.required)
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
 
 
 def arguments_size(value: Any, limit: int = ARGUMENTS_LIMIT, max_depth: int = 32) -> int | None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent.model import DEFAULT_REPLY_TOKENS
 from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
@@ -244,7 +245,7 @@ class Chosen:
     tool_set: str = "common"  # what allowed_tools None shows: the common chores, or every tool (`all`)
     think: bool | str | None = None
     web_extract: bool = True
-    reply_tokens: int = 0
+    reply_tokens: int = DEFAULT_REPLY_TOKENS
 
 
 def apply_profile(

@@ -100,8 +100,18 @@ def test_a_name_that_is_not_a_plain_word_is_refused_before_any_path_is_built(tmp
         ('allowed_tools = "read_file"\n', "allowed_tools must be a list of tool names"),
         ('model = ""\n', "model must be a model name"),
         ("model = \n", "is not valid TOML"),
+        ("reply_tokens = 5\n", "reply_tokens must be a whole number of tokens from 16 to 65536, got 5"),
     ],
-    ids=["unknown-key", "bad-mode", "zero-iters", "bool-iters", "tools-not-list", "empty-model", "bad-toml"],
+    ids=[
+        "unknown-key",
+        "bad-mode",
+        "zero-iters",
+        "bool-iters",
+        "tools-not-list",
+        "empty-model",
+        "bad-toml",
+        "tiny-reply",
+    ],
 )
 def test_a_broken_settings_file_is_a_config_error_naming_the_file(tmp_path: Path, toml: str, reason: str) -> None:
     directory = make_profile(tmp_path, "builder", toml=toml)
@@ -132,6 +142,17 @@ def test_explicit_values_win_over_the_profile_which_wins_over_hearths_defaults(t
     assert apply_profile(
         load_profile(tmp_path, "demo"), model=None, mode=None, max_iters=None, allowed_tools=None, defaults=site
     ) == Chosen(model="qwen2.5-coder", mode="plan", max_iters=30, allowed_tools=None)
+
+
+def test_a_replys_cap_is_the_requests_else_the_profiles_else_the_hosts(tmp_path: Path) -> None:
+    make_profile(tmp_path, "terse", toml="reply_tokens = 300\n")
+    terse, demo = load_profile(tmp_path, "terse"), load_profile(tmp_path, "demo")
+    host = Settings.from_env({"HEARTH_REPLY_TOKENS": "1024"})
+    none: dict[str, None] = {"model": None, "mode": None, "max_iters": None, "allowed_tools": None}
+    assert apply_profile(terse, **none, defaults=host).reply_tokens == 300
+    assert apply_profile(terse, **none, defaults=host, reply_tokens=99).reply_tokens == 99
+    assert apply_profile(demo, **none, defaults=host).reply_tokens == 1024
+    assert apply_profile(demo, **none, defaults=Settings.from_env({})).reply_tokens == 2048
 
 
 def test_the_profile_ceiling_is_the_runners() -> None:
