@@ -13,6 +13,29 @@ from collections.abc import Callable
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 
+@functools.cache
+def _tool_rules() -> dict[str, list[_Rule]]:
+    """Failures whose fix depends on the tool that failed (seen on real small models: edit_file to
+    create a file, list_files given a file), before the general rules."""
+    return {
+        "edit_file": [
+            (
+                re.compile(r"^Error: file not found: (.+)$", re.M),
+                lambda m: f"{m.group(1)} does not exist yet; to create it, call write_file with its whole content.",
+            )
+        ],
+        "list_files": [
+            (
+                re.compile(r"directory not found: (.+)|(.+) is not a directory", re.M),
+                lambda m: (
+                    'list_files lists a directory: call it with path "." to see the workspace, '
+                    "and read a file with read_file."
+                ),
+            )
+        ],
+    }
+
+
 @functools.cache  # compiled on the first failure: a run whose tools all succeed never needs them
 def _rules() -> list[_Rule]:
     return [
@@ -56,17 +79,11 @@ def _rules() -> list[_Rule]:
     ]
 
 
-REPEAT_NUDGE = (
-    "You made exactly this call before and it failed the same way. Do not repeat it: change the "
-    "arguments, use a different tool, or give your final answer."
-)
-
-
-def hint_for(output: str) -> str | None:
-    """The hint for the first rule that matches a failure, or None."""
+def hint_for(output: str, tool: str = "") -> str | None:
+    """The hint for the first rule that matches a failure (the tool's own rules first), or None."""
     if output.startswith("Denied:"):
         return None
-    for pattern, make in _rules():
+    for pattern, make in [*_tool_rules().get(tool, []), *_rules()]:
         match = pattern.search(output)
         if match:
             return f"Hint: {make(match)}"

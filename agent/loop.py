@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agent import parsing
@@ -19,6 +19,7 @@ from agent.hints import hint_for
 from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
+from agent.reask import read_step, step_schema
 from agent.repeats import STUCK_AFTER, Repeats, answer
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
@@ -131,6 +132,7 @@ class Loop:
         clock: Callable[[], float] = time.monotonic,
         compactor: Compactor | None = None,
         guard: Callable[[Outcome], None] | None = None,
+        reask: bool = False,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -146,6 +148,7 @@ class Loop:
         self.repeats = Repeats(parsing.parameter_order(tools.schemas))
         self.compactor = compactor
         self.guard = guard  # may raise a StopRun (BudgetExceeded) before a model call
+        self.reask = reask  # an unusable reply is asked again with its shape held (agent/reask.py)
         self._usage: Usage | None = None
         self.generation = 0  # compactions so far: each starts a new history
         self._kept = 0  # messages of this generation already handed on in a `messages` event
@@ -215,6 +218,10 @@ class Loop:
         self._compact_if_needed()
         reply = self._ask_model()
         calls = self._calls_in(reply)
+        if self.reask and not calls and not reply.malformed and self._unusable(reply):
+            again = self._reasked(reply)
+            if again is not None:
+                reply, calls = again, self._calls_in(again)
         if calls and not reply.malformed and self.repeats.done_before(calls):
             self._repeat_is_final(reply, calls)
         if calls or reply.malformed:
@@ -228,13 +235,35 @@ class Loop:
             )
             self._answer(calls, reply.malformed)
             return
-        if not reply.content.strip() or (
-            parsing.may_hold_a_call(reply.content) and parsing.looks_like_tool_call(reply.content)
-        ):
+        if self._unusable(reply):
             self._nudge(reply)
             return
         self._said(reply, {"role": "assistant", "content": reply.content})
         raise Finished(reply.content.strip())
+
+    @staticmethod
+    def _unusable(reply: ChatReply) -> bool:
+        """Empty, or a call that could not be read (a final answer is neither)."""
+        text = reply.content
+        return not text.strip() or (parsing.may_hold_a_call(text) and parsing.looks_like_tool_call(text))
+
+    def _reasked(self, reply: ChatReply) -> ChatReply | None:
+        """The same turn asked again, its reply held to one step (agent/reask.py); the unusable reply
+        is recorded, never kept. None when the server cannot hold it or the step cannot be read."""
+        self._record_turn(reply, {"reasked": True})
+        if self.guard is not None:
+            self.guard(self.outcome)
+        try:
+            again = self._ask_model(step_schema(self.tools.schemas))
+        except RunFailed:  # the server refused the schema: the nudge then
+            return None
+        step = read_step(again.content, self.tools.names)
+        self.emit(Event("reask", self.iteration, {"ok": step is not None, "content": again.content}))
+        if step is None:
+            return None
+        if step.answer:
+            return replace(again, content=step.answer, tool_calls=[])
+        return replace(again, content="", tool_calls=list(step.calls))
 
     def _repeat_is_final(self, reply: ChatReply, calls: list[ToolCall]) -> None:
         """A reply whose every call repeats one that worked, with nothing changed since, and that says
@@ -247,10 +276,10 @@ class Loop:
         self.emit(Event("repeat", self.iteration, {"tools": [c.name for c in calls], "taken_as": "final answer"}))
         raise Finished(said)
 
-    def _ask_model(self) -> ChatReply:
+    def _ask_model(self, schema: dict[str, Any] | None = None) -> ChatReply:
         self.emit(Event("thinking", self.iteration, {}))
         try:
-            reply = self.model.chat(self.messages, self.tools.schemas)
+            reply = self.model.chat(self.messages, self.tools.schemas, schema) if schema else self._chat()
         except ModelUnavailable as exc:
             raise ModelDown(str(exc)) from None
         except ModelError as exc:
@@ -260,6 +289,9 @@ class Loop:
         self.outcome.tokens_out += reply.tokens_out
         self.outcome.model_seconds += reply.duration_s
         return reply
+
+    def _chat(self) -> ChatReply:
+        return self.model.chat(self.messages, self.tools.schemas)
 
     def _thought(self, reply: ChatReply) -> dict[str, str]:
         """The turn's thinking, for the history only when the model's family needs it back
@@ -272,6 +304,9 @@ class Loop:
         self.messages.append(message)
         self.messages.extend(after)
         self._keep()
+        self._record_turn(reply)
+
+    def _record_turn(self, reply: ChatReply, extra: dict[str, Any] | None = None) -> None:
         self.emit(
             Event(
                 "model",
@@ -287,6 +322,7 @@ class Loop:
                     **({"cut": True} if reply.cut else {}),
                     **({"host": reply.host} if reply.host else {}),
                     **({"thinking": reply.thinking} if reply.thinking else {}),
+                    **(extra or {}),
                 },
             )
         )
@@ -342,7 +378,7 @@ class Loop:
             self.repeats.ran(call, result.ok, self.iteration)
         output = result.output
         if not result.ok and seen is None:
-            hint = hint_for(output)
+            hint = hint_for(output, call.name)
             output = f"{output}\n{hint}" if hint else output
         shown = "ok" if result.ok else "repeated" if seen is not None else "failed"
         self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {shown}")

@@ -47,6 +47,8 @@ class Settings:
     embed_host: str = ""
     # the most tokens one reply may have when the request and the profile do not say (HEARTH_REPLY_TOKENS)
     reply_tokens: int = DEFAULT_REPLY_TOKENS
+    # an unusable reply asked again held to one step by the server's JSON schema (HEARTH_REASK: on | off)
+    reask: bool = True
     credentials_dir: Path | None = None  # systemd's $CREDENTIALS_DIRECTORY
     # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
     unit_state_dirs: tuple[str, ...] = ()
@@ -101,6 +103,7 @@ class Settings:
             model_hosts=env.get("HEARTH_MODEL_HOSTS") or env.get("HEARTH_OLLAMA_HOSTS", ""),
             embed_host=_host(env, "HEARTH_EMBED_HOST"),
             reply_tokens=_whole(env, "HEARTH_REPLY_TOKENS", DEFAULT_REPLY_TOKENS, MIN_REPLY_TOKENS, MAX_REPLY_TOKENS),
+            reask=_choice(env, "HEARTH_REASK", ("on", "off"), "on") == "on",
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),

@@ -100,14 +100,16 @@ class HostPool:
     def tools_supported(self) -> bool:
         return all(c.tools_supported for c in self._clients.values())
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> ChatReply:
         tried: list[str] = []
         if self._current is None:
             raise ModelUnavailable(no_host_line(self.views, self.model, self.label))
         while self._current is not None:
             view = self._current
             try:
-                reply = self._client(view).chat(messages, tools)
+                reply = self._client(view).chat(messages, tools, schema)
             except ModelUnavailable as exc:
                 tried.append(f"{view.host.name}: {exc}")
                 self._down(view, str(exc))

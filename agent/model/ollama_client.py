@@ -49,7 +49,9 @@ class OllamaClient(HttpChat):
     daemon = "ollama"
     path = "/api/chat"
 
-    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         options = {**self.opts.extra, "num_ctx": self.opts.num_ctx}
         if self.opts.reply_tokens > 0:
             options["num_predict"] = self.opts.reply_tokens
@@ -59,6 +61,8 @@ class OllamaClient(HttpChat):
             body["tools"] = tools
         if self.think is not None:
             body["think"] = self.think
+        if schema is not None:
+            body["format"] = schema
         return body
 
     def refused(self, status: int, text: str) -> str:

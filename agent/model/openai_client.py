@@ -50,7 +50,9 @@ class OpenAIClient(HttpChat):
     daemon = "the server"
     path = "/v1/chat/completions"
 
-    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": wire_messages(messages, keep_thinking=keeps_thinking(self.model)),
@@ -67,6 +69,8 @@ class OpenAIClient(HttpChat):
             body["reasoning_effort"] = self.think  # gpt-oss's levels, as OpenAI's API names them
         elif self.think is not None:
             body["chat_template_kwargs"] = {"enable_thinking": self.think}  # Qwen3's switch, on llama.cpp and vLLM
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "step", "schema": schema}}
         return body
 
     def refused(self, status: int, text: str) -> str:

@@ -56,11 +56,14 @@ class ChatReply:
 
 
 class ChatModel(Protocol):
-    """What the loop needs from a model: one chat turn."""
+    """What the loop needs from a model: one chat turn; with `schema`, a reply held to that JSON
+    schema by the server (Ollama's `format`, OpenAI's `response_format`), where it can."""
 
     model: str
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply: ...
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> ChatReply: ...
 
 
 def decode_message(message: Any, *, tokens_in: int = 0, tokens_out: int = 0) -> ChatReply:

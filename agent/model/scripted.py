@@ -43,9 +43,13 @@ class ScriptedModel:
         self._tokens = tokens
         self.counted = counted
         self.requests: list[list[dict[str, Any]]] = []
+        self.schemas: list[dict[str, Any] | None] = []  # what each turn's reply was held to (None: free)
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> ChatReply:
         self.requests.append([dict(m) for m in messages])
+        self.schemas.append(schema)
         if not self._replies:
             raise BadReply("the scripted model has no more replies")
         started = time.perf_counter()

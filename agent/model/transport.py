@@ -135,7 +135,9 @@ class HttpChat:
     def close(self) -> None:
         self._http.close()
 
-    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def read(self, lines: Iterator[str], url: str, stream: bool, started: float) -> ChatReply:
@@ -146,18 +148,20 @@ class HttpChat:
         (it cannot think), "" (nothing this kind knows: a BadReply); or raise ModelUnavailable."""
         raise NotImplementedError
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> ChatReply:
         started = time.monotonic()
         try:
-            reply = self._with_retries(lambda: self._post(self.request_body(messages, tools)))
+            reply = self._with_retries(lambda: self._post(self.request_body(messages, tools, schema)))
         except _NoToolSupport:
             self.tools_supported = False
-            reply = self._with_retries(lambda: self._post(self.request_body(messages, tools)))
+            reply = self._with_retries(lambda: self._post(self.request_body(messages, tools, schema)))
         except _NoThinking as refused:
             self.think = None
             if self.on_no_thinking:
                 self.on_no_thinking(str(refused))
-            return self.chat(messages, tools)
+            return self.chat(messages, tools, schema)
         reply.duration_s = time.monotonic() - started
         return reply
 

@@ -156,7 +156,7 @@ class Recorder:
         # several hosts: which one answered; thinking, kept for the audit (the history gets it only for
         # the families that need it); what the server took from its prompt cache, when it first wrote,
         # and whether the reply was cut at its length cap
-        data = {k: d[k] for k in ("host", "thinking", "cut") if d.get(k)}
+        data = {k: d[k] for k in ("host", "thinking", "cut", "reasked") if d.get(k)}
         if "tokens_cached" in d:
             data["tokens_cached"] = d["tokens_cached"]
         if d.get("first_token_s"):
@@ -205,6 +205,12 @@ class Recorder:
         else:
             self.sink.record(StepClosed(self.run_id, self._open_tool, outcome))
         self._open_tool, self.tool = None, ""
+
+    def _on_reask(self, event: Event) -> None:
+        """An unusable reply asked again with its shape held (agent/reask.py): whether that gave a step."""
+        d = event.data
+        detail = "asked again, held to one step: " + ("it gave one" if d["ok"] else "it gave none the run can use")
+        self.sink.record(StepRecorded(self.run_id, "reask", {"iteration": event.iteration, "detail": detail}))
 
     def _on_repeat(self, event: Event) -> None:
         """A reply whose calls all repeated ones that worked, taken as the final answer (agent/repeats.py)."""
@@ -329,6 +335,10 @@ def _human(event: Event, run_id: str) -> str | None:
         mark = "ok" if d["ok"] else d["verdict"]
         return (
             f"[{event.iteration}] {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)[:80]} -> {mark}: {first}"
+        )
+    if event.kind == "reask":
+        return (
+            f"[{event.iteration}] reply unusable; asked again held to one step: {'ok' if d['ok'] else 'still unusable'}"
         )
     if event.kind == "repeat":
         return f"[{event.iteration}] the reply repeated {', '.join(d['tools'])}, which worked: its words are the final answer"

@@ -230,7 +230,9 @@ def _execute(
             values = dict(plan.prompt_values) or run_values(
                 ws.root, run.id, git=run.checkpoints.git_state(), **trailers
             )
-            loop, tools = _build_loop(plan, ws, model, approve, run.recorder, run.parts, values, walls)
+            loop, tools = _build_loop(
+                plan, ws, model, approve, run.recorder, run.parts, values, walls, reask=settings.reask
+            )
             prompt = _prompt_record(run, loop.messages[0]["content"], values)
             recalled = recall_preface(services, plan.goal, settings, run.recorder)
             context = "\n\n".join(part for part in (plan.preface, recalled) if part)
@@ -247,6 +249,7 @@ def _execute(
                 walls,
                 prompt=point.system_prompt,
                 worked_s=point.worked_ms / 1000,
+                reask=settings.reask,
             )
             prompt = _prompt_record(run, point.system_prompt, {})
             _went_on(run.recorder, point)
@@ -364,6 +367,7 @@ def _build_loop(
     *,
     prompt: str | None = None,
     worked_s: float = 0.0,
+    reask: bool = True,
 ) -> tuple[Loop, ToolRunner]:
     """The run's tools and loop; a resumed run passes the system prompt it kept (never rendered
     again: the same bytes) and the time it has worked (its time limit counts only that)."""
@@ -392,6 +396,7 @@ def _build_loop(
         on_event=recorder,
         deadline=deadline,
         compactor=Compactor(plan.num_ctx, model),
+        reask=reask,
     )
     if plan.web_extract:
         ws.services.extract = extractor_of(loop, model, ws, recorder)

@@ -203,3 +203,28 @@ def test_the_messages_events_hand_on_exactly_the_conversation_the_model_read(ws:
     for n, event in enumerate(events):
         if event.kind == "model":
             assert events[n - 1].kind == "messages" and events[n - 1].data["messages"][0]["role"] == "assistant"
+
+
+def test_edit_file_on_a_missing_file_is_told_to_create_it_with_write_file(ws: Workspace) -> None:
+    """A 0.5B model asked to create greeting.txt called edit_file on it first."""
+    script = [
+        tool_call("edit_file", {"path": "greeting.txt", "old_text": "hi", "new_text": "hello"}),
+        final_answer("x"),
+    ]
+    with FakeOllama(script) as fake:
+        run_loop(fake, ws)
+    result = tool_results(fake.requests[-1])[0]
+    assert "Hint: greeting.txt does not exist yet; to create it, call write_file with its whole content." in result
+
+
+def test_list_files_given_a_file_is_told_what_it_lists(ws: Workspace) -> None:
+    (ws.root / "notes.txt").write_text("n\n")
+    script = [
+        tool_call("list_files", {"path": "notes.txt"}),
+        tool_call("list_files", {"path": "gone"}),
+        final_answer("x"),
+    ]
+    with FakeOllama(script) as fake:
+        run_loop(fake, ws)
+    for result in tool_results(fake.requests[-1]):
+        assert 'Hint: list_files lists a directory: call it with path "." to see the workspace' in result

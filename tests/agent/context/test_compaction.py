@@ -199,7 +199,9 @@ def test_the_estimate_takes_the_larger_of_the_servers_count_and_characters() -> 
 class NoModel:
     model = "none"
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> ChatReply:
         raise AssertionError("not called")
 
 
