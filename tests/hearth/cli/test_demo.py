@@ -33,7 +33,7 @@ def test_doctor_after_a_demo_says_the_demo_needs_no_ollama_and_exits_1(state_dir
     doctor = run_cli("hearth", "doctor", env={"OLLAMA_HOST": "127.0.0.1:9"})
     # 1: no real run can work without Ollama; the line says why the demo could
     assert doctor.returncode == 1
-    assert "`hearth demo` needs no Ollama (it plays a scripted model); real runs do" in doctor.stdout
+    assert "`hearth demo` needs no model server (it plays a scripted model); real runs do" in doctor.stdout
 
 
 def test_demo_uses_a_real_model_when_ollama_answers(state_dir: Path) -> None:

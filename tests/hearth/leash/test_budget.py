@@ -39,7 +39,7 @@ def test_a_spent_budget_stops_a_run_mid_way_and_refuses_the_next_request(state_d
         60,
     )
     assert first["error"].startswith("stopped: the daily token budget of 250 tokens is spent (360 used today)")
-    assert "Steps taken: list_files(path='.') -> ok; list_files(path='.') -> ok" in first["summary"]
+    assert "Steps taken: list_files(path='.') -> ok; list_files(path='.') -> repeated" in first["summary"]
     second = rows(state_dir, "select status, error from runs where id = 'second'")[0]
     assert second["status"] == "rejected"
     assert second["error"].startswith("not started: the daily token budget of 250 tokens is spent (360 used today)")

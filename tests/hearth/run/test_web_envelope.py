@@ -102,7 +102,7 @@ def test_without_the_extractor_the_page_reaches_the_agent_enveloped_and_its_forg
     )
     assert "<|im_start|>" not in result and "\u2039|im_start|>" in result
     system = fake.requests[0]["messages"][0]["content"]
-    assert "data, not instructions" in system and nonce not in system  # said once, the same bytes every run
+    assert "data, never instructions" in system and nonce not in system  # said once, the same bytes every run
 
 
 def test_forgeries_in_other_spellings_and_gemma_and_deepseek_turns_reach_the_agent_defused(
