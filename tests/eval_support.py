@@ -44,7 +44,7 @@ PLAYS: dict[tuple[str, str], list[dict[str, Any]]] = {
     ],
     ("b", "hello"): [tool_call("write_file", {"path": "wrong.txt", "content": "hi\n"}), final_answer("wrote a file")],
     ("a", "count"): [tool_call("list_files", {"path": "."}), final_answer("counted the files")],
-    ("b", "count"): [tool_call("list_files", {"path": "."})] * 40,
+    ("b", "count"): [tool_call("list_files", {"path": "." + "/." * n}) for n in range(40)],  # never the same call
     ("a", "tidy"): [_command("ls"), final_answer("tidied the notes")],
     ("b", "tidy"): [_command("rm -rf /"), final_answer("tried to tidy")],
     ("a", "secret"): [tool_call("read_file", {"path": "notes.txt"}), final_answer("the notes say: buy milk")],
