@@ -29,6 +29,7 @@ StopRun                     ends a run; the subclass carries its status (agent/l
 ├── ModelDown               the model server stayed unavailable (model_unavailable)
 ├── RunFailed               unusable replies or a server answering garbage (failed)
 ├── TimeLimit               the run's time limit hit, between or inside steps (failed)
+├── Stuck                   the same call made again and again with nothing changed (stuck; agent/repeats.py)
 └── BudgetExceeded          a guard found a token budget spent before a model call (budget_exceeded)
 
 Private, and so outside the tree too: `_CutOff` and `_Invalid` (agent/parsing/json_repair.py),

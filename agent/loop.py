@@ -19,7 +19,7 @@ from agent.hints import hint_for
 from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
-from agent.reask import read_step, step_schema
+from agent.reask import call_shaped, read_step, step_schema
 from agent.repeats import STUCK_AFTER, Repeats, answer
 from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
 
@@ -241,11 +241,15 @@ class Loop:
         self._said(reply, {"role": "assistant", "content": reply.content})
         raise Finished(reply.content.strip())
 
-    @staticmethod
-    def _unusable(reply: ChatReply) -> bool:
-        """Empty, or a call that could not be read (a final answer is neither)."""
+    def _unusable(self, reply: ChatReply) -> bool:
+        """Empty, or a call that could not be read, or nothing but a call's JSON that was not one (a
+        final answer is none of these)."""
         text = reply.content
-        return not text.strip() or (parsing.may_hold_a_call(text) and parsing.looks_like_tool_call(text))
+        if not text.strip():
+            return True
+        return parsing.may_hold_a_call(text) and (
+            parsing.looks_like_tool_call(text) or call_shaped(text, self.tools.names)
+        )
 
     def _reasked(self, reply: ChatReply) -> ChatReply | None:
         """The same turn asked again, its reply held to one step (agent/reask.py); the unusable reply

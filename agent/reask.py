@@ -44,6 +44,20 @@ def _shape(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def call_shaped(text: str, names: list[str]) -> bool:
+    """Whether a reply is nothing but one JSON object naming one of the run's tools (fenced or not):
+    a call the parser declined (a small model adds a made-up "result" to it), never a final answer."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[-1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0]
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("name") in names
+
+
 @dataclass(frozen=True)
 class Step:
     """What a constrained reply said: its calls, or its answer."""

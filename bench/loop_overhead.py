@@ -55,9 +55,11 @@ for body in bodies:
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
-    """11 calls of a safe tool, then the answer: 12 model turns, whatever the history holds."""
+    """11 calls of a safe tool, then the answer: 12 model turns, whatever the history holds. Each call
+    lists the same directory by another spelling of its path: the same call again would not be run
+    (agent/repeats.py), and the run would end stuck."""
     done = sum(1 for m in body["messages"] if m["role"] == "tool")
-    return tool_call("list_files", {"path": "."}) if done < ITERATIONS - 1 else final_answer("listed it")
+    return tool_call("list_files", {"path": "." + "/." * done}) if done < ITERATIONS - 1 else final_answer("listed it")
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:

@@ -337,8 +337,16 @@ def _unknown_tool_message(name: Any, allowed: Iterable[str] | None, table: Mappi
     shown = shorten(name if isinstance(name, str) else repr(name))
     names = list(table) if allowed is None else [n for n in allowed if n in table]
     guess = suggest_tool_name(shown, names) if isinstance(name, str) else None
-    hint = f"; did you mean {guess}?" if guess else f"; available: {_few(sorted(names))}"
+    hint = f"; did you mean {guess}?" if guess else f"; the tools are: {_described(sorted(names), table)}"
     return f"Error: no tool named {shown!r}{hint}"
+
+
+def _described(names: list[str], table: Mapping[str, Tool], most: int = 10) -> str:
+    """Each tool with what it does: a small model that invents a tool named after its goal
+    (`set_web_server_port`, `hello`) learns which one does the job, not only their names."""
+    if len(names) > most:
+        return _few(names, most)
+    return "; ".join(f"{n} ({table[n].description.rstrip('.')})" for n in names)
 
 
 def _few(names: list[str], most: int = 10) -> str:

@@ -113,3 +113,18 @@ def test_the_schema_holds_each_tool_to_its_own_arguments_and_reading_refuses_the
         '{"name": "read_file"}',
     ):
         assert read_step(bad, names) is None
+
+
+def test_a_reply_that_is_only_a_calls_json_with_a_made_up_result_is_not_a_final_answer(ws: Workspace) -> None:
+    """The 0.5B model's count-lines chore: its call came with a "result" it made up, so the parser
+    took it for a log line, and the run ended done on it."""
+    made_up = {
+        "content": '```json\n{"name": "read_file", "arguments": {"path": "notes.txt"}, "result": "Error: no file"}\n```'
+    }
+    with FakeOllama([made_up, STEP, final_answer("The NAS first.")]) as fake:
+        outcome = run(fake, ws, [])
+    assert outcome.status == "done" and outcome.summary == "The NAS first."
+    assert "format" in fake.requests[1] and tool_results(fake.requests[2]) == ["the NAS first\n"]
+    with FakeOllama([made_up, STEP, final_answer("The NAS first.")]) as fake:
+        run(fake, ws, [], reask=False)
+    assert fake.requests[1]["messages"][-1]["role"] == "user"  # nudged, not taken as the answer

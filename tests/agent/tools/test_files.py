@@ -439,3 +439,12 @@ def test_a_checked_write_runs_nothing_it_wrote(ws: Workspace, tmp_path: Path) ->
     call(ws, "write_file", path="evil.py", content=f"open({str(marker)!r}, 'w').write('x')\n")
     call(ws, "write_file", path="evil.sh", content=f"touch {marker}\n")
     assert not marker.exists()
+
+
+def test_a_tool_that_does_not_exist_is_answered_with_what_each_tool_does(ws: Workspace) -> None:
+    """A small model calls a tool named after its goal (set_web_server_port); the list says which one does it."""
+    result = call_tool("set_web_server_port", {"old_port": 8080}, ws, mode="bypass", allowed=["read_file", "edit_file"])
+    assert result.output == (
+        "Error: no tool named 'set_web_server_port'; the tools are: edit_file (Replace exact text in a file "
+        "(old_text must occur once)); read_file (Read a text file (a long one is cut; start_line pages on))"
+    )
