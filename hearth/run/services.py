@@ -10,19 +10,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.net.guard import NetGuard, NetRefused, Record
 from agent.safety.redaction import Redactor, SecretFinder
 from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
-from agent.tools.mcp.tools import SEPARATOR
+from agent.tools.mcp.names import SEPARATOR
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
 from hearth.knowledge import embedder_for, fusion_for
-from hearth.mcp.offer import Offered, offer
+from hearth.mcp.config import mcp_dir
 from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.mcp.offer import Offered
 
 ServicesHook = Callable[[RunServices], None]
 
@@ -80,11 +84,12 @@ def run_services(
     )
     # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
     offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
-    services.tools = tuple(offered.tools)
+    services.tools = tuple(offered.tools) if offered else ()
     try:
         yield services
     finally:
-        offered.close()
+        if offered:
+            offered.close()
         if services.knowledge is not None:
             services.knowledge.close()
 
@@ -95,13 +100,25 @@ def mcp_tools(
     sandbox: SandboxPolicy | Callable[[], SandboxPolicy],
     record: Record | None,
     guard: NetGuard,
-) -> Offered:
+) -> Offered | None:
     """The approved tools of the declared MCP servers, when the run may have any (every tool, or a
     manifest naming a `<server>__<tool>`); their servers run in the sandbox, in the run's workspace,
-    an http one is reached through the run's network guard (a test's hook may still adjust it)."""
+    an http one is reached through the run's network guard (a test's hook may still adjust it).
+    None when no server is declared: then MCP's code (its SDK, the command proxy) is never loaded."""
     if not (plan.every_tool or any(SEPARATOR in name for name in plan.allowed_tools)):
-        return Offered()
+        return None
+    if not _declared(settings):
+        return None
+    from hearth.mcp.offer import offer
+
     return offer(settings, plan.workspace, sandbox, record, plan.run_id, guard)
+
+
+def _declared(settings: Settings) -> bool:
+    try:
+        return any(p.suffix == ".toml" for p in mcp_dir(settings.config_dir).iterdir())
+    except OSError:
+        return True  # unreadable: offer() says why, once, in the run's record
 
 
 def recall_preface(services: RunServices, goal: str, settings: Settings, recorder: Recorder) -> str:

@@ -39,7 +39,7 @@ from agent.net.guard import run_guard
 from agent.parsing import ToolCall
 from agent.safety.sandbox import SandboxPolicy, gaps
 from agent.services import RunServices
-from agent.tools.mcp.tools import SEPARATOR
+from agent.tools.mcp.names import SEPARATOR
 from agent.tools.registry import ToolResult
 from hearth.run.events import ConnectionMade, TripwireTripped
 from hearth.run.recorder import Recorder

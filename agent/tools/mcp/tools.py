@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agent.tools.mcp.client import Connection, McpFailed, ToolInfo, digest
+from agent.tools.mcp.names import SEPARATOR
 from agent.tools.registry import Tool, ToolFailed
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SEPARATOR", "digest", "mcp_tool", "tool_name"]
 
-SEPARATOR = "__"
 OUTPUT_DIR = "mcp-output"  # where an image or binary result is kept in the workspace
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _KINDS = {"string", "integer", "boolean", "number", "array", "object"}

@@ -38,6 +38,7 @@ class Script:
         self.hold.set()
         self.lock = threading.Lock()
         self.seen: dict[str, list[dict[str, Any]]] = {}
+        self.met: set[str] = set()
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         who = role(body)
@@ -47,7 +48,8 @@ class Script:
             return final_answer(self.plan)
         if who == "synthesis":
             return final_answer("Merged parts A and B; part C failed.")
-        if len(body["messages"]) == 2:  # a child's first turn
+        if len(body["messages"]) == 2 and who not in self.met:  # a child's first turn, not its re-ask
+            self.met.add(who)
             self.started.wait()
             self.hold.wait(60)
         if who == PLAN[2]:
