@@ -79,7 +79,12 @@ def test_a_mission_put_through_the_api_is_a_file_hearth_loads(guarded: Center) -
     [
         ("late", {"schedule": "whenever", "goal": "x"}, "schedule", "schedule:"),
         ("late", {"schedule": "daily", "goal": "x", "agent": "ghost"}, "agent", "agent 'ghost' is not a profile"),
-        ("late", {"schedule": "daily", "goal": "x", "max_iterations": 500}, "max_iterations", "must be at most 100, got 500"),
+        (
+            "late",
+            {"schedule": "daily", "goal": "x", "max_iterations": 500},
+            "max_iterations",
+            "must be at most 100, got 500",
+        ),
         ("late", {"schedule": "daily"}, "goal", "goal"),
         ("-bad", {"schedule": "daily", "goal": "x"}, "name", "is not allowed"),
     ],
