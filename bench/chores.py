@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -81,6 +82,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    # stopped from outside (a CI time limit): unwind, so the run under way is stopped with it
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     chores = pick(load(), args.chores)
     if args.list:
         for chore in chores:

@@ -31,6 +31,7 @@ class Run:
     prompt_tokens: list[int | None] = field(default_factory=list)  # per model call
     evaluated: list[int | None] = field(default_factory=list)  # prompt tokens the server had to evaluate
     cached: list[int | None] = field(default_factory=list)  # prompt tokens it reused from its cache
+    audit_prompt: list[int] = field(default_factory=list)  # tokens_in of hearth's model steps: each prompt
     audit_cached: list[int | None] = field(default_factory=list)  # tokens_cached of hearth's model steps
     calls: list[dict[str, Any]] = field(default_factory=list)  # tool, arguments, ok, output (clipped)
     answer: str = ""  # the last reply (hearth: the run's summary), clipped

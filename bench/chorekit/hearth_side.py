@@ -106,16 +106,24 @@ def _run_loop(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[b
         try:
             return False, proc.communicate(timeout=timeout_s)[1]
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)  # interrupted: hearth records the run's end itself
-            try:
-                return True, proc.communicate(timeout=60)[1]
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                return True, proc.communicate()[1]
+            return True, _stop(proc)
+        except BaseException:  # the bench itself stopped (SIGTERM, ^C): the loop, in its own session, with it
+            _stop(proc)
+            raise
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    """hearth-loop and its children ended (interrupted: hearth records the run's end itself): its stderr."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        return proc.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()[1]
 
 
 def read_audit(run: Run, path: Path) -> None:
-    """The run's status, iterations and tokens, its model steps' cached tokens and its tool calls."""
+    """The run's status, iterations and tokens, its model steps' prompt and cached tokens, its tool calls."""
     if not path.exists():
         return
     with AuditStore.read_only(path) as audit:
@@ -126,7 +134,9 @@ def read_audit(run: Run, path: Path) -> None:
         steps = audit.steps(row["id"])
     run.status = row["status"] or ""
     run.turns, run.tokens_in, run.tokens_out = (int(row[k] or 0) for k in ("iterations", "tokens_in", "tokens_out"))
-    run.audit_cached = [_cached(s) for s in steps if s["kind"] == "model"]
+    model_steps = [s for s in steps if s["kind"] == "model"]
+    run.audit_prompt = [int(s["tokens_in"] or 0) for s in model_steps]
+    run.audit_cached = [_cached(s) for s in model_steps]
     run.calls = [_call(s) for s in steps if s["kind"] == "tool"]
     run.answer = clip(row.get("summary") or "")
     if row.get("error"):

@@ -5,8 +5,11 @@ reads what a server says of its prompt cache."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -17,9 +20,11 @@ from bench.chorekit.book import COMMON_TOOLS, Limits, check, load, pick, solve
 from bench.chorekit.hearth_side import HearthSide
 from bench.chorekit.plain import SYSTEM, PlainSide
 from bench.chorekit.tap import Tap
+from hearth.audit.store import AuditStore
 from tests.conftest import ROOT, require
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Held, final_answer, tool_call
 from tests.fake_openai import FakeOpenAI
+from tests.queue_support import wait_for
 
 CHORES = load()
 
@@ -85,6 +90,7 @@ def test_through_hearth_on_an_openai_server_the_audit_and_the_tap_agree_on_the_c
         run = HearthSide(fake.host, "qwen2.5-coder", tap, Limits(4, 120, reply_tokens=300)).run(chore, 1, tmp_path)
     assert (run.passed, run.turns, run.model_calls) == (True, 2, 2)
     assert run.audit_cached == run.cached and run.cached[1] > 0  # hearth's tokens_cached, as the server said
+    assert run.audit_prompt == run.prompt_tokens  # and each prompt's size
     assert [body["max_tokens"] for body in fake.requests] == [300, 300]  # --reply-tokens, passed on
 
 
@@ -191,3 +197,27 @@ def test_a_saved_json_output_is_shown_as_the_table(tmp_path: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr
     assert "greeting" in shown.stdout and "hearth passed 0/1 (0%)" in shown.stdout
+
+
+def test_a_bench_stopped_from_outside_stops_the_run_under_way_which_records_its_end(tmp_path: Path) -> None:
+    """A CI time limit stops the bench with SIGTERM; the hearth-loop it runs (in a session of its
+    own, out of reach of a signal to the bench's group) is stopped with it, not left asking the model."""
+    release = threading.Event()
+    argv = [sys.executable, "bench/chores.py", "--side", "hearth", "--chores", "greeting", "--json"]
+    with FakeOllama([Held(final_answer("never finished"), 1, release)]) as fake:
+        argv += ["--host", fake.url, "--model", "qwen2.5-coder", "--keep", str(tmp_path / "kept")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTH_")}
+        with subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as bench:
+            try:
+                wait_for(lambda: fake.requests, timeout=120, what="the loop's first model call")
+                bench.send_signal(signal.SIGTERM)
+                _, stderr = bench.communicate(timeout=120)
+            finally:
+                release.set()
+    assert bench.returncode == 128 + signal.SIGTERM, stderr
+    with AuditStore.read_only(tmp_path / "kept" / "hearth-greeting-1" / "state" / "audit.db") as audit:
+        [run] = audit.runs(limit=1)
+    assert run["status"] == "interrupted"
+    assert len(fake.requests) == 1
