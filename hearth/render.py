@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ __all__ = [
     "local_time",
     "print_json",
     "table",
+    "time_left",
     "visible",
     "visible_line",
 ]
@@ -71,8 +73,15 @@ def human(rows: Sequence[dict[str, Any]], now: datetime | None = None) -> list[d
     return [{k: _human_value(k, v, now) for k, v in row.items()} for row in rows]
 
 
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?")
+
+
 def _human_value(key: str, value: Any, now: datetime) -> Any:
-    if key.endswith("_at") and isinstance(value, str):
+    # every time a table shows reads the same way, whatever its column is called (`at`, `next` ...)
+    if key.startswith("expires") and isinstance(value, str) and parse_stamp(value):
+        left = (parse_stamp(value) - now).total_seconds()  # type: ignore[operator]
+        return f"{time_left(left)} left" if left > 0 else "expired"
+    if isinstance(value, str) and (key.endswith("_at") or STAMP.fullmatch(value)):
         return ago(value, now)
     if key.endswith("duration_ms") and isinstance(value, int | float):
         return duration(value)
@@ -111,6 +120,20 @@ def ago(text: str | None, now: datetime | None = None) -> str:
         return "just now"
     amount = f"{int(span)} s" if span < 60 else f"{int(span // 60)} min" if span < 3600 else f"{int(span // 3600)} h"
     return f"{amount} ago" if seconds > 0 else f"in {amount}"
+
+
+def time_left(seconds: float) -> str:
+    """`2 d 3 h`, `11 h 59 min`, `14 min 30 s`, `40 s`: a time left before a deadline, one way
+    everywhere (an alert, a page and its countdown in hearth.js, a table)."""
+    whole = max(0, round(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 def duration(ms: float | None) -> str:

@@ -35,6 +35,7 @@ destination never fails or holds up a run; the process waits at most for its las
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.limits import parse_duration
+from hearth.render import local_time, time_left
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
 
@@ -452,23 +454,23 @@ def approval_alert(
     cli = f"\n{'or ' if links else ''}decide: hearth approve {approval_id}  or  hearth deny {approval_id}"
     page = f"\n{settings.web_url}/approvals" if settings.web_url else ""
     body = (
-        f"run {run_id} waits for approval {approval_id}: {call[:600]}\n"
-        f"{left(left_s)} left (until {expires_at}); no decision is a deny.{cli}{page}"
+        f"run {run_id} waits for approval {approval_id}: {call[:600]}{run_line(settings, run_id)}\n"
+        f"{time_left(left_s)} left (until {local_time(expires_at)}); no decision is a deny.{cli}{page}"
     )
     return Alert("approval", title or f"hearth: approval {approval_id} waits", body, run_id, links)
 
 
-def left(seconds: float) -> str:
-    """`7h 59m`, `14m 30s`, `40s`: a time left, as a person reads it on a phone."""
-    whole = max(0, round(seconds))
-    days, rest = divmod(whole, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+def run_line(settings: Settings, run_id: str) -> str:
+    """`\nprofile builder: GOAL`: what the waiting run is for, so a person decides knowing it ('' when
+    the audit cannot say). The audit keeps the goal with every credential value redacted."""
+    from hearth.audit import runs
+
+    try:
+        with AuditStore.read_only(settings.audit_path) as audit:
+            found = runs.header(audit, run_id)
+    except (sqlite3.Error, OSError):
+        return ""
+    return f"\nprofile {found['agent_name']}: {found['goal'][:300]}" if found else ""
 
 
 def pending_alert(settings: Settings) -> Callable[[Approval, str], None]:
@@ -502,7 +504,7 @@ def remind_due(settings: Settings, audit: AuditStore, now: datetime | None = Non
             continue
         left_s = (parse_stamp(approval.expires_at) - moment).total_seconds()
         title = f"hearth: approval {approval.id} " + (
-            "still waits" if kind == "after" else f"expires in {left(left_s)}"
+            "still waits" if kind == "after" else f"expires in {time_left(left_s)}"
         )
         call = f"{approval.tool} {approval.arguments}"
         notify(

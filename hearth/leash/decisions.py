@@ -78,16 +78,18 @@ def decide(
     return decided
 
 
-def by_link(settings: Settings, token: str, now: datetime | None = None) -> Decided:
+def by_link(settings: Settings, token: str, now: datetime | None = None, *, reason: str = "") -> Decided:
     """The decision a signed alert link carries, made once as `alert:DESTINATION`, and the link
-    marked used; ActionRefused (changing nothing) for a link that may not decide now."""
+    marked used (with the `reason` the link's page was given, told to the model on a deny);
+    ActionRefused (changing nothing) for a link that may not decide now."""
     if not settings.audit_path.exists():
         raise actions.ActionRefused(404, "this hearth has no approvals yet; nothing changed")
     with AuditStore(settings.audit_path) as audit:
         action, approval = actions.check(audit, settings.state_dir, token, now)
         verdict = "approve" if action.granted else "deny"
         try:
-            decided = _give(audit, approval.id, verdict, action.by, LINK_NOTE, utc_clock)
+            note = f"{LINK_NOTE}: {reason}" if reason else LINK_NOTE
+            decided = _give(audit, approval.id, verdict, action.by, note, utc_clock)
         except (ApprovalClosed, NotFound) as exc:
             raise actions.ActionRefused(409, str(exc)) from None
         actions.mark_used(audit, action)

@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 from starlette.responses import HTMLResponse
 
 from hearth.queue.request import MAX_GOAL_CHARS
+from hearth.render import time_left
 from hearth.web.charts import STATUS_COLOURS
 from hearth.web.security import Identity
 
@@ -73,7 +74,7 @@ def left(expires_at: str | None, now: datetime | None = None) -> str:
         return "-"
     end = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
     seconds = int((end - (now or datetime.now(UTC))).total_seconds())
-    return "expired" if seconds <= 0 else f"{duration(seconds * 1000).replace('.0 s', ' s')} left"
+    return "expired" if seconds <= 0 else f"{time_left(seconds)} left"
 
 
 def status_class(status: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hearth.render import print_json, table
+from hearth.render import local_time, print_json, table
 from hearth.settings import Settings
 
 
@@ -28,7 +28,7 @@ def show_budget(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     rows = [{"budget": "box", **view["box"]}] + [{"budget": f"agent {a['agent']}", **a} for a in view["agents"]]
     table([{k: _shown(v) for k, v in row.items()} for row in rows], ["budget", "limit", "spent", "remaining"])
-    print(f"since {view['since']}; resets at {view['resets_at']}")
+    print(f"since {local_time(view['since'])}; resets at {local_time(view['resets_at'])}")
     return 0
 
 

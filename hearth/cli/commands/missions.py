@@ -41,13 +41,23 @@ def list_missions(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json({"missions": rows, "problems": [p.line() for p in problems]})
     elif rows:
-        shown = [{**r, "paused": r["paused"] or "-", "last": _last(r)} for r in rows]
+        shown = [{**r, "next": _local(r["next"]), "paused": r["paused"] or "-", "last": _last(r)} for r in rows]
         table(shown, ["name", "schedule", "next", "last", "paused", "skipped", "agent", "goal"], widths={"goal": 40})
     else:
         print(f"no missions (add $HEARTH_CONFIG_DIR/missions/NAME.toml: {settings.config_dir / 'missions'})")
     for problem in problems:
         print(f"hearth missions: skipped {problem.line()}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _local(when: object) -> object:
+    """A timetable's time (this machine's, as its timers read it) with its zone, for the table."""
+    if not isinstance(when, str):
+        return when
+    try:
+        return datetime.fromisoformat(when).astimezone().isoformat()
+    except ValueError:
+        return when
 
 
 def _last(row: dict[str, object]) -> str:

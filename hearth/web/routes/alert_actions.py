@@ -24,14 +24,16 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, Response
 
 from agent.clock import utc_now
+from hearth.audit import runs
 from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.leash import actions, decisions
-from hearth.leash.alerts import left
+from hearth.render import time_left
 from hearth.web.context import error_response, web_of
 from hearth.web.security import ACT_PREFIX
 
 router = APIRouter()
+REASON_CHARS = 500
 
 
 def _audit_path(request: Request) -> Any:
@@ -41,20 +43,22 @@ def _audit_path(request: Request) -> Any:
     return path
 
 
-def preview(request: Request, token: str) -> tuple[actions.Action, Approval]:
+def preview(request: Request, token: str) -> tuple[actions.Action, Approval, dict[str, Any]]:
+    """What the link would decide, and the run it is for (its goal and profile)."""
     settings = web_of(request).config.settings
     with AuditStore(_audit_path(request)) as audit:
-        return actions.check(audit, settings.state_dir, token)
+        action, approval = actions.check(audit, settings.state_dir, token)
+        return action, approval, runs.header(audit, approval.run_id) or {}
 
 
-def decide(request: Request, token: str) -> Approval:
-    return decisions.by_link(web_of(request).config.settings, token).approval
+def decide(request: Request, token: str, reason: str) -> Approval:
+    return decisions.by_link(web_of(request).config.settings, token, reason=reason).approval
 
 
 @router.get(ACT_PREFIX + "{token}", response_class=HTMLResponse, include_in_schema=False)
 async def act_page(request: Request, token: str) -> Response:
     try:
-        action, approval = await run_in_threadpool(preview, request, token)
+        action, approval, run = await run_in_threadpool(preview, request, token)
     except actions.ActionRefused as exc:
         return error_response(request, exc.status, exc.reason)
     left_s = (parse_stamp(approval.expires_at) - utc_clock()).total_seconds()
@@ -63,16 +67,19 @@ async def act_page(request: Request, token: str) -> Response:
         "act.html",
         action=action,
         approval=approval,
+        run=run,
         arguments=_pretty(approval.arguments),
-        left=left(left_s),
+        left=time_left(left_s),
         now=utc_now(),
     )
 
 
 @router.post(ACT_PREFIX + "{token}", include_in_schema=False)
 async def act(request: Request, token: str) -> Response:
+    form = await request.form()  # a deny's reason from the page; ntfy's button sends none
+    reason = " ".join(str(form.get("reason") or "").split())[:REASON_CHARS]
     try:
-        decided = await run_in_threadpool(decide, request, token)
+        decided = await run_in_threadpool(decide, request, token, reason)
     except actions.ActionRefused as exc:
         return error_response(request, exc.status, exc.reason)
     return web_of(request).pages.render(request, "act_done.html", approval=decided)

@@ -59,13 +59,21 @@
     if (event.key === "ArrowLeft") { show(at < 0 ? steps().length - 1 : Math.max(0, at - 1)); event.preventDefault(); }
   });
 
-  // Approvals: the time left, counted down between refreshes.
+  // Approvals: the time left, counted down between refreshes, in the words the server wrote it
+  // (hearth/render.py's time_left: 2 d 3 h, 11 h 59 min, 14 min 30 s, 40 s).
+  function timeLeft(total) {
+    var days = Math.floor(total / 86400), hours = Math.floor(total % 86400 / 3600);
+    var minutes = Math.floor(total % 3600 / 60), seconds = total % 60;
+    if (days) { return days + " d " + hours + " h"; }
+    if (hours) { return hours + " h " + minutes + " min"; }
+    return minutes ? minutes + " min " + seconds + " s" : seconds + " s";
+  }
   function tick() {
     var now = Date.now();
     document.querySelectorAll("[data-expires]").forEach(function (el) {
       var left = Math.round((Date.parse(el.dataset.expires) - now) / 1000);
       if (isNaN(left)) { return; }
-      el.textContent = left <= 0 ? "expired" : (left >= 60 ? Math.floor(left / 60) + " min " : "") + (left % 60) + " s left";
+      el.textContent = left <= 0 ? "expired" : timeLeft(left) + " left";
       el.classList.toggle("soon", left < 60);
     });
   }

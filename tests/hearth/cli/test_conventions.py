@@ -25,9 +25,11 @@ from hearth.cli.main import build_parser
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
 from hearth.settings import Settings
+from tests.alert_support import write_alerts_toml
 from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import drop, rows, wait_for
+from tests.web_support import free_port
 
 # what prints no data: the web server, and the two that print generated scripts
 NO_JSON = {"serve", "worker", "completion", "man", "mcp serve"}  # mcp serve: stdout is the MCP protocol
@@ -133,6 +135,24 @@ def test_tables_show_times_as_people_read_them_and_json_keeps_iso(state_dir: Pat
     start = run_cli("hearth-loop", "--self-test")
     assert start.returncode == 0
     assert re.search(r"(just now|\d+ s ago)", run_cli("hearth", "runs", "--limit", "1").stdout)
+
+
+def test_every_table_shows_its_times_as_people_read_them(state_dir: Path, tmp_path: Path) -> None:
+    """The alerts' `at`, a mission's `next` and the budget's day read as the runs' `started` does."""
+    config = tmp_path / "config"
+    write_alerts_toml(config, ("desk", f"json://127.0.0.1:{free_port()}/nobody", None))
+    (config / "missions").mkdir()
+    (config / "missions" / "nightly.toml").write_text('schedule = "*-*-* 06:00:00"\ngoal = "sum up"\n')
+    assert run_cli("hearth", "alerts", "test").returncode == 1  # nobody listens: recorded failed
+    shown = {c: run_cli("hearth", c).stdout for c in ("alerts", "missions", "budget")}
+    iso = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+    assert {command: iso.findall(text) for command, text in shown.items()} == {
+        "alerts": [],
+        "missions": [],
+        "budget": [],
+    }
+    assert re.search(r"desk +failed", shown["alerts"]) and re.search(r"(just now|\d+ s ago)", shown["alerts"])
+    assert re.search(r"nightly .* (in \d+ (h|min|s)|just now) ", shown["missions"])
 
 
 def test_every_command_that_prints_data_takes_json_with_a_help_line() -> None:

@@ -65,7 +65,7 @@ def test_an_undecided_approval_is_reminded_once_after_the_interval_and_once_befo
     titles = [got["body"]["title"] for got in ntfy.got]
     assert titles == [
         f"hearth: approval {approval.id} still waits",
-        f"hearth: approval {approval.id} expires in 9m 00s",
+        f"hearth: approval {approval.id} expires in 9 min 0 s",
     ]
     assert all("make deploy" in got["body"]["message"] for got in ntfy.got)
     recorded = rows(settings.state_dir, "select event, destination, status, title from alerts order by id")

@@ -44,7 +44,9 @@ def center(state_dir: Path, tmp_path: Path) -> Iterator[Center]:
     settings = Settings.from_env()
     settings.queue_dir.mkdir(parents=True, exist_ok=True)
     with AuditStore(settings.audit_path) as audit:
-        audit.start_run(RunRecord(id="run1", agent_name="builder", model="m", goal="g", mode="auto", status="waiting"))
+        audit.start_run(
+            RunRecord(id="run1", agent_name="builder", model="m", goal="deploy the site", mode="auto", status="waiting")
+        )
     with Center(settings, tokens={"operator": OPERATOR}) as served:
         yield served
 
@@ -81,7 +83,8 @@ def test_the_ntfy_alerts_approve_action_posted_to_hearth_serve_approves_once_as_
     sent = ntfy.got[-1]["body"]
     assert sent["title"] == f"hearth: approval {approval.id} waits"
     assert "run run1 waits for approval" in sent["message"] and "make deploy" in sent["message"]
-    assert re.search(r"(9m \d\ds|10m 00s) left \(until ", sent["message"]) and "buttons" in sent["message"]
+    assert re.search(r"(9 min \d+ s|10 min 0 s) left \(until ", sent["message"]) and "buttons" in sent["message"]
+    assert "\nprofile builder: deploy the site\n" in sent["message"]  # what the run is for, before deciding
     # what a phone's ntfy app does: a bare POST, no cookie, no CSRF token, no Origin
     answer = httpx.post(found["Approve"], timeout=10)
     assert answer.status_code == 200 and "approved" in answer.text
@@ -109,14 +112,19 @@ def test_a_get_of_the_link_shows_the_call_the_run_and_the_time_left_and_never_de
         page = httpx.get(found["Deny"], timeout=10)
         assert page.status_code == 200
         assert "Deny this call?" in page.text and "run1" in page.text and "make deploy" in page.text
-        assert re.search(r"(9m \d\ds|10m 00s) left", page.text) and '<form method="post"' in page.text
+        assert re.search(r"(9 min \d+ s|10 min 0 s) left", page.text) and '<form method="post"' in page.text
+        assert '<dd id="goal">deploy the site</dd>' in page.text and '<dd id="profile">builder</dd>' in page.text
+        assert '<input name="reason"' in page.text
     assert _state() == before
     assert not (center.config.settings.queue_dir / "run1.resume").exists()
     # the page's own button: a browser's form POST, with its Origin, and no session
-    answer = httpx.post(found["Deny"], headers={"Origin": center.url}, timeout=10)
+    said = {"reason": "not on a Friday"}
+    answer = httpx.post(found["Deny"], headers={"Origin": center.url}, data=said, timeout=10)
     assert answer.status_code == 200 and "denied" in answer.text
-    [row] = rows(center.config.settings.state_dir, "select status, decided_by from approvals")
+    assert '<a href="/runs/run1" id="run-link">run1</a>' in answer.text  # the confirmation leads to the run
+    [row] = rows(center.config.settings.state_dir, "select status, decided_by, note from approvals")
     assert (row["status"], row["decided_by"]) == ("denied", "alert:phone")
+    assert row["note"] == "decided from an alert link: not on a Friday"  # told to the model with the denial
 
 
 def _link(center: Center, token: str) -> str:
@@ -169,7 +177,9 @@ def test_hearth_serve_sends_a_due_reminder_once_by_itself(state_dir: Path, tmp_p
     settings = Settings.from_env()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     with AuditStore(settings.audit_path) as audit:
-        audit.start_run(RunRecord(id="run1", agent_name="builder", model="m", goal="g", mode="auto", status="waiting"))
+        audit.start_run(
+            RunRecord(id="run1", agent_name="builder", model="m", goal="deploy the site", mode="auto", status="waiting")
+        )
         asked = utc_clock() - timedelta(minutes=2)
         approval = approvals.ask(audit, "run1", "run_command", {"command": "x"}, "x", timeout_s=3600, now=lambda: asked)
     with Center(settings):

@@ -286,3 +286,28 @@ def test_approve_and_always_allow_makes_a_standing_rule_that_the_page_lists_and_
         "made_by": "web:local",
         "removed_by": "web:local",
     }
+
+
+def test_the_countdown_of_a_waiting_call_keeps_the_servers_words(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    """`11 h 59 min left` counts down as `11 h 58 min left`, not as `718 min 59 s left`."""
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore, RunRecord
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with AuditStore(state_dir / "audit.db") as audit:
+        # suspended while it waits (no process, by design): nothing settles it
+        audit.start_run(
+            RunRecord(id="run1", agent_name="builder", model="m", goal="deploy", mode="auto", status="waiting")
+        )
+        approvals.ask(audit, "run1", "run_command", {"command": "make deploy"}, "dangerous", timeout_s=12 * 3600)
+    page = browser.page(390, 844)
+    page.clock.install()  # the page's own clock, moved on below: its timers run, no test waits on time
+    page.goto(center.url + "/approvals")
+    left = page.locator(".approval [data-expires]")
+    assert re.fullmatch(r"11 h 59 min left|12 h 0 min left", left.inner_text())
+    page.clock.run_for(61_000)
+    assert re.fullmatch(r"11 h 58 min left|11 h 59 min left", left.inner_text()), left.inner_text()
+    page.clock.run_for(12 * 3600 * 1000)
+    assert left.inner_text() == "expired"
