@@ -18,11 +18,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 
 from agent.clock import utc_now
 from hearth.errors import HearthError
@@ -32,6 +33,7 @@ from hearth.web.reader import Reader, RunFilter
 SOURCE = "api:mcp"
 CAP = 2000  # characters of a step's arguments and output shown by show_run (the run page has all)
 RoleOf = Callable[[Context], tuple[str, str]]  # (role, who) of the caller
+Listed = Annotated[CallToolResult, list[dict[str, Any]]]  # a list's schema, answered by `listed`
 
 
 class Hearth:
@@ -162,6 +164,13 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     return {**{k: row.get(k) for k in keep}, "arguments": arguments}
 
 
+def listed(rows: list[dict[str, Any]], empty: str) -> CallToolResult:
+    """A list as a tool answers it: the list as structured content, and as text one JSON array (an
+    empty one in words: `[]` would be no text at all to a client that reads only the text)."""
+    text = json.dumps(rows, ensure_ascii=False, default=str) if rows else empty
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"result": list(rows)})
+
+
 def build(settings: Settings, role_of: RoleOf) -> MCPServer:
     """The server and its tools; `role_of` says who calls (stdio: the command's role; HTTP: the token's)."""
     hearth = Hearth(settings)
@@ -169,6 +178,10 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         "hearth",
         instructions="hearth runs agent goals on local models, sandboxed and audited. Launch a run, "
         "follow it with run_status, read it with show_run; an operator decides its approvals.",
+        # the SDK sets the root logger to this level: at its INFO, every httpx request of the whole
+        # process (the command center's, `serve --watch`'s) was a line on stderr; HEARTH_LOG_LEVEL's
+        # own setting was made before and stays
+        log_level="WARNING",
     )
 
     async def call(ctx: Context, need: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -204,17 +217,15 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         return dict(await call(ctx, "viewer", hearth.show, run_id, diff))
 
     @server.tool()
-    async def list_runs(
-        ctx: Context, status: str = "", agent: str = "", source: str = "", limit: int = 20
-    ) -> list[dict[str, Any]]:
+    async def list_runs(ctx: Context, status: str = "", agent: str = "", source: str = "", limit: int = 20) -> Listed:
         """The latest runs (at most 50), newest first, filtered by status, agent profile or source
         (api:NAME, cli, command-center, timer). Free: reads the audit."""
-        return list(await call(ctx, "viewer", hearth.runs, status, agent, source, limit))
+        return listed(await call(ctx, "viewer", hearth.runs, status, agent, source, limit), "no run matches")
 
     @server.tool()
-    async def list_approvals(ctx: Context) -> list[dict[str, Any]]:
+    async def list_approvals(ctx: Context) -> Listed:
         """Every approval waiting for a person: the run, the exact tool call, until when. Free."""
-        return list(await call(ctx, "viewer", hearth.approvals))
+        return listed(await call(ctx, "viewer", hearth.approvals), "no call waits for a decision")
 
     @server.tool()
     async def decide_approval(
@@ -226,9 +237,9 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         return dict(await call(ctx, "operator", hearth.decide, approval_id, decision, reason))
 
     @server.tool()
-    async def search_knowledge(ctx: Context, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    async def search_knowledge(ctx: Context, query: str, limit: int = 5) -> Listed:
         """Search hearth's knowledge base (at most 20 hits). Free: reads the local index, no model call."""
-        return list(await call(ctx, "viewer", hearth.search, query, limit))
+        return listed(await call(ctx, "viewer", hearth.search, query, limit), "nothing in the knowledge base matches")
 
     @server.tool()
     async def stop_run(ctx: Context, run_id: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from hearth.settings import Settings
 from tests.conftest import ROOT
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import rows
-from tests.web_support import Center
+from tests.web_support import Center, seed_runs
 
 TOKENS = {"operator": "operator-token-0123456789", "viewer": "viewer-token-0123456789"}
 TOOLS = {
@@ -109,6 +109,28 @@ def test_over_http_an_operator_launches_follows_approves_and_reads_a_run_a_viewe
     assert row == {"source": "api:mcp", "requested_by": "mcp:token:operator", "status": "done"}
     [decision] = rows(state_dir, "select status, decided_by from approvals")
     assert decision == {"status": "approved", "decided_by": "mcp:token:operator"}
+
+
+def test_a_tool_answering_an_empty_list_says_so_in_text_and_a_full_one_as_json(state_dir: Path) -> None:
+    """A client that reads only the text content (most chat clients) hears an empty answer as words."""
+    seed_runs(state_dir, 2)
+    with Center(Settings.from_env(), tokens=TOKENS) as center:
+
+        async def scenario() -> None:
+            async with over_http(center, "viewer") as viewer:
+                for tool, words in (
+                    ("list_approvals", "no call waits for a decision"),
+                    ("search_knowledge", "nothing in the knowledge base matches"),
+                ):
+                    answer = await viewer.call_tool(tool, {"query": "x"} if tool == "search_knowledge" else {})
+                    assert [c.text for c in answer.content] == [words] and data(answer) == []  # type: ignore[union-attr]
+                full = await viewer.call_tool("list_runs", {})
+                [text] = [c.text for c in full.content]  # type: ignore[union-attr]
+                assert (
+                    [r["id"] for r in json.loads(text)] == [r["id"] for r in data(full)] == ["seed-00001", "seed-00000"]
+                )
+
+        run(scenario)
 
 
 def test_over_http_no_token_or_a_wrong_one_is_refused_before_the_sdk(state_dir: Path) -> None:
