@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import threading
 import time
@@ -16,8 +17,10 @@ from hearth.settings import Settings
 EPILOG = (
     "Listens on 127.0.0.1:8770 by default, open to whoever can reach loopback. Any other address "
     "needs --token-file (operator) and/or --viewer-token-file. exit codes: 0 stopped, 2 bad usage "
-    "(no token for a public address, an unreadable token file)"
+    "(no token for a public address, an unreadable token file), 3 the address cannot be listened on "
+    "(another hearth serve has the port: give --port)"
 )
+IN_USE = 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,9 +44,20 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.web.app import create_app
     from hearth.web.config import WebConfig, check_bind, load_tokens
 
-    settle_dead_runs(settings)  # runs whose process is gone, before anyone looks at the page
     tokens = load_tokens(args.token_file, args.viewer_token_file, settings.credentials_dir)
     check_bind(args.host, tokens)
+    try:  # first: a port taken is said at once, before anything is announced or started
+        sock = _listening(args.host, args.port)
+    except OSError as exc:
+        print(
+            visible_line(
+                f"hearth serve: cannot listen on {_shown(args.host)}:{args.port}: {exc.strerror or exc}"
+                "; another hearth serve may have it: give --port N"
+            ),
+            file=sys.stderr,
+        )
+        return IN_USE
+    settle_dead_runs(settings)  # runs whose process is gone, before anyone looks at the page
     config = WebConfig(settings, args.host, args.port, tokens, tuple(args.allowed_host))
     app = create_app(config)
     watcher = _start_watch(settings) if args.watch else None
@@ -55,12 +69,28 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", **_tls(args)), app.state.web.live
     )
     try:
-        server.run()
+        server.run(sockets=[sock])
     finally:
         backlog.stop()
         if watcher is not None:
             watcher.stop()
     return 0
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """The server's socket, bound and listening (OSError when the address is taken or not ours)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[
+        0
+    ]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it: a restart may rebind at once
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _tls(args: argparse.Namespace) -> dict[str, Any]:
@@ -121,14 +151,24 @@ class _Watcher:
         self.thread.join(60)
 
 
-# what a person watching `hearth serve --watch` is told: one line when a run starts, ends or fails
-SAID = {"started": "started", "ended": "ended", "settled": "ended", "launch_failed": "failed to start"}
+# what a person watching `hearth serve --watch` is told: one line when a run starts, waits for a
+# person (and is suspended), goes on, ends or fails to start
+SAID = {
+    "started": "started",
+    "waiting": "waits",
+    "resumed": "goes on",
+    "ended": "ended",
+    "settled": "ended",
+    "launch_failed": "failed to start",
+}
 
 
 def run_lines(status: Callable[[str], str | None], out: TextIO | None = None) -> Callable[[str, str, str], None]:
-    """The spawner's report as one stderr line per run started, ended (with the status it recorded
-    and, when not done, its error's first line) or failed to start; the rest stays quiet. A run's
-    end is reported by its process's exit or by a settle, whichever comes first: said once."""
+    """The spawner's report as one stderr line per run started, waiting for a person, gone on, ended
+    (with the status it recorded and, when not done, its error's first line) or failed to start;
+    the rest stays quiet. A process that exits to wait for a person has not ended the run: its end
+    is said when the run really ends, by its process's exit or by a settle, whichever comes first,
+    once."""
     ended: set[str] = set()
 
     def report(what: str, name: str, detail: str) -> None:
@@ -136,8 +176,10 @@ def run_lines(status: Callable[[str], str | None], out: TextIO | None = None) ->
         if what not in SAID or (SAID[what] == "ended" and run_id in ended):
             return
         if SAID[what] == "ended":
-            ended.add(run_id)
             detail = status(run_id) or detail
+            if detail.startswith("waiting"):
+                return  # suspended: the settle that follows says so as `waits`
+            ended.add(run_id)
         line = f"hearth serve: {time.strftime('%H:%M:%S')} run {run_id} {SAID[what]}{': ' + detail if detail else ''}"
         print(visible_line(line), file=out or sys.stderr, flush=True)
 

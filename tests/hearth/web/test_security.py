@@ -190,6 +190,19 @@ def test_hearth_serve_refuses_a_public_address_without_a_token(state_dir: Path) 
     assert done.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in done.stderr
 
 
+def test_a_second_hearth_serve_on_a_busy_port_says_so_at_once_and_announces_nothing(
+    state_dir: Path, listener: socket.socket
+) -> None:
+    port = listener.getsockname()[1]
+    done = run_cli("hearth", "serve", "--port", str(port))
+    assert done.returncode == 3, done.stderr
+    assert done.stderr == (
+        f"hearth serve: cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "another hearth serve may have it: give --port N\n"
+    )
+    assert "3 the address cannot be listened on" in " ".join(run_cli("hearth", "serve", "--help").stdout.split())
+
+
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_over_tls_the_session_cookie_is_secure(state_dir: Path, tmp_path: Path) -> None:
     from tests.netfixtures import certificate
