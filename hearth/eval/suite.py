@@ -285,8 +285,14 @@ def add_case(config_dir: Path, name: str, case: Case) -> Path:
     before = path.read_text(encoding="utf-8") if existed else f"description = {json.dumps(f'suite {name}')}\n"
     if existed and case.name in {c.name for c in load_suite(config_dir, name).cases}:
         raise ConfigError(f"{path}: a case named {case.name!r} is there already; pass --name to name this one")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(before + case_text(case), encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(before + case_text(case), encoding="utf-8")
+    except OSError as exc:  # /etc/hearth as a plain user, a read-only or missing place
+        raise ConfigError(
+            f"cannot write {path}: {exc.strerror or exc}; HEARTH_CONFIG_DIR names where suites live: "
+            "set it to a directory you may write (the README's tour: $PWD/.hearth/config)"
+        ) from None
     try:
         load_suite(config_dir, name)
     except ConfigError:

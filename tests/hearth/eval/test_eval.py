@@ -139,6 +139,20 @@ def test_eval_add_refuses_an_unknown_run_and_keeps_the_suite_as_it_was(state_dir
     assert not (state_dir.parent / "config" / "evals" / "chores.toml").exists()
 
 
+def test_eval_add_where_the_config_directory_cannot_be_written_says_what_to_set(state_dir: Path) -> None:  # noqa: F811
+    self_test = run_cli("hearth-loop", "--self-test")
+    assert self_test.returncode == 0, self_test.stderr
+    [run] = rows(state_dir, "select id from runs")
+    blocked = state_dir.parent / "a-file"
+    blocked.write_text("not a directory\n")
+    proc = run_cli(
+        "hearth", "eval", "add", run["id"], "--suite", "chores", env={"HEARTH_CONFIG_DIR": str(blocked / "config")}
+    )
+    assert proc.returncode == 2, proc.stderr  # not "internal error" (70)
+    assert proc.stderr.startswith(f"hearth eval: cannot write {blocked}/config/evals/chores.toml: Not a directory;")
+    assert "set it to a directory you may write" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
 def test_a_dry_run_lists_each_case_model_profile_and_repeat_and_queues_nothing(state_dir: Path) -> None:  # noqa: F811
     evals = state_dir.parent / "config" / "evals"
     evals.mkdir(parents=True)
