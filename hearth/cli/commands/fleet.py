@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 import time
+from datetime import UTC, datetime
 
-from hearth.render import print_json, table
+from agent.clock import stamp
+from hearth.render import ago, print_json, table
 from hearth.settings import Settings
 
 EPILOG = "exit codes: 0 done, 2 a bad or taken name, or a worker that does not exist"
@@ -52,6 +55,12 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
     with AuditStore(settings.audit_path) as audit:
         if args.fleet_action == "add":
             token = hub.add_worker(audit, args.name, args.label, getpass.getuser())
+            if settings.launcher != "celery":
+                print(
+                    f"hearth fleet: this box is no hub (HEARTH_LAUNCHER={settings.launcher}, not celery): the worker "
+                    "is added, but no request reaches it until this box runs as one (docs/fleet.md)",
+                    file=sys.stderr,
+                )
             if args.json:
                 print_json({"name": args.name, "token": token})
             else:
@@ -93,7 +102,7 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
         {
             "worker": w.name,
             "state": "up" if w.seen_within(hub.lost_after(), now) else "never seen" if w.seen_at is None else "silent",
-            "seen": "-" if w.seen_at is None else f"{now - w.seen_at:.0f}s ago",
+            "seen": "-" if w.seen_at is None else ago(stamp(datetime.fromtimestamp(w.seen_at, UTC))),
             "labels": ",".join(w.labels) or "-",
             "models": ",".join(w.models) or "-",
             "runs": ",".join(w.running) or "-",

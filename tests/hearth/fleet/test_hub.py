@@ -278,3 +278,13 @@ def test_an_approval_reusing_another_runs_approval_id_is_a_conflict_and_changes_
     assert theirs.id in str(refused.value) and "exists already" in str(refused.value)
     assert approvals.row_of(audit, theirs.id) == asdict(theirs)
     assert audit.steps("r1") == []  # the batch is one: nothing of it was written
+
+
+def test_a_worker_added_on_a_box_that_is_no_hub_is_warned_about(state_dir: Path) -> None:
+    from tests.conftest import run_cli
+
+    plain = run_cli("hearth", "fleet", "add", "gpu1", env={"HEARTH_LAUNCHER": "local"})
+    assert plain.returncode == 0 and len(plain.stdout.splitlines()[0]) > 20  # its token, shown once
+    assert "this box is no hub (HEARTH_LAUNCHER=local, not celery)" in plain.stderr
+    at_hub = run_cli("hearth", "fleet", "add", "gpu2", env={"HEARTH_LAUNCHER": "celery"})
+    assert at_hub.returncode == 0 and "no hub" not in at_hub.stderr
