@@ -19,6 +19,14 @@ from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MIN_REPLY_TOKENS, pa
 DEFAULT_STATE_DIR = "/var/lib/hearth"
 DEFAULT_CONFIG_DIR = "/etc/hearth"
 DEFAULT_MODEL = "qwen2.5-coder"
+
+
+def model_origin(model: str) -> str:
+    """Where a host's model comes from, as a page names it: HEARTH_MODEL, or hearth's own default
+    (a page naming HEARTH_MODEL when it is unset sends a person looking for a variable)."""
+    return "HEARTH_MODEL" if model != DEFAULT_MODEL else "hearth's default; HEARTH_MODEL sets another"
+
+
 SANDBOX_KINDS = ("auto", "bwrap", "landlock", "none")
 TRIPWIRES = ("home", "workspace", "off")  # where decoys go: the sandbox home, also the workspace, nowhere
 TRIPWIRE_ACTIONS = ("stop", "record")

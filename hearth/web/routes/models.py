@@ -20,7 +20,7 @@ from agent.model.backends import look
 from agent.model.host import Host, HostView, ModelInfo, parse_host
 from hearth.errors import ConfigError
 from hearth.run.hosts import configured
-from hearth.settings import Settings
+from hearth.settings import Settings, model_origin
 from hearth.web.context import web_of
 from hearth.web.security import Identity, viewer
 
@@ -51,7 +51,7 @@ def models_data(settings: Settings) -> dict[str, Any]:
                 "loaded": [],
             },
         )
-    return {**hosts[0], "hosts": hosts, "default": settings.model}
+    return {**hosts[0], "hosts": hosts, "default": settings.model, "default_from": model_origin(settings.model)}
 
 
 def host_data(host: Host) -> dict[str, Any]:

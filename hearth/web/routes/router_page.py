@@ -20,7 +20,7 @@ from hearth.errors import HearthError
 from hearth.run.goal import GoalRequest
 from hearth.run.profiles import apply_profile, load_profile, profile_names
 from hearth.run.router import ROUTER_FILE, Facts, Route, Router, Rule, load_router, route_request
-from hearth.settings import Settings
+from hearth.settings import Settings, model_origin
 from hearth.web.context import web_of
 from hearth.web.security import Identity, viewer
 
@@ -30,7 +30,7 @@ SOURCES = ("command-center", "cli", "timer")
 WHY = {
     "request": "the request names this model",
     "profile": "the agent profile names this model",
-    "default": "no rule matched: the router's default (else the host's HEARTH_MODEL)",
+    "default": "no rule matched: the router's default (else the host's model)",
     "tag": "the name resolved to this pulled tag",
     "fallback": "the first choice is not pulled: the next fallback that is",
     "escalation": "the run before it ended short: the next model up",
@@ -57,6 +57,7 @@ def rules_data(settings: Settings) -> dict[str, Any]:
         "problem": problem,
         "default": found.default,
         "host_default": settings.model,
+        "host_default_from": model_origin(settings.model),
         "fallbacks": list(found.fallbacks),
         "escalate": found.escalate,
         "rules": [_rule(rule) for rule in found.rules],

@@ -92,6 +92,19 @@ def test_a_broken_router_file_is_one_line_and_the_goal_gets_the_default(routed: 
     assert answer["reason"] == "tag" and answer["model"] == "qwen2.5-coder:latest" and answer["warning"]
 
 
+def test_without_a_default_the_page_names_where_the_hosts_model_comes_from(
+    routed: Center, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (Path(routed.config.settings.config_dir) / "router.toml").write_text("")
+    page = routed.client(Authorization=f"Bearer {VIEWER}").get("/operate/router").text
+    assert 'Default: <span class="mono">qwen2.5-coder</span> (hearth&#39;s default; HEARTH_MODEL sets another)' in page
+    assert "(HEARTH_MODEL)" not in page  # it is not set here: naming it would send a person looking for it
+    monkeypatch.setenv("HEARTH_MODEL", "llama3.2")
+    with Center(Settings.from_env(), tokens={"viewer": VIEWER}) as other:
+        named = other.client(Authorization=f"Bearer {VIEWER}").get("/operate/router").text
+    assert 'Default: <span class="mono">llama3.2</span> (HEARTH_MODEL)' in named
+
+
 def test_the_router_page_answers_a_tried_goal(routed: Center, browser: Browser) -> None:
     page = signed_in(routed, browser, VIEWER)
     looked_at(browser, page, routed.url + "/operate/router", "router")
