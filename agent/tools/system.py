@@ -34,8 +34,15 @@ def _on_host(root: Path, target: str) -> Path:
     return root / target.lstrip("/")
 
 
+NIXOS_ONLY = ("current_generation", "list_generations")  # tools with nothing to say elsewhere
+
+
+def is_nixos(root: Path = Path("/")) -> bool:
+    return (root / "etc/NIXOS").exists() or (root / "run/current-system").is_symlink()
+
+
 def _not_nixos(root: Path) -> str | None:
-    if (root / "etc/NIXOS").exists() or (root / "run/current-system").is_symlink():
+    if is_nixos(root):
         return None
     return "this host is not NixOS (no /etc/NIXOS and no /run/current-system): it has no system generations"
 

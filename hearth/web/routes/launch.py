@@ -15,7 +15,10 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from agent.model.backends import probe
-from agent.tools.builtin import TOOLS
+from agent.tools import config_repo
+from agent.tools.builtin import COMMON, TOOLS
+from agent.tools.registry import Tool
+from agent.tools.system import NIXOS_ONLY, is_nixos
 from hearth.audit.store import new_run_id
 from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
@@ -80,7 +83,7 @@ def form_errors(reason: str, goal: str) -> tuple[dict[str, str], str]:
 def form_choices(request: Request) -> dict[str, Any]:
     """What the form offers: profiles, the models Ollama has, tools by risk, credential names."""
     settings = web_of(request).config.settings
-    tools = sorted(TOOLS.values(), key=lambda t: (RISK_ORDER.index(t.risk) if t.risk in RISK_ORDER else 9, t.name))
+    tools = sorted(offered(), key=lambda t: (RISK_ORDER.index(t.risk) if t.risk in RISK_ORDER else 9, t.name))
     try:
         credentials = [
             e["name"] for e in CredentialStore(settings.credentials_path, settings.credentials_dir).entries()
@@ -94,7 +97,15 @@ def form_choices(request: Request) -> dict[str, Any]:
         "default_model": settings.model,
         "tools": [{"name": t.name, "risk": t.risk, "description": t.description.split(". ")[0]} for t in tools],
         "credential_names": credentials,
+        "default_tools": None if settings.tool_set == "all" else list(COMMON),
     }
+
+
+def offered() -> list[Tool]:
+    """The tools a run launched here may be given: not the config repository's (a self-evolution's,
+    which this form does not launch), nor NixOS's generations on a host that is not NixOS."""
+    kept = {t.name for t in config_repo.TOOLS} | (set() if is_nixos() else set(NIXOS_ONLY))
+    return [t for t in TOOLS.values() if t.name not in kept]
 
 
 def request_object(form: dict[str, Any], me: Identity) -> dict[str, Any]:

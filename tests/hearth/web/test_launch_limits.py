@@ -4,6 +4,7 @@ browser sends line breaks as CRLF), shown before sending, and a refusal said pla
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from hearth.queue.request import MAX_GOAL_CHARS
@@ -38,3 +39,16 @@ def test_a_goal_of_many_lines_at_the_limit_is_queued_and_one_over_is_refused_pla
     assert "string should have" not in page.inner_text("body").lower()
     assert page.input_value("textarea[name=goal]") == at_limit + "y"
     assert browser.axe(page) == []
+
+
+def test_the_form_says_which_tools_a_run_gets_unticked_and_offers_only_tools_this_host_can_use(center: Center) -> None:
+    page = center.client().get("/launch").text
+    said = re.search(r'<span class="hint" id="default-tools">(.*?)</span>', page, re.S)
+    assert said is not None and said.group(1).startswith(
+        "none ticked: the profile's tools, else the common ones (read_file,"
+    )
+    offered = set(re.findall(r'name="tools" value="([a-z_]+)"', page))
+    assert {"read_file", "run_command", "web_fetch", "kb_search"} <= offered
+    assert not offered & {"read_self_config", "write_self_config", "git_status", "git_diff", "nix_check"}
+    nixos = Path("/etc/NIXOS").exists() or Path("/run/current-system").is_symlink()
+    assert ("current_generation" in offered) == ("list_generations" in offered) == nixos
