@@ -261,7 +261,8 @@ def _main(argv: list[str]) -> int:
             outcome = _marathon(args, request, settings)
         else:
             _, outcome = run_goal(request, settings, json_lines=args.json)
-        if outcome.status != "done":
+        # for a script, on stderr; at a terminal the run's own last line (`== status: why`) said it already
+        if outcome.status != "done" and (args.json or not sys.stdout.isatty()):
             print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
         return exit_code(outcome.status)
     except HearthError as exc:

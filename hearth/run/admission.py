@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -99,6 +100,7 @@ class AdmittedRun:
     sandbox: SandboxPolicy
     checkpoints: Checkpoints
     route: Route
+    admitted: float = field(default_factory=time.monotonic)  # when: a run that ends before its loop is timed from here
 
 
 def admit(

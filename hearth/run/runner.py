@@ -196,7 +196,9 @@ def _with_model(
 def _unavailable(run: AdmittedRun) -> Outcome:
     """No model the run could use is pulled: recorded as the loop would, without a model call."""
     outcome = Outcome("model_unavailable", "", 0, error=run.route.problem)
-    run.recorder.record(RunFinished(run.id, outcome.status, {"iterations": 0, "error": outcome.error, "summary": ""}))
+    took = int((time.monotonic() - run.admitted) * 1000)
+    totals = {"iterations": 0, "error": outcome.error, "summary": "", "duration_ms": took}
+    run.recorder.record(RunFinished(run.id, outcome.status, totals))
     run.recorder(Event("run_finished", 0, {"status": outcome.status, "summary": "", "error": outcome.error}))
     return outcome
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.fake_ollama import FakeOllama, Raw, final_answer, tool_call
 
 
@@ -202,3 +206,34 @@ def test_show_of_an_unknown_run_is_a_one_line_error(state_dir: Path, fake: FakeO
     loop(fake, "anything")
     proc = run_cli("hearth", "show", "nope")
     assert proc.returncode == 2 and "no run with id 'nope'" in proc.stderr
+
+
+def test_a_model_not_pulled_is_said_once_at_a_terminal_and_its_run_has_a_duration(
+    state_dir: Path, fake: FakeOllama
+) -> None:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hearth.cli.loop", "--ollama-host", fake.url, "--model", "qwen2.5-codr", "say hi"],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
+    os.close(slave)
+    seen = b""
+    while True:  # until the process closes the terminal
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every writer is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.wait(timeout=30) == 4
+    said = seen.decode()
+    assert said.count("model qwen2.5-codr is not pulled") == 1, said  # the run's own last line, not again on stderr
+    assert "== model_unavailable: model qwen2.5-codr is not pulled" in said
+    [run] = runs(state_dir)
+    assert run["status"] == "model_unavailable" and run["duration_ms"] is not None  # `hearth runs` has a took
