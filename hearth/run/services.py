@@ -117,6 +117,8 @@ def mcp_tools(
 def _declared(settings: Settings) -> bool:
     try:
         return any(p.suffix == ".toml" for p in mcp_dir(settings.config_dir).iterdir())
+    except FileNotFoundError:
+        return False
     except OSError:
         return True  # unreadable: offer() says why, once, in the run's record
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,26 @@ def test_the_recorder_redacts_every_event_it_stores_and_prints(tmp_path: Path) -
         assert value not in text
     assert "echo [redacted:TOKEN]" in stored and "saw [redacted:TOKEN]" in out.getvalue()
     assert not (tmp_path / "state" / "r1.json").exists()  # the run ended: its live state is the audit's
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["no mcp directory", "an empty one"])
+def test_a_box_that_declares_no_mcp_server_never_loads_mcp_s_code(tmp_path: Path, made: bool) -> None:
+    if made:
+        (tmp_path / "etc" / "mcp").mkdir(parents=True)
+    script = """
+import sys
+HEAVY = {"hearth.mcp.offer", "agent.tools.mcp.client", "agent.tools.mcp.tools"}
+from agent.safety.sandbox import SandboxPolicy
+from agent.net.guard import NetGuard
+from hearth.run.admission import resolved
+from hearth.run.goal import GoalRequest
+from hearth.run.services import mcp_tools
+from hearth.settings import Settings
+settings = Settings.from_env({"HEARTH_STATE_DIR": sys.argv[1] + "/state", "HEARTH_CONFIG_DIR": sys.argv[1] + "/etc"})
+plan = resolved(GoalRequest(goal="g", model="m"), settings, "r1")
+assert plan.every_tool
+print(mcp_tools(plan, settings, SandboxPolicy(), None, NetGuard()), sorted(m for m in sys.modules if m.split(".")[0] == "mcp" or m in HEAVY))
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "[]"]
