@@ -61,6 +61,8 @@ class Settings:
     # systemd's $STATE_DIRECTORY: in a hearth-agent@ unit, the run's workspace it made (StateDirectory=)
     unit_state_dirs: tuple[str, ...] = ()
     net_private_hosts: tuple[str, ...] = ()  # LAN hosts network tools may reach (HEARTH_NET_PRIVATE_HOSTS)
+    # a SearXNG JSON endpoint web_search asks instead of ddgs (HEARTH_SEARCH_URL; "": ddgs)
+    search_url: str = ""
     recall_chars: int = 2000  # auto-recall budget of the first message (HEARTH_RECALL_CHARS, 0: off)
     # semantic recall (agent/knowledge/semantic.py): the Ollama embedding model (HEARTH_EMBED_MODEL;
     # "off": by text only), and how much each way counts in the fusion (HEARTH_RECALL_TEXT_WEIGHT,
@@ -115,6 +117,7 @@ class Settings:
             credentials_dir=Path(env["CREDENTIALS_DIRECTORY"]) if env.get("CREDENTIALS_DIRECTORY") else None,
             unit_state_dirs=tuple(p for p in env.get("STATE_DIRECTORY", "").split(":") if p),
             net_private_hosts=tuple(h.strip() for h in env.get("HEARTH_NET_PRIVATE_HOSTS", "").split(",") if h.strip()),
+            search_url=_search_url(env),
             recall_chars=_count(env, "HEARTH_RECALL_CHARS", 2000),
             embed_model=_embed_model(env),
             recall_text_weight=_weight(env, "HEARTH_RECALL_TEXT_WEIGHT"),
@@ -227,6 +230,13 @@ def _tokens(env: Mapping[str, str], name: str) -> int | None:
     if not raw.isdigit():
         raise ConfigError(f"{name} must be a whole number of tokens, got {raw!r}")
     return int(raw)
+
+
+def _search_url(env: Mapping[str, str]) -> str:
+    url = (env.get("HEARTH_SEARCH_URL") or "").strip()
+    if url and not re.match(r"https?://[^/?#\s]+", url):
+        raise ConfigError(f"HEARTH_SEARCH_URL must be an http or https URL (a SearXNG /search), got {url[:80]!r}")
+    return url
 
 
 def _approval_wait(env: Mapping[str, str]) -> float:

@@ -456,6 +456,7 @@ let
     recallChars = "HEARTH_RECALL_CHARS";
     embedModel = "HEARTH_EMBED_MODEL";
     netPrivateHosts = "HEARTH_NET_PRIVATE_HOSTS";
+    searchUrl = "HEARTH_SEARCH_URL";
     ollamaTimeoutSec = "HEARTH_OLLAMA_TIMEOUT_S";
     logLevel = "HEARTH_LOG_LEVEL";
   };
@@ -634,6 +635,12 @@ in
         default = [ ];
         example = [ "nas.lan" ];
         description = "LAN hosts network tools may reach at private addresses (HEARTH_NET_PRIVATE_HOSTS).";
+      };
+      searchUrl = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "http://searx.lan:8888/search";
+        description = "A SearXNG search endpoint (its JSON API) that web_search and research runs ask instead of DuckDuckGo, through the network guard; a LAN one is also named in netPrivateHosts (HEARTH_SEARCH_URL; null: DuckDuckGo through ddgs).";
       };
       ollamaTimeoutSec = mkOption {
         type = types.nullOr types.ints.positive;

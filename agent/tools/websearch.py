@@ -1,17 +1,26 @@
-"""web_search: the `ddgs` package (keyless metasearch), behind the run's network guard.
+"""web_search: the `ddgs` package (keyless metasearch), or a search endpoint the operator runs,
+behind the run's network guard.
 
 ddgs connects with its own HTTP client, so each search starts a GuardProxy (agent/net/proxy.py)
 and hands it to ddgs as its proxy: every provider connection is checked and pinned like any other
 network tool's. With an egress allow list only DuckDuckGo is used, and only if the list allows
 its host. ddgs is imported only when a search runs; tests inject a backend with ddgs' `text()`.
+
+A search endpoint (`SearchEndpoint`, HEARTH_SEARCH_URL: a SearXNG instance, or anything answering
+its JSON API, `GET URL?q=...&format=json` -> `{"results": [{"url", "title", "content"}]}`) is
+asked instead of ddgs: a plain GET through the run's guard like web_fetch's, so the egress list
+and the guard's address checks hold for it as for any host (a LAN instance is named in
+HEARTH_NET_PRIVATE_HOSTS). `found()` is the search both web_search and a research run make.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
-from agent.net.guard import NetRefused
+from agent.net.guard import NetError, NetRefused
 from agent.safety.workspace import Workspace
 from agent.tools.args import guard_of, integer, within_run
 from agent.tools.registry import Tool, ToolFailed
@@ -25,12 +34,7 @@ def web_search(args: dict[str, Any], ws: Workspace) -> str:
     if not query:
         raise ToolFailed("query is empty")
     limit = args.get("max_results", 5)
-    try:  # the query goes to the providers: no credential's value rides along, in any spelling
-        guard_of(ws).refuse_secrets(PROVIDER_HOST, "search query", query)
-    except NetRefused as exc:
-        raise ToolFailed(f"web_search {exc}") from None
-    backend_name = _backend_for(ws)
-    results = search(ws, query, limit, backend_name)
+    results = found(ws, query, limit)
     if not results:
         return f"no results for {query!r}"
     return "\n\n".join(
@@ -40,10 +44,22 @@ def web_search(args: dict[str, Any], ws: Workspace) -> str:
     )
 
 
+def found(ws: Workspace, query: str, limit: int) -> list[dict[str, Any]]:
+    """The results of one search (ddgs' shape: title, href, body); ToolFailed with the reason."""
+    backend = ws.services.search_backend
+    where = getattr(backend, "host", "") or PROVIDER_HOST
+    try:  # the query goes to the providers: no credential's value rides along, in any spelling
+        guard_of(ws).refuse_secrets(where, "search query", query)
+    except NetRefused as exc:
+        raise ToolFailed(f"web_search {exc}") from None
+    return search(ws, query, limit, _backend_for(ws))
+
+
 def _backend_for(ws: Workspace) -> str:
-    """ddgs picks its providers itself: with an egress allow list, only DuckDuckGo, and only if listed."""
+    """ddgs picks its providers itself: with an egress allow list, only DuckDuckGo, and only if listed.
+    A search endpoint is checked by the guard at each request, as any host."""
     guard = guard_of(ws)
-    if not guard.egress:
+    if not guard.egress or isinstance(ws.services.search_backend, SearchEndpoint):
         return "auto"
     try:
         guard.check_host(PROVIDER_HOST)
@@ -67,6 +83,38 @@ def search(ws: Workspace, query: str, limit: int, backend_name: str) -> list[dic
     with GuardProxy(guard_of(ws)) as proxy:
         engine = DDGS(proxy=proxy.url, timeout=max(1, int(timeout)))
         return _answers(lambda: engine.text(query, max_results=limit, backend=backend_name), query, proxy.refused)
+
+
+class SearchEndpoint:
+    """A SearXNG-style JSON search API at `url`, asked through the run's guard; ddgs' `text()` shape."""
+
+    def __init__(self, url: str, guard: Any) -> None:
+        self.url, self.guard = url, guard
+        self.host = urlsplit(url).hostname or ""
+
+    def text(self, query: str, max_results: int = 5, **_: Any) -> list[dict[str, Any]]:
+        from agent.net.client import request  # httpx: imported when a search first goes out
+
+        url = f"{self.url}{'&' if '?' in self.url else '?'}{urlencode({'q': query, 'format': 'json'})}"
+        try:
+            reply = request(self.guard, "GET", url, timeout_s=SEARCH_TIMEOUT_S, headers={"accept": "application/json"})
+        except NetError as exc:
+            raise ToolFailed(f"web_search: {exc}") from None
+        if not 200 <= reply.status < 300:
+            raise ToolFailed(f"web_search: the search endpoint answered HTTP {reply.status} {reply.reason}".rstrip())
+        try:
+            results = json.loads(reply.text()).get("results")
+        except (ValueError, AttributeError):
+            results = None
+        if not isinstance(results, list):
+            raise ToolFailed(
+                f"web_search: the search endpoint at {self.host} did not answer its JSON API (no results list)"
+            )
+        return [_shaped(r) for r in results if isinstance(r, dict) and isinstance(r.get("url"), str)][:max_results]
+
+
+def _shaped(result: dict[str, Any]) -> dict[str, Any]:
+    return {"title": str(result.get("title") or ""), "href": result["url"], "body": str(result.get("content") or "")}
 
 
 def _answers(call: Callable[[], Any], query: str, refused: list[str]) -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ environment:
   HEARTH_RECALL_CHARS       auto-recall budget of the first message (default 2000; 0 turns it off)
   HEARTH_EMBED_MODEL        Ollama embedding model of semantic recall (default nomic-embed-text; off: text only)
   HEARTH_NET_PRIVATE_HOSTS  comma-separated LAN hosts network tools may reach at private addresses
+  HEARTH_SEARCH_URL         a SearXNG /search (its JSON API) web_search asks instead of DuckDuckGo
   HEARTH_SANDBOX_EXPOSE     more read-only paths commands see, colon-separated (a tool under /opt)
   HEARTH_COMMAND_MAX_PROCS, HEARTH_COMMAND_MEMORY_MB, HEARTH_COMMAND_CPU_S   the run's caps for its
                      commands (default 256 processes, 1024 MiB, 1800 CPU seconds in all)

@@ -17,6 +17,7 @@ from agent.safety.redaction import Redactor, SecretFinder
 from agent.safety.sandbox import SandboxPolicy
 from agent.services import RunServices
 from agent.tools.mcp.names import SEPARATOR
+from agent.tools.websearch import SearchEndpoint
 from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
 from hearth.knowledge import embedder_for, fusion_for
@@ -81,6 +82,7 @@ def run_services(
         embedder=embedder_for(settings),
         embed_model=settings.embed_model,
         recall_fusion=fusion_for(settings),
+        search_backend=search_endpoint(settings, guard),
     )
     # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
     offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
@@ -92,6 +94,11 @@ def run_services(
             offered.close()
         if services.knowledge is not None:
             services.knowledge.close()
+
+
+def search_endpoint(settings: Settings, guard: NetGuard) -> SearchEndpoint | None:
+    """The operator's search endpoint (HEARTH_SEARCH_URL), asked through the run's guard; None: ddgs."""
+    return SearchEndpoint(settings.search_url, guard) if settings.search_url else None
 
 
 def mcp_tools(

@@ -32,6 +32,10 @@ def test_local_run_concurrency_and_launcher_have_defaults_and_are_read() -> None
             {"HEARTH_LAUNCHER": "Docker!"},
             "HEARTH_LAUNCHER must name a launcher (auto, systemd, local or a registered one), got 'Docker!'",
         ),
+        (
+            {"HEARTH_SEARCH_URL": "searx.lan/search"},
+            "HEARTH_SEARCH_URL must be an http or https URL (a SearXNG /search), got 'searx.lan/search'",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:

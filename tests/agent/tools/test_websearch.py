@@ -1,10 +1,14 @@
-"""web_search through ddgs: an injected backend offline, and one live call skipped without network."""
+"""web_search through ddgs (an injected backend offline, and one live call skipped without network),
+and through a search endpoint the operator runs (SearXNG's JSON API) on loopback behind the guard."""
 
 from __future__ import annotations
 
+import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
@@ -13,7 +17,8 @@ from agent.net.guard import NetGuard
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import call_tool
-from tests.netfixtures import Backend
+from agent.tools.websearch import SearchEndpoint
+from tests.netfixtures import Answer, Backend, Seen, TestNet, Web
 
 RESULTS = [
     {"title": f"Result {n}", "href": f"https://example.com/{n}", "body": f"snippet   {n}\nmore"} for n in range(1, 9)
@@ -85,3 +90,67 @@ def test_live_search_through_the_real_ddgs(tmp_path: Path) -> None:
     if not ok and ("rate-limited" in out or "timed out" in out):
         pytest.skip(f"the provider did not answer usefully: {out}")
     assert ok and out.startswith("1. ") and "http" in out
+
+
+@pytest.fixture
+def searx() -> Iterator[tuple[TestNet, Web]]:
+    def answer(seen: Seen) -> Answer:
+        query = parse_qs(urlsplit(seen.path).query)
+        results = [
+            {"url": f"https://example.com/{n}", "title": f"Result {n}", "content": f"about {query['q'][0]}"}
+            for n in (1, 2, 3)
+        ]
+        return Answer(
+            200, json.dumps({"results": [*results, {"title": "no url"}]}), {"content-type": "application/json"}
+        )
+
+    web = Web(
+        {"/search": answer, "/broken": Answer(200, "<html>not the JSON API</html>", {"content-type": "text/html"})}
+    )
+    net = TestNet()
+    net.host("searx.example", web)
+    yield net, web
+    web.close()
+
+
+def endpoint_search(tmp_path: Path, net: TestNet, url: str, **guard: Any) -> tuple[bool, str]:
+    checked = net.guard(**guard)
+    services = RunServices(search_backend=SearchEndpoint(url, checked), net=checked)
+    result = call_tool(
+        "web_search",
+        {"query": "hearth agents", "max_results": 2},
+        Workspace(tmp_path, services=services),
+        mode="bypass",
+    )
+    return result.ok, result.output
+
+
+def test_a_search_endpoint_is_asked_through_the_guard_with_the_query_and_its_json_api(
+    tmp_path: Path, searx: tuple[TestNet, Web]
+) -> None:
+    net, web = searx
+    ok, out = endpoint_search(tmp_path, net, "http://searx.example/search")
+    assert ok and out.splitlines()[:3] == ["1. Result 1", "   https://example.com/1", "   about hearth agents"]
+    assert "Result 3" not in out
+    assert [s.path for s in web.seen] == ["/search?q=hearth+agents&format=json"]
+    assert net.lookups == ["searx.example"]  # resolved and checked by the guard, as any host
+
+
+def test_a_search_endpoint_outside_the_egress_list_is_refused_and_never_asked(
+    tmp_path: Path, searx: tuple[TestNet, Web]
+) -> None:
+    net, web = searx
+    ok, out = endpoint_search(tmp_path, net, "http://searx.example/search", egress=("docs.example",))
+    assert not ok and "refused host searx.example: not in this run's egress allow list" in out
+    assert web.seen == []
+    assert endpoint_search(tmp_path, net, "http://searx.example/search", egress=("searx.example",))[0]
+
+
+def test_a_search_endpoint_that_does_not_answer_its_json_api_is_an_error_result(
+    tmp_path: Path, searx: tuple[TestNet, Web]
+) -> None:
+    net, _ = searx
+    ok, out = endpoint_search(tmp_path, net, "http://searx.example/broken")
+    assert not ok and "did not answer its JSON API" in out
+    ok, out = endpoint_search(tmp_path, net, "http://searx.example/missing")
+    assert not ok and "answered HTTP 404" in out
