@@ -118,7 +118,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.run.long.holding",
         "hearth.evolve",
         "hearth.eval",
-    ),  # long work: runs made of runs; evals: runs judged side by side
+        "hearth.research",
+    ),  # long work: runs made of runs; evals: runs judged side by side; research: a run of phases
     16: ("hearth.leash.missions",),  # the leash's timetable: it submits
     17: (
         "hearth.dispatch",

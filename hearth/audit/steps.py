@@ -191,9 +191,9 @@ def kept_conversation(db: Rows, run_id: str) -> bool:
     return bool(db.rows("select 1 from conversation where run_id = ? limit 1", [run_id]))
 
 
-# a model step's tokens are columns; a compaction's, a judge's and a plan's are in its JSON data
-# (hearth/run/recorder.py, hearth/run/long/marathon.py and swarm.py)
-SPENDING = ("model", "compaction", "judge", "plan")
+# a model step's tokens are columns; a compaction's, a judge's, a plan's and a research phase's are
+# in its JSON data (hearth/run/recorder.py, hearth/run/long/marathon.py and swarm.py, hearth/research/)
+SPENDING = ("model", "compaction", "judge", "plan", "phase")
 _KINDS = f"s.kind in ({', '.join(repr(kind) for kind in SPENDING)})"
 _TOKENS = """coalesce(sum(case when s.kind = 'model' then coalesce(s.tokens_in, 0) + coalesce(s.tokens_out, 0)
     else coalesce(json_extract(s.data, '$.tokens_in'), 0) + coalesce(json_extract(s.data, '$.tokens_out'), 0) end), 0)"""

@@ -19,7 +19,7 @@ from agent.clock import utc_now
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.settle import place, reject, settle_locked
-from hearth.errors import NotFound, UsageError
+from hearth.errors import HearthError, NotFound, UsageError
 from hearth.evolve import run_evolve_request
 from hearth.ids import ID_PATTERN
 from hearth.leash import alerts
@@ -27,11 +27,13 @@ from hearth.locks import RunLock, lock_holder
 from hearth.queue.directory import Queue, read_request_bytes
 from hearth.queue.intake import Parsed, RequestRefused, check, parse_request
 from hearth.queue.ledger import ensure_request_row, recorded_request
+from hearth.queue.longspec import Research
 from hearth.queue.request import Request
 from hearth.queue.submit import submit
 from hearth.render import visible_line
 from hearth.run.admission import goal_request
 from hearth.run.exits import Interrupted, exit_code
+from hearth.run.profiles import load_profile
 from hearth.run.runner import run_goal
 from hearth.run.suspend import ready
 from hearth.settings import Settings
@@ -136,6 +138,8 @@ def _run_request(
             status, error = _recorded(settings, request.id)
         elif request.marathon or request.swarm:
             status, error = _run_long(request, settings, out)
+        elif (spec := research_of(request, settings)) is not None:
+            status, error = _run_research(request, spec, settings, out, resume)
         else:
             goal = goal_request(request, settings)
             _, outcome = run_goal(goal, settings, out=out.out, json_lines=out.json_lines, suspend=True, resume=resume)
@@ -171,6 +175,31 @@ def _run_long(request: Request, settings: Settings, out: _Output) -> tuple[str, 
         from hearth.run.long.swarm import run_swarm
 
         outcome = run_swarm(request, goal_request(request, settings), settings, submit=submit, out=out.out)
+    return outcome.status, outcome.error
+
+
+def research_of(request: Request, settings: Settings) -> Research | None:
+    """The research limits a request runs under: its own `research`, else its profile's [research]
+    table (a follow-up, a marathon, a swarm or self-evolution under that profile is not research)."""
+    if request.research is not None:
+        return request.research
+    if request.continues or request.evolve or request.marathon or request.swarm:
+        return None
+    try:
+        profile = load_profile(settings.config_dir, goal_request(request, settings).agent_name)
+    except HearthError:
+        return None  # admission refuses the run with the reason, recorded
+    return profile.research
+
+
+def _run_research(
+    request: Request, spec: Research, settings: Settings, out: _Output, resume: str | None
+) -> tuple[str, str]:
+    """A research run: its code loads only for such a request."""
+    from hearth.research.run import How, run_research
+
+    how = How(out=out.out, json_lines=out.json_lines, suspend=True, resume=resume)
+    _, outcome = run_research(goal_request(request, settings), spec, settings, how)
     return outcome.status, outcome.error
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
-from hearth.audit import requests, runs, steps
+from hearth.audit import requests, runs
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.dispatch.launchers import Launcher, launcher_for
@@ -44,7 +44,7 @@ from hearth.queue.ledger import record_rejection
 from hearth.queue.request import Request
 from hearth.run.liveness import run_lock_path
 from hearth.run.state import remove_state
-from hearth.run.suspend import AGAIN, ready
+from hearth.run.suspend import AGAIN, ready, resumable
 from hearth.settings import Settings
 
 RESUME_NOW = "resume"  # settle's word for a run to start again (the spawner's sweep starts it)
@@ -220,7 +220,7 @@ def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Setting
     if run["status"] == "waiting":
         return "waiting"
     if run["status"] == "running":
-        reason = AGAIN if steps.kept_conversation(audit, run["id"]) else GONE
+        reason = AGAIN if resumable(audit, run) else GONE
         record_unfinished(audit, run["id"], "interrupted", reason)
         remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
         place(queue, audit, path, "interrupted", reason)

@@ -66,3 +66,27 @@ class Swarm(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max_workers: int = Field(DEFAULT_WORKERS, ge=1, le=MAX_WORKERS, description="At most this many sub-goals (1-16).")
+
+
+MAX_SEARCHES = 50
+MAX_PAGES = 100
+
+
+class Research(BaseModel):
+    """A research run's hard limits: the searches and pages it may use, how much evidence answers a
+    sub-question, how many pages are read at once. Its tokens and time are the request's
+    `max_tokens` and `timeout_s`; a share of both is kept for the synthesis (docs/research.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    max_searches: int = Field(6, ge=1, le=MAX_SEARCHES, description="At most this many searches (1-50).")
+    max_pages: int = Field(10, ge=1, le=MAX_PAGES, description="At most this many pages read (1-100).")
+    max_sub_questions: int = Field(4, ge=1, le=8, description="At most this many sub-questions in the plan (1-8).")
+    per_question: int = Field(
+        2,
+        ge=1,
+        le=10,
+        description="Pieces of evidence that answer a sub-question: with as many for each, it is done (1-10).",
+    )
+    max_rounds: int = Field(4, ge=1, le=10, description="At most this many rounds of searching and reading (1-10).")
+    fetches_at_once: int = Field(3, ge=1, le=8, description="Pages read at the same time, at most (1-8).")

@@ -33,7 +33,7 @@ from pydantic import (
 
 from hearth.ids import ID_PATTERN
 from hearth.limits import MAX_ITERATIONS, MAX_RUN_TOKENS
-from hearth.queue.longspec import Marathon, Swarm
+from hearth.queue.longspec import Marathon, Research, Swarm
 
 MAX_GOAL_CHARS = 100_000
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -43,7 +43,7 @@ TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
-EXCLUSIVE = ("continues", "marathon", "swarm", "evolve")  # one way to run a request, at most
+EXCLUSIVE = ("continues", "marathon", "swarm", "research", "evolve")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.
 RULES = {
@@ -167,6 +167,11 @@ class Request(BaseModel):
     )
     marathon: Marathon | None = Field(None, description="Run the goal in legs until it is really done.")
     swarm: Swarm | None = Field(None, description="Split the goal into sub-goals run side by side, then merge.")
+    research: Research | None = Field(
+        None,
+        description="Research the goal as a question: a plan a person approves, recorded searches and page reads, "
+        "evidence checked word for word, a report whose citations are validated (docs/research.md).",
+    )
     child_of: Name | None = Field(
         None, description="The swarm this request is a sub-goal of (hearth sets it when a swarm queues its children)."
     )

@@ -15,6 +15,8 @@ itself. Each thing it keeps is one frozen record below, handed to the `RunRecord
     CheckpointKept   a workspace checkpoint (before, after, a swarm's seed)
     MessagesKept     messages the model has read, appended to the run's conversation (or, after a
                      compaction, its whole new history): what a resumed run goes on with
+    ResearchKept     a row of a research run's record: its plan, a source, a page's snapshot, a
+                     piece of evidence, a claim (hearth/audit/research.py names the tables)
 
 Every record carries what it writes and, where the audit keeps a time, the time it was made
 (`at`, stamped when the record is built): a recorder writes what it is handed and adds nothing of
@@ -66,6 +68,7 @@ __all__ = [
     "CheckpointKept",
     "ConnectionMade",
     "MessagesKept",
+    "ResearchKept",
     "RunEvent",
     "RunFinished",
     "RunRecorder",
@@ -214,6 +217,16 @@ class MessagesKept:
     at: str = field(default_factory=utc_now)
 
 
+@dataclass(frozen=True)
+class ResearchKept:
+    """One row of a research run's record; `what` is one of hearth/audit/research.py's TABLES."""
+
+    run_id: str
+    what: str
+    row: dict[str, Any]
+    at: str = field(default_factory=utc_now)
+
+
 RunEvent = (
     RunStarted
     | RunUpdated
@@ -226,6 +239,7 @@ RunEvent = (
     | TripwireTripped
     | CheckpointKept
     | MessagesKept
+    | ResearchKept
 )
 EVENTS: dict[str, type[RunEvent]] = {
     cls.__name__: cls
@@ -241,6 +255,7 @@ EVENTS: dict[str, type[RunEvent]] = {
         TripwireTripped,
         CheckpointKept,
         MessagesKept,
+        ResearchKept,
     )
 }
 
@@ -280,6 +295,11 @@ def check(event: RunEvent, audit: AuditStore) -> None:
     `arguments` alone may be an object, kept as JSON). For records from elsewhere (a fleet's worker)."""
     from hearth.audit.store import ColumnRefused
 
+    if isinstance(event, ResearchKept):
+        from hearth.audit import research
+
+        research.check(audit, event.what, event.row)
+        return
     table, name, fixed = SET_BY_THE_STREAM.get(type(event), ("", "", ()))
     if not table:
         return
@@ -342,6 +362,10 @@ class SqliteRecorder:
                 audit.record_checkpoint(event.run_id, **_columns(event))
             case MessagesKept():
                 audit.keep_messages(event)
+            case ResearchKept():
+                from hearth.audit import research
+
+                research.keep(audit, event.run_id, event.what, event.row, event.at)
 
     def approval(self, approval_id: str) -> Approval | None:
         from hearth.audit import approvals

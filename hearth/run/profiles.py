@@ -19,6 +19,8 @@
         think = "low"                           a thinking model's effort: true, false, "low", "medium", "high"
         reply_tokens = 2048                     the most tokens one model reply may have (HEARTH_REPLY_TOKENS)
         web_extract = true                      web_fetch answers through a no-tools extractor (default true)
+        [research]                              a request under this profile is a research run
+        max_pages = 8                           (docs/research.md): its limits, as a request's `research`
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -47,6 +49,7 @@ from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MAX_RUN_TOKENS, MIN_REPLY_TOKENS, parse_duration
+from hearth.queue.longspec import Research
 from hearth.settings import Settings
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
@@ -70,6 +73,7 @@ KEYS = (
     "think",
     "web_extract",
     "reply_tokens",
+    "research",
 )
 THINK_LEVELS = ("low", "medium", "high")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -97,6 +101,7 @@ class Profile:
     think: bool | str | None = None  # None: not sent (the model's own default)
     web_extract: bool | None = None  # None: on
     reply_tokens: int | None = None  # None: the host's (HEARTH_REPLY_TOKENS)
+    research: Research | None = None  # its runs are research runs, with these limits
 
     @property
     def builtin(self) -> bool:
@@ -179,10 +184,26 @@ def _read_settings(path: Path) -> dict[str, Any]:
 
 
 def _checked(path: Path, key: str, value: Any) -> Any:
+    if key == "research":
+        return _research(path, value)
     problem = _problem(key, value)
     if problem:
         raise ConfigError(f"{path}: {key} {problem}, got {value!r}")
     return tuple(value) if key in ("allowed_tools", "max_tools", "egress", "fallbacks") else value
+
+
+def _research(path: Path, value: Any) -> Research:
+    """The [research] table: a request's `research` limits (hearth/queue/longspec.py), checked the same."""
+    from pydantic import ValidationError
+
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: research must be a table of limits ([research] with max_pages = 8 ...)")
+    try:
+        return Research.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{path}: research.{where}: {first['msg'][:1].lower()}{first['msg'][1:]}") from None
 
 
 def _problem(key: str, value: Any) -> str | None:

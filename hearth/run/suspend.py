@@ -9,8 +9,9 @@ Two ways a run goes on in a new process (hearth/run/resume.py does it):
              is settled `interrupted`, saying so.
 
 A run goes on only if its conversation was kept (every run of hearth-loop's engine keeps it;
-a marathon's or a swarm's holding run does not, and is settled as before). This module only
-reads the audit: the spawner's sweep imports it without the engine.
+a marathon's or a swarm's holding run does not, and is settled as before), or it is a research
+run, whose every step is recorded before it runs (hearth/research/journal.py): it goes on from its
+record. This module only reads the audit: the spawner's sweep imports it without the engine.
 """
 
 from __future__ import annotations
@@ -45,10 +46,15 @@ def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
     return approvals.from_row(found) if found else None
 
 
+def resumable(audit: AuditStore, run: dict[str, Any]) -> bool:
+    """Whether a new process of the run can go on from what it recorded."""
+    return run.get("kind") == "research" or steps.kept_conversation(audit, run["id"])
+
+
 def ready(audit: AuditStore, run: dict[str, Any], now: str | None = None) -> str | None:
     """Why this run should be started again now ("approval decided", "approval expired",
     "restart"), or None: it must wait (a pending approval), or it cannot go on."""
-    if not steps.kept_conversation(audit, run["id"]):
+    if not resumable(audit, run):
         return None
     if run["status"] == "waiting":
         approval = suspended_on(audit, run["id"])

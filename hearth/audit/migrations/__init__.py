@@ -19,6 +19,7 @@ from hearth.audit.migrations.mcp import m130_mcp_pins, m210_mcp_drift_index
 from hearth.audit.migrations.operator import m155_operator_actions
 from hearth.audit.migrations.proposals import m040_proposals, m157_proposal_decisions
 from hearth.audit.migrations.queue import m030_queue_requests, m031_queue_rejections
+from hearth.audit.migrations.research import m220_research
 from hearth.audit.migrations.rollups import m200_rollups
 from hearth.audit.migrations.runs import (
     m001_runs_and_steps,
@@ -83,4 +84,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m201_fleet,
     m210_mcp_drift_index,
     m211_api_key_ids,
+    m220_research,
 ]

@@ -2,7 +2,8 @@
 
 `ask_json(model, system, user, read)` sends one chat turn with no tools, reads the first JSON
 value in the reply (leniently: agent/parsing/json_repair.py, the one JSON repair in hearth) and
-validates it with `read` (pydantic). A reply that does not hold a valid value gets one repair
+validates it with `read` (pydantic). With `schema`, the server is asked to hold the reply to that
+JSON schema (Ollama's `format`, OpenAI's `response_format`); the reply is validated all the same. A reply that does not hold a valid value gets one repair
 turn that names what was wrong; a second bad reply, or a model error, is an `Answer` with no
 value and the reason, never an exception: the caller decides what unusable means (a judge: not
 done; a planner: the swarm fails with the reason).
@@ -46,13 +47,15 @@ class Verdict(BaseModel):
     next: str = Field(max_length=MAX_TEXT)
 
 
-def ask_json(model: ChatModel, system: str, user: str, read: Callable[[Any], T]) -> Answer[T]:
+def ask_json(
+    model: ChatModel, system: str, user: str, read: Callable[[Any], T], *, schema: dict[str, Any] | None = None
+) -> Answer[T]:
     """One question, at most one repair: the validated value, or why there is none."""
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     answer: Answer[T] = Answer(None)
     for _attempt in range(2):
         try:
-            reply = model.chat(messages, [])
+            reply = model.chat(messages, [], schema) if schema is not None else model.chat(messages, [])
         except ModelError as exc:
             answer.problem = f"the model call failed: {exc}"
             return answer

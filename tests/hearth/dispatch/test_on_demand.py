@@ -112,9 +112,14 @@ def test_every_example_dropped_in_the_queue_ends_where_its_label_says(state_dir:
     with FakeOllama([answer_as_asked], repeat_last=True, models=MODELS) as fake:
         spawned = run_cli("hearth", "spawn", "--local", "--concurrency", "4", env={"OLLAMA_HOST": fake.url})
     assert spawned.returncode == 0, spawned.stderr
-    valid = sorted(p.stem for p in SPEC.glob("valid/*.json"))
+    waits = {"research"}  # a research run's plan waits for a person, its process ended
+    valid = sorted(p.stem for p in SPEC.glob("valid/*.json") if p.stem not in waits)
     top = "parent_run is null"  # a marathon's legs, a swarm's children and synthesis are linked runs
     assert sorted(r["id"] for r in rows(state_dir, f"select id from runs where status = 'done' and {top}")) == valid
+    assert {r["id"] for r in rows(state_dir, "select id from runs where status = 'waiting'")} == waits
+    assert rows(state_dir, "select tool, status from approvals where run_id = 'research'") == [
+        {"tool": "research_plan", "status": "pending"}
+    ]
     assert {r["status"] for r in rows(state_dir, f"select status from runs where not {top}")} == {"done"}
     for path in SPEC.glob("invalid/*.json"):
         record = json.loads((queue / "rejected" / f"{path.name}.error.json").read_text())
@@ -124,14 +129,21 @@ def test_every_example_dropped_in_the_queue_ends_where_its_label_says(state_dir:
     counted = rows(state_dir, f"select status, count(*) as n from runs where {top} group by status")
     assert {r["status"]: r["n"] for r in counted} == {
         "done": len(valid),
+        "waiting": len(waits),
         "rejected": len(list(SPEC.glob("invalid/*.json"))),
     }
-    assert listing(queue / "claimed") == [] and listing(queue / "failed") == []
+    assert listing(queue / "claimed") == [f"{name}.json" for name in sorted(waits)]  # kept until it goes on
+    assert listing(queue / "failed") == []
 
 
 def answer_as_asked(body: dict[str, Any]) -> dict[str, Any]:
-    """ok, as a run's answer; as a marathon's judge, done; as a swarm's planner, two sub-goals."""
+    """ok, as a run's answer; as a marathon's judge, done; as a swarm's planner, two sub-goals; as a
+    research run's planner, one sub-question (the plan then waits for a person)."""
     system = body["messages"][0]["content"]
+    if system.startswith("You plan web research"):
+        return final_answer(
+            json.dumps({"sub_questions": [{"question": "What changed?", "queries": ["python 3.13 gc"]}]})
+        )
     if system.startswith("You judge whether"):
         return final_answer(json.dumps({"done": True, "reason": "ok", "next": ""}))
     if system.startswith("You split a goal"):

@@ -61,6 +61,22 @@ def test_a_profile_reads_its_role_and_settings(tmp_path: Path) -> None:
     )
 
 
+def test_a_research_profiles_runs_are_research_runs_with_its_limits(tmp_path: Path) -> None:
+    from hearth.dispatch.claimed import research_of
+    from hearth.queue.longspec import Research
+    from hearth.queue.request import Request
+
+    make_profile(tmp_path / "config", "scout", toml="[research]\nmax_pages = 3\nper_question = 1\n")
+    settings = Settings.from_env({"HEARTH_CONFIG_DIR": str(tmp_path / "config"), "HEARTH_STATE_DIR": str(tmp_path)})
+    assert load_profile(settings.config_dir, "scout").research == Research(max_pages=3, per_question=1)
+    asked = Request(id="q1", goal="What is new in 3.13?", agent_name="scout")
+    assert research_of(asked, settings) == Research(max_pages=3, per_question=1)
+    own = Request(id="q2", goal="g", agent_name="scout", research=Research(max_pages=9))
+    assert research_of(own, settings) == Research(max_pages=9)  # the request's own limits win
+    assert research_of(Request(id="q3", goal="g", agent_name="scout", continues="q1"), settings) is None  # a follow-up
+    assert research_of(Request(id="q4", goal="g"), settings) is None
+
+
 def test_default_and_hearths_own_agents_exist_without_any_config(tmp_path: Path) -> None:
     assert profile_names(tmp_path / "missing") == ["default", "demo", "evolve", "self-test"]
     profile = load_profile(tmp_path / "missing", "default")
@@ -101,6 +117,9 @@ def test_a_name_that_is_not_a_plain_word_is_refused_before_any_path_is_built(tmp
         ('model = ""\n', "model must be a model name"),
         ("model = \n", "is not valid TOML"),
         ("reply_tokens = 5\n", "reply_tokens must be a whole number of tokens from 16 to 65536, got 5"),
+        ("[research]\nmax_pages = 0\n", "research.max_pages: input should be greater than or equal to 1"),
+        ("[research]\npages = 3\n", "research.pages: extra inputs are not permitted"),
+        ("research = true\n", "research must be a table of limits"),
     ],
     ids=[
         "unknown-key",
@@ -111,6 +130,9 @@ def test_a_name_that_is_not_a_plain_word_is_refused_before_any_path_is_built(tmp
         "empty-model",
         "bad-toml",
         "tiny-reply",
+        "research-no-pages",
+        "research-unknown-limit",
+        "research-not-a-table",
     ],
 )
 def test_a_broken_settings_file_is_a_config_error_naming_the_file(tmp_path: Path, toml: str, reason: str) -> None:

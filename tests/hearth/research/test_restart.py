@@ -1,0 +1,115 @@
+"""A research run survives its process: killed in the middle of reading a page and started again,
+it does not search, read or ask again what it recorded; the page it was reading is read once more.
+A real process (tests/research_child.py) killed with SIGKILL, a real audit, a loopback web."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from hearth.audit.store import AuditStore
+from hearth.leash.decisions import By, decide
+from hearth.queue.longspec import Research
+from hearth.run.suspend import ready
+from tests.netfixtures import Answer, Seen
+from tests.research_support import (
+    GC_PAGE,
+    PLAIN,
+    QUESTION,
+    LoopWeb,
+    PhaseModel,
+    Script,
+    go_on,
+    plan_approval,
+    settings_for,
+    start,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+URLS = [f"http://docs.test/{n}" for n in (1, 2, 3)]
+INCREMENTAL = {"sub_question": 1, "quote": "The cycle garbage collector is now incremental", "note": ""}
+
+
+def test_a_run_killed_mid_read_goes_on_after_a_restart_without_reading_twice_what_it_recorded(tmp_path: Path) -> None:
+    reading, release = threading.Event(), threading.Event()
+
+    def slow(seen: Seen) -> Answer:
+        if not release.is_set():
+            reading.set()  # the marker: the run is in the middle of reading page 2
+            release.wait(60)
+        return Answer(200, GC_PAGE, PLAIN)
+
+    pages = {URLS[0]: Answer(200, GC_PAGE, PLAIN), URLS[1]: slow, URLS[2]: Answer(200, GC_PAGE, PLAIN)}
+    web = LoopWeb(pages, {"python 3.13 gc incremental": URLS, "python 3.13 gc generations": []})
+    settings = settings_for(tmp_path / "state")
+    script = {
+        "decide": [{"reads": ["S1", "S2", "S3"], "searches": []}],
+        "extract": {url: {"excerpts": [INCREMENTAL]} for url in URLS},
+    }
+    spec = Research(fetches_at_once=1)
+    try:
+        assert start(settings, web, PhaseModel(Script(**script)), spec).status == "waiting"
+        decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"))
+        child = _process(tmp_path, web, settings.state_dir, script, spec)
+        assert reading.wait(60), _said(child)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(60)
+        release.set()
+        with AuditStore(settings.audit_path) as audit:
+            assert ready(audit, audit.run("r1") or {}) == "restart"  # recorded running, its process gone
+        again = PhaseModel(Script(**script))
+        outcome = go_on(settings, web, again, spec)
+    finally:
+        release.set()
+        web.close()
+
+    assert outcome.status == "done", outcome.error
+    assert web.searched() == ["python 3.13 gc incremental", "python 3.13 gc generations"]  # each once
+    assert web.read("docs.test") == ["/1", "/2", "/2", "/3"]  # page 2 again (its read was cut), no other twice
+    # no plan, no first round's decision again: the pages' extraction, round 2's decision, the synthesis
+    assert [c[0] for c in again.calls] == ["extract", "extract", "extract", "decide", "synthesise"]
+    with AuditStore(settings.audit_path) as audit:
+        found = {s["opens"]: s for s in audit.steps("r1") if s["opens"]}
+        resumed = [s for s in audit.steps("r1") if s["kind"] == "resume"]
+    assert found["r1/fetch:S2#1"]["verdict"] == "started"  # the cut read stays as it was recorded
+    assert found["r1/fetch:S2#2"]["verdict"] == "done" and "again" in found["r1/fetch:S2#2"]["detail"]
+    assert "r1/fetch:S1#2" not in found and "r1/search:python 3.13 gc incremental#2" not in found
+    assert "r1/decide:1#2" not in found and "r1/plan#2" not in found
+    assert [json.loads(s["data"])["cause"] for s in resumed] == ["approval", "restart"]
+
+
+def _process(
+    tmp_path: Path, web: LoopWeb, state: Path, script: dict[str, object], spec: Research
+) -> subprocess.Popen[str]:
+    """The run's second process (its approval decided), as the spawner would start it."""
+    names = {name: (addresses[0], web.net.servers[addresses[0]].port) for name, addresses in web.net.names.items()}
+    config = {
+        "state": str(state),
+        "web": names,
+        "script": script,
+        "spec": spec.model_dump(),
+        "request": {"goal": QUESTION, "model": "scripted", "run_id": "r1"},
+        "resume": "approval approved",
+    }
+    path = tmp_path / "child.json"
+    path.write_text(json.dumps(config))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.research_child", str(path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _said(child: subprocess.Popen[str]) -> str:
+    if child.poll() is None:
+        child.kill()
+    return (child.communicate(timeout=30)[0] or "")[-2000:]
