@@ -37,6 +37,7 @@ MODULES = (
     "install",
     "eval",
     "fleet",
+    "research",
 )
 COMMANDS = {
     "demo": "demo",
@@ -74,6 +75,7 @@ COMMANDS = {
     "eval": "eval",
     "fleet": "fleet",
     "worker": "fleet",
+    "research": "research",
 }
 
 
