@@ -555,7 +555,9 @@ let
     # one instance's settings go: its StateDirectory (the worker makes each workspace), the
     # view of its own workspace alone, the delegated cgroup (several runs share this unit, whose
     # own process sits in its root cgroup) and its run-time limit (this unit runs for good)
-    serviceConfig = builtins.removeAttrs agentUnit [ "StateDirectory" "StateDirectoryMode" "TemporaryFileSystem" "BindPaths" "Delegate" "RuntimeMaxSec" ] // {
+    # (under bwrap, the bare /proc a command's sandbox needs stays: units.toml's [bwrap.add])
+    serviceConfig = builtins.removeAttrs agentUnit [ "StateDirectory" "StateDirectoryMode" "TemporaryFileSystem" "BindPaths" "Delegate" "RuntimeMaxSec" ]
+      // (if cfg.sandbox == "bwrap" then units.bwrapAdded else { }) // {
       ExecStart = "${cfg.package}/bin/hearth worker";
       ProtectControlGroups = true;
       # it talks to the broker and the hub's command center too

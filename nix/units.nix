@@ -23,7 +23,7 @@
 # only things mounted, which relaxes exactly what bubblewrap needs ([bwrap] in units.toml).
 { cfg, bin, script, ollamaLocal ? false }:
 let
-  inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs replaceStrings;
+  inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs removeAttrs replaceStrings;
   data = builtins.fromTOML (builtins.readFile ./units.toml);
   stateDir = cfg.stateDir;
   configDir = "/etc/hearth";
@@ -43,15 +43,19 @@ let
 
   hardening = fill { } data.hardening;
   offline = fill { } data.offline;
-  bwrapRelaxations = fill { } data.bwrap;
+  bwrapRelaxations = fill { } (removeAttrs data.bwrap [ "add" ]);
+  # [bwrap.add]: lists added to the unit's own, not put in their place
+  bwrapAdded = fill { } (data.bwrap.add or { });
+  withBwrap = acc: acc // bwrapRelaxations // mapAttrs (key: values: (acc.${key} or [ ]) ++ values) bwrapAdded;
 
   # one service's serviceConfig as units.toml composes it, with `host` (the values from cfg) laid
   # over the unit's own table; `layers` replaces the unit's (the spawner with alerts is not offline)
   serviceConfig = name: { extra ? { }, host ? { }, layers ? data.services.${name}.layers }:
-    let u = data.services.${name}; in
-    builtins.foldl' (acc: l: acc // fill { } data.${l}) hardening layers
-    // fill extra u.service // host
-    // optionalAttrs ((u.bwrap or false) && cfg.sandbox == "bwrap") bwrapRelaxations;
+    let
+      u = data.services.${name};
+      own = builtins.foldl' (acc: l: acc // fill { } data.${l}) hardening layers // fill extra u.service // host;
+    in
+    if (u.bwrap or false) && cfg.sandbox == "bwrap" then withBwrap own else own;
   # a unit's description and wantedBy, from its table in units.toml (kind: services, paths, timers)
   head = kind: name: extra: let u = fill extra data.${kind}.${name}; in
     { inherit (u) description; } // optionalAttrs (u ? wantedBy) { inherit (u) wantedBy; }
@@ -182,7 +186,7 @@ let
   named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
 in
 {
-  inherit hardening bwrapRelaxations environment;
+  inherit hardening bwrapRelaxations bwrapAdded environment;
   tmpfiles = fill { } data.tmpfiles.rules;
   polkit = fill { stop = if web.enable then data.polkit.stop else ""; } data.polkit.rule;
 

@@ -1,9 +1,9 @@
 """bubblewrap: the command sandbox made of namespaces, preferred because it can make paths not exist.
 
 The command runs as nobody (uid and gid 65534) in a new user namespace with no capabilities, in
-new mount, PID, IPC and UTS namespaces, and with no network namespace of the host's: either
-bwrap's own empty one or, with network granted, the one agent.safety.netns made whose only
-listener is the run's proxy. Its filesystem is the allow list (agent.safety.allowlist): the
+new mount, PID, IPC and UTS namespaces, and with no network namespace of the host's: the one
+agent.safety.netns made before bwrap runs, empty or, with network granted, whose only listener
+is the run's proxy. Its filesystem is the allow list (agent.safety.allowlist): the
 workspace read-write, the run's home at /home/nobody, a bounded private /tmp and /run, generated
 /etc/passwd and /etc/group (with the allowed /etc files, one prepared directory bound at /etc),
 and read-only the system paths and the operator's exposed paths. ``hide`` paths beneath any of those are masked (an empty tmpfs, /dev/null for a
@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.safety import allowlist
+from agent.safety import allowlist, netns
 
 __all__ = ["Mounts", "argv", "problem"]
 
@@ -54,7 +54,7 @@ def start_probe() -> None:
     if _probe is None and not problem.cache_info().currsize:
         try:
             _probe = _popen_probe()
-        except OSError:
+        except (OSError, subprocess.SubprocessError):  # no namespace of its own for it either
             _probe = None  # problem() runs it again and reports why
         else:
             atexit.register(end_probe)
@@ -80,7 +80,7 @@ def problem() -> str | None:
     try:
         proc = _probe or _popen_probe()
         _, err = proc.communicate(timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, subprocess.SubprocessError) as exc:  # its start, its network namespace, its time
         return f"bwrap could not be started: {exc}"
     if proc.returncode != 0:
         detail = err.decode(errors="replace").strip().splitlines()
@@ -92,7 +92,7 @@ def _popen_probe() -> subprocess.Popen[bytes]:
     path = shutil.which("bwrap") or "bwrap"
     probe = [
         path,
-        *_namespaces(network=False),
+        *_namespaces(),
         *_system(),
         "--proc",
         "/proc",
@@ -106,7 +106,10 @@ def _popen_probe() -> subprocess.Popen[bytes]:
         "-c",
         "true",
     ]
-    return subprocess.Popen(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    empty = netns.empty()  # as a command starts: in a network namespace of its own, made first
+    return subprocess.Popen(
+        probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=empty.enter
+    )
 
 
 def argv(
@@ -114,16 +117,15 @@ def argv(
     mounts: Mounts,
     env: Mapping[str, str],
     *,
-    network: bool,
     seccomp_fd: int | None,
 ) -> list[str]:
     """The whole bwrap command line for ``/bin/sh -c command``.
 
-    ``network``: the caller already put the child in its own network namespace (netns), so bwrap
-    must not make another; without it bwrap makes an empty one.
+    The caller puts the child in its own network namespace first (agent.safety.netns: empty, or
+    whose only listener is the run's proxy), so bwrap makes none.
     """
     ws = mounts.workspace
-    args = [shutil.which("bwrap") or "bwrap", *_namespaces(network=network), *_system(), *_ETC.args()]
+    args = [shutil.which("bwrap") or "bwrap", *_namespaces(), *_system(), *_ETC.args()]
     args += ["--dev", "/dev", "--proc", "/proc", "--size", str(mounts.tmp_bytes), "--tmpfs", "/tmp"]
     for path in mounts.expose:
         if os.access(path, os.R_OK):  # what hearth itself cannot read, no command could use either
@@ -149,15 +151,16 @@ def argv(
     return args + ["--", "/bin/sh", "-c", command]
 
 
-def _namespaces(*, network: bool) -> list[str]:
+def _namespaces() -> list[str]:
     uid, gid = str(allowlist.SANDBOX_UID), str(allowlist.SANDBOX_GID)
     # no --disable-userns: the seccomp filter already refuses unshare, setns, clone with CLONE_NEW*
     # and clone3, and bwrap's way (a second, locked user namespace) costs every command ~1.5 ms
     args = ["--unshare-user", "--uid", uid, "--gid", gid]
     # no cgroup namespace: /sys is not mounted, so it would only hide the run's cgroup path in
     # /proc/self/cgroup, and making one in the run's cgroup costs a command ~10 ms
-    args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-    return args if network else [*args, "--unshare-net"]
+    # no network namespace: agent.safety.netns made the command's (bwrap's would bring its loopback
+    # up over rtnetlink, a socket family hearth's units otherwise never need)
+    return [*args, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
 
 
 @functools.cache

@@ -309,10 +309,10 @@ def _launch(kind: str, command: str, ws: str, policy: SandboxPolicy, env: dict[s
         return _Launch(["/bin/sh", "-c", command], hook, [*joins, ruleset], (), None)
     fds = [_memfd("hearth-seccomp", code)] if code is not None else []
     mounts = bwrap.Mounts(ws, policy.home, policy.writable, policy.expose, policy.hide, policy.file_size_bytes)
-    argv = bwrap.argv(command, mounts, env, network=network, seccomp_fd=fds[0] if fds else None)
-    net = netns.plan() if network else None
+    argv = bwrap.argv(command, mounts, env, seccomp_fd=fds[0] if fds else None)
+    net = netns.plan() if network else netns.empty()  # the command's network namespace: see netns
     hook = functools.partial(child.enter_bwrap, limits, joins, net)
-    return _Launch(argv, hook, [*joins, *fds], tuple(fds), net)
+    return _Launch(argv, hook, [*joins, *fds], tuple(fds), net if network else None)
 
 
 def _start(launch: _Launch, ws: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], socket.socket | None]:

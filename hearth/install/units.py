@@ -126,7 +126,10 @@ class Renderer:
             merged |= self.fill(self.data[layer])
         merged |= self.fill(unit["service"], **extra) | (host or {})
         if unit.get("bwrap") and self.config.sandbox == "bwrap":
-            merged |= self.fill(self.data["bwrap"])
+            bwrap = dict(self.fill(self.data["bwrap"]))
+            added = bwrap.pop("add", {})
+            merged |= bwrap
+            merged |= {key: [*merged.get(key, []), *values] for key, values in added.items()}  # [bwrap.add]
         return merged
 
     def environment(self) -> dict[str, str]:

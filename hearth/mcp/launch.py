@@ -76,8 +76,10 @@ def connection(
         raise McpFailed(f"MCP server {config.name} was not started: no sandbox here can hold it ({kind})")
     network = bool(config.egress) and guard is not None
     make = lambda: _walled(config, workspace, current(), env, network)  # noqa: E731
-    if guard is None or not network:
-        return Connection(config.name, lambda: Launch(argv=make(), cwd=str(workspace)))
+    if guard is None or not network:  # still a network namespace of its own, empty (netwrap's `-`)
+        return Connection(
+            config.name, lambda: Launch(argv=(*_NETWRAP, "-", "--", *make()), env=_path(), cwd=str(workspace))
+        )
     return _networked(config, make, workspace, dataclasses.replace(guard, egress=config.egress), record)
 
 
@@ -99,7 +101,7 @@ def _walled(
     if network:
         variables.update(dict.fromkeys(PROXY_ENV, netns.PROXY_URL))
     filtered = seccomp.supported()
-    walled = bwrap.argv(command, mounts, variables, network=network, seccomp_fd=SECCOMP_FD if filtered else None)
+    walled = bwrap.argv(command, mounts, variables, seccomp_fd=SECCOMP_FD if filtered else None)
     # the SDK starts the process (no preexec hook, no passed fds): a shell sets the rlimits, joins
     # the run's cgroup (writing 0: the writer itself, before bwrap forks anything), opens the
     # seccomp program as bwrap's fd 3, then becomes bwrap (processes: -u in bash, -p in dash)
@@ -118,6 +120,13 @@ def _walled(
 
 
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+# what makes a server's network namespace before it becomes bubblewrap (hearth/mcp/netwrap.py)
+_NETWRAP = (sys.executable, "-P", "-m", "hearth.mcp.netwrap")
+
+
+def _path() -> dict[str, str]:
+    """The helper imports hearth as this process does (bubblewrap clears the server's environment)."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def _networked(
@@ -153,10 +162,8 @@ def _networked(
                 attached.append(listener)
 
     threading.Thread(target=serve, name=f"mcp-{config.name}-net", daemon=True).start()
-    helper = (sys.executable, "-P", "-m", "hearth.mcp.netwrap", str(where / "net"), "--")
-    # the helper imports hearth as this process does (bubblewrap clears the server's environment)
-    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-    server = Connection(config.name, lambda: Launch(argv=(*helper, *make()), env=path, cwd=str(workspace)))
+    helper = (*_NETWRAP, str(where / "net"), "--")
+    server = Connection(config.name, lambda: Launch(argv=(*helper, *make()), env=_path(), cwd=str(workspace)))
     note = record or (lambda kind, detail: None)
     server.after_call = lambda: record_connections(proxy, config.name, note)
 

@@ -1,7 +1,9 @@
-"""A stdio MCP server granted an egress list: this small program is what the SDK starts; it makes
-the server's private network namespace, hands its one listener to hearth, then becomes the rest.
+"""A stdio MCP server under bubblewrap: this small program is what the SDK starts; it makes the
+server's private network namespace (and, for one granted an egress list, hands its one listener to
+hearth), then becomes the rest.
 
     python -m hearth.mcp.netwrap SOCKET -- COMMAND [ARG...]
+    python -m hearth.mcp.netwrap - -- COMMAND [ARG...]        no network: loopback alone
 
 SOCKET is a Unix socket hearth listens on (in a directory only hearth's user may enter). In the
 order a command's sandbox does it in its child (agent/safety/netns.py): connect to SOCKET from the
@@ -22,12 +24,15 @@ from agent.safety import netns
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m hearth.mcp.netwrap SOCKET -- COMMAND [ARG...]", file=sys.stderr)
+        print("usage: python -m hearth.mcp.netwrap SOCKET|- -- COMMAND [ARG...]", file=sys.stderr)
         return 2
     path, command = argv[0], argv[2:]
-    back = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    back.connect(path)
-    netns.child_plan(back).enter()
+    if path == "-":
+        netns.empty().enter()
+    else:
+        back = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        back.connect(path)
+        netns.child_plan(back).enter()
     os.execvp(command[0], command)
     return 127  # not reached: exec replaced this process or raised
 

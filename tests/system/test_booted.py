@@ -33,6 +33,7 @@ from tests.system.support import (
 pytestmark = pytest.mark.system
 
 AGENT_MAX_EXPOSURE = 1.5  # tests/nix/test_units.py's offline bound for the same unit
+BWRAP_MAX_EXPOSURE = 2.0  # the same unit with what bubblewrap needs (nix/units.toml's [bwrap])
 SESSION = secrets.token_hex(3)  # run ids are new each session, so a machine can be tested again
 
 
@@ -173,6 +174,27 @@ def test_commands_inside_the_unit_run_as_nobody_inside_the_allow_list_under_bwra
     assert rid("hello") not in read["agents"], f"a command sees other runs' workspaces: {read['agents']}"
 
 
+def test_live_security_score_of_the_agent_unit_under_bwrap_is_at_most_2(machine: Container) -> None:
+    assert "RestrictNamespaces=user" in machine.systemctl("cat", "hearth-agent@x.service"), "not the bwrap units"
+    enqueue(machine, rid("bwrap-probe"), f"HOLD: {rid('bwrap-probe')}")
+    pid = wait_active(machine, rid("bwrap-probe"))
+    text = machine.run(
+        ["systemd-analyze", "security", "--no-pager", f"hearth-agent@{rid('bwrap-probe')}.service"], check=False
+    ).stdout
+    # the unit's own /proc keeps its protections; the bare one bubblewrap needs is out of hearth's reach
+    tunables = _in_unit(machine, pid, "touch /proc/sys/kernel/hostname 2>&1 || echo refused")
+    hidden = _in_unit(
+        machine,
+        pid,
+        "stat -c %a /run/hearth-proc; setpriv --reuid hearth --regid hearth --clear-groups ls /run/hearth-proc 2>&1",
+    )
+    release(machine, rid("bwrap-probe"))
+    wait_status(machine, rid("bwrap-probe"), {"done"})
+    assert exposure(text) <= BWRAP_MAX_EXPOSURE, text
+    assert "Read-only file system" in tunables, f"the unit may write /proc/sys: {tunables}"
+    assert hidden.splitlines()[0] == "0" and "Permission denied" in hidden, f"the bare /proc is reachable: {hidden}"
+
+
 def test_the_self_test_unit_runs_and_is_recorded(machine: Container) -> None:
     done = machine.run(["systemctl", "start", "hearth-self-test.service"], check=False, timeout=300)
     journal = machine.run(["journalctl", "--no-pager", "-n", "30", "-u", "hearth-self-test.service"], check=False)
@@ -181,14 +203,17 @@ def test_the_self_test_unit_runs_and_is_recorded(machine: Container) -> None:
     assert runs, f"no self-test run recorded:\n{journal.stdout}"
 
 
-def test_hearth_stop_ends_a_running_unit_and_records_it_interrupted(machine: Container) -> None:
+def test_hearth_stop_ends_a_running_unit_records_it_interrupted_and_leaves_no_failed_unit(machine: Container) -> None:
+    unit = f"hearth-agent@{rid('stop')}.service"
     enqueue(machine, rid("stop"), f"HOLD: {rid('stop')}")
     wait_active(machine, rid("stop"))
     as_hearth(machine, "stop", rid("stop"))
     assert wait_status(machine, rid("stop"), {"interrupted"}) == "interrupted"
-    wait_for(
-        f"hearth-agent@{rid('stop')} to be gone",
-        lambda: unit_state(machine, f"hearth-agent@{rid('stop')}.service") != "active",
+    wait_for(f"{unit} to be gone", lambda: unit_state(machine, unit) not in ("active", "deactivating"))
+    result = machine.systemctl("show", "-p", "Result", "--value", unit).strip()
+    assert result == "success" and unit_state(machine, unit) != "failed", (
+        f"an operator's stop left {unit} {unit_state(machine, unit)} ({result}):\n"
+        + machine.systemctl("status", unit, check=False)
     )
 
 
