@@ -182,9 +182,23 @@ async def _until_ended(web: Web, follower: Follower, say: Callable[[list[str]], 
         if follower.ended:
             return
         if gone():
-            log.info("/v1: the client of run %s went away; its call stopped following the run", follower.run_id)
+            _went_away(follower)
             return
         await asyncio.sleep(web.config.poll_s)
+
+
+async def _streamed(web: Web, follower: Follower, say: Callable[[list[str]], None]) -> None:
+    """A stream's following, cancelled with its response when the client goes: said from here, where
+    the polling stops, so the line is proof of it."""
+    try:
+        await _until_ended(web, follower, say, lambda: False)
+    except asyncio.CancelledError:
+        _went_away(follower)
+        raise
+
+
+def _went_away(follower: Follower) -> None:
+    log.info("/v1: the client of run %s went away; its call stopped following the run", follower.run_id)
 
 
 def _still_going(follower: Follower) -> str:
@@ -195,7 +209,7 @@ async def _stream(web: Web, started: Started, follower: Follower, usage_chunk: b
     """The run as it goes; a client that goes away cancels the response, and the following with it."""
     yield _sse(openai.chunk(started, {"role": "assistant", "content": ""}))
     queue: list[str] = []
-    waiting = asyncio.create_task(_until_ended(web, follower, queue.extend, lambda: False))
+    waiting = asyncio.create_task(_streamed(web, follower, queue.extend))
     try:
         while not waiting.done() or queue:
             while queue:
@@ -205,7 +219,6 @@ async def _stream(web: Web, started: Started, follower: Follower, usage_chunk: b
     finally:  # the response was cancelled (its client went away): the following goes with it
         if not waiting.done():
             waiting.cancel()
-            log.info("/v1: the client of run %s went away; its call stopped following the run", follower.run_id)
     answer = follower.answer() if follower.ended else _still_going(follower)
     yield _sse(openai.chunk(started, {"content": ("\n" if follower.seen_steps else "") + answer}))
     yield _sse(openai.chunk(started, {}, "stop", usage=follower.usage()))
