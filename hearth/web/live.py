@@ -60,8 +60,11 @@ def _enriched(
     started = row.get("started_at")
     elapsed = (now - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds() if started else None
     agent = run.get("agent_name") or row.get("agent_name") or "default"
+    numbers = live_numbers(reader, run["id"], now, budget, agent) if started else None
     return {
         **run,
+        # a run suspended for a person has no state file: its iteration is the audit's
+        "iteration": run.get("iteration") or (numbers or {}).get("iteration") or 0,
         "agent_name": agent,
         "model": run.get("model") or row.get("model"),
         "label": run.get("label") or row.get("label"),
@@ -70,7 +73,7 @@ def _enriched(
         "started_at": started,
         "elapsed_s": round(elapsed, 1) if elapsed is not None else None,
         "max_iterations": iteration_cap(config, reader.request_body(run["id"]), agent),
-        "numbers": live_numbers(reader, run["id"], now, budget, agent) if started else None,
+        "numbers": numbers,
     }
 
 

@@ -24,7 +24,23 @@ def overview_data(request: Request) -> dict[str, Any]:
     by_run: dict[str, list[dict[str, Any]]] = {}
     for approval in web.reader.pending_approvals(utc_now()):  # decided on the run's card
         by_run.setdefault(approval["run_id"], []).append(approval)
-    return {**state, "recent": web.reader.recent(10), "asking": by_run}
+    return {**state, "recent": with_live(web.reader.recent(10), state["active"]), "asking": by_run}
+
+
+def with_live(recent: list[dict[str, Any]], active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recent runs with what the live map knows of those going now: a row says `running`, with
+    no numbers, until its run ends, while its card beside it waits for a person at iteration 3."""
+    live = {run["id"]: run for run in active}
+    out = []
+    for row in recent:
+        run = live.get(row["id"])
+        numbers = (run or {}).get("numbers") or {}
+        if run is not None:
+            row = {**row, "status": run.get("state") or row["status"]}
+            row |= {key: numbers[key] for key in ("tokens_in", "tokens_out") if key in numbers}
+            row["iterations"] = numbers.get("iteration", row.get("iterations"))
+        out.append(row)
+    return out
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)

@@ -5,6 +5,7 @@ and the numbers are live, the waiting call is pilled as waiting, an operator dec
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 from tests.browser_support import Browser
@@ -52,6 +53,22 @@ def test_an_approval_is_decided_on_the_run_page_and_the_steps_read_in_order(
     assert approval == {"status": "approved", "decided_by": "web:local", "note": "looks harmless"}
 
 
+def test_on_a_phone_the_waiting_calls_approve_is_on_the_first_screen(
+    center: Center, browser: Browser, state_dir: Path
+) -> None:
+    script = [tool_call("run_command", {"command": "echo phone-marker"}), final_answer("it printed")]
+    with FakeOllama(script) as fake:
+        center.start_watch(fake.url, HEARTH_SUSPEND_AFTER_S="600")
+        center.client().post_json("/api/enqueue", {"goal": "print a marker on the phone", "id": "ph-1", "mode": "auto"})
+        phone = browser.page(390, 844)
+        phone.goto(center.url + "/runs/ph-1")
+        approve = phone.wait_for_selector("#run-approvals [data-approve]", timeout=20_000)
+        box = approve.bounding_box()
+        browser.shot(phone, "run-waiting-phone")
+        assert box is not None and box["y"] + box["height"] <= 844, box  # no scrolling to decide
+        assert browser.axe(phone) == []
+
+
 def test_a_call_stopped_while_it_waits_is_shown_as_not_run(center: Center, browser: Browser, state_dir: Path) -> None:
     with FakeOllama([tool_call("run_command", {"command": "echo never"})]) as fake:
         center.start_watch(fake.url)
@@ -89,3 +106,24 @@ def test_a_call_is_denied_on_its_map_card_with_a_reason(center: Center, browser:
         wait_for(lambda: run_status(state_dir, "card-1") == "done", what="the denied run to finish")
         assert "not today" in str(fake.requests[-1]["messages"])
         browser.shot(page, "overview-decided-phone")
+
+
+def test_the_overviews_row_of_a_run_waiting_for_a_person_says_what_its_card_says(
+    center: Center, state_dir: Path
+) -> None:
+    script = [tool_call("run_command", {"command": "echo row-marker"}), final_answer("it printed")]
+    with FakeOllama(script) as fake:
+        center.start_watch(fake.url, HEARTH_SUSPEND_AFTER_S="600")  # it waits in its process: its row says running
+        center.client().post_json("/api/enqueue", {"goal": "print a marker", "id": "row-1", "mode": "auto"})
+        wait_for(lambda: run_status(state_dir, "row-1") == "running" and pending(state_dir), what="the call to ask")
+        page = center.client().get("/").text
+    [row] = re.findall(r"<tr>(?:(?!</tr>).)*>row-1<(?:(?!</tr>).)*</tr>", page, re.S)
+    assert "waiting for approval" in row and 'data-label="Iter." class="num">1<' in row, row
+    assert 'data-label="Tokens" class="num">120<' in row  # the card's numbers, not the row's zeros
+
+
+def pending(state_dir: Path) -> list[dict[str, object]]:
+    try:
+        return rows(state_dir, "select id from approvals where status = 'pending'")
+    except sqlite3.OperationalError:  # the run has not made its tables yet
+        return []
