@@ -154,6 +154,13 @@ def test_the_readme_has_exactly_the_two_set_up_commands() -> None:
     assert [m.split("#")[0].strip() for m in makes] == ["make demo", "make test"]
 
 
+def test_the_readme_says_how_long_each_set_up_command_takes() -> None:
+    setup = (ROOT / "README.md").read_text().split("## Set up\n", 1)[1].split("\n## ", 1)[0]
+    said = " ".join(setup.split())
+    assert re.search(r"first `make demo` takes [^.]*minutes", said), "how long the first make demo takes"
+    assert re.search(r"`make test` takes [^.]*(hour|minutes)", said), "how long make test takes"
+
+
 def sh_blocks_of(text: str) -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
 
