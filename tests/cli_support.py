@@ -9,7 +9,10 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from tests.conftest import ROOT
 from tests.fake_ollama import FakeOllama
@@ -25,6 +28,19 @@ def start_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         cwd=ROOT,
         env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
     )
+
+
+@contextmanager
+def serving(port: int, env: dict[str, str], stderr: IO[str], *args: str) -> Iterator[subprocess.Popen[str]]:
+    """`hearth serve --port PORT ARGS` as a process, its stderr to `stderr`; killed if still up after."""
+    argv = [sys.executable, "-m", "hearth.cli.main", "serve", "--port", str(port), *args]
+    serve = subprocess.Popen(argv, env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stderr=stderr)
+    try:
+        yield serve
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
 
 
 def run_cli_input(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:

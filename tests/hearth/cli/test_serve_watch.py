@@ -4,13 +4,11 @@ serve` process, the local launcher, `hearth approve`, the fake Ollama."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, run_cli
+from tests.cli_support import serving
+from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.queue_support import rows, wait_for
 from tests.web_support import Client, free_port, run_status, wait_for_answer
@@ -23,16 +21,12 @@ def test_a_run_that_waits_for_a_person_is_said_suspended_then_going_on_then_its_
     script = [tool_call("run_command", {"command": "echo decided"}), final_answer("it printed")]
     with FakeOllama(script) as fake, said.open("w") as err:
         env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
             "OLLAMA_HOST": fake.url,
             "HEARTH_LAUNCHER": "local",
             "HEARTH_SUSPEND_AFTER_S": "0",  # the run's process exits to wait
             "HEARTH_SANDBOX": "none",
         }
-        argv = [sys.executable, "-m", "hearth.cli.main", "serve", "--port", str(port), "--watch"]
-        serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=err)
-        try:
+        with serving(port, env, err, "--watch") as serve:
             url = f"http://127.0.0.1:{port}"
             wait_for_answer(url + "/api/state", {})
             with Client(url, {}) as client:
@@ -45,10 +39,6 @@ def test_a_run_that_waits_for_a_person_is_said_suspended_then_going_on_then_its_
             wait_for(lambda: "run w-1 ended" in said.read_text(), what="the end to be said")
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(30) == 0
-        finally:
-            if serve.poll() is None:
-                serve.kill()
-                serve.wait()
     text = said.read_text()
     told = [line.split(" ", 3)[3].split(":")[0] for line in text.splitlines() if "run w-1" in line]
     assert told[0] == "run w-1 started" and told[-2:] == ["run w-1 goes on", "run w-1 ended"], text

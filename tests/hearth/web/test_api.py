@@ -200,21 +200,16 @@ def _next_state(lines: Iterator[str]) -> dict[str, Any]:
 
 
 def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir: Path) -> None:
-    import os
     import signal
-    import subprocess
-    import sys
 
-    from tests.conftest import ROOT
+    from tests.cli_support import serving
     from tests.web_support import Client, free_port, wait_for_answer
 
     port = free_port()
     said = state_dir.parent / "serve.err"
     with FakeOllama([final_answer("served and done")]) as fake, said.open("w") as err:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OLLAMA_HOST": fake.url, "HEARTH_LAUNCHER": "local"}
-        argv = [sys.executable, "-m", "hearth.cli.main", "serve", "--port", str(port), "--watch"]
-        serve = subprocess.Popen(argv, env=env, cwd=ROOT, stderr=err)
-        try:
+        env = {"OLLAMA_HOST": fake.url, "HEARTH_LAUNCHER": "local"}
+        with serving(port, env, err, "--watch") as serve:
             url = f"http://127.0.0.1:{port}"
             wait_for_answer(url + "/api/state", {})
             with Client(url, {}) as client:
@@ -226,10 +221,6 @@ def test_hearth_serve_watch_runs_what_the_page_queues_without_systemd(state_dir:
             assert [line.split(" ", 3)[3] for line in lines] == ["run served-1 started", "run served-1 ended: done"]
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(30) == 0
-        finally:
-            if serve.poll() is None:
-                serve.kill()
-                serve.wait()
 
 
 def test_a_run_page_shows_at_most_a_capped_part_of_each_huge_step_with_a_link_to_the_whole(
