@@ -74,9 +74,13 @@ class Browser:
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
         dialog.accept()
 
-    def shot(self, page: Any, name: str) -> None:
+    def shot(self, page: Any, name: str, selector: str = "") -> None:
+        """The whole page, or with `selector` only that element."""
         path = self.shots / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        if selector:
+            page.locator(selector).screenshot(path=str(path))
+        else:
+            page.screenshot(path=str(path), full_page=True)
         keep = os.environ.get("HEARTH_SCREENSHOTS")
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ class Swarm(BaseModel):
 
 MAX_SEARCHES = 50
 MAX_PAGES = 100
+DEFAULT_PAGES = 10
 
 
 class Research(BaseModel):
@@ -80,7 +81,7 @@ class Research(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max_searches: int = Field(6, ge=1, le=MAX_SEARCHES, description="At most this many searches (1-50).")
-    max_pages: int = Field(10, ge=1, le=MAX_PAGES, description="At most this many pages read (1-100).")
+    max_pages: int = Field(DEFAULT_PAGES, ge=1, le=MAX_PAGES, description="At most this many pages read (1-100).")
     max_sub_questions: int = Field(4, ge=1, le=8, description="At most this many sub-questions in the plan (1-8).")
     per_question: int = Field(
         2,

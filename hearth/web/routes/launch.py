@@ -24,7 +24,7 @@ from hearth.credentials import CredentialStore
 from hearth.demo import GOAL as DEMO_GOAL
 from hearth.dispatch.launchers import heal
 from hearth.queue.intake import RequestRefused, build_request, load_json
-from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_WORKERS
+from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_PAGES, DEFAULT_WORKERS
 from hearth.queue.request import MAX_GOAL_CHARS
 from hearth.queue.submit import SubmitRefused, submit
 from hearth.run.profiles import profile_names
@@ -60,6 +60,7 @@ FORM_LABEL = {
     "id": "The request id",
     "marathon": "Legs",
     "swarm": "Workers",
+    "research": "Pages",
     "credentials": "Credentials",
 }
 _NAMED = re.compile(r'"?[a-z_]+(\[[^\]]*\])*"?:?\s*')
@@ -146,7 +147,8 @@ def plain_refusal(reason: str, goal: str) -> str:
 
 
 def long_work(form: dict[str, Any]) -> dict[str, Any]:
-    """The form's "long work" choice: a marathon (legs, its check) or a swarm (workers), else nothing."""
+    """The form's "long work" choice: a marathon (legs, its check), a swarm (workers) or research
+    (pages), else nothing."""
     if form.get("long") == "marathon":
         plan: dict[str, Any] = {"max_legs": _number(form.get("legs"), DEFAULT_LEGS)}
         files = [f for f in re.split(r"[\s,]+", form.get("check_files") or "") if f]
@@ -156,6 +158,8 @@ def long_work(form: dict[str, Any]) -> dict[str, Any]:
         return {"marathon": plan}
     if form.get("long") == "swarm":
         return {"swarm": {"max_workers": _number(form.get("workers"), DEFAULT_WORKERS)}}
+    if form.get("long") == "research":
+        return {"research": {"max_pages": _number(form.get("pages"), DEFAULT_PAGES)}}
     return {}
 
 

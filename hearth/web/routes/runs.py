@@ -24,6 +24,7 @@ from hearth.web.context import web_of
 from hearth.web.live import budget_of
 from hearth.web.numbers import live_numbers
 from hearth.web.reader import COUNT_CAP, PAGE_SIZE, RunFilter
+from hearth.web.research import research_data
 from hearth.web.routes.approvals import decided_line
 from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
 from hearth.web.steps import LIVE_STATUSES, shown_steps
@@ -121,10 +122,14 @@ def _queued_goal(queue: Queue, run_id: str) -> str:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-def run_page(request: Request, run_id: str, decided: str = "", me: Identity = Depends(viewer)) -> HTMLResponse:
+def run_page(
+    request: Request, run_id: str, decided: str = "", edited: int = 0, me: Identity = Depends(viewer)
+) -> HTMLResponse:
     data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
     line = decided_line(web_of(request).reader, decided)
-    return web_of(request).pages.render(request, "run.html", **data, step_cap=STEP_CHARS, decided=line)
+    return web_of(request).pages.render(
+        request, "run.html", **data, step_cap=STEP_CHARS, decided=line, edited=max(0, edited)
+    )
 
 
 @router.get("/fragments/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -148,6 +153,7 @@ def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         "paused": None,
         "network": _network(run),
         "follow_up": follow_up_refused(web.config.settings.model_host, run) if not live else None,
+        "research": research_data(request, run),
     }
     if live:
         # the row says `running` all run long; the live map knows it thinks, runs a tool or waits
