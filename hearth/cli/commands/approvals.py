@@ -68,7 +68,15 @@ def list_approvals(args: argparse.Namespace, settings: Settings) -> int:
     elif not rows:
         print("no approvals waiting" if not args.all else "no approvals recorded")
     else:
-        shown = [{**r, "call": f"{r['tool']} {json.dumps(r['arguments'], ensure_ascii=False)}"} for r in rows]
+        # the time left only where a decision is still awaited: a decided call did not "expire"
+        shown = [
+            {
+                **r,
+                "call": f"{r['tool']} {json.dumps(r['arguments'], ensure_ascii=False)}",
+                "expires_at": r["expires_at"] if r["status"] == "pending" else "-",
+            }
+            for r in rows
+        ]
         table(shown, ["id", "status", "run_id", "call", "expires_at", "decided_by"], widths={"call": 70})
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import sqlite3
@@ -88,6 +89,8 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(
     assert state["state"] == "waiting_approval" and waiting["id"] in state["detail"]
     assert waiting["tool"] == "run_command" and waiting["arguments"] == {"command": COMMAND}
     assert not (tmp_path / "ws" / "proof.txt").exists()
+    # the time left in the words an alert and the page use
+    assert re.search(r"  (11 h 59 min|12 h 0 min) left$", run_cli("hearth", "approvals").stdout, re.M)
     approved = run_cli("hearth", "approve", waiting["id"])
     assert approved.returncode == 0 and approved.stdout.startswith(f"approved {waiting['id']}: run_command")
     out, err = loop.communicate(timeout=30)
@@ -95,6 +98,8 @@ def test_a_headless_run_waits_and_runs_once_another_process_approves(
     assert (tmp_path / "ws" / "proof.txt").read_text() == "approved\n"
     [row] = db_rows(state_dir, "select * from approvals")
     assert row["status"] == "approved" and row["decided_by"].startswith("cli:") and row["timeout_s"] == 12 * 3600
+    [decided] = run_cli("hearth", "approvals", "--all").stdout.splitlines()[1:]
+    assert re.search(r" approved .* - +cli:", decided) and "left" not in decided and "expired" not in decided
     [tool] = db_rows(state_dir, "select * from steps where kind = 'tool'")
     assert tool["verdict"] == "approved" and json.loads(tool["detail"])["approval"] == waiting["id"]
     assert [s["kind"] for s in db_rows(state_dir, "select kind from steps order by seq")] == [
