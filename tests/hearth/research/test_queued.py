@@ -1,0 +1,54 @@
+"""A research run through the queue, as a user starts one: `hearth research` queues it, `hearth
+spawn --local` runs it until its plan waits (its process ends, holding nothing), `hearth approve`
+wakes it, the next spawn goes on from its record to the report. Real processes, the fake Ollama
+playing the phases; the search endpoint is on loopback, which the production guard refuses, so
+the run's searches are recorded refused and the report has no evidence to cite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.fake_ollama import FakeOllama
+from tests.queue_support import listing, rows
+from tests.research_support import Script
+
+ENV = {"HEARTH_SUSPEND_AFTER_S": "0", "HEARTH_SEARCH_URL": "http://127.0.0.1:9/search"}
+
+
+def phases(fake: FakeOllama) -> list[str]:
+    return [str(body["messages"][0]["content"]).split()[1] for body in fake.requests]
+
+
+def test_a_queued_research_run_waits_holding_nothing_and_goes_on_from_its_record_once_approved(
+    state_dir: Path,
+) -> None:
+    queued = run_cli("hearth", "research", "What changed in Python 3.13?", "--id", "q1", "--max-rounds", "2")
+    assert queued.returncode == 0, queued.stderr
+    with FakeOllama([Script()], repeat_last=True) as fake:
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        first = run_cli("hearth", "spawn", "--local", env=env)
+        assert first.returncode == 0, first.stderr
+        [run] = rows(state_dir, "select status, kind from runs where id = 'q1'")
+        assert (run["status"], run["kind"]) == ("waiting", "research")
+        assert phases(fake) == ["plan"]
+        assert listing(state_dir / "queue" / "claimed") == ["q1.json"]  # kept until it goes on
+
+        [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+        assert pending["tool"] == "research_plan"
+        assert run_cli("hearth", "approve", pending["id"]).returncode == 0
+        second = run_cli("hearth", "spawn", "--local", env=env)
+        assert second.returncode == 0, second.stderr
+        assert "resumed q1" in second.stdout, second.stdout
+
+    assert phases(fake) == ["plan", "direct", "write"]  # no second plan: decide, then the synthesis
+    [run] = rows(state_dir, "select status, summary from runs where id = 'q1'")
+    assert run["status"] == "done"
+    searched = rows(state_dir, "select verdict, output from steps where run_id = 'q1' and kind = 'search'")
+    assert [s["verdict"] for s in searched] == ["failed", "failed"]
+    assert all("refused" in s["output"] and "127.0.0.1" in s["output"] for s in searched)
+    report = run_cli("hearth", "research", "--report", "q1").stdout
+    assert report == run["summary"] and "0 claims cited, 1 caveat, 0 sources" in report
+    assert "## Sources" not in report  # nothing read, nothing listed
+    assert listing(state_dir / "queue" / "claimed") == []
