@@ -268,3 +268,32 @@ def test_a_body_over_the_limit_is_413_in_openais_shape_before_the_key_is_read(ce
     assert bare.status_code == 413 and bare.json()["error"]["type"] == "invalid_request_error"
     assert "takes at most" in bare.json()["error"]["message"]
     assert rows(state_dir, "select count(*) as n from runs") == [{"n": 0}]
+
+
+def test_a_completion_under_a_research_profile_is_a_research_run_whose_report_is_the_answer(
+    center: Center, state_dir: Path, tmp_path: Path
+) -> None:
+    from tests.research_support import Script
+
+    scout = tmp_path / "config" / "agents" / "scout"
+    scout.mkdir(parents=True)
+    (scout / "agent.toml").write_text('name = "scout"\n[research]\nmax_rounds = 1\n')
+    key = make_key(state_dir)
+    with FakeOllama([Script()], repeat_last=True) as fake:
+        center.start_watch(fake.url, HEARTH_SEARCH_URL="http://127.0.0.1:9/search")  # refused: loopback
+        stream = client(center, key).chat.completions.create(
+            model="scout", messages=[{"role": "user", "content": "What changed in Python 3.13?"}], stream=True
+        )
+        said, decided = "", False
+        for chunk in stream:
+            said += (chunk.choices[0].delta.content or "") if chunk.choices else ""
+            if "waiting for a person" in said and not decided:  # the plan waits for its approval
+                [pending] = center.client().get("/api/approvals").json()
+                assert pending["tool"] == "research_plan"
+                answer = center.client().post_json(f"/api/approvals/{pending['id']}", {"decision": "approve"})
+                decided = answer.status_code == 200
+    assert decided and "# Research: What changed in Python 3.13?" in said
+    assert "0 claims cited, 1 caveat" in said  # the scripted claim cites evidence no page gave
+    [run] = rows(state_dir, "select source, status, kind, summary from runs")
+    assert (run["source"], run["status"], run["kind"]) == ("api:webui", "done", "research")
+    assert said.rstrip().endswith(run["summary"].rstrip())

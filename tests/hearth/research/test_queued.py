@@ -52,3 +52,23 @@ def test_a_queued_research_run_waits_holding_nothing_and_goes_on_from_its_record
     assert report == run["summary"] and "0 claims cited, 1 caveat, 0 sources" in report
     assert "## Sources" not in report  # nothing read, nothing listed
     assert listing(state_dir / "queue" / "claimed") == []
+
+
+def test_a_mission_under_a_profile_with_a_research_table_queues_a_research_run_with_its_limits(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    agents = tmp_path / "config" / "agents" / "scout"
+    agents.mkdir(parents=True)
+    (agents / "agent.toml").write_text('name = "scout"\n[research]\nmax_sub_questions = 1\n')
+    (tmp_path / "config" / "missions").mkdir()
+    mission = 'schedule = "daily"\ngoal = "What changed in Python 3.13?"\nagent = "scout"\n'
+    (tmp_path / "config" / "missions" / "weekly.toml").write_text(mission)
+    fired = run_cli("hearth", "missions", "run", "weekly")
+    assert fired.returncode == 0, fired.stderr
+    with FakeOllama([Script()], repeat_last=True) as fake:
+        assert run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url, **ENV}).returncode == 0
+    [run] = rows(state_dir, "select id, status, kind, requested_by from runs")
+    assert (run["id"], run["status"], run["kind"]) == (fired.stdout.strip(), "waiting", "research")
+    assert run["requested_by"] == "mission:weekly" and phases(fake) == ["plan"]
+    schema = fake.requests[0]["format"]  # the profile's limit holds the planner to one sub-question
+    assert schema["properties"]["sub_questions"]["maxItems"] == 1
