@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -52,7 +52,7 @@ from hearth.audit.approvals import Approval, parse_stamp, utc_clock
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, HearthError
 from hearth.limits import parse_duration
-from hearth.render import local_time, time_left
+from hearth.render import time_left
 from hearth.settings import Settings
 from hearth.tomlcheck import known_table, read_toml
 
@@ -453,9 +453,11 @@ def approval_alert(
     links = Links(base, approval_id, int(parse_stamp(expires_at).timestamp())) if base else None
     cli = f"\n{'or ' if links else ''}decide: hearth approve {approval_id}  or  hearth deny {approval_id}"
     page = f"\n{settings.web_url}/approvals" if settings.web_url else ""
+    # in UTC, as the link's page says it: the phone reading it may be in another zone than hearth
+    until = parse_stamp(expires_at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     body = (
         f"run {run_id} waits for approval {approval_id}: {call[:600]}{run_line(settings, run_id)}\n"
-        f"{time_left(left_s)} left (until {local_time(expires_at)}); no decision is a deny.{cli}{page}"
+        f"{time_left(left_s)} left (until {until}); no decision is a deny.{cli}{page}"
     )
     return Alert("approval", title or f"hearth: approval {approval_id} waits", body, run_id, links)
 
