@@ -83,7 +83,15 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # the leash's rules, which a run and the spawner obey; the launcher seam's Protocol and table
     # (its rows, which start runs, stand with dispatch); MCP tool servers (hearth/mcp/) as the
     # operator declares and pins them, which a run obeys too
-    12: ("hearth.leash", "hearth.leash.budget", "hearth.leash.alerts", "hearth.dispatch.launchers", "hearth.mcp"),
+    # and who may do what (hearth/users/: the one check every door asks)
+    12: (
+        "hearth.leash",
+        "hearth.leash.budget",
+        "hearth.leash.alerts",
+        "hearth.dispatch.launchers",
+        "hearth.mcp",
+        "hearth.users",
+    ),
     # the queue: the request, its intake, the directory, its ledger in the audit, and the front door
     13: (
         "hearth.queue",
@@ -105,6 +113,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.run.long.followup",
         "hearth.leash.rules",
         "hearth.leash.decisions",
+        "hearth.users.launch",
         "hearth.eval.seed",
         "hearth.eval.fixture",
     ),

@@ -14,7 +14,7 @@ from hearth.audit.migrations.alerts import m091_alerts, m122_alert_actions
 from hearth.audit.migrations.approvals import m010_approvals, m121_standing_rules
 from hearth.audit.migrations.evals import m180_evals
 from hearth.audit.migrations.fleet import m201_fleet
-from hearth.audit.migrations.keys import m160_api_keys, m161_api_calls, m211_api_key_ids
+from hearth.audit.migrations.keys import m160_api_keys, m161_api_calls, m211_api_key_ids, m231_api_key_users
 from hearth.audit.migrations.mcp import m130_mcp_pins, m210_mcp_drift_index
 from hearth.audit.migrations.operator import m155_operator_actions
 from hearth.audit.migrations.proposals import m040_proposals, m157_proposal_decisions
@@ -36,6 +36,7 @@ from hearth.audit.migrations.runs import (
     m158_runs_by_requester,
     m190_run_model_host,
 )
+from hearth.audit.migrations.users import m230_users
 from hearth.audit.migrations.walls import (
     m050_checkpoints,
     m060_connections,
@@ -85,4 +86,6 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m210_mcp_drift_index,
     m211_api_key_ids,
     m220_research,
+    m230_users,
+    m231_api_key_users,
 ]

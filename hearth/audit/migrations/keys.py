@@ -62,3 +62,13 @@ def m211_api_key_ids(db: sqlite_utils.Database) -> None:
     )
     db.table("api_calls").create_index(["key_id", "conversation"])
     db.table("api_calls").create_index(["key_id", "at"])
+
+
+def m231_api_key_users(db: sqlite_utils.Database) -> None:
+    """A `/v1` key belongs to a user (`user`), whose rights its calls have: the keys made before users
+    belong to the built-in `operator`, who could do everything, as the keys could. Each call keeps
+    the user it was made for (a key's calls stay theirs in the record)."""
+    db.table("api_keys").add_column("user", str)
+    db.execute("update api_keys set user = 'operator' where user is null")
+    db.table("api_calls").add_column("user", str)
+    db.execute("update api_calls set user = 'operator' where key_id is not null")
