@@ -37,8 +37,10 @@ from hearth.leash.decisions import By, decide
 from hearth.queue.directory import Queue
 from hearth.queue.request import Request
 from hearth.settings import Settings
+from hearth.users.access import shell_owner
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 
+OWNER = shell_owner("bench")  # the benchmark holds the state, as an owner at the shell does
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "9"))
 TURNS = int(os.environ.get("BENCH_TURNS", "30"))
 
@@ -105,7 +107,7 @@ def one(settings: Settings, fake: Stamped, queue: Queue, n: int, *, suspend: boo
         until(lambda: status(settings, run_id) == "waiting")
         approval = pending_of(settings, run_id)
         started = time.monotonic()
-        decide(settings, approval, "approve", By("bench", "resume"))  # and wakes the run
+        decide(settings, approval, "approve", By("bench", "resume"), user=OWNER)  # and wakes the run
         latency = fake.wait_arrivals(goal, 2)[1] - started
     times = fake.wait_arrivals(goal, TURNS + 2)
     until(lambda: status(settings, run_id) == "done")

@@ -34,8 +34,11 @@ from hearth.research.run import How, run_research
 from hearth.run.goal import GoalRequest
 from hearth.run.suspend import ready
 from hearth.settings import Settings
+from hearth.users.access import shell_owner
 from tests.fake_ollama import final_answer
 from tests.netfixtures import Answer, Seen, TestNet, Web
+
+OWNER = shell_owner("alice")  # whoever decides here is not the check's subject
 
 QUESTION = "What changed in the garbage collector of Python 3.13?"
 HTML = {"content-type": "text/html; charset=utf-8"}
@@ -212,7 +215,9 @@ def go_on(settings: Settings, web: LoopWeb, model: Any, spec: Research | None = 
 def approved_run(settings: Settings, web: LoopWeb, model: Any, spec: Research | None = None, **fields: Any) -> Outcome:
     """Plan, approve (as alice, at the CLI), go on to the end."""
     assert start(settings, web, model, spec, **fields).status == "waiting"
-    decide(settings, plan_approval(settings, fields.get("run_id", "r1"))["id"], "approve", By("cli", "alice"))
+    decide(
+        settings, plan_approval(settings, fields.get("run_id", "r1"))["id"], "approve", By("cli", "alice"), user=OWNER
+    )
     return go_on(settings, web, model, spec, **fields)
 
 

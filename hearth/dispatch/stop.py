@@ -9,6 +9,8 @@
                                            then SIGKILLed after `grace_s`, wherever else it runs
         already finished                -> NotRunning (nothing changed)
     stop_all(settings, by=...)           every run that is claimed or running now
+    stop_as(settings, run_id, user, by=...)   a person's stop: asked of hearth/users/access.py
+                                           first (`stop` in the run's profile), then stop_run
 
 Runs made from the stopped one go with it: a swarm's children (queued, claimed or running; its
 `child` steps name them before they are queued) and any linked run still running (a marathon's
@@ -28,6 +30,7 @@ spawner claiming the same request waits for the claim and stops it as a claimed 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,12 +41,14 @@ from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import STOP_GRACE_S, Launcher, LaunchError, launcher_for
 from hearth.errors import HearthError, NotFound
+from hearth.ids import ID_PATTERN
 from hearth.locks import RunLock
 from hearth.queue.directory import Queue, read_request_bytes
 from hearth.queue.intake import RequestRefused, parse_request
 from hearth.queue.ledger import ensure_request_row
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
+from hearth.users.access import EVERY, User, require
 
 STOP_WAIT_S = 15.0  # a second stop of one run waits this long beyond the first one's grace
 
@@ -77,6 +82,37 @@ def stop_run(
     (one another stop ended meanwhile, too). `launcher` is the one that started it (default:
     HEARTH_LAUNCHER's)."""
     return _stop(settings, run_id, by, grace_s, launcher, frozenset())
+
+
+def stop_as(settings: Settings, run_id: str, user: User, *, by: str, grace_s: float = STOP_GRACE_S) -> Stopped:
+    """A person's stop of one run (a door's): Forbidden unless `user` may stop in its profile."""
+    require(user, "stop", run_profile(settings, run_id))
+    return stop_run(settings, run_id, by=by, grace_s=grace_s)
+
+
+def stop_all_as(settings: Settings, user: User, *, by: str, grace_s: float = STOP_GRACE_S) -> list[Stopped]:
+    """A person's stop of every run: Forbidden unless `user` may stop in every profile."""
+    require(user, "stop", EVERY)
+    return stop_all(settings, by=by, grace_s=grace_s)
+
+
+def run_profile(settings: Settings, run_id: str) -> str:
+    """The agent profile a run is (its row), or will be (its request in the queue); `default`."""
+    run = None
+    if settings.audit_path.exists():
+        with AuditStore(settings.audit_path) as audit:
+            run = audit.run(run_id)
+    if run is not None:
+        return str(run["agent_name"] or "default")
+    queue = Queue(settings.queue_dir)
+    if not re.fullmatch(ID_PATTERN, run_id):
+        return "default"
+    for path in (queue.root / f"{run_id}.json", queue.claimed / f"{run_id}.json"):
+        try:
+            return parse_request(read_request_bytes(path), path.name).request.agent_name or "default"
+        except (OSError, RequestRefused):
+            continue
+    return "default"
 
 
 def _stop(

@@ -18,6 +18,7 @@ Refusals are `KeyRefused`, whose `status` and `code` are the OpenAI error's:
     401 missing_key       no `Authorization: Bearer` key
     401 invalid_api_key   a key no row has the digest of
     403 model_not_allowed a profile this key may not use
+    403 permission_denied  the key's user may not launch in that profile, is disabled or is gone
     429 insufficient_quota the key's tokens for today are spent, or held by its runs still going
     429 rate_limit_exceeded more calls this minute than the key's rate
 """
@@ -35,6 +36,7 @@ from typing import Any
 from hearth.audit import keys as key_rows
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
+from hearth.users.access import Forbidden, User, require, user_named
 
 PREFIX = "hk-"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -59,6 +61,7 @@ class Key:
     created_at: str = ""
     created_by: str = ""
     id: str = ""  # made with the key; its calls and conversations are found by it
+    user: str = "operator"  # whose rights its calls have (hearth/users/access.py)
 
     @property
     def source(self) -> str:
@@ -93,6 +96,7 @@ def add(audit: AuditStore, key: Key) -> str:
         "rate_per_min": key.rate_per_min,
         "created_at": key.created_at or audit.clock(),
         "created_by": key.created_by,
+        "user": key.user,
     }
     if not key_rows.add_key(audit, row):
         raise UsageError(f"a key named {key.name!r} exists; remove it first: hearth keys rm {key.name}")
@@ -118,6 +122,7 @@ def _key(row: dict[str, Any]) -> Key:
         row["created_at"] or "",
         row["created_by"] or "",
         row["id"] or "",
+        row["user"] or "operator",
     )
 
 
@@ -129,6 +134,18 @@ def identify(audit: AuditStore, authorization: str) -> Key:
     if row is None:
         raise KeyRefused(401, "invalid_api_key", "wrong API key: no key of this hearth has it (see: hearth keys list)")
     return _key(row)
+
+
+def user_of(audit: AuditStore, key: Key, agent: str) -> User:
+    """The key's user, who must be there, enabled, and may launch in `agent`: else KeyRefused 403."""
+    user = user_named(audit, key.user)
+    if user is None:
+        raise KeyRefused(403, "permission_denied", f"key {key.name!r} belongs to {key.user!r}, who is no user here now")
+    try:
+        require(user, "launch", agent)
+    except Forbidden as exc:
+        raise KeyRefused(403, "permission_denied", f"key {key.name!r}: {exc}") from None
+    return user
 
 
 def spent_today(audit: AuditStore, key: Key, now: datetime | None = None) -> int:
@@ -159,6 +176,7 @@ def record(
         "at": _stamp(moment),
         "run_id": run_id,
         "conversation": conversation,
+        "user": key.user,
     }
     stopped = key_rows.record_call(
         audit,

@@ -2,9 +2,10 @@
 
 Built with the official SDK's server side (`MCPServer`). Two transports, one set of tools:
 `hearth mcp serve` (stdio, for a desktop agent on this machine; its role is the command's
-`--role`, operator by default as the CLI is) and `/mcp` on `hearth serve` (streamable HTTP; the
-command center's tokens: viewer reads, operator also launches, decides and stops; hearth/doors/
-mount.py checks them before the SDK sees the request).
+`--role`, operator by default as the CLI is, for the CLI's user) and `/mcp` on `hearth serve`
+(streamable HTTP; the command center's tokens and users' own: hearth/doors/mount.py checks them
+before the SDK sees the request). Reading is every user's; launching, deciding and stopping are
+asked of hearth/users/access.py in the profile concerned.
 
 A run launched here is an ordinary run: queued through hearth.queue.submit with source `api:mcp`
 and `requested_by` naming the caller (`mcp:USER` on stdio, `mcp:token:ROLE` over HTTP), under the
@@ -28,11 +29,12 @@ from mcp.types import CallToolResult, TextContent
 from agent.clock import utc_now
 from hearth.errors import HearthError
 from hearth.settings import Settings
+from hearth.users.access import User, login_user
 from hearth.web.reader import Reader, RunFilter
 
 SOURCE = "api:mcp"
 CAP = 2000  # characters of a step's arguments and output shown by show_run (the run page has all)
-RoleOf = Callable[[Context], tuple[str, str]]  # (role, who) of the caller
+RoleOf = Callable[[Context], tuple[User, str]]  # (user, who) of the caller
 Listed = Annotated[CallToolResult, list[dict[str, Any]]]  # a list's schema, answered by `listed`
 
 
@@ -43,12 +45,12 @@ class Hearth:
         self.settings = settings
         self.reader = Reader(settings.audit_path)
 
-    def launch(self, goal: str, profile: str, mode: str, who: str) -> dict[str, Any]:
+    def launch(self, goal: str, profile: str, mode: str, user: User, who: str) -> dict[str, Any]:
         from hearth.audit.store import new_run_id
         from hearth.dispatch.launchers import heal
         from hearth.queue.intake import RequestRefused, build_request
-        from hearth.queue.submit import submit
         from hearth.run.profiles import load_profile
+        from hearth.users.launch import submit_as
 
         load_profile(self.settings.config_dir, profile)  # an unknown profile: refused, listing them
         obj: dict[str, Any] = {"id": new_run_id(), "goal": goal, "agent_name": profile, "source": SOURCE}
@@ -59,7 +61,7 @@ class Hearth:
             request = build_request(obj, file_id=None).request
         except RequestRefused as exc:
             raise HearthError(f"invalid request: {exc}") from None
-        done = submit(request, self.settings, requested_by=who, heal=heal)
+        done = submit_as(request, self.settings, user, requested_by=who, heal=heal)
         return {"run_id": done.id, "status": "queued", "next": "run_status(run_id) until it has ended"}
 
     def status(self, run_id: str) -> dict[str, Any]:
@@ -118,11 +120,11 @@ class Hearth:
     def approvals(self) -> list[dict[str, Any]]:
         return [_approval(a) for a in self.reader.pending_approvals(utc_now())]
 
-    def decide(self, approval_id: str, verdict: str, reason: str, who: str) -> dict[str, Any]:
+    def decide(self, approval_id: str, verdict: str, reason: str, user: User, who: str) -> dict[str, Any]:
         from hearth.leash.decisions import By, decide
 
         channel, _, name = who.partition(":")
-        done = decide(self.settings, approval_id, verdict, By(channel, name), note=reason).approval
+        done = decide(self.settings, approval_id, verdict, By(channel, name), user=user, note=reason).approval
         return {"approval_id": done.id, "run_id": done.run_id, "status": done.status, "decided_by": done.decided_by}
 
     def search(self, query: str, limit: int) -> list[dict[str, Any]]:
@@ -133,10 +135,10 @@ class Hearth:
         with KnowledgeStore(self.settings.knowledge_path) as store:
             return [asdict(hit) for hit in store.search(query, k=max(1, min(limit, 20)))]
 
-    def stop(self, run_id: str, who: str) -> dict[str, Any]:
-        from hearth.dispatch.stop import stop_run
+    def stop(self, run_id: str, user: User, who: str) -> dict[str, Any]:
+        from hearth.dispatch.stop import stop_as
 
-        return vars(stop_run(self.settings, run_id, by=who))
+        return vars(stop_as(self.settings, run_id, user, by=who))
 
     def _queued(self, run_id: str) -> bool:
         """A request not yet started: in the queue, or claimed and not yet a run row."""
@@ -185,13 +187,15 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
     )
 
     async def call(ctx: Context, need: str, fn: Callable[..., Any], *args: Any) -> Any:
-        role, who = role_of(ctx)
-        if need == "operator" and role != "operator":
-            raise ToolError(f"refused: this needs the operator role (you are {role or 'not signed in'})")
-        if role not in ("viewer", "operator"):
-            raise ToolError("refused: a viewer or operator token is needed")
+        user, who = role_of(ctx)
+        if not user.name or user.disabled:
+            raise ToolError(
+                "refused: a viewer or operator token is needed" + (" (this user is disabled)" * user.disabled)
+            )
+        if need == "operator" and not user.operates:
+            raise ToolError(f"refused: this needs the operator role (you are {user.role})")
         try:
-            return await anyio.to_thread.run_sync(lambda: fn(*args, *([who] if need == "operator" else [])))
+            return await anyio.to_thread.run_sync(lambda: fn(*args, *([user, who] if need == "operator" else [])))
         except HearthError as exc:
             raise ToolError(str(exc)) from None
 
@@ -250,13 +254,18 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
     return server
 
 
-def stdio_role(role: str) -> RoleOf:
-    who = f"mcp:{getpass.getuser()}"
-    return lambda ctx: (role, who)
+def stdio_role(settings: Settings, role: str) -> RoleOf:
+    """The CLI's user on stdio; `--role viewer` makes it read only, whoever it is."""
+    who, user = f"mcp:{getpass.getuser()}", login_user(settings)
+    if role != "operator":
+        user = User(user.name, "viewer", user.disabled)
+    return lambda ctx: (user, who)
 
 
-def http_role(ctx: Context) -> tuple[str, str]:
-    """The role hearth/doors/mount.py found for this request's token (on the ASGI scope's state)."""
+def http_role(ctx: Context) -> tuple[User, str]:
+    """The user hearth/doors/mount.py found for this request's token (on the ASGI scope's state)."""
     request = getattr(ctx.request_context, "request", None)
-    role = str(getattr(request, "scope", {}).get("state", {}).get("hearth_role", ""))
-    return role, f"mcp:token:{role}"
+    user = getattr(request, "scope", {}).get("state", {}).get("hearth_user")
+    if not isinstance(user, User):
+        return User("", "viewer", disabled=True), "mcp:"
+    return user, f"mcp:token:{user.name}" if user.built_in else f"mcp:{user.name}"

@@ -38,9 +38,10 @@ class McpDoor:
     """`/mcp` on `hearth serve`: the SDK's streamable HTTP app behind the command center's walls.
 
     Host as the command center answers; `Authorization: Bearer` with the viewer or operator token
-    (checked in the Throttle's turn, as the Guard does), or, on a server without tokens (loopback),
-    operator as everyone there is; a browser's foreign Origin is refused (a page must not drive it).
-    The role goes on the scope's state, where hearth/doors/mcpserver.py's tools read it.
+    or a user's own token (checked in the Throttle's turn, as the Guard does), or, on a server without
+    tokens (loopback), an owner as everyone there is; a browser's foreign Origin is refused (a page
+    must not drive it). The user goes on the scope's state, where hearth/doors/mcpserver.py's tools
+    read it and ask hearth/users/access.py before each act.
     """
 
     def __init__(self, web: Web) -> None:
@@ -61,7 +62,8 @@ class McpDoor:
     async def __call__(
         self, scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
     ) -> None:
-        from hearth.web.security import HEADERS, WebError, checked_role
+        from hearth.users.access import shell_owner
+        from hearth.web.security import HEADERS, WebError, checked_account
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         config = self.web.config
@@ -74,11 +76,11 @@ class McpDoor:
             auth = headers.get("authorization", "")
             if auth.lower().startswith("bearer "):
                 client = scope["client"][0] if scope.get("client") else "?"
-                role = await checked_role(auth[7:].strip(), config, self.web.throttle, client)
-                if role is None:
+                account = await checked_account(auth[7:].strip(), config, self.web.throttle, client, self.web.reader)
+                if account is None:
                     raise WebError(401, "wrong token")
             elif config.open:
-                role = "operator"
+                account = shell_owner("local")
             else:
                 raise WebError(401, "a viewer or operator token is needed: Authorization: Bearer TOKEN")
         except WebError as exc:
@@ -86,5 +88,5 @@ class McpDoor:
 
             answer = JSONResponse({"error": exc.reason}, status_code=exc.status, headers=HEADERS)
             return await answer(scope, receive, send)
-        scope.setdefault("state", {})["hearth_role"] = role
+        scope.setdefault("state", {})["hearth_user"] = account
         await self.app(scope, receive, send)

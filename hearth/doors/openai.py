@@ -32,6 +32,7 @@ from hearth.audit.store import AuditStore, new_run_id
 from hearth.doors import keys
 from hearth.doors.keys import Key, KeyRefused
 from hearth.settings import Settings
+from hearth.users.access import Forbidden
 
 AUTO = "auto"
 CONVERSATION_HEADERS = ("x-hearth-conversation", "x-openwebui-chat-id", "x-conversation-id")
@@ -171,12 +172,14 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
     """Check the key may, queue the run (a follow-up when the conversation has one), count the call."""
     from hearth.dispatch.launchers import heal
     from hearth.queue.intake import RequestRefused, build_request
-    from hearth.queue.submit import SubmitRefused, submit
+    from hearth.queue.submit import SubmitRefused
     from hearth.run.profiles import load_profile
+    from hearth.users.launch import submit_as
 
     with AuditStore(settings.audit_path) as audit:
         agent = profile_of(body.model, settings)
         keys.admit(key, agent)
+        user = keys.user_of(audit, key, agent)
         conversation, earlier = _conversation(audit, key, body, headers)
         if earlier is not None:
             _may_continue(audit, key, earlier)
@@ -187,7 +190,10 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
         obj = _request(run_id, body, key, agent, cap, earlier)
         try:
             request = build_request(obj, file_id=None).request
-            submit(request, settings, requested_by=obj["requested_by"], heal=heal)
+            submit_as(request, settings, user, requested_by=obj["requested_by"], heal=heal)
+        except Forbidden as exc:
+            key_rows.forget_call(audit, run_id)
+            raise Refused(403, "permission_denied", str(exc), "permission_error") from None
         except (RequestRefused, SubmitRefused) as exc:
             key_rows.forget_call(audit, run_id)  # no run: no turn to continue
             status = 503 if getattr(exc, "kind", "") == "queue" else 400

@@ -102,7 +102,7 @@ DEFAULT_EVENTS = (
     "mcp_drift",
     "eval_regression",
 )
-KEYS = ("name", "url", "events", "local")
+KEYS = ("name", "url", "events", "local", "user")
 APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")
 REMIND_AFTER_S = 3600.0
 REMIND_BEFORE_S = 900.0
@@ -121,6 +121,7 @@ class Destination:
     url: str  # as written: `{cred:NAME}` not yet replaced
     events: tuple[str, ...] = DEFAULT_EVENTS
     local: bool = False  # alerts.toml's `local = true`: the guard's address policy is waived for it
+    user: str = "operator"  # whose rights its Approve / Deny links have (hearth/users/access.py)
 
     def wants(self, event: str) -> bool:
         """Its own events, every failure when it wants `failed`, and `hearth alerts test`."""
@@ -236,7 +237,10 @@ def _destination(path: Path, index: int, raw: Any) -> Destination:
         raise ConfigError(f"{path}: {where}.local must be true or false")
     _address_policy(path, where, CRED.sub("x", url.strip()), local)
     name = raw.get("name", f"destination-{index}")
-    return Destination(str(name), url.strip(), tuple(events), local)
+    user = raw.get("user", "operator")
+    if not (isinstance(user, str) and user.strip()):
+        raise ConfigError(f"{path}: {where}.user must name a user of hearth (hearth users list)")
+    return Destination(str(name), url.strip(), tuple(events), local, user.strip())
 
 
 def _address_policy(path: Path, where: str, url: str, local: bool) -> None:

@@ -1,8 +1,12 @@
 """One way to decide a waiting approval: approve it, deny it, or approve it and always allow the
 same call in its run's profile; then wake the run.
 
-    decide(settings, approval_id, verdict, by, note=...)    the one call every door makes
-    by_link(settings, token)                                 an alert's signed link: its check, then decide
+    decide(settings, approval_id, verdict, by, user=..., note=...)    the one call every door makes
+    by_link(settings, token)                      an alert's signed link: its check, then decide
+
+Each decision is asked of hearth/users/access.py first, inside the same transaction: `user` (the
+signed-in person, the key's or chat's user, the login at the CLI, an alert destination's `user`)
+must hold `approve` in the approval's run's profile, else Forbidden and nothing is decided.
 
 The doors: `hearth approve|deny [--always]`, the command center's buttons and /api/approvals, an
 alert's Approve / Deny link (hearth/leash/actions.py signs it), the MCP server's decide_approval,
@@ -28,10 +32,11 @@ from typing import Protocol
 from hearth.audit import approvals
 from hearth.audit.approvals import Approval, ApprovalClosed, Clock, utc_clock
 from hearth.audit.store import AuditStore
-from hearth.errors import NotFound, UsageError
+from hearth.errors import ConfigError, NotFound, UsageError
 from hearth.leash import actions, rules
 from hearth.queue.wake import wake
 from hearth.settings import Settings
+from hearth.users.access import User, require, user_named
 
 VERDICTS = ("approve", "deny", "always")
 LINK_NOTE = "decided from an alert link"
@@ -64,15 +69,25 @@ class Decided:
 
 
 def decide(
-    settings: Settings, approval_id: str, verdict: str, by: Decider, *, note: str = "", now: Clock = utc_clock
+    settings: Settings,
+    approval_id: str,
+    verdict: str,
+    by: Decider,
+    *,
+    user: User,
+    note: str = "",
+    now: Clock = utc_clock,
 ) -> Decided:
     """Give `verdict` (approve | deny | always) on the approval (its id, or a unique prefix of 4+
     characters), recorded as `by` with `note`, and wake its run. NotFound for no such approval,
-    ApprovalClosed when it is decided or expired already, RuleRefused when `always` may not cover
-    its call (then nothing is decided)."""
+    Forbidden when `user` may not approve in its run's profile, ApprovalClosed when it is decided or
+    expired already, RuleRefused when `always` may not cover its call (then nothing is decided)."""
     if verdict not in VERDICTS:
         raise UsageError(f"{verdict!r} is not a verdict; one of: {', '.join(VERDICTS)}")
-    with _audit(settings, approval_id) as audit:
+    with _audit(settings, approval_id) as audit, audit.transaction():
+        profile = _profile(audit, approval_id)
+        if profile is not None:  # an unknown approval: _give says so
+            require(user, "approve", profile)
         decided = _give(audit, approval_id, verdict, by.decider, note.strip(), now)
     wake(settings, decided.approval.run_id)  # a suspended run goes on
     return decided
@@ -87,6 +102,7 @@ def by_link(settings: Settings, token: str, now: datetime | None = None, *, reas
     with AuditStore(settings.audit_path) as audit:
         action, approval = actions.check(audit, settings.state_dir, token, now)
         verdict = "approve" if action.granted else "deny"
+        _link_user_may(settings, audit, action, _profile(audit, approval.id) or "default")
         try:
             note = f"{LINK_NOTE}: {reason}" if reason else LINK_NOTE
             decided = _give(audit, approval.id, verdict, action.by, note, utc_clock)
@@ -101,6 +117,32 @@ def _audit(settings: Settings, approval_id: str) -> AuditStore:
     if not settings.audit_path.exists():
         raise NotFound(f"no approval with id {approval_id!r}: nothing has run yet ({settings.audit_path})")
     return AuditStore(settings.audit_path)
+
+
+def _profile(audit: AuditStore, ident: str) -> str | None:
+    """The profile of the approval's run (None when the approval is unknown)."""
+    approval = approvals.find(audit, ident)
+    if approval is None:
+        return None
+    run = audit.run(approval.run_id)
+    return str(run["agent_name"] or "default") if run is not None else "default"
+
+
+def _link_user_may(settings: Settings, audit: AuditStore, action: actions.Action, profile: str) -> None:
+    """The link's destination acts as its `user` in alerts.toml (the built-in owner `operator`
+    unless it names one): a link sent to someone who may not approve here decides nothing."""
+    from hearth.leash.alerts import load_destinations
+
+    try:
+        names = {d.name: d.user for d in load_destinations(settings.config_dir)}
+    except ConfigError as exc:
+        raise actions.ActionRefused(
+            503, f"alerts.toml cannot be read, so whose link this is is unknown: {exc}"
+        ) from None
+    user = user_named(audit, names.get(action.via, "operator"))
+    if user is None or not user.may("approve", profile):
+        who = names.get(action.via, "operator")
+        raise actions.ActionRefused(403, f"refused: {who!r} (this link's user) may not approve in profile {profile!r}")
 
 
 def _give(audit: AuditStore, ident: str, verdict: str, by: str, note: str, now: Clock) -> Decided:

@@ -75,7 +75,7 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.web = web
-    app.middleware("http")(Guard(config, web.sessions, web.throttle))
+    app.middleware("http")(Guard(config, web.sessions, web.throttle, web.reader))
     app.add_middleware(Doors, doors=doors)  # /v1 and /mcp: their own keys, outside the Guard
     app.add_middleware(BodyLimit)  # added last, so outermost: it runs before the Guard
     _handlers(app)

@@ -3,10 +3,14 @@
 body             limited before any of this, by hearth/web/limits.py (413)
 Host header      must be one this server answers to (a DNS-rebinding page names its own)
 identity         a session cookie (from the sign-in form), or `Authorization: Bearer TOKEN`
-                 for scripts; with no tokens configured (loopback only) everyone is operator
+                 for scripts; with no tokens configured (loopback only) everyone is an owner.
+                 A token is the configured operator or viewer token (the built-in users of
+                 those names) or a user's own (`hearth users add`); each request reads the
+                 user afresh, so a disabled user is out at once
 sessions         made only at sign-in, at most so many per role: an anonymous request keeps no
                  state, so no flood of them can push a signed-in operator out
-roles            viewer reads; operator also launches, decides and stops
+roles            viewer reads; operator and owner also see the buttons, and each act asks
+                 hearth/users/access.py (launch, stop, approve per profile; managing: owners)
 POST             the only verb that changes anything; from a browser it carries the session's
                  CSRF token (form field `csrf` or header X-CSRF-Token; before sign-in, a token
                  signed over a random cookie: a double submit) and an Origin equal to
@@ -31,6 +35,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -39,7 +44,9 @@ from dataclasses import dataclass, field
 from fastapi import Request
 from starlette.responses import JSONResponse, Response
 
+from hearth.audit.store import Rows
 from hearth.errors import HearthError
+from hearth.users.access import Forbidden, User, require, shell_owner, user_named, user_with_token
 from hearth.web.config import WebConfig
 
 COOKIE = "hearth_session"
@@ -60,6 +67,7 @@ HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 ROLES = ("viewer", "operator")
+NOBODY = User("", "viewer", disabled=True)  # no one signed in: may do nothing
 NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 
 
@@ -82,6 +90,7 @@ class Session:
     id: str
     user: str
     role: str  # "" until signed in
+    account: str = ""  # the hearth user (hearth/users/): read afresh on each request
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     created: float = field(default_factory=time.monotonic)
 
@@ -93,11 +102,37 @@ class Identity:
     via: str  # session | bearer | browser (no session: anonymous, or everyone on an open server)
     session: Session | None = None
     csrf: str = ""  # the token this browser's POSTs must carry
+    account: User = NOBODY  # the hearth user whose rights every act is asked with
 
     @property
     def decider(self) -> str:
         """How the audit names this person (`decided_by`, a stop's `by`)."""
         return f"web:{self.user}"
+
+
+def role_for(account: User) -> str:
+    """The command center's role for a user: operator sees the buttons (each act is asked again)."""
+    return "" if account.disabled else "operator" if account.operates else "viewer"
+
+
+def account_of(token: str, config: WebConfig, db: Rows) -> User | None:
+    """The user a token is: a configured token is its built-in user, else a user's own token."""
+    role = role_of(token, config)
+    if role is not None:
+        return built_in(db, role)
+    try:
+        return user_with_token(db, token)
+    except sqlite3.Error:  # no audit yet: no user has a token
+        return None
+
+
+def built_in(db: Rows, name: str) -> User:
+    """A built-in user as the audit has it (disabled, say), or as made before the audit was."""
+    try:
+        found = user_named(db, name)
+    except sqlite3.Error:
+        found = None
+    return found or User(name, "owner" if name == "operator" else "viewer", built_in=True)
 
 
 class Sessions:
@@ -111,8 +146,8 @@ class Sessions:
         self.per_role = per_role
         self._by_role: dict[str, OrderedDict[str, Session]] = {role: OrderedDict() for role in ROLES}
 
-    def new(self, user: str, role: str) -> Session:
-        session = Session(secrets.token_urlsafe(32), user, role)
+    def new(self, user: str, role: str, account: str = "") -> Session:
+        session = Session(secrets.token_urlsafe(32), user, role, account)
         kept = self._by_role[role]
         for stale in [s.id for s in kept.values() if _expired(s)]:
             kept.pop(stale)
@@ -212,19 +247,19 @@ def role_of(token: str, config: WebConfig) -> str | None:
     return found
 
 
-async def checked_role(token: str, config: WebConfig, throttle: Throttle, client: str) -> str | None:
-    """role_of in the client's turn: a failure counts toward its next wait, a success clears it."""
+async def checked_account(token: str, config: WebConfig, throttle: Throttle, client: str, db: Rows) -> User | None:
+    """account_of in the client's turn: a failure counts toward its next wait, a success clears it."""
     async with throttle.turn(client):
-        role = role_of(token, config) if token else None
-        throttle.fail(client) if role is None else throttle.ok(client)
-    return role
+        account = account_of(token, config, db) if token else None
+        throttle.fail(client) if account is None else throttle.ok(client)
+    return account
 
 
 class Guard:
     """The HTTP middleware: Host check, identity, Origin on POST, security headers."""
 
-    def __init__(self, config: WebConfig, sessions: Sessions, throttle: Throttle) -> None:
-        self.config, self.sessions, self.throttle = config, sessions, throttle
+    def __init__(self, config: WebConfig, sessions: Sessions, throttle: Throttle, db: Rows) -> None:
+        self.config, self.sessions, self.throttle, self.db = config, sessions, throttle, db
         self._key = secrets.token_bytes(32)  # signs the CSRF tokens of browsers without a session
 
     async def __call__(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -249,20 +284,35 @@ class Guard:
         """Put the Identity on request.state; a new CSRF nonce the response must set, if one was made."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            role = await checked_role(auth[7:].strip(), self.config, self.throttle, _client(request))
-            if role is None:
+            account = await checked_account(auth[7:].strip(), self.config, self.throttle, _client(request), self.db)
+            if account is None:
                 raise WebError(401, "wrong token")
-            request.state.identity = Identity(f"token:{role}", role, "bearer")
+            if account.disabled:
+                raise WebError(403, f"refused: user {account.name!r} is disabled; an owner can enable them")
+            name = f"token:{account.name}" if account.built_in else account.name
+            request.state.identity = Identity(name, role_for(account), "bearer", account=account)
             return None
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
-            request.state.identity = Identity(session.user, session.role, "session", session, session.csrf)
+            account = self._account(session)
+            ident = Identity(session.user, role_for(account), "session", session, session.csrf, account)
+            request.state.identity = ident
             return None
         nonce = request.cookies.get(CSRF_COOKIE, "")
         made = None if NONCE.fullmatch(nonce) else secrets.token_urlsafe(32)
         user, role = ("local", "operator") if self.config.open else ("", "")
-        request.state.identity = Identity(user, role, "browser", None, self._signed(made or nonce))
+        account = shell_owner("local") if self.config.open else NOBODY
+        request.state.identity = Identity(user, role, "browser", None, self._signed(made or nonce), account)
         return made
+
+    def _account(self, session: Session) -> User:
+        """The session's user as the audit has them now: disabled or removed since is out."""
+        if session.account in ("operator", "viewer") or not session.account:
+            return built_in(self.db, session.account or session.role)
+        try:
+            return user_named(self.db, session.account) or NOBODY
+        except sqlite3.Error:
+            return NOBODY
 
     def _signed(self, nonce: str) -> str:
         return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()
@@ -302,6 +352,25 @@ def operator(request: Request) -> Identity:
     if identity.role != "operator":
         raise WebError(403, "refused: this needs the operator role (you are signed in as viewer)")
     return identity
+
+
+def owner(request: Request) -> Identity:
+    """Managing hearth (users, keys, missions, budgets, MCP pins, the fleet, knowledge, pausing):
+    an owner's, asked of hearth/users/access.py."""
+    identity = viewer(request)
+    try:
+        require(identity.account, "manage")
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
+    return identity
+
+
+def acting(identity: Identity, act: str, profile: str) -> None:
+    """WebError 403 unless the signed-in user may do `act` in `profile` (the one check, asked here)."""
+    try:
+        require(identity.account, act, profile)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
 
 
 def set_cookie(response: Response, session: Session, request: Request) -> None:

@@ -94,9 +94,11 @@ def deny_one(args: argparse.Namespace, settings: Settings) -> int:
 def _decide(args: argparse.Namespace, settings: Settings, *, granted: bool) -> int:
     from hearth.audit import approvals
     from hearth.leash.decisions import By, decide
+    from hearth.users.access import login_user
 
     verdict, by = "approve" if granted else "deny", By("cli", approvals.operator_name())
-    approval = decide(settings, args.approval_id, verdict, by, note=getattr(args, "reason", "")).approval
+    note = getattr(args, "reason", "")
+    approval = decide(settings, args.approval_id, verdict, by, user=login_user(settings), note=note).approval
     if args.json:
         print_json(_row(approval, approvals.stamp(approvals.utc_clock())))
         return 0
@@ -158,6 +160,9 @@ def remove_rule(args: argparse.Namespace, settings: Settings) -> int:
 
     if not settings.audit_path.exists():
         raise NotFound(f"no standing rule with id {args.rule_id!r}: nothing has run yet ({settings.audit_path})")
+    from hearth.users.access import login_user, require
+
+    require(login_user(settings), "manage")
     with AuditStore(settings.audit_path) as audit:
         rule = rules.remove(audit, args.rule_id, by=f"cli:{approvals.operator_name()}")
     if args.json:
@@ -170,8 +175,10 @@ def remove_rule(args: argparse.Namespace, settings: Settings) -> int:
 def approve_always(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit import approvals
     from hearth.leash.decisions import By, decide
+    from hearth.users.access import login_user
 
-    decided = decide(settings, args.approval_id, "always", By("cli", approvals.operator_name()))
+    by = By("cli", approvals.operator_name())
+    decided = decide(settings, args.approval_id, "always", by, user=login_user(settings))
     approval, rule = decided.approval, decided.rule
     assert rule is not None  # an `always` makes its rule or raises
     if args.json:

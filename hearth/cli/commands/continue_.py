@@ -37,7 +37,8 @@ def continue_run(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.requests import run_status_readonly
     from hearth.audit.store import new_run_id
     from hearth.queue.intake import RequestRefused, build_request
-    from hearth.queue.submit import submit
+    from hearth.users.access import login_user
+    from hearth.users.launch import submit_as
 
     status = run_status_readonly(settings.audit_path, args.run_id)
     if status is None and os.access(settings.audit_path, os.R_OK):  # else the run itself checks
@@ -51,6 +52,6 @@ def continue_run(args: argparse.Namespace, settings: Settings) -> int:
         request = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
+    submitted = submit_as(request, settings, login_user(settings), requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     return 0

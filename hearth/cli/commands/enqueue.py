@@ -85,8 +85,9 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.queue.intake import RequestRefused
-    from hearth.queue.submit import submit
     from hearth.run.profiles import load_profile
+    from hearth.users.access import login_user
+    from hearth.users.launch import submit_as
 
     if args.tools is not None:
         tool_names(args.tools)  # refused now, the way hearth-loop refuses it, not at spawn
@@ -96,7 +97,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
         request = _request_from_args(args)
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
+    submitted = submit_as(request, settings, login_user(settings), requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     for note in [*submitted.notes, *heads_up(request, settings)]:
         print(f"hearth enqueue: {note}", file=sys.stderr)

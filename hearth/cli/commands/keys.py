@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--budget", type=int, default=0, metavar="TOKENS", help="tokens a day (UTC) for its runs; 0 none")
     add.add_argument("--rate", type=int, default=0, metavar="N", help="calls a minute; 0 none")
+    add.add_argument("--user", default="", help="whose rights its calls have (default: yours, or operator)")
     add.add_argument("--json", action="store_true", help="print {name, key} as JSON")
     listing = actions.add_parser("list", help="every key: its profiles, budget, rate and today's tokens")
     listing.add_argument("--json", action="store_true", help="print the keys as JSON")
@@ -45,9 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def keys(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.store import AuditStore
+    from hearth.users.access import login_user, require
 
     settings.writable_state_dir()
+    me = login_user(settings)
     with AuditStore(settings.audit_path) as audit:
+        if args.keys_action in ("add", "rm"):
+            require(me, "manage")
         if args.keys_action == "add":
             return _add(args, settings, audit)
         if args.keys_action == "rm":
@@ -62,10 +67,15 @@ def keys(args: argparse.Namespace, settings: Settings) -> int:
 def _add(args: argparse.Namespace, settings: Settings, audit: AuditStore) -> int:
     from hearth.doors.keys import Key, add
     from hearth.run.profiles import load_profile
+    from hearth.users.access import user_named
+    from hearth.users.roster import existing
 
     for agent in args.agent:
         load_profile(settings.config_dir, agent)  # an unknown profile: refused now, listing them
-    key = Key(args.name, tuple(args.agent), args.budget, args.rate, created_by=getpass.getuser())
+    login = getpass.getuser()
+    owner = args.user or (login if user_named(audit, login) else "operator")
+    existing(audit, owner)  # an unknown user: refused now
+    key = Key(args.name, tuple(args.agent), args.budget, args.rate, created_by=login, user=owner)
     secret = add(audit, key)
     if args.json:
         print_json({"name": key.name, "key": secret})
@@ -87,6 +97,7 @@ def _list(args: argparse.Namespace, audit: AuditStore) -> int:
             "rate": f"{k.rate_per_min}/min" if k.rate_per_min else "none",
             "created_at": k.created_at,
             "created_by": k.created_by,
+            "user": k.user,
         }
         for k in listing(audit)
     ]
@@ -95,5 +106,5 @@ def _list(args: argparse.Namespace, audit: AuditStore) -> int:
     elif not rows:
         print("no keys (make one: hearth keys add NAME)")
     else:
-        table(rows, ["name", "agents", "budget", "spent_today", "rate", "created_at", "created_by"])
+        table(rows, ["name", "user", "agents", "budget", "spent_today", "rate", "created_at", "created_by"])
     return 0

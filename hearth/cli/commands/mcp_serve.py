@@ -31,5 +31,5 @@ def mcp_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from hearth.doors.mcpserver import build, stdio_role
 
-    anyio.run(build(settings, stdio_role(args.role)).run_stdio_async)
+    anyio.run(build(settings, stdio_role(settings, args.role)).run_stdio_async)
     return 0

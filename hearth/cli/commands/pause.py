@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def pause_starts(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.approvals import operator_name
     from hearth.dispatch.pause import pause, paused
+    from hearth.users.access import login_user, require
 
+    require(login_user(settings), "pause")
     before = paused(settings)
     held = pause(settings, by=f"cli:{operator_name()}", reason=args.reason)
     if args.json:
@@ -35,7 +37,9 @@ def pause_starts(args: argparse.Namespace, settings: Settings) -> int:
 
 def resume_starts(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.dispatch.pause import resume
+    from hearth.users.access import login_user, require
 
+    require(login_user(settings), "pause")
     was = resume(settings)
     if args.json:
         print_json({"resumed": was is not None, "was": asdict(was) if was else None})

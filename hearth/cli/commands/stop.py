@@ -32,15 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def stop(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.approvals import operator_name
-    from hearth.dispatch.stop import stop_all, stop_run, stopped_line
+    from hearth.dispatch.stop import stop_all_as, stop_as, stopped_line
+    from hearth.users.access import login_user
 
     if bool(args.run_id) == bool(args.all):
         raise UsageError("name one run to stop, or --all")
-    by = f"cli:{operator_name()}"
+    by, me = f"cli:{operator_name()}", login_user(settings)
     if args.all:
-        stopped = stop_all(settings, by=by, grace_s=args.grace)
+        stopped = stop_all_as(settings, me, by=by, grace_s=args.grace)
     else:
-        stopped = [stop_run(settings, args.run_id, by=by, grace_s=args.grace)]
+        stopped = [stop_as(settings, args.run_id, me, by=by, grace_s=args.grace)]
     if args.json:
         print_json([s.__dict__ for s in stopped])
     elif not stopped:

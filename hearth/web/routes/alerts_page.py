@@ -23,7 +23,7 @@ from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
 from hearth.web.routes.operate import record_action
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 RECENT = 50
@@ -85,7 +85,7 @@ async def alerts_page(request: Request, tested: str = "", me: Identity = Depends
 
 
 @router.post("/operate/alerts/test", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def alerts_test(request: Request, me: Identity = Depends(operator)) -> Response:
+async def alerts_test(request: Request, me: Identity = Depends(owner)) -> Response:
     name = (await request.form()).get("destination")
     results = await run_in_threadpool(
         test_send, web_of(request).config.settings, me, name if isinstance(name, str) else ""
@@ -104,7 +104,7 @@ async def api_alerts(request: Request, me: Identity = Depends(viewer)) -> dict[s
 
 @router.post("/api/alerts/test", tags=["alerts"], dependencies=[Depends(check_csrf)])
 async def api_alerts_test(
-    request: Request, destination: str = "", me: Identity = Depends(operator)
+    request: Request, destination: str = "", me: Identity = Depends(owner)
 ) -> list[dict[str, Any]]:
     """As `hearth alerts test --json`: a test alert to every destination (or `destination`), now;
     each one's status (sent or failed), attempts and error, as recorded in the audit."""

@@ -27,8 +27,9 @@ from hearth.audit.approvals import Approval, ApprovalClosed
 from hearth.audit.store import AuditStore, Rows
 from hearth.errors import NotFound
 from hearth.leash import decisions, rules
+from hearth.users.access import Forbidden
 from hearth.web.context import error_response, web_of
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, operator, owner, viewer
 
 router = APIRouter()
 
@@ -59,11 +60,13 @@ def decide(request: Request, approval_id: str, verdict: str, reason: str, me: Id
     if not settings.audit_path.exists():
         raise WebError(404, f"no approval with id {approval_id!r}: nothing has run yet")
     try:
-        return decisions.decide(settings, approval_id, verdict, me, note=reason).approval
+        return decisions.decide(settings, approval_id, verdict, me, user=me.account, note=reason).approval
     except NotFound as exc:
         raise WebError(404, str(exc).replace("; see: hearth approvals", "")) from None
     except (ApprovalClosed, rules.RuleRefused) as exc:
         raise WebError(409, str(exc)) from None
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
 
 
 @router.get("/approvals", response_class=HTMLResponse, include_in_schema=False)
@@ -176,7 +179,7 @@ async def always_page(request: Request, approval_id: str, me: Identity = Depends
 
 
 @router.post("/approvals/rules/{rule_id}/remove", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def remove_rule_page(request: Request, rule_id: str, me: Identity = Depends(operator)) -> Response:
+async def remove_rule_page(request: Request, rule_id: str, me: Identity = Depends(owner)) -> Response:
     try:
         await run_in_threadpool(remove_rule, request, rule_id, me)
     except WebError as exc:
@@ -202,7 +205,7 @@ async def api_always(request: Request, approval_id: str, me: Identity = Depends(
 
 
 @router.post("/api/rules/{rule_id}/remove", tags=["approvals"], dependencies=[Depends(check_csrf)])
-async def api_remove_rule(request: Request, rule_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+async def api_remove_rule(request: Request, rule_id: str, me: Identity = Depends(owner)) -> dict[str, Any]:
     """Remove a standing rule (its record stays): 404 unknown, 409 removed already."""
     rule = await run_in_threadpool(remove_rule, request, rule_id, me)
     return {**asdict(rule), "covers": rule.covers}

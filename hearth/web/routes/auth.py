@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from hearth.web.context import web_of
-from hearth.web.security import COOKIE, Identity, check_csrf, checked_role, set_cookie, viewer
+from hearth.web.security import COOKIE, Identity, check_csrf, checked_account, role_for, set_cookie, viewer
 
 router = APIRouter()
 NAME = re.compile(r"^[\w .@-]{1,64}$")
@@ -30,14 +30,20 @@ async def signin(request: Request) -> Response:
     web, form = web_of(request), await request.form()
     token, name, target = (str(form.get(k) or "") for k in ("token", "name", "next"))
     client = request.client.host if request.client else "?"
-    role = await checked_role(token.strip(), web.config, web.throttle, client)
-    if role is None or not NAME.match(name.strip() or role):
-        error = "wrong token" if role is None else "a name is letters, digits, spaces and . @ - _ (at most 64)"
+    account = await checked_account(token.strip(), web.config, web.throttle, client, web.reader)
+    role = role_for(account) if account is not None else ""
+    if not role or not NAME.match(name.strip() or role):
+        error = "a name is letters, digits, spaces and . @ - _ (at most 64)" if role else "wrong token"
+        if account is not None and account.disabled:
+            error = f"user {account.name!r} is disabled; an owner can enable them"
         return web.pages.render(request, "signin.html", 401, next=_next(target), error=error, name=name)
     me: Identity = request.state.identity
     if me.session is not None:
         web.sessions.drop(me.session.id)  # a new id on sign-in: a planted cookie is worth nothing
-    session = web.sessions.new(name.strip() or role, role)
+    assert account is not None
+    # a configured token is shared, so its holder names themselves; a user's own token is the user
+    shown = (name.strip() or role) if account.built_in else account.name
+    session = web.sessions.new(shown, role, account.name)
     response = RedirectResponse(_next(target), status_code=303)
     set_cookie(response, session, request)
     return response
@@ -60,6 +66,8 @@ def api_session(request: Request) -> dict[str, Any]:
     return {
         "user": me.user,
         "role": me.role or None,
+        "account": me.account.name or None,
+        "account_role": me.account.role if me.account.name else None,
         "via": me.via,
         "csrf_token": me.csrf or None,
     }

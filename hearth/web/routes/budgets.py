@@ -23,7 +23,7 @@ from hearth.run.profiles import profile_names
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.routes.operate import recent_actions, record_action, toml_text
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 
@@ -146,7 +146,7 @@ def _shown(limit: int | None) -> str:
 
 
 @router.post("/operate/budgets", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def budgets_submit(request: Request, me: Identity = Depends(operator)) -> Response:
+async def budgets_submit(request: Request, me: Identity = Depends(owner)) -> Response:
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     try:
         await run_in_threadpool(change, web_of(request).config.settings, me, form)
@@ -164,7 +164,7 @@ async def api_budgets(request: Request, me: Identity = Depends(viewer)) -> dict[
 
 
 @router.put("/api/budgets", tags=["budgets"], dependencies=[Depends(check_csrf)])
-async def api_change_budgets(request: Request, me: Identity = Depends(operator)) -> Response:
+async def api_change_budgets(request: Request, me: Identity = Depends(owner)) -> Response:
     """Replace budget.toml's limits: {"daily": N or null, "per_agent": {"notes": N}}. 422 {error,
     field} when load_budget would refuse them; the file is then unchanged."""
     try:

@@ -26,7 +26,7 @@ from hearth.run.diffs import diff_lines
 from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.routes.operate import record_action
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 DECISIONS = ("accept", "reject")
@@ -111,7 +111,7 @@ async def proposal_page(
 
 
 @router.post("/proposals/{proposal_id}/decide", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def decide_page(request: Request, proposal_id: str, me: Identity = Depends(operator)) -> Response:
+async def decide_page(request: Request, proposal_id: str, me: Identity = Depends(owner)) -> Response:
     form = await request.form()
     choice = Decision(
         decision=str(form.get("decision") or ""),
@@ -141,7 +141,7 @@ async def api_proposal(request: Request, proposal_id: str, me: Identity = Depend
 
 @router.post("/api/proposals/{proposal_id}/decision", tags=["proposals"], dependencies=[Depends(check_csrf)])
 async def api_decide(
-    request: Request, proposal_id: str, choice: Decision, me: Identity = Depends(operator)
+    request: Request, proposal_id: str, choice: Decision, me: Identity = Depends(owner)
 ) -> dict[str, Any]:
     """Accept or reject a proposal, once. 409 with the reason when it was decided already, when
     its check did not pass (accept), or when it widens security and `security_read` is not true."""

@@ -28,7 +28,7 @@ from hearth.settings import Settings
 from hearth.web.context import web_of
 from hearth.web.reader import Reader
 from hearth.web.routes.operate import recent_actions, record_action
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 HUB_LAUNCHER = "celery"  # HEARTH_LAUNCHER on a hub (hearth/fleet/launcher.py)
@@ -131,7 +131,7 @@ async def fleet_page(request: Request, removed: str = "", me: Identity = Depends
 
 
 @router.post("/operate/fleet/add", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def add_submit(request: Request, me: Identity = Depends(operator)) -> Response:
+async def add_submit(request: Request, me: Identity = Depends(owner)) -> Response:
     form = {k: v for k, v in (await request.form()).items() if k in ("name", "labels") and isinstance(v, str)}
     name, labels = form.get("name", "").strip()[:200], labels_of(form.get("labels", "")[:2000])
     try:
@@ -142,7 +142,7 @@ async def add_submit(request: Request, me: Identity = Depends(operator)) -> Resp
 
 
 @router.post("/operate/fleet/{name}/remove", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def remove_submit(request: Request, name: str, me: Identity = Depends(operator)) -> Response:
+async def remove_submit(request: Request, name: str, me: Identity = Depends(owner)) -> Response:
     await run_in_threadpool(remove, web_of(request).config.settings, me, name)
     return RedirectResponse(f"/operate/fleet?removed={name}", status_code=303)
 
@@ -159,7 +159,7 @@ async def api_fleet(request: Request, me: Identity = Depends(viewer)) -> dict[st
 
 
 @router.post("/api/fleet/workers", tags=["fleet"], dependencies=[Depends(check_csrf)])
-async def api_add(request: Request, me: Identity = Depends(operator)) -> Response:
+async def api_add(request: Request, me: Identity = Depends(owner)) -> Response:
     """Add a worker, as `hearth fleet add NAME --label L --json`: 201 {name, labels, token}, the token
     shown this once (the hub keeps its SHA-256); 422 {error} for a bad or taken name or label."""
     try:
@@ -178,7 +178,7 @@ async def api_add(request: Request, me: Identity = Depends(operator)) -> Respons
 
 
 @router.post("/api/fleet/workers/{name}/remove", tags=["fleet"], dependencies=[Depends(check_csrf)])
-async def api_remove(request: Request, name: str, me: Identity = Depends(operator)) -> dict[str, str]:
+async def api_remove(request: Request, name: str, me: Identity = Depends(owner)) -> dict[str, str]:
     """Remove a worker, as `hearth fleet rm NAME --json`: its token is refused from now on; 404 unknown."""
     await run_in_threadpool(remove, web_of(request).config.settings, me, name)
     return {"removed": name}

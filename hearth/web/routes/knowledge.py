@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from agent.knowledge.store import KnowledgeStore
 from hearth.knowledge import open_knowledge
 from hearth.web.context import web_of
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 
@@ -51,7 +51,7 @@ def knowledge_page(request: Request, q: str = "", me: Identity = Depends(viewer)
 
 
 @router.post("/knowledge/{kind}/{ident}/remove", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def remove_page(request: Request, kind: str, ident: int, me: Identity = Depends(operator)) -> Response:
+async def remove_page(request: Request, kind: str, ident: int, me: Identity = Depends(owner)) -> Response:
     if kind not in ("document", "lesson"):
         raise WebError(404, "no such page")
     await run_in_threadpool(remove, request, kind, ident)
@@ -65,12 +65,12 @@ def api_knowledge(request: Request, q: str = "", me: Identity = Depends(viewer))
 
 
 @router.post("/api/knowledge/{ident}/remove", tags=["knowledge"], dependencies=[Depends(check_csrf)])
-async def api_remove_document(request: Request, ident: int, me: Identity = Depends(operator)) -> dict[str, int]:
+async def api_remove_document(request: Request, ident: int, me: Identity = Depends(owner)) -> dict[str, int]:
     """Remove one document (as `hearth kb rm ID --json`)."""
     return {"removed": await run_in_threadpool(remove, request, "document", ident)}
 
 
 @router.post("/api/memory/{ident}/remove", tags=["knowledge"], dependencies=[Depends(check_csrf)])
-async def api_remove_lesson(request: Request, ident: int, me: Identity = Depends(operator)) -> dict[str, int]:
+async def api_remove_lesson(request: Request, ident: int, me: Identity = Depends(owner)) -> dict[str, int]:
     """Remove one lesson (as `hearth memory rm ID --json`)."""
     return {"removed": await run_in_threadpool(remove, request, "lesson", ident)}

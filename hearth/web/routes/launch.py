@@ -26,8 +26,10 @@ from hearth.dispatch.launchers import heal
 from hearth.queue.intake import RequestRefused, build_request, load_json
 from hearth.queue.longspec import DEFAULT_LEGS, DEFAULT_PAGES, DEFAULT_WORKERS
 from hearth.queue.request import MAX_GOAL_CHARS
-from hearth.queue.submit import SubmitRefused, submit
+from hearth.queue.submit import SubmitRefused
 from hearth.run.profiles import profile_names
+from hearth.users.access import Forbidden
+from hearth.users.launch import submit_as
 from hearth.web.context import web_of
 from hearth.web.routes.runs import follow_up_refused
 from hearth.web.security import Identity, WebError, check_csrf, operator
@@ -173,7 +175,10 @@ def _queue(request: Request, obj: dict[str, Any], me: Identity) -> dict[str, str
         built = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise SubmitRefused(f"invalid request: {exc}", "invalid") from None
-    done = submit(built, web_of(request).config.settings, requested_by=me.user, heal=heal)
+    try:
+        done = submit_as(built, web_of(request).config.settings, me.account, requested_by=me.user, heal=heal)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
     return {"id": done.id, "path": str(done.path), "notes": done.notes}  # type: ignore[dict-item]
 
 

@@ -21,7 +21,7 @@ from hearth.mcp.config import ServerConfig, load_servers
 from hearth.mcp.pins import drift_found, drifts, pinned_states, pins
 from hearth.settings import Settings
 from hearth.web.context import web_of
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 CALLS = 20  # a tool's latest calls shown
@@ -132,15 +132,13 @@ def mcp_page(request: Request, me: Identity = Depends(viewer)) -> HTMLResponse:
 
 
 @router.get("/operate/mcp/{server}/review", response_class=HTMLResponse, include_in_schema=False)
-async def review_page(request: Request, server: str, me: Identity = Depends(operator)) -> HTMLResponse:
+async def review_page(request: Request, server: str, me: Identity = Depends(owner)) -> HTMLResponse:
     reviewed = await run_in_threadpool(review, request, server)
     return web_of(request).pages.render(request, "mcp.html", **mcp_data(request), reviewed=reviewed)
 
 
 @router.post("/operate/mcp/{server}/approve", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def approve_page(
-    request: Request, server: str, tool: str = Form(...), me: Identity = Depends(operator)
-) -> Response:
+async def approve_page(request: Request, server: str, tool: str = Form(...), me: Identity = Depends(owner)) -> Response:
     await run_in_threadpool(approve, request, server, tool, me.decider)
     return RedirectResponse("/operate/mcp", status_code=303)
 
@@ -153,6 +151,6 @@ def api_mcp(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
 
 
 @router.post("/api/mcp/{server}/{tool}/approve", tags=["mcp"], dependencies=[Depends(check_csrf)])
-async def api_approve(request: Request, server: str, tool: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+async def api_approve(request: Request, server: str, tool: str, me: Identity = Depends(owner)) -> dict[str, Any]:
     """Approve (pin) one tool as the server lists it now (operator)."""
     return await run_in_threadpool(approve, request, server, tool, me.decider)

@@ -31,7 +31,7 @@ from hearth.web.context import web_of
 from hearth.web.reader import Reader
 from hearth.web.routes.launch import STATUS_OF, field_of
 from hearth.web.routes.operate import recent_actions, record_action, toml_text
-from hearth.web.security import Identity, WebError, check_csrf, operator, viewer
+from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
 LISTS = ("allowed_tools", "egress", "credentials")
@@ -186,12 +186,12 @@ async def _form_page(request: Request, form: dict[str, Any], editing: str | None
 
 
 @router.get("/operate/missions/new", response_class=HTMLResponse, include_in_schema=False)
-async def new_page(request: Request, me: Identity = Depends(operator)) -> HTMLResponse:
+async def new_page(request: Request, me: Identity = Depends(owner)) -> HTMLResponse:
     return await _form_page(request, {"schedule": "daily", "agent": "default"}, None)
 
 
 @router.get("/operate/missions/{name}/edit", response_class=HTMLResponse, include_in_schema=False)
-async def edit_page(request: Request, name: str, me: Identity = Depends(operator)) -> HTMLResponse:
+async def edit_page(request: Request, name: str, me: Identity = Depends(owner)) -> HTMLResponse:
     form = await run_in_threadpool(form_of, web_of(request).config.settings, name)
     return await _form_page(request, form, name, error=form.pop("_problem", ""))
 
@@ -206,19 +206,19 @@ async def _submit(request: Request, me: Identity, editing: str | None) -> Respon
 
 
 @router.post("/operate/missions/new", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def new_submit(request: Request, me: Identity = Depends(operator)) -> Response:
+async def new_submit(request: Request, me: Identity = Depends(owner)) -> Response:
     return await _submit(request, me, None)
 
 
 @router.post("/operate/missions/{name}/edit", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def edit_submit(request: Request, name: str, me: Identity = Depends(operator)) -> Response:
+async def edit_submit(request: Request, name: str, me: Identity = Depends(owner)) -> Response:
     await run_in_threadpool(form_of, web_of(request).config.settings, name)  # 404 for a mission not there
     return await _submit(request, me, name)
 
 
 # after the edit route: /edit is not one of these actions
 @router.post("/operate/missions/{name}/{action}", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def mission_action(request: Request, name: str, action: str, me: Identity = Depends(operator)) -> Response:
+async def mission_action(request: Request, name: str, action: str, me: Identity = Depends(owner)) -> Response:
     if action not in ("run", "pause", "resume"):
         raise WebError(404, "no such page")
     answer = await run_in_threadpool(act, web_of(request).config.settings, me, name, action)
@@ -235,7 +235,7 @@ async def api_missions(request: Request, me: Identity = Depends(viewer)) -> dict
 
 
 @router.post("/api/missions/{name}/{action}", tags=["missions"], dependencies=[Depends(check_csrf)])
-async def api_mission_action(request: Request, name: str, action: str, me: Identity = Depends(operator)) -> Any:
+async def api_mission_action(request: Request, name: str, action: str, me: Identity = Depends(owner)) -> Any:
     """`run` (enqueue now, even while paused), `pause` or `resume`, as `hearth missions ACTION NAME --json`."""
     if action not in ("run", "pause", "resume"):
         raise WebError(404, f"no mission action {action[:40]!r}; the actions are run, pause, resume")
@@ -243,7 +243,7 @@ async def api_mission_action(request: Request, name: str, action: str, me: Ident
 
 
 @router.put("/api/missions/{name}", tags=["missions"], dependencies=[Depends(check_csrf)])
-async def api_put_mission(request: Request, name: str, me: Identity = Depends(operator)) -> Response:
+async def api_put_mission(request: Request, name: str, me: Identity = Depends(owner)) -> Response:
     """Add or replace NAME.toml from the mission's keys (schedule, goal, agent, model, ...). 422
     {error, field} when the file would not load; nothing is written then."""
     try:

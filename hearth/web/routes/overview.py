@@ -13,7 +13,7 @@ from hearth.dispatch.pause import pause, resume
 from hearth.web.context import web_of
 from hearth.web.live import snapshot
 from hearth.web.routes.approvals import decided_line
-from hearth.web.security import Identity, check_csrf, operator, viewer
+from hearth.web.security import Identity, acting, check_csrf, operator, viewer
 
 router = APIRouter()
 
@@ -77,27 +77,34 @@ async def api_events(request: Request, me: Identity = Depends(viewer)) -> Stream
     return StreamingResponse(web_of(request).live.stream(), media_type="text/event-stream", headers=headers)
 
 
+def pauser(request: Request) -> Identity:
+    """Pausing holds every profile's runs: `pause` in every profile (hearth/users/access.py)."""
+    me = operator(request)
+    acting(me, "pause", "*")
+    return me
+
+
 @router.post("/pause", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def pause_page(request: Request, me: Identity = Depends(operator)) -> Response:
+async def pause_page(request: Request, me: Identity = Depends(pauser)) -> Response:
     await run_in_threadpool(pause, web_of(request).config.settings, by=me.decider)
     return RedirectResponse("/", status_code=303)
 
 
 @router.post("/resume", include_in_schema=False, dependencies=[Depends(check_csrf)])
-async def resume_page(request: Request, me: Identity = Depends(operator)) -> Response:
+async def resume_page(request: Request, me: Identity = Depends(pauser)) -> Response:
     await run_in_threadpool(resume, web_of(request).config.settings)
     return RedirectResponse("/", status_code=303)
 
 
 @router.post("/api/pause", tags=["runs"], dependencies=[Depends(check_csrf)])
-async def api_pause(request: Request, me: Identity = Depends(operator)) -> dict[str, Any]:
+async def api_pause(request: Request, me: Identity = Depends(pauser)) -> dict[str, Any]:
     """Pause hearth (as `hearth pause`): nothing new starts, requests wait in the queue. The pause in force."""
     held = await run_in_threadpool(pause, web_of(request).config.settings, by=me.decider)
     return {"paused": {**vars(held), "line": held.line()}}
 
 
 @router.post("/api/resume", tags=["runs"], dependencies=[Depends(check_csrf)])
-async def api_resume(request: Request, me: Identity = Depends(operator)) -> dict[str, Any]:
+async def api_resume(request: Request, me: Identity = Depends(pauser)) -> dict[str, Any]:
     """Resume (as `hearth resume`): waiting requests start. The pause that was in force, or null."""
     was = await run_in_threadpool(resume, web_of(request).config.settings)
     return {"was": {**vars(was), "line": was.line()} if was else None}

@@ -13,13 +13,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.model.backends import probe
 from hearth.dispatch.pause import paused
-from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all, stop_run
+from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all_as, stop_as
 from hearth.errors import NotFound, UsageError
 from hearth.ids import ID_PATTERN
 from hearth.queue.directory import Queue
 from hearth.render import network_words
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
+from hearth.users.access import Forbidden
 from hearth.web.context import web_of
 from hearth.web.live import budget_of
 from hearth.web.numbers import live_numbers
@@ -221,7 +222,9 @@ def api_step(request: Request, run_id: str, seq: int, me: Identity = Depends(vie
 async def _stop(request: Request, run_id: str, me: Identity) -> Stopped:
     try:
         settings = web_of(request).config.settings
-        return await run_in_threadpool(stop_run, settings, checked_id(run_id), by=me.decider)
+        return await run_in_threadpool(stop_as, settings, checked_id(run_id), me.account, by=me.decider)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
     except NotFound as exc:
         raise WebError(404, str(exc)) from None
     except NotRunning as exc:
@@ -243,7 +246,10 @@ async def api_stop(request: Request, run_id: str, me: Identity = Depends(operato
 
 
 async def _stop_all(request: Request, me: Identity) -> list[Stopped]:
-    return await run_in_threadpool(stop_all, web_of(request).config.settings, by=me.decider)
+    try:
+        return await run_in_threadpool(stop_all_as, web_of(request).config.settings, me.account, by=me.decider)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
 
 
 @router.post("/stop-all", include_in_schema=False, dependencies=[Depends(check_csrf)])

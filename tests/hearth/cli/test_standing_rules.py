@@ -12,8 +12,11 @@ from hearth.audit.store import AuditStore, RunRecord
 from hearth.leash import decisions
 from hearth.leash.decisions import By
 from hearth.settings import Settings
+from hearth.users.access import User as HearthUser
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
+
+OWNER = HearthUser("alice", "owner")  # the decisions here are not the check's subject
 
 # a run asks the rules once hearth/run/runner.py's _with_model wraps its approver in
 # hearth.leash.rules.with_rules (the lead's file): strict, so this mark goes when that hook lands
@@ -91,7 +94,7 @@ def test_a_headless_run_in_the_rules_profile_runs_the_covered_call_without_askin
     waiting(state_dir, "touch ruled.txt", agent="default", run_id="earlier")
     with AuditStore(state_dir / "audit.db") as audit:
         [approval] = approvals.listing(audit)
-    rule = decisions.decide(Settings.from_env(), approval.id, "always", By("cli", "alice")).rule
+    rule = decisions.decide(Settings.from_env(), approval.id, "always", By("cli", "alice"), user=OWNER).rule
     assert rule is not None
     workspace = tmp_path / "ws"
     script = [tool_call("run_command", {"command": "touch  ruled.txt"}), final_answer("touched it")]

@@ -35,6 +35,7 @@ def test_a_key_is_printed_once_and_only_its_hash_is_kept(state_dir: Path) -> Non
             "rate": "3/min",
             "created_at": row["created_at"],
             "created_by": row["created_by"],
+            "user": "operator",
         }
     ]
     with AuditStore(state_dir / "audit.db") as audit:

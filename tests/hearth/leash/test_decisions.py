@@ -17,6 +17,9 @@ from hearth.leash import decisions
 from hearth.leash.decisions import By
 from hearth.leash.rules import RuleRefused
 from hearth.settings import Settings
+from hearth.users.access import User as HearthUser
+
+OWNER = HearthUser("alice", "owner")  # the decisions here are not the check's subject
 
 ROOT = Path(__file__).resolve().parents[3]
 DECIDING = {("hearth.audit.approvals", "decide"), ("hearth.queue.wake", "wake")}
@@ -63,7 +66,7 @@ def test_a_verdict_is_recorded_as_who_gave_it_and_wakes_the_run(
     settings: Settings, verdict: str, by: decisions.Decider, status: str, decided_by: str
 ) -> None:
     ident = ask(settings, "make deploy")
-    done = decisions.decide(settings, ident[:6], verdict, by, note="  checked the diff ")
+    done = decisions.decide(settings, ident[:6], verdict, by, note="  checked the diff ", user=OWNER)
     assert (done.approval.status, done.approval.decided_by, done.approval.note) == (
         status,
         decided_by,
@@ -73,7 +76,7 @@ def test_a_verdict_is_recorded_as_who_gave_it_and_wakes_the_run(
 
 
 def test_always_approves_makes_the_rule_in_the_runs_profile_and_wakes_the_run(settings: Settings) -> None:
-    done = decisions.decide(settings, ask(settings, "make test"), "always", By("web", "alice"))
+    done = decisions.decide(settings, ask(settings, "make test"), "always", By("web", "alice"), user=OWNER)
     assert (done.approval.status, done.approval.note) == ("approved", "and always in profile builder")
     assert done.rule is not None and (done.rule.profile, done.rule.covers) == ("builder", "run_command: make test")
     assert done.rule.made_by == "web:alice" and woken(settings)
@@ -82,15 +85,15 @@ def test_always_approves_makes_the_rule_in_the_runs_profile_and_wakes_the_run(se
 def test_a_verdict_that_cannot_be_given_changes_nothing_and_wakes_nothing(settings: Settings) -> None:
     ident = ask(settings, "make deploy > /etc/passwd")
     with pytest.raises(RuleRefused):
-        decisions.decide(settings, ident, "always", By("cli", "alice"))
+        decisions.decide(settings, ident, "always", By("cli", "alice"), user=OWNER)
     with pytest.raises(UsageError, match="'maybe' is not a verdict"):
-        decisions.decide(settings, ident, "maybe", By("cli", "alice"))
+        decisions.decide(settings, ident, "maybe", By("cli", "alice"), user=OWNER)
     with pytest.raises(NotFound):
-        decisions.decide(settings, "nosuch", "approve", By("cli", "alice"))
-    decisions.decide(settings, ident, "deny", By("cli", "alice"))
+        decisions.decide(settings, "nosuch", "approve", By("cli", "alice"), user=OWNER)
+    decisions.decide(settings, ident, "deny", By("cli", "alice"), user=OWNER)
     (settings.queue_dir / "run1.resume").unlink()
     with pytest.raises(approvals.ApprovalClosed):
-        decisions.decide(settings, ident, "approve", By("cli", "mallory"))
+        decisions.decide(settings, ident, "approve", By("cli", "mallory"), user=OWNER)
     with AuditStore(settings.audit_path) as audit:
         kept = approvals.find(audit, ident)
     assert kept is not None and (kept.status, kept.decided_by) == ("denied", "cli:alice")

@@ -25,6 +25,7 @@ from hearth.research.text import flat
 from hearth.run.events import ApprovalAsked, RunEvent, SqliteRecorder
 from hearth.run.goal import GoalRequest
 from hearth.settings import Settings
+from hearth.users.access import shell_owner
 from tests.capture_recorder import CaptureRecorder, replay
 from tests.netfixtures import Answer
 from tests.research_support import (
@@ -42,6 +43,8 @@ from tests.research_support import (
     standard_web,
     start,
 )
+
+OWNER = shell_owner("alice")  # whoever decides here is not the check's subject
 
 INCREMENTAL = "The cycle garbage collector is now incremental"
 TWO = "There are now only two generations: young and old."
@@ -88,7 +91,7 @@ def test_a_research_run_plans_waits_holding_nothing_then_searches_reads_extracts
     assert plan_approval(settings)["status"] == "pending"
     assert not (settings.runs_state_dir / "r1.json").exists()  # no live state: nothing of it runs
 
-    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"))
+    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
     outcome = go_on(settings, web, model)
 
     assert outcome.status == "done", outcome.error
@@ -215,7 +218,7 @@ def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_t
         "sub_questions": [{"question": "What is new in the 3.13 collector?", "queries": ["python 3.13 gc generations"]}]
     }
     assert revise(settings, "r1", parsed(json.dumps(edited)), "web:bob", "one question is enough") == 2
-    decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"))
+    decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"), user=OWNER)
     with pytest.raises(UsageError, match="not waiting for approval"):
         revise(settings, "r1", Plan.model_validate(edited), "web:bob")  # decided: no more edits
     assert go_on(settings, web, model).status == "done"
@@ -231,7 +234,7 @@ def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_t
 def test_a_denied_plan_ends_the_run_denied_with_nothing_searched_or_read(settings: Settings, web: LoopWeb) -> None:
     model = PhaseModel(Script())
     assert start(settings, web, model).status == "waiting"
-    decide(settings, plan_approval(settings)["id"], "deny", By("cli", "alice"), note="too broad")
+    decide(settings, plan_approval(settings)["id"], "deny", By("cli", "alice"), user=OWNER, note="too broad")
     outcome = go_on(settings, web, model)
     assert outcome.status == "denied" and "too broad" in outcome.error
     assert web.searched() == [] and [c[0] for c in model.calls] == ["plan"]
@@ -268,7 +271,7 @@ def test_a_research_runs_stream_replayed_into_an_empty_audit_gives_the_same_reco
 
     def approve_when_asked(event: RunEvent) -> None:  # the marker: the plan's approval was just asked
         if isinstance(event, ApprovalAsked) and event.row["status"] == "pending":
-            decide(settings, event.row["id"], "approve", By("cli", "alice"))
+            decide(settings, event.row["id"], "approve", By("cli", "alice"), user=OWNER)
 
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:

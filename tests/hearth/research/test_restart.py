@@ -16,6 +16,7 @@ from hearth.audit.store import AuditStore
 from hearth.leash.decisions import By, decide
 from hearth.queue.longspec import Research
 from hearth.run.suspend import ready
+from hearth.users.access import shell_owner
 from tests.netfixtures import Answer, Seen
 from tests.research_support import (
     GC_PAGE,
@@ -29,6 +30,8 @@ from tests.research_support import (
     settings_for,
     start,
 )
+
+OWNER = shell_owner("alice")  # whoever decides here is not the check's subject
 
 ROOT = Path(__file__).resolve().parents[3]
 URLS = [f"http://docs.test/{n}" for n in (1, 2, 3)]
@@ -54,7 +57,7 @@ def test_a_run_killed_mid_read_goes_on_after_a_restart_without_reading_twice_wha
     spec = Research(fetches_at_once=1)
     try:
         assert start(settings, web, PhaseModel(Script(**script)), spec).status == "waiting"
-        decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"))
+        decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
         child = _process(tmp_path, web, settings.state_dir, script, spec)
         assert reading.wait(60), _said(child)
         os.kill(child.pid, signal.SIGKILL)
