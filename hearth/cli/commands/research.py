@@ -76,7 +76,8 @@ def research(args: argparse.Namespace, settings: Settings) -> int:
 def _queue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.store import new_run_id
     from hearth.queue.intake import RequestRefused, build_request
-    from hearth.queue.submit import submit
+    from hearth.users.access import login_user
+    from hearth.users.launch import submit_as
 
     limits = {name: getattr(args, name) for name in LIMITS if getattr(args, name) is not None}
     obj: dict[str, Any] = {"id": args.id or new_run_id(), "goal": args.question, "research": limits}
@@ -87,7 +88,7 @@ def _queue(args: argparse.Namespace, settings: Settings) -> int:
         request = build_request(obj, file_id=None).request
     except RequestRefused as exc:
         raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit(request, settings, requested_by=getpass.getuser(), heal=heal)
+    submitted = submit_as(request, settings, login_user(settings), requested_by=getpass.getuser(), heal=heal)
     print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
     for note in submitted.notes:
         print(f"hearth research: {note}", file=sys.stderr)

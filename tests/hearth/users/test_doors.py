@@ -80,6 +80,23 @@ def test_the_cli_allows_each_user_what_their_memberships_say(
     assert table(door) == wanted()
 
 
+def test_a_research_question_at_the_cli_is_a_launch_its_memberships_allow(
+    box: Box, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def door(user: str, act: str, profile: str) -> bool:
+        monkeypatch.setenv("HEARTH_USER", user)
+
+        def attempt(subject: str) -> bool:
+            code = main(["research", "--agent-name", subject, "what changed in the garbage collector?"])
+            said = capsys.readouterr()
+            assert code == 0 or "refused" in said.err, said.err
+            return code == 0
+
+        return _effect(box, act, profile, attempt)
+
+    assert table(door, ("launch",)) == wanted(("launch",))
+
+
 def test_the_command_centers_api_allows_each_users_token_what_their_memberships_say(box: Box) -> None:
     with Center(box.settings, tokens=TOKENS) as center:
 
