@@ -324,6 +324,7 @@ class Loop:
                     **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached >= 0 else {}),
                     **({"first_token_s": reply.first_token_s} if reply.first_token_s else {}),
                     **({"cut": True} if reply.cut else {}),
+                    **({"runaway": True} if reply.runaway else {}),
                     **({"host": reply.host} if reply.host else {}),
                     **({"thinking": reply.thinking} if reply.thinking else {}),
                     **(extra or {}),

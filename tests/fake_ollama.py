@@ -114,6 +114,7 @@ class FakeOllama:
         self.loaded = loaded or []  # what /api/ps answers: the models in memory
         self.tokens = tokens
         self.chunk_size = chunk_size
+        self.hung_up = threading.Event()  # set when a client closed a stream before its end
         self.repeat_last = repeat_last
         self.requests: list[dict[str, Any]] = []
         self.embedders: dict[str, Embedder] = dict(embedders or {})
@@ -264,11 +265,14 @@ def _handler_for(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/x-ndjson")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for n, chunk in enumerate(chunks):
-                if hold is not None and n == hold.after:
-                    hold.release.wait(60)
-                self._write_chunk((json.dumps(chunk) + "\n").encode())
-            self._write_chunk(b"")
+            try:
+                for n, chunk in enumerate(chunks):
+                    if hold is not None and n == hold.after:
+                        hold.release.wait(60)
+                    self._write_chunk((json.dumps(chunk) + "\n").encode())
+                self._write_chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                fake.hung_up.set()  # the client stopped reading and closed: a server stops generating
 
         def _write_chunk(self, data: bytes) -> None:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -65,6 +65,7 @@ class FakeOpenAI:
         self.models = models
         self.completion_tokens = completion_tokens
         self.chunk_size = chunk_size
+        self.hung_up = threading.Event()  # set when a client closed a stream before its end
         self.repeat_last = repeat_last
         self.calls, self.ids, self.usage = calls, ids, usage
         self.window, self.props = window, props
@@ -187,12 +188,15 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self._write_chunk(b": a comment line, as some servers send to keep the connection open\n\n")
-            for n, event in enumerate(reply.events()):
-                if hold is not None and n == hold.after:
-                    hold.release.wait(60)
-                self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
-            self._write_chunk(b"data: [DONE]\n\n")
-            self._write_chunk(b"")
+            try:
+                for n, event in enumerate(reply.events()):
+                    if hold is not None and n == hold.after:
+                        hold.release.wait(60)
+                    self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
+                self._write_chunk(b"data: [DONE]\n\n")
+                self._write_chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                fake.hung_up.set()  # the client stopped reading and closed: a server stops generating
 
         def _embed(self, body: dict[str, Any]) -> None:
             with fake._lock:

@@ -27,6 +27,7 @@ from agent.model.reply import (  # noqa: F401  (ChatModel, ModelError: the names
     decode_message,
     keeps_thinking,
 )
+from agent.model.runaway import Runaway
 from agent.model.transport import (
     HttpChat,
     cause,
@@ -102,6 +103,7 @@ def _read_stream(
     calls: list[Any] = []
     final: dict[str, Any] | None = None
     seen_message, first = False, 0.0
+    said, thought = Runaway(), Runaway()
     for line in lines:
         if not line.strip() or final is not None:
             continue  # read to the end, so the connection can be reused
@@ -114,6 +116,8 @@ def _read_stream(
             calls.extend(message.get("tool_calls") or [])
             if on_tokens:
                 on_tokens(len(content))
+            if said.feed(content[-1]) | thought.feed(thinking[-1]):
+                return _ran_away(said, thought, calls, len(content), first)
         elif not chunk.get("done"):
             raise BadReply(f"{url} sent a chunk without a message: {clip(line.strip())!r}")
         if chunk.get("done"):
@@ -125,6 +129,15 @@ def _read_stream(
     merged = {"content": "".join(content), "thinking": "".join(thinking), "tool_calls": calls}
     reply = decode_message(merged, tokens_in=count(final, "prompt_eval_count"), tokens_out=count(final, "eval_count"))
     reply.first_token_s, reply.cut = first, final.get("done_reason") == "length"
+    return reply
+
+
+def _ran_away(said: Runaway, thought: Runaway, calls: list[Any], chunks: int, first: float) -> ChatReply:
+    """A reply left unread once it repeats itself (closing the stream stops the server): its text up to
+    the first writing of what it repeated; the server's token counts never came, so each chunk counts one."""
+    merged = {"content": said.text(), "thinking": thought.text(), "tool_calls": calls}
+    reply = decode_message(merged, tokens_out=chunks)
+    reply.first_token_s, reply.cut, reply.runaway = first, True, True
     return reply
 
 

@@ -26,6 +26,7 @@ import httpx
 from agent.knowledge.embedding import EmbedFailed, EmbedModelMissing, checked_vectors
 from agent.model.host import ChatOptions, Host, HostView, Loaded, ModelInfo
 from agent.model.reply import BadReply, ChatReply, ModelUnavailable, add_structured_call, clip, keeps_thinking
+from agent.model.runaway import Runaway
 from agent.model.transport import (
     HttpChat,
     auth_headers,
@@ -189,6 +190,7 @@ class _Pieces:
         self.thinking: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish = ""
+        self.said, self.thought = Runaway(), Runaway()
 
     def add(self, choice: dict[str, Any]) -> bool:
         """One choice of one event; True when it carried something of the reply."""
@@ -197,8 +199,10 @@ class _Pieces:
         text, reasoning = delta.get("content"), _reasoning(delta)
         if text:
             self.content.append(str(text))
+            self.said.feed(str(text))
         if reasoning:
             self.thinking.append(reasoning)
+            self.thought.feed(reasoning)
         for n, piece in enumerate(delta.get("tool_calls") or []):
             if isinstance(piece, dict):
                 self._call_piece(piece, n)
@@ -217,13 +221,17 @@ class _Pieces:
         elif isinstance(arguments, str) and isinstance(call["arguments"], str):
             call["arguments"] += arguments
 
+    @property
+    def ran_away(self) -> bool:
+        return self.said.keep >= 0 or self.thought.keep >= 0
+
     def reply(self) -> ChatReply:
-        reply = ChatReply(content="".join(self.content), thinking="".join(self.thinking))
+        reply = ChatReply(content=self.said.text(), thinking=self.thought.text())
         for index in sorted(self.calls):
             call = self.calls[index]
             arguments = call["arguments"] if call["arguments"] != "" else "{}"
             add_structured_call(reply, {"function": {"name": call["name"], "arguments": arguments}})
-        reply.cut = self.finish == "length"
+        reply.cut, reply.runaway = self.finish == "length" or self.ran_away, self.ran_away
         return reply
 
 
@@ -248,9 +256,12 @@ def _read_events(
                 first, chunks = first or time.monotonic() - started, chunks + 1
                 if on_tokens:
                     on_tokens(chunks)
+        if pieces.ran_away:  # left unread: closing the stream stops the server; its counts never come
+            totals.tokens_out = chunks
+            break
     if not seen:
         raise BadReply(f"{url} sent an empty reply")
-    if not done and not pieces.finish:
+    if not done and not pieces.finish and not pieces.ran_away:
         raise BadReply(f"{url} ended the reply before it was done")
     reply = pieces.reply()
     reply.tokens_in, reply.tokens_out, reply.tokens_cached = totals.tokens_in, totals.tokens_out, totals.tokens_cached

@@ -52,6 +52,7 @@ class ChatReply:
     duration_s: float = 0.0
     first_token_s: float = 0.0  # from the request to the first streamed chunk (0: not streamed)
     cut: bool = False  # the reply stopped at the reply-length cap, not where the model ended it
+    runaway: bool = False  # cut by hearth: it repeated one stretch of text (agent/model/runaway.py)
     host: str = ""  # the host that answered, when a HostPool chose among several (agent/model/hosts.py)
 
 

@@ -156,7 +156,7 @@ class Recorder:
         # several hosts: which one answered; thinking, kept for the audit (the history gets it only for
         # the families that need it); what the server took from its prompt cache, when it first wrote,
         # and whether the reply was cut at its length cap
-        data = {k: d[k] for k in ("host", "thinking", "cut", "reasked") if d.get(k)}
+        data = {k: d[k] for k in ("host", "thinking", "cut", "runaway", "reasked") if d.get(k)}
         if "tokens_cached" in d:
             data["tokens_cached"] = d["tokens_cached"]
         if d.get("first_token_s"):

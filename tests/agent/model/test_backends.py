@@ -122,6 +122,29 @@ def test_a_live_stream_is_read_to_its_end_and_counts_its_chunks(kind: str) -> No
     assert reply.content == "a slow but live reply" and seen and reply.first_token_s > 0
 
 
+LOOPING = json.dumps({"name": "list_files", "arguments": {"path": "."}}) + "\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reply_that_repeats_one_line_is_cut_after_its_first_writing_and_the_server_told_to_stop(
+    kind: str,
+) -> None:
+    said = "Reading it.\n" + LOOPING * 600_000  # 30 MB: far more than a socket's buffers hold
+    with server(kind, [final_answer(said)], chunk_size=4096) as fake:
+        reply = chat_client(fake).chat(MESSAGES, TOOLS)
+        assert fake.hung_up.wait(60)  # the stream was closed before its end: the server stops generating
+    assert reply.content == "Reading it.\n" + LOOPING
+    assert reply.cut and reply.runaway and reply.tokens_out > 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reply_with_short_repeated_lines_of_its_own_is_read_whole(kind: str) -> None:
+    code = "def f():\n    return {\n        'a': 1,\n" + "    }\n" * 6 + "\n" * 12 + "x = 1\n" * 10 + "# done\n"
+    with server(kind, [final_answer(code)]) as fake:
+        reply = chat_client(fake).chat(MESSAGES, TOOLS)
+    assert reply.content == code and not reply.cut and not reply.runaway and not fake.hung_up.is_set()
+
+
 def test_a_server_without_tool_support_is_asked_again_without_tools() -> None:
     with FakeOpenAI([final_answer('{"name": "read_file", "arguments": {}}')], no_tools=True) as fake:
         model = chat_client(fake)

@@ -44,6 +44,24 @@ def test_hearth_loop_runs_a_goal_on_an_openai_compatible_server_and_records_its_
     assert all(t["first_token_ms"] >= 0 for t in turns)
 
 
+def test_a_reply_that_runs_away_is_cut_recorded_and_its_one_call_run_once(state_dir: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("mount the NAS first\n")
+    looping = json.dumps({"name": "read_file", "arguments": {"path": "notes.md"}}) + "\n"
+    script = [final_answer(looping * 2_000), final_answer("Mount the NAS first.")]
+    with FakeOpenAI(script, usage="llamacpp", chunk_size=4096) as fake:
+        done = run_cli(
+            "hearth-loop", "--host", fake.host, "--workspace", str(workspace), "--json", "what do the notes say?"
+        )
+    assert done.returncode == 0, done.stderr
+    run_id = _run_id(done.stdout)
+    first = _model_steps(state_dir, run_id)[0]
+    assert first["output"] == looping and json.loads(first["data"])["runaway"] is True
+    with AuditStore(state_dir / "audit.db") as audit:
+        assert [s["tool"] for s in audit.steps(run_id) if s["kind"] == "tool"] == ["read_file"]
+
+
 def test_a_profiles_reply_cap_goes_out_on_every_request(state_dir: Path, tmp_path: Path) -> None:
     profile = tmp_path / "config" / "agents" / "terse"
     profile.mkdir(parents=True)
