@@ -24,8 +24,9 @@ STATUS_COLOURS = {
     "rejected": "#495057",
 }
 PALETTE = ("#1c7ed6", "#74c0fc", "#2f9e44", "#f08c00", "#e03131", "#ae3ec9", "#868e96")
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 560, 200, 44, 24, 10
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 560, 200, 56, 24, 10
 MAX_BAR_W = 40
+LABEL_HALF = 32  # half a day's label (`12-07`) at the size a phone draws it
 
 
 def colour(name: str, index: int = 0) -> str:
@@ -41,18 +42,32 @@ def stacked_bars(title: str, days: Sequence[str], series: Mapping[str, Sequence[
     plot_w, plot_h = WIDTH - PAD_LEFT - 8, HEIGHT - PAD_BOTTOM - PAD_TOP
     step = plot_w / len(days)
     parts = [_axis(top, plot_h)]
+    centres = []
     for i, day in enumerate(days):
         bar_w = min(step * 0.7, MAX_BAR_W)
         x, y = PAD_LEFT + i * step + (step - bar_w) / 2, float(PAD_TOP + plot_h)
+        centres.append(x + bar_w / 2)
         for n, (name, values) in enumerate(series.items()):
             h = values[i] / top * plot_h
             if h > 0:
                 y -= h
                 tip = f"{day}: {values[i]} {name}"
                 parts.append(_rect(x, y, bar_w, h, colour(name, n), tip))
-        if len(days) <= 12 or i % max(1, len(days) // 6) == 0:
-            parts.append(str(_text(x + bar_w / 2, HEIGHT - 8, day[5:], anchor="middle")))
+    parts += [str(_text(c, HEIGHT - 8, day[5:], anchor="middle")) for c, day in _day_labels(centres, days)]
     return _svg(title, "".join(parts), _legend(list(series)))
+
+
+def _day_labels(centres: Sequence[float], days: Sequence[str]) -> list[tuple[float, str]]:
+    """Where each shown day's label goes: the last day always, then every few back from it, each
+    kept whole inside the drawing (the last one sat half past its right edge) and none over
+    another."""
+    every = 1 if len(days) <= 12 else max(1, len(days) // 6)
+    shown: list[tuple[float, str]] = []
+    for i in range(len(days) - 1, -1, -every):
+        centre = min(max(centres[i], LABEL_HALF), WIDTH - LABEL_HALF)
+        if not shown or centre + LABEL_HALF <= shown[-1][0] - LABEL_HALF:
+            shown.append((centre, days[i]))
+    return shown[::-1]
 
 
 def nice_ceiling(value: float) -> float:
@@ -102,10 +117,12 @@ def _axis(top: float, plot_h: float) -> str:
 
 
 def _short_number(value: float) -> str:
+    """An axis value in at most four characters (`2.5k`, `100k`, `1M`): the axis has PAD_LEFT for
+    them at the size a phone draws them (a `1000` there lost its first digit)."""
     if value >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M"
-    if value >= 10_000:
-        return f"{value / 1000:.0f}k"
+        return f"{value / 1_000_000:g}M"
+    if value >= 1000:
+        return f"{value / 1000:g}k"
     return f"{value:g}"
 
 

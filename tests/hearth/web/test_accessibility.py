@@ -72,7 +72,8 @@ LOADED = [
     }
 ]
 # a table reads when nothing in it scrolls sideways and no cell holding words is squeezed to a sliver
-# (the runs list's goal was once 53 px wide beside long run ids): what the page shows that does not
+# (the runs list's goal was once 53 px wide beside long run ids), a chart when none of its words
+# falls outside it (a phone cut the axis's 1000 to 000): what the page shows that does not
 UNREADABLE = """() => {
   const found = [];
   for (const table of document.querySelectorAll("main table")) {
@@ -83,6 +84,13 @@ UNREADABLE = """() => {
     for (const cell of table.querySelectorAll("td")) {
       const text = cell.innerText.trim();
       if (cell.offsetParent && text.length > 16 && cell.clientWidth < 96) found.push(`${where}: "${text.slice(0, 30)}" in ${cell.clientWidth} px`);
+    }
+  }
+  for (const svg of document.querySelectorAll("main figure.chart > svg")) {
+    const box = svg.getBoundingClientRect();
+    for (const text of svg.querySelectorAll("text")) {
+      const word = text.getBoundingClientRect();
+      if (word.left < box.left - 1 || word.right > box.right + 1) found.push(`a chart's "${text.textContent}" is cut`);
     }
   }
   return found;
