@@ -27,6 +27,7 @@ from hearth.web.routes import (
     router_page,
     runs,
     security,
+    users_page,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -52,4 +53,5 @@ ROUTERS: list[APIRouter] = [
     evals.router,
     mcp.router,
     fleet_page.router,
+    users_page.router,
 ]

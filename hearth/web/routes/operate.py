@@ -1,5 +1,5 @@
-"""The operator's pages, one hub: budgets, missions, the router, security, alerts, the model server
-and the fleet.
+"""The operator's pages, one hub: budgets, missions, the router, security, alerts, the model server,
+the fleet and the users.
 
 Each area is its own module beside this one (hearth/web/routes/budgets.py ...), with its page under
 /operate/AREA and its JSON at /api/AREA. What they share is here: the hub, the record of what an
@@ -33,6 +33,7 @@ AREAS = (
     ("/operate/alerts", "Alerts", "where alerts go, a test send, recent deliveries and failures"),
     ("/operate/models", "Model server", "the models Ollama has pulled and those loaded in memory"),
     ("/operate/fleet", "Fleet", "a hub's workers: up or lost, their models and runs, what waits; add, remove"),
+    ("/operate/users", "Users", "who may launch, approve or only read, in which profile"),
 )
 
 

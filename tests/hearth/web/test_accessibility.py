@@ -48,6 +48,7 @@ PAGES = (
     "/operate/models",
     "/operate/router",
     "/operate/security",
+    "/operate/users",
     "/runs/no-such-run",
 )
 FURNISHED_ONLY = ("/proposals/evolve-1", "/operate/missions/nightly/edit", "/operate/mcp/toy/review")
