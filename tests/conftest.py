@@ -109,7 +109,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_server() -> tuple[str, str]:
     """The real model server's host (`openai+http://...` or an Ollama URL) and the model to ask."""
     return os.environ["HEARTH_REAL_MODEL_HOST"], os.environ["HEARTH_REAL_MODEL"]
