@@ -19,8 +19,9 @@ Prompt tokens are the request's messages at four characters a token; cached toke
 prefix (in the same units) of this request's messages and the previous one's, as a server's prompt
 cache would find it. `max_tokens` is honoured: a reply longer than it is cut (`finish_reason`
 "length"). `/v1/models` lists `models` (with vLLM's `max_model_len` when `window` is set and
-`props` is off), `/props` answers llama.cpp's `n_ctx` when `props` is on, `/v1/embeddings` answers
-from `embedders` as the Ollama fake does.
+`props` is off), `/props` answers llama.cpp's `n_ctx` when `props` is on, `/slots` its one slot's
+last task when `slots` is on (each chat request is a task, and so is `another_client()`'s),
+`/v1/embeddings` answers from `embedders` as the Ollama fake does.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class FakeOpenAI:
         usage: str = "openai",
         window: int | None = 32768,
         props: bool = False,
+        slots: bool = False,
         embedders: dict[str, Embedder] | None = None,
         no_tools: bool = False,
         api_key: str = "",
@@ -68,7 +70,8 @@ class FakeOpenAI:
         self.hung_up = threading.Event()  # set when a client closed a stream before its end
         self.repeat_last = repeat_last
         self.calls, self.ids, self.usage = calls, ids, usage
-        self.window, self.props = window, props
+        self.window, self.props, self.slots = window, props, slots
+        self.tasks = 0  # llama.cpp's task count, for /slots
         self.embedders: dict[str, Embedder] = dict(embedders or {})
         self.no_tools = no_tools  # answer a request with tools as llama-server without --jinja does: 400
         self.api_key = api_key  # when set, a request without `Authorization: Bearer <key>` is a 401
@@ -104,10 +107,16 @@ class FakeOpenAI:
         with self._lock:
             self.script.extend(items)
 
+    def another_client(self) -> None:
+        """A request of some other client served between two of the test's: a task in /slots."""
+        with self._lock:
+            self.tasks += 1
+
     def next_item(self, body: dict[str, Any]) -> tuple[dict[str, Any] | Raw | Held, int, int]:
         """The scripted answer to a request, with its prompt tokens and how many of them were cached."""
         with self._lock:
             self.requests.append(body)
+            self.tasks += 1
             shown = json.dumps(body.get("messages"), ensure_ascii=False)
             cached = len(os.path.commonprefix([shown, self._previous])) // CHARS_PER_TOKEN
             self._previous = shown
@@ -142,6 +151,8 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(200, json.dumps({"object": "list", "data": data}))
             elif self.path == "/props" and fake.props:
                 self._send(200, json.dumps({"default_generation_settings": {"n_ctx": fake.window}}))
+            elif self.path == "/slots" and fake.slots:
+                self._send(200, json.dumps([{"id": 0, "id_task": fake.tasks, "is_processing": False}]))
             elif self.path == "/health":
                 self._send(200, json.dumps({"status": "ok"}))
             else:

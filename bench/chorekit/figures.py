@@ -31,6 +31,7 @@ class Run:
     prompt_tokens: list[int | None] = field(default_factory=list)  # per model call
     evaluated: list[int | None] = field(default_factory=list)  # prompt tokens the server had to evaluate
     cached: list[int | None] = field(default_factory=list)  # prompt tokens it reused from its cache
+    shared: list[bool | None] = field(default_factory=list)  # another client used the server before the call
     audit_prompt: list[int] = field(default_factory=list)  # tokens_in of hearth's model steps: each prompt
     audit_cached: list[int | None] = field(default_factory=list)  # tokens_cached of hearth's model steps
     calls: list[dict[str, Any]] = field(default_factory=list)  # tool, arguments, ok, output (clipped)
@@ -43,6 +44,7 @@ class Run:
         self.prompt_tokens = [t.prompt_tokens for t in turns]
         self.evaluated = [t.evaluated_tokens for t in turns]
         self.cached = [t.cached_tokens for t in turns]
+        self.shared = [t.shared for t in turns]
 
     @property
     def evaluated_after_first(self) -> float | None:

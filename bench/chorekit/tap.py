@@ -8,7 +8,9 @@ reply byte for byte as it comes (a streamed reply stays streamed), and reads the
   reply sent whole, its wall time less the server's generation time (both: queue and prompt work);
 - prompt tokens, cached and evaluated: llama.cpp's `timings` (`cache_n`, `prompt_n`) or the OpenAI
   `usage` (`prompt_tokens_details.cached_tokens`); Ollama's `prompt_eval_count`, which counts only
-  what it evaluated when it reused its cache (an Ollama-API shim may count the whole prompt there).
+  what it evaluated when it reused its cache (an Ollama-API shim may count the whole prompt there);
+- whether the server was shared: another client's request ran on it since the tap's previous call
+  ended (llama.cpp's `/slots` names each slot's last task), which may have taken the prompt cache.
 
 Chat turns are `/api/chat` and `/v1/chat/completions`; everything else is forwarded unrecorded.
 """
@@ -20,12 +22,14 @@ import json
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATHS = ("/api/chat", "/v1/chat/completions")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
+Slots = tuple[tuple[Any, Any, bool], ...]  # llama.cpp's /slots: (id, id_task, is_processing) each
 UPSTREAM_TIMEOUT_S = 3600.0  # a turn of a small model on a busy CPU takes minutes, never an hour
 
 
@@ -42,6 +46,7 @@ class Turn:
     cached_tokens: int | None = None
     evaluated_tokens: int | None = None
     completion_tokens: int | None = None
+    shared: bool | None = None  # another client's request ran since the previous call; None: not known
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +150,8 @@ class Tap:
         self.upstream = (parts.hostname, parts.port or 80)
         self.turns: list[Turn] = []
         self.lock = threading.Lock()
+        self.after: Slots | None = None  # the server's slots when the last chat call ended
+        self.no_slots = False  # the server has no /slots (Ollama, vLLM, llama-server --no-slots)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="tap", daemon=True)
@@ -165,6 +172,31 @@ class Tap:
     def record(self, turn: Turn) -> None:
         with self.lock:
             self.turns.append(turn)
+
+    def slots(self) -> Slots | None:
+        """Each slot's id, last task and whether it is busy, as llama.cpp says; None where nothing says."""
+        if self.no_slots:
+            return None
+        upstream = http.client.HTTPConnection(*self.upstream, timeout=30)
+        try:
+            upstream.request("GET", "/slots")
+            reply = upstream.getresponse()
+            self.no_slots = reply.status in (404, 501)  # not there, or turned off: not asked again
+            data = json.loads(reply.read()) if reply.status == 200 else None
+            return tuple((s["id"], s["id_task"], bool(s["is_processing"])) for s in data) if data else None
+        except (OSError, ValueError, KeyError, TypeError):
+            self.no_slots = True
+            return None
+        finally:
+            upstream.close()
+
+    def shared_since(self, before: Slots | None, after: Slots | None) -> bool | None:
+        """Whether another client's request ran between the previous call's end and `before` (this
+        call's start), or was running then; keeps `after` (this call's end) for the next call."""
+        last, self.after = self.after, after
+        if before is None or last is None:
+            return None
+        return before != last or any(busy for *_, busy in before + last)
 
     def __enter__(self) -> Tap:
         self.thread.start()
@@ -193,6 +225,8 @@ def _handler(tap: Tap) -> type[BaseHTTPRequestHandler]:
 
         def _forward(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            chat = urllib.parse.urlsplit(self.path).path in CHAT_PATHS and self.command == "POST"
+            before = tap.slots() if chat else None
             asked, started = time.time(), time.monotonic()
             upstream = http.client.HTTPConnection(*tap.upstream, timeout=UPSTREAM_TIMEOUT_S)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host"}}
@@ -202,17 +236,22 @@ def _handler(tap: Tap) -> type[BaseHTTPRequestHandler]:
             except OSError as exc:
                 self.send_error(502, f"the tap could not reach the server: {exc}")
                 return
-            path = urllib.parse.urlsplit(self.path).path
             reading = Reading(started)
-            self._relay(reply, reading)
+            # the slots at the call's end are read before the client has the whole reply, so its next
+            # call cannot come first
+            after = self._relay(reply, reading, tap.slots if chat else lambda: None)
             upstream.close()
-            if path in CHAT_PATHS and self.command == "POST":
-                turn = Turn(path, round(asked, 3), reply.status, round(time.monotonic() - started, 3))
+            if chat:
+                turn = Turn(urllib.parse.urlsplit(self.path).path, round(asked, 3), reply.status)
+                turn.seconds = round(time.monotonic() - started, 3)
                 reading.finish(turn)
+                turn.shared = tap.shared_since(before, after)
                 tap.record(turn)
 
-        def _relay(self, reply: http.client.HTTPResponse, reading: Reading) -> None:
-            """The reply as it comes: whole with its length, or re-chunked while it streams."""
+        def _relay(
+            self, reply: http.client.HTTPResponse, reading: Reading, at_end: Callable[[], Slots | None]
+        ) -> Slots | None:
+            """The reply as it comes, re-chunked while it streams; `at_end()` before its last chunk."""
             self.send_response(reply.status, reply.reason)
             for key, value in reply.getheaders():
                 if key.lower() not in HOP_BY_HOP:
@@ -224,9 +263,15 @@ def _handler(tap: Tap) -> type[BaseHTTPRequestHandler]:
                     reading.feed(data)
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
             except OSError:  # the client went away (a timeout on its side): the server's reply is dropped
                 self.close_connection = True
+                return at_end()
+            ended = at_end()
+            try:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:
+                self.close_connection = True
+            return ended
 
     return Forward

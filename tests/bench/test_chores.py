@@ -166,6 +166,27 @@ def test_the_tap_times_a_streamed_reply_and_reads_its_cache_figures() -> None:
     assert second.completion_tokens == 20 and second.ttft_s is not None and second.ttft_s <= second.seconds
 
 
+def test_the_tap_says_which_calls_another_client_came_between() -> None:
+    """A server shared with another client may have given its prompt cache to that client's prompt
+    between two of a run's calls: llama.cpp's /slots tells it, and the tap marks the later call."""
+
+    def ask(tap: Tap) -> None:
+        body = {"model": "qwen2.5-coder", "messages": [{"role": "user", "content": "hi there"}]}
+        httpx.post(f"{tap.url}/v1/chat/completions", json=body, timeout=60).raise_for_status()
+
+    script = [final_answer("one"), final_answer("two"), final_answer("three")]
+    with FakeOpenAI(script, usage="llamacpp", slots=True) as fake, Tap(fake.url) as tap:
+        ask(tap)
+        ask(tap)
+        fake.another_client()
+        ask(tap)
+    assert [turn.shared for turn in tap.turns] == [None, False, True]  # the first call has no call before it
+    with FakeOpenAI([final_answer("one"), final_answer("two")]) as fake, Tap(fake.url) as tap:
+        ask(tap)
+        ask(tap)
+    assert [turn.shared for turn in tap.turns] == [None, None]  # no /slots: not known
+
+
 def test_without_a_server_the_bench_says_how_to_get_one_and_exits_0() -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT)}
     done = subprocess.run(

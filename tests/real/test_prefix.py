@@ -2,7 +2,9 @@
 append-only history, an unusable reply asked again with the same messages), so a server that caches
 the prompt evaluates only the new messages. Measured on what hearth recorded of each call: the
 prompt's size and what llama.cpp said it took from its cache (the model steps' tokens_in and
-tokens_cached in the audit)."""
+tokens_cached in the audit). On a server other clients share, a call whose turn came after another
+client's may find that client's prompt in the cache instead: such calls are left out, as the tap in
+front of the server saw them (bench/chorekit/tap.py)."""
 
 from __future__ import annotations
 
@@ -24,12 +26,17 @@ def test_after_the_first_call_only_the_new_messages_are_evaluated(
             "an Ollama API does not say how much of a prompt it took from its cache; name llama-server (openai+)"
         )
     run = greeting_run
-    prompts, cached = run["audit_prompt"], run["audit_cached"]
-    print(f"prompt tokens per call {prompts}, taken from the cache {cached} ({run['status']})")
+    prompts, cached, shared = run["audit_prompt"], run["audit_cached"], run["shared"]
+    print(f"prompt tokens per call {prompts}, from the cache {cached}, server shared before {shared} ({run['status']})")
+    assert len(shared) == len(prompts), f"the server was asked {len(shared)} times, the audit has {len(prompts)} calls"
     if len(prompts) < 2:
         pytest.skip(f"the model ended in one call ({run['status']}: {run['answer'][:80]}); nothing to compare")
+    # a call another client's request came before may find that client's prompt in the cache
+    alone = [call for call in range(1, len(prompts)) if shared[call] is not True]
+    if not alone:
+        pytest.skip("another client asked the server between every two calls of the run (llama.cpp's /slots)")
     assert None not in cached, f"a model step recorded no cached tokens: {cached}"
-    for call in range(1, len(prompts)):
+    for call in alone:
         evaluated, new = prompts[call] - cached[call], prompts[call] - prompts[call - 1]
         assert evaluated <= new + SLACK, (
             f"call {call + 1} evaluated {evaluated} of its {prompts[call]} prompt tokens; "
