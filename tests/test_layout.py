@@ -151,6 +151,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.cli.completion",
         "hearth.cli.manpage",
         "hearth.cli.runview",
+        "hearth.cli.queued",
     ),  # the edges
 }
 ROOTS = {"agent", "hearth"}

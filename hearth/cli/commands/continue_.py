@@ -8,11 +8,9 @@ refused here already; a gone workspace or profile is refused when the follow-up 
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import os
 
-from hearth.dispatch.launchers import heal
+from hearth.cli.queued import queue_request
 from hearth.errors import UsageError
 from hearth.settings import Settings
 
@@ -36,9 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def continue_run(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.requests import run_status_readonly
     from hearth.audit.store import new_run_id
-    from hearth.queue.intake import RequestRefused, build_request
-    from hearth.users.access import login_user
-    from hearth.users.launch import submit_as
 
     status = run_status_readonly(settings.audit_path, args.run_id)
     if status is None and os.access(settings.audit_path, os.R_OK):  # else the run itself checks
@@ -48,10 +43,5 @@ def continue_run(args: argparse.Namespace, settings: Settings) -> int:
     given = {"model": args.model, "mode": args.mode, "max_iterations": args.max_iterations}
     obj = {"id": args.id or new_run_id(), "goal": args.goal, "continues": args.run_id}
     obj.update({key: value for key, value in given.items() if value is not None})
-    try:
-        request = build_request(obj, file_id=None).request
-    except RequestRefused as exc:
-        raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit_as(request, settings, login_user(settings), requested_by=getpass.getuser(), heal=heal)
-    print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
+    queue_request(obj, settings, as_json=args.json)
     return 0

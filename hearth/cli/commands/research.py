@@ -11,13 +11,11 @@ The plan is approved or denied as any approval is: `hearth approve ID`, the run 
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from hearth.dispatch.launchers import heal
+from hearth.cli.queued import queue_request
 from hearth.errors import NotFound, UsageError
 from hearth.render import print_json, visible_line
 from hearth.settings import Settings
@@ -75,21 +73,13 @@ def research(args: argparse.Namespace, settings: Settings) -> int:
 
 def _queue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.store import new_run_id
-    from hearth.queue.intake import RequestRefused, build_request
-    from hearth.users.access import login_user
-    from hearth.users.launch import submit_as
 
     limits = {name: getattr(args, name) for name in LIMITS if getattr(args, name) is not None}
     obj: dict[str, Any] = {"id": args.id or new_run_id(), "goal": args.question, "research": limits}
     given = {"model": args.model, "agent_name": args.agent_name, "egress": args.egress}
     given |= {"max_tokens": args.max_tokens, "timeout_s": args.timeout}
     obj.update({key: value for key, value in given.items() if value is not None})
-    try:
-        request = build_request(obj, file_id=None).request
-    except RequestRefused as exc:
-        raise UsageError(f"invalid request: {exc}") from None
-    submitted = submit_as(request, settings, login_user(settings), requested_by=getpass.getuser(), heal=heal)
-    print(json.dumps({"id": submitted.id, "path": str(submitted.path)}) if args.json else submitted.id, flush=True)
+    submitted = queue_request(obj, settings, as_json=args.json)
     for note in submitted.notes:
         print(f"hearth research: {note}", file=sys.stderr)
     if not args.json:

@@ -4,7 +4,6 @@ waits, its report printed; each refusal one line with exit 2. Real `hearth` proc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,16 +20,8 @@ from tests.research_support import (
     go_on,
     rows,
     settings_for,
-    standard_web,
     start,
 )
-
-
-@pytest.fixture
-def web() -> Iterator[LoopWeb]:
-    found = standard_web()
-    yield found
-    found.close()
 
 
 @pytest.fixture
@@ -70,7 +61,7 @@ def test_a_research_command_it_cannot_do_is_one_line_and_exit_2(
 
 
 def test_the_plan_is_shown_and_edited_while_it_waits_and_the_report_printed_once_done(
-    state_dir: Path, settings: Settings, web: LoopWeb, tmp_path: Path
+    state_dir: Path, settings: Settings, loop_web: LoopWeb, tmp_path: Path
 ) -> None:
     extract = {
         "http://docs.test/gc": {
@@ -78,7 +69,7 @@ def test_the_plan_is_shown_and_edited_while_it_waits_and_the_report_printed_once
         }
     }
     model = PhaseModel(Script(decide=[{"reads": ["S1"], "searches": []}], extract=extract))
-    assert start(settings, web, model).status == "waiting"
+    assert start(settings, loop_web, model).status == "waiting"
 
     shown = run_cli("hearth", "research", "--plan", "r1")
     assert shown.returncode == 0, shown.stderr
@@ -102,7 +93,7 @@ def test_the_plan_is_shown_and_edited_while_it_waits_and_the_report_printed_once
 
     approval = json.loads(run_cli("hearth", "research", "--plan", "r1", "--json").stdout)["approval"]
     assert run_cli("hearth", "approve", approval["id"]).returncode == 0
-    assert go_on(settings, web, model).status == "done"
+    assert go_on(settings, loop_web, model).status == "done"
     printed = run_cli("hearth", "research", "--report", "r1")
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout.startswith("# Research: What changed in the garbage collector of Python 3.13?\n")
@@ -111,9 +102,9 @@ def test_the_plan_is_shown_and_edited_while_it_waits_and_the_report_printed_once
 
 
 def test_a_plan_no_longer_waiting_cannot_be_edited(
-    state_dir: Path, settings: Settings, web: LoopWeb, tmp_path: Path
+    state_dir: Path, settings: Settings, loop_web: LoopWeb, tmp_path: Path
 ) -> None:
-    assert approved_run(settings, web, PhaseModel(Script())).status == "done"
+    assert approved_run(settings, loop_web, PhaseModel(Script())).status == "done"
     (tmp_path / "plan.json").write_text(json.dumps({"sub_questions": [{"question": "q", "queries": ["q"]}]}))
     done = run_cli("hearth", "research", "--plan", "r1", "--edit", str(tmp_path / "plan.json"))
     assert done.returncode == 2 and "plan is not waiting for approval" in done.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from tests.research_support import (
     plan,
     rows,
     settings_for,
-    standard_web,
 )
 
 INCREMENTAL = {"sub_question": 1, "quote": "The cycle garbage collector is now incremental", "note": ""}
@@ -36,13 +34,6 @@ TWO = {"sub_question": 2, "quote": "There are now only two generations: young an
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return settings_for(tmp_path / "state")
-
-
-@pytest.fixture
-def web() -> Iterator[LoopWeb]:
-    found = standard_web()
-    yield found
-    found.close()
 
 
 def gate_steps(settings: Settings) -> list[dict[str, object]]:
@@ -57,7 +48,7 @@ def decision(settings: Settings, round_no: int) -> dict[str, object]:
 
 
 def test_the_run_keeps_to_its_searches_and_pages_and_never_repeats_a_search_or_a_page(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
     queries = ["Python 3.13  GC incremental", "python 3.13 gc incremental", "python 3.13 gc generations"]
     script = Script(
@@ -68,10 +59,10 @@ def test_the_run_keeps_to_its_searches_and_pages_and_never_repeats_a_search_or_a
         extract={"http://docs.test/gc": {"excerpts": [INCREMENTAL]}},
     )
     spec = Research(max_searches=2, max_pages=1)
-    assert approved_run(settings, web, PhaseModel(script), spec).status == "done"
+    assert approved_run(settings, loop_web, PhaseModel(script), spec).status == "done"
 
-    assert web.searched() == ["Python 3.13 GC incremental", "python 3.13 gc generations"]  # one search per wording
-    assert web.read("docs.test") == ["/gc"] and web.read("blog.test") == []  # max_pages 1
+    assert loop_web.searched() == ["Python 3.13 GC incremental", "python 3.13 gc generations"]  # one search per wording
+    assert loop_web.read("docs.test") == ["/gc"] and loop_web.read("blog.test") == []  # max_pages 1
     assert [s["canonical"] for s in rows(settings, research.sources)] == [
         "https://docs.test/gc",
         "https://blog.test/free",
@@ -86,13 +77,13 @@ def test_the_run_keeps_to_its_searches_and_pages_and_never_repeats_a_search_or_a
 
 
 def test_a_read_whose_host_the_egress_list_does_not_allow_is_refused_before_anything_is_sent(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
     script = Script(
         decide=[{"reads": ["S1", "S2"], "searches": []}], extract={"http://docs.test/gc": {"excerpts": [INCREMENTAL]}}
     )
-    assert approved_run(settings, web, PhaseModel(script), egress=["search.test", "docs.test"]).status == "done"
-    assert web.read("docs.test") == ["/gc"] and web.read("blog.test") == []
+    assert approved_run(settings, loop_web, PhaseModel(script), egress=["search.test", "docs.test"]).status == "done"
+    assert loop_web.read("docs.test") == ["/gc"] and loop_web.read("blog.test") == []
     assert decision(settings, 1)["refused"] == [
         "read S2: refused host blog.test: not in this run's egress allow list (search.test, docs.test)"
     ]
@@ -114,43 +105,47 @@ def test_pages_are_read_at_most_fetches_at_once_at_a_time(tmp_path: Path) -> Non
         return Answer(200, GC_PAGE, PLAIN)
 
     urls = [f"http://docs.test/{n}" for n in range(1, 5)]
-    web = LoopWeb(dict.fromkeys(urls, page), {"python 3.13 gc incremental": urls, "python 3.13 gc generations": []})
+    loop_web = LoopWeb(
+        dict.fromkeys(urls, page), {"python 3.13 gc incremental": urls, "python 3.13 gc generations": []}
+    )
     settings = settings_for(tmp_path / "state")
     script = Script(decide=[{"reads": ["S1", "S2", "S3", "S4"], "searches": []}])
     try:
-        assert approved_run(settings, web, PhaseModel(script), Research(fetches_at_once=2)).status == "done"
+        assert approved_run(settings, loop_web, PhaseModel(script), Research(fetches_at_once=2)).status == "done"
     finally:
-        web.close()
-    assert sorted(web.read("docs.test")) == ["/1", "/2", "/3", "/4"]
+        loop_web.close()
+    assert sorted(loop_web.read("docs.test")) == ["/1", "/2", "/3", "/4"]
     assert most[0] == 2
 
 
-def test_gathering_stops_once_every_sub_question_has_enough_evidence(settings: Settings, web: LoopWeb) -> None:
+def test_gathering_stops_once_every_sub_question_has_enough_evidence(settings: Settings, loop_web: LoopWeb) -> None:
     script = Script(
         decide=[{"reads": ["S1"], "searches": []}, {"reads": ["S2"], "searches": []}],
         extract={"http://docs.test/gc": {"excerpts": [INCREMENTAL, TWO]}},
     )
     model = PhaseModel(script)
-    assert approved_run(settings, web, model, Research(per_question=1)).status == "done"
+    assert approved_run(settings, loop_web, model, Research(per_question=1)).status == "done"
     assert [c[0] for c in model.calls] == ["plan", "decide", "extract", "synthesise"]  # no second round
     assert gate_steps(settings)[-1]["stopped"] == "enough evidence: at least 1 for every sub-question"
-    assert web.read("blog.test") == []
+    assert loop_web.read("blog.test") == []
 
 
-def test_gathering_stops_when_a_round_adds_no_evidence_and_finds_nothing_new(settings: Settings, web: LoopWeb) -> None:
+def test_gathering_stops_when_a_round_adds_no_evidence_and_finds_nothing_new(
+    settings: Settings, loop_web: LoopWeb
+) -> None:
     script = Script(decide=[{"reads": ["S2"], "searches": []}, {"reads": ["S1"], "searches": []}])
     model = PhaseModel(script)
-    assert approved_run(settings, web, model).status == "done"
+    assert approved_run(settings, loop_web, model).status == "done"
     assert [c[0] for c in model.calls].count("decide") == 1
     assert gate_steps(settings)[-1]["stopped"] == "round 1 added no evidence and found no new source"
 
 
-def test_a_fifth_of_the_run_tokens_is_kept_for_the_synthesis(settings: Settings, web: LoopWeb) -> None:
+def test_a_fifth_of_the_run_tokens_is_kept_for_the_synthesis(settings: Settings, loop_web: LoopWeb) -> None:
     script = Script(
         decide=[{"reads": ["S1", "S2"], "searches": []}], extract={"http://docs.test/gc": {"excerpts": [INCREMENTAL]}}
     )
     model = PhaseModel(script, tokens=(300, 100))  # 400 a call: plan and decide use 800 of 1,000
-    outcome = approved_run(settings, web, model, max_tokens=1000)
+    outcome = approved_run(settings, loop_web, model, max_tokens=1000)
     assert outcome.status == "done"
     assert [c[0] for c in model.calls] == ["plan", "decide", "synthesise"]  # no extraction past the reserve
     stopped = gate_steps(settings)[-1]["stopped"]

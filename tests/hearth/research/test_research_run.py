@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,6 @@ from tests.research_support import (
     plan_approval,
     rows,
     settings_for,
-    standard_web,
     start,
 )
 
@@ -60,13 +58,6 @@ READ_BOTH = [{"reads": ["S1", "S2"], "searches": []}]
 
 
 @pytest.fixture
-def web() -> Iterator[LoopWeb]:
-    found = standard_web()
-    yield found
-    found.close()
-
-
-@pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return settings_for(tmp_path / "state")
 
@@ -76,14 +67,14 @@ def claims(settings: Settings) -> list[dict[str, object]]:
 
 
 def test_a_research_run_plans_waits_holding_nothing_then_searches_reads_extracts_and_reports(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
     cited = {"sub_question": 1, "text": "The collector is now incremental.", "evidence": ["E1"]}
     two = {"sub_question": 2, "text": "It keeps two generations, young and old.", "evidence": ["E2"]}
     script = Script(decide=READ_BOTH, extract=EXTRACTED, synthesise={"claims": [cited, two]})
     model = PhaseModel(script)
-    assert start(settings, web, model).status == "waiting"
-    assert web.searched() == [] and web.read("docs.test") == []  # nothing leaves before a person approves
+    assert start(settings, loop_web, model).status == "waiting"
+    assert loop_web.searched() == [] and loop_web.read("docs.test") == []  # nothing leaves before a person approves
     assert [c[0] for c in model.calls] == ["plan"]
     with AuditStore(settings.audit_path) as audit:
         assert (audit.run("r1") or {})["status"] == "waiting"
@@ -92,11 +83,11 @@ def test_a_research_run_plans_waits_holding_nothing_then_searches_reads_extracts
     assert not (settings.runs_state_dir / "r1.json").exists()  # no live state: nothing of it runs
 
     decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
-    outcome = go_on(settings, web, model)
+    outcome = go_on(settings, loop_web, model)
 
     assert outcome.status == "done", outcome.error
-    assert web.searched() == ["python 3.13 gc incremental", "python 3.13 gc generations"]
-    assert web.read("docs.test") == ["/gc"] and web.read("blog.test") == ["/free"]  # each page once
+    assert loop_web.searched() == ["python 3.13 gc incremental", "python 3.13 gc generations"]
+    assert loop_web.read("docs.test") == ["/gc"] and loop_web.read("blog.test") == ["/free"]  # each page once
     sources = rows(settings, research.sources)
     assert [(s["id"], s["url"]) for s in sources] == [("S1", "http://docs.test/gc"), ("S2", "http://blog.test/free")]
     with AuditStore(settings.audit_path) as audit:
@@ -118,7 +109,7 @@ def test_a_research_run_plans_waits_holding_nothing_then_searches_reads_extracts
 
 
 def test_a_model_that_invents_a_quote_a_citation_or_a_url_gets_a_caveat_not_a_citation(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
     invented_excerpt = {"sub_question": 1, "quote": "The collector was rewritten in Rust for 3.13", "note": "made up"}
     extract = {"http://docs.test/gc": {"excerpts": [*EXTRACTED["http://docs.test/gc"]["excerpts"], invented_excerpt]}}
@@ -137,7 +128,7 @@ def test_a_model_that_invents_a_quote_a_citation_or_a_url_gets_a_caveat_not_a_ci
         ]
     }
     script = Script(decide=READ_BOTH, extract=extract, synthesise=synthesis)
-    outcome = approved_run(settings, web, PhaseModel(script))
+    outcome = approved_run(settings, loop_web, PhaseModel(script))
 
     assert outcome.status == "done", outcome.error
     assert [e["excerpt"] for e in rows(settings, research.evidence)] == [INCREMENTAL, TWO.rstrip(".")]
@@ -175,7 +166,7 @@ def test_a_page_that_tries_to_instruct_the_model_changes_nothing(tmp_path: Path)
     }
     records = {}
     for name, page in (("clean", GC_PAGE), ("planted", planted)):
-        web = LoopWeb(
+        loop_web = LoopWeb(
             {"http://docs.test/gc": Answer(200, page, PLAIN), "http://evil.test/steal": Answer(200, "stolen", PLAIN)},
             {"python 3.13 gc incremental": ["http://docs.test/gc"], "python 3.13 gc generations": []},
         )
@@ -183,13 +174,13 @@ def test_a_page_that_tries_to_instruct_the_model_changes_nothing(tmp_path: Path)
         script = Script(decide=[{"reads": ["S1"], "searches": []}], extract={"http://docs.test/gc": obeying})
         model = PhaseModel(script)
         try:
-            assert approved_run(settings, web, model).status == "done"
-            assert web.read("evil.test") == [] and web.searched() == [
+            assert approved_run(settings, loop_web, model).status == "done"
+            assert loop_web.read("evil.test") == [] and loop_web.searched() == [
                 "python 3.13 gc incremental",
                 "python 3.13 gc generations",
             ]
         finally:
-            web.close()
+            loop_web.close()
         with AuditStore(settings.audit_path) as audit:
             done = [(s["kind"], s["opens"], s["verdict"]) for s in audit.steps("r1") if s["opens"]]
         records[name] = (
@@ -209,11 +200,11 @@ def test_a_page_that_tries_to_instruct_the_model_changes_nothing(tmp_path: Path)
 
 
 def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_they_approved(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
     script = Script(decide=READ_BOTH, extract=EXTRACTED)
     model = PhaseModel(script)
-    assert start(settings, web, model).status == "waiting"
+    assert start(settings, loop_web, model).status == "waiting"
     edited = {
         "sub_questions": [{"question": "What is new in the 3.13 collector?", "queries": ["python 3.13 gc generations"]}]
     }
@@ -221,9 +212,9 @@ def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_t
     decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"), user=OWNER)
     with pytest.raises(UsageError, match="not waiting for approval"):
         revise(settings, "r1", Plan.model_validate(edited), "web:bob")  # decided: no more edits
-    assert go_on(settings, web, model).status == "done"
+    assert go_on(settings, loop_web, model).status == "done"
 
-    assert web.searched() == ["python 3.13 gc generations"]  # the edit's search, not the model's
+    assert loop_web.searched() == ["python 3.13 gc generations"]  # the edit's search, not the model's
     assert [(p["revision"], p["by"]) for p in rows(settings, research.plans)] == [(1, "model"), (2, "web:bob")]
     with AuditStore(settings.audit_path) as audit:
         built = report.build(audit, "r1")
@@ -231,22 +222,22 @@ def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_t
     assert built.approved_by == "web:alice" and built.edited_by == ["web:bob"]
 
 
-def test_a_denied_plan_ends_the_run_denied_with_nothing_searched_or_read(settings: Settings, web: LoopWeb) -> None:
+def test_a_denied_plan_ends_the_run_denied_with_nothing_searched_or_read(settings: Settings, loop_web: LoopWeb) -> None:
     model = PhaseModel(Script())
-    assert start(settings, web, model).status == "waiting"
+    assert start(settings, loop_web, model).status == "waiting"
     decide(settings, plan_approval(settings)["id"], "deny", By("cli", "alice"), user=OWNER, note="too broad")
-    outcome = go_on(settings, web, model)
+    outcome = go_on(settings, loop_web, model)
     assert outcome.status == "denied" and "too broad" in outcome.error
-    assert web.searched() == [] and [c[0] for c in model.calls] == ["plan"]
+    assert loop_web.searched() == [] and [c[0] for c in model.calls] == ["plan"]
     with AuditStore(settings.audit_path) as audit:
         assert (audit.run("r1") or {})["status"] == "denied"
 
 
 def test_a_plan_the_model_cannot_give_after_one_repair_fails_the_run_with_the_reason(
-    settings: Settings, web: LoopWeb
+    settings: Settings, loop_web: LoopWeb
 ) -> None:
-    model = PhaseModel(Script(plan=["I would search the web.", '{"sub_questions": []}']))
-    outcome = start(settings, web, model)
+    model = PhaseModel(Script(plan=["I would search the loop_web.", '{"sub_questions": []}']))
+    outcome = start(settings, loop_web, model)
     assert outcome.status == "failed"
     assert (
         outcome.error
@@ -264,7 +255,7 @@ def plan_approval_missing(settings: Settings) -> bool:
 
 
 def test_a_research_runs_stream_replayed_into_an_empty_audit_gives_the_same_record(
-    tmp_path: Path, settings: Settings, web: LoopWeb
+    tmp_path: Path, settings: Settings, loop_web: LoopWeb
 ) -> None:
     claim = {"sub_question": 1, "text": "It is incremental.", "evidence": ["E1"]}
     script = Script(decide=READ_BOTH, extract=EXTRACTED, synthesise={"claims": [claim]})
@@ -277,7 +268,7 @@ def test_a_research_runs_stream_replayed_into_an_empty_audit_gives_the_same_reco
     with AuditStore(settings.audit_path) as audit:
         capture = CaptureRecorder(SqliteRecorder(audit), heard=approve_when_asked)
         request = GoalRequest(goal=QUESTION, model="scripted", run_id="r1")
-        how = How(model=PhaseModel(script), configure_services=web.configure, recorder=capture, out=io.StringIO())
+        how = How(model=PhaseModel(script), configure_services=loop_web.configure, recorder=capture, out=io.StringIO())
         outcome = run_research(request, Research(), settings, how)[1]  # it may not suspend: it waits in process
     assert outcome.status == "done"
     assert "ResearchKept" in capture.kinds()

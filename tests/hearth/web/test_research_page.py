@@ -5,7 +5,6 @@ run read, and the launch form's research choice. A real server over a real audit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from hearth.leash.decisions import By, decide
 from hearth.settings import Settings
 from tests.browser_support import Browser
 from tests.research_support import (
+    OWNER,
     LoopWeb,
     PhaseModel,
     Script,
@@ -22,7 +22,6 @@ from tests.research_support import (
     plan_approval,
     rows,
     settings_for,
-    standard_web,
     start,
 )
 from tests.web_support import Center
@@ -45,22 +44,15 @@ EDITED = {
 
 
 @pytest.fixture
-def web() -> Iterator[LoopWeb]:
-    found = standard_web()
-    yield found
-    found.close()
-
-
-@pytest.fixture
 def settings(state_dir: Path) -> Settings:
     return settings_for(state_dir, HEARTH_CONFIG_DIR=str(state_dir.parent / "config"))
 
 
 def test_the_plan_is_shown_and_edited_on_the_run_page_while_it_waits_and_not_after(
-    center: Center, settings: Settings, web: LoopWeb
+    center: Center, settings: Settings, loop_web: LoopWeb
 ) -> None:
     model = PhaseModel(Script(decide=[{"reads": ["S1"], "searches": []}], extract=EXTRACT, synthesise=CLAIMS))
-    assert start(settings, web, model).status == "waiting"
+    assert start(settings, loop_web, model).status == "waiting"
     client = center.client()
     page = client.get("/runs/r1").text
     assert 'id="research-plan"' in page and "Revision 1, by model" in page
@@ -81,7 +73,7 @@ def test_the_plan_is_shown_and_edited_on_the_run_page_while_it_waits_and_not_aft
     third = client.post_json("/api/runs/r1/plan", {"plan": EDITED, "note": "again"})
     assert third.status_code == 200 and third.json()["revision"] == 3
 
-    decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"))
+    decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"), user=OWNER)
     late = client.post_json("/api/runs/r1/plan", {"plan": EDITED})
     assert late.status_code == 409 and "not waiting for approval" in late.text
     assert 'id="plan-edit"' not in client.get("/runs/r1").text
@@ -89,12 +81,12 @@ def test_the_plan_is_shown_and_edited_on_the_run_page_while_it_waits_and_not_aft
 
 
 def test_the_report_on_the_run_page_cites_only_kept_evidence_and_lists_only_pages_read(
-    center: Center, settings: Settings, web: LoopWeb
+    center: Center, settings: Settings, loop_web: LoopWeb
 ) -> None:
     model = PhaseModel(Script(decide=[{"reads": ["S1"], "searches": []}], extract=EXTRACT, synthesise=CLAIMS))
-    assert start(settings, web, model).status == "waiting"
-    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"))
-    assert go_on(settings, web, model).status == "done"
+    assert start(settings, loop_web, model).status == "waiting"
+    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
+    assert go_on(settings, loop_web, model).status == "done"
 
     page = center.client().get("/runs/r1").text
     report = page.split('id="research-report"')[1].split("</section>")[0]
@@ -125,19 +117,19 @@ def test_the_launch_form_queues_a_research_run_with_its_pages(center: Center, st
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_research_run_page_waiting_and_reported_passes_axe_at_a_desktops_and_a_phones_width(
-    center: Center, settings: Settings, web: LoopWeb, browser: Browser, width: int
+    center: Center, settings: Settings, loop_web: LoopWeb, browser: Browser, width: int
 ) -> None:
     from tests.hearth.web.test_accessibility import looked_at
 
     model = PhaseModel(Script(decide=[{"reads": ["S1"], "searches": []}], extract=EXTRACT, synthesise=CLAIMS))
-    assert start(settings, web, model).status == "waiting"
+    assert start(settings, loop_web, model).status == "waiting"
     page = browser.page(width, 900)
     page.goto(f"{center.url}/runs/r1")
     page.click("#plan-edit summary")
     assert page.is_visible("#plan-text")
     assert looked_at(browser, page, f"research-waiting-{width}") == []
-    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"))
-    assert go_on(settings, web, model).status == "done"
+    decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
+    assert go_on(settings, loop_web, model).status == "done"
     page.reload()  # the run ended while the page was open
     assert page.is_visible("#caveats")
     assert looked_at(browser, page, f"research-report-{width}") == []
