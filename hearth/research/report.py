@@ -38,6 +38,11 @@ class Report:
     sources: list[dict[str, Any]]  # the pages that evidence comes from
     gathered: dict[str, Any] = field(default_factory=dict)  # how gathering went and why it stopped
 
+    @property
+    def uncited(self) -> bool:
+        """Evidence listed with no claim citing it: the synthesis never ran."""
+        return bool(self.evidence) and not self.claims and not self.caveats
+
     def claims_of(self, n: int) -> list[dict[str, Any]]:
         return [c for c in self.claims if c["sub_question"] == n]
 
@@ -55,7 +60,9 @@ def build(db: Rows, run_id: str, *, status: str = "", error: str = "") -> Report
         claim["cites"] = json.loads(claim["evidence"] or "[]")
     cited = [c for c in everything if c["verdict"] == "cited"]
     used = {e for c in cited for e in c["cites"]}
-    evidence = [e for e in research.evidence(db, run_id) if e["id"] in used]
+    kept = research.evidence(db, run_id)
+    # no claims: the synthesis did not run (a budget, a failure), so what was kept is shown uncited
+    evidence = [e for e in kept if e["id"] in used] if everything else kept
     return Report(
         run_id,
         str(run.get("goal") or ""),
@@ -146,6 +153,8 @@ def _evidence(report: Report) -> list[str]:
     if not report.evidence:
         return []
     lines = ["## Evidence", ""]
+    if report.uncited:
+        lines = ["## Evidence kept", "", "No synthesis ran: this is what the run kept, cited by no claim.", ""]
     for e in report.evidence:
         note = f" ({escaped(e['note'])})" if e.get("note") else ""
         lines.append(

@@ -153,3 +153,18 @@ def test_a_fifth_of_the_run_tokens_is_kept_for_the_synthesis(settings: Settings,
     with AuditStore(settings.audit_path) as audit:
         row = audit.run("r1") or {}
     assert (row["tokens_in"], row["tokens_out"]) == (900, 300)
+
+
+def test_a_daily_budget_spent_before_the_synthesis_ends_the_run_budget_exceeded_listing_what_it_kept(
+    tmp_path: Path, loop_web: LoopWeb
+) -> None:
+    settings = settings_for(tmp_path / "state", HEARTH_DAILY_TOKENS="400")
+    reads = [{"reads": ["S1", "S2"], "searches": []}]
+    script = Script(decide=reads, extract={"http://docs.test/gc": {"excerpts": [INCREMENTAL]}})
+    model = PhaseModel(script, tokens=(100, 20))  # 120 a call: plan, decide, two extractions reach 480
+    outcome = approved_run(settings, loop_web, model)
+    assert outcome.status == "budget_exceeded" and outcome.error.startswith("no synthesis: ")
+    assert [c[0] for c in model.calls] == ["plan", "decide", "extract", "extract"]  # no synthesis asked
+    assert "## Evidence kept" in outcome.summary and "The cycle garbage collector is now incremental" in outcome.summary
+    assert "**S1** [Page /gc](http://docs.test/gc)" in outcome.summary  # the page the kept evidence is from
+    assert "blog.test" not in outcome.summary.split("## Sources")[1]  # read, but no evidence came from it
