@@ -33,6 +33,7 @@ from hearth.research.phases import PHASES, Plan, ask
 from hearth.run.approvers import HeadlessApprover
 from hearth.run.long.judge import describe
 from hearth.settings import Settings
+from hearth.users.access import User, require
 
 TOOL = "research_plan"  # the approval's tool name: approving it lets the research go ahead
 KIND = "research"
@@ -105,15 +106,17 @@ def parsed(text: str) -> Plan:
         raise UsageError(f"the plan is not valid: {describe(exc)}") from None
 
 
-def revise(settings: Settings, run_id: str, plan: Plan, by: str, note: str = "") -> int:
+def revise(settings: Settings, run_id: str, plan: Plan, by: str, note: str = "", *, user: User) -> int:
     """A new revision of the run's plan by `by`, while its approval waits; its number. NotFound
-    for a run that is not a research run, UsageError when its plan no longer waits."""
+    for a run that is not a research run, Forbidden when `user` may not approve in its profile
+    (editing the plan is part of deciding it), UsageError when its plan no longer waits."""
     if not settings.audit_path.exists():
         raise NotFound(f"no research run {run_id!r}: nothing has run yet")
     with AuditStore(settings.audit_path) as audit, audit.transaction():
         row = audit.run(run_id)
         if row is None or row.get("kind") != KIND:
             raise NotFound(f"no research run {run_id!r}; see: hearth runs")
+        require(user, "approve", str(row.get("agent_name") or "default"))
         if not any(a["tool"] == TOOL and a["status"] == "pending" for a in approvals.of_run(audit, run_id)):
             raise UsageError(
                 f"run {run_id}'s plan is not waiting for approval; it can be edited only before it is decided"

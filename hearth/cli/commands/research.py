@@ -136,13 +136,14 @@ def _approval_line(approval: dict[str, Any] | None, run_id: str) -> str:
 def _edit(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit import approvals
     from hearth.research.plan import parsed, revise
+    from hearth.users.access import login_user
 
     try:
         text = sys.stdin.read() if args.edit == "-" else Path(args.edit).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {args.edit}: {exc.strerror or exc}") from None
     by = f"cli:{approvals.operator_name()}"
-    revision = revise(settings, args.plan, parsed(text), by, args.note)
+    revision = revise(settings, args.plan, parsed(text), by, args.note, user=login_user(settings))
     if args.json:
         print_json({"run": args.plan, "revision": revision, "by": by})
         return 0

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from hearth.errors import NotFound, UsageError
 from hearth.queue.intake import RequestRefused, load_json
 from hearth.research import plan as plans
+from hearth.users.access import Forbidden
 from hearth.web.context import web_of
 from hearth.web.research import research_data
 from hearth.web.routes.runs import checked_id
@@ -45,7 +46,10 @@ def _revise(request: Request, run_id: str, text: str, note: str, me: Identity) -
     if len(text) > MAX_PLAN_CHARS:
         raise WebError(413, f"the plan is {len(text):,} characters; at most {MAX_PLAN_CHARS:,}")
     try:
-        revision = plans.revise(web_of(request).config.settings, run_id, plans.parsed(text), me.decider, note)
+        settings = web_of(request).config.settings
+        revision = plans.revise(settings, run_id, plans.parsed(text), me.decider, note, user=me.account)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
     except NotFound as exc:
         raise WebError(404, str(exc)) from None
     except UsageError as exc:
@@ -64,8 +68,8 @@ async def plan_submit(request: Request, run_id: str, me: Identity = Depends(oper
 @router.post("/api/runs/{run_id}/plan", tags=["runs"], dependencies=[Depends(check_csrf)])
 async def api_plan(request: Request, run_id: str, me: Identity = Depends(operator)) -> Response:
     """Replace a research run's plan while its approval waits: {"plan": {"sub_questions": [...]},
-    "note": "why"}. 200 {run, revision, by}; 404 no such research run; 409 its plan no longer
-    waits; 422 a plan that is not valid (the reason)."""
+    "note": "why"}. 200 {run, revision, by}; 404 no such research run; 403 not yours to decide; 409 its plan no
+    longer waits; 422 a plan that is not valid (the reason)."""
     try:
         body = load_json(await request.body())
     except RequestRefused as exc:

@@ -24,7 +24,7 @@ from hearth.research.text import flat
 from hearth.run.events import ApprovalAsked, RunEvent, SqliteRecorder
 from hearth.run.goal import GoalRequest
 from hearth.settings import Settings
-from hearth.users.access import shell_owner
+from hearth.users.access import Forbidden, User, shell_owner
 from tests.capture_recorder import CaptureRecorder, replay
 from tests.netfixtures import Answer
 from tests.research_support import (
@@ -208,10 +208,15 @@ def test_an_operator_edits_the_plan_before_approving_and_the_run_searches_what_t
     edited = {
         "sub_questions": [{"question": "What is new in the 3.13 collector?", "queries": ["python 3.13 gc generations"]}]
     }
-    assert revise(settings, "r1", parsed(json.dumps(edited)), "web:bob", "one question is enough") == 2
+    bob = User("bob", "operator", rights=frozenset({("default", "launch")}))  # may launch, not approve
+    with pytest.raises(Forbidden):
+        revise(settings, "r1", parsed(json.dumps(edited)), "web:bob", user=bob)
+    assert len(rows(settings, research.plans)) == 1  # refused: nothing written
+    approver = User("bob", "operator", rights=frozenset({("default", "approve")}))
+    assert revise(settings, "r1", parsed(json.dumps(edited)), "web:bob", "one question is enough", user=approver) == 2
     decide(settings, plan_approval(settings)["id"], "approve", By("web", "alice"), user=OWNER)
     with pytest.raises(UsageError, match="not waiting for approval"):
-        revise(settings, "r1", Plan.model_validate(edited), "web:bob")  # decided: no more edits
+        revise(settings, "r1", Plan.model_validate(edited), "web:bob", user=approver)  # decided: no more edits
     assert go_on(settings, loop_web, model).status == "done"
 
     assert loop_web.searched() == ["python 3.13 gc generations"]  # the edit's search, not the model's
