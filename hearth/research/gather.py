@@ -103,7 +103,8 @@ def read_all(
     or why not). `start(key)` is called in this thread just before a read begins (its step is recorded)."""
     waiting = list(urls)
     going: dict[Future[Snapshot], str] = {}
-    with ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="research-read") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="research-read")
+    try:
         while waiting or going:
             while waiting and len(going) < max(1, at_once):
                 key, url = waiting.pop(0)
@@ -112,6 +113,8 @@ def read_all(
             ended, _ = wait(going, return_when=FIRST_COMPLETED)
             for future in ended:
                 yield going.pop(future), _outcome(future)
+    finally:  # a stop does not wait for a read in flight: the run records its end at once
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _outcome(future: Future[Snapshot]) -> Snapshot | str:

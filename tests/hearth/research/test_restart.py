@@ -16,8 +16,10 @@ from hearth.audit.store import AuditStore
 from hearth.leash.decisions import By, decide
 from hearth.queue.longspec import Research
 from hearth.run.suspend import ready
+from hearth.settings import Settings
 from hearth.users.access import shell_owner
 from tests.netfixtures import Answer, Seen
+from tests.queue_support import wait_for
 from tests.research_support import (
     GC_PAGE,
     PLAIN,
@@ -116,3 +118,42 @@ def _said(child: subprocess.Popen[str]) -> str:
     if child.poll() is None:
         child.kill()
     return (child.communicate(timeout=30)[0] or "")[-2000:]
+
+
+def test_a_run_told_to_stop_mid_read_ends_interrupted_and_does_not_go_on(tmp_path: Path) -> None:
+    reading, release = threading.Event(), threading.Event()
+
+    def slow(seen: Seen) -> Answer:
+        reading.set()  # the marker: the run is in the middle of reading the page
+        release.wait(60)
+        return Answer(200, GC_PAGE, PLAIN)
+
+    web = LoopWeb({URLS[0]: slow}, {"python 3.13 gc incremental": URLS[:1], "python 3.13 gc generations": []})
+    settings = settings_for(tmp_path / "state")
+    script = {"decide": [{"reads": ["S1"], "searches": []}]}
+    try:
+        assert start(settings, web, PhaseModel(Script(**script))).status == "waiting"
+        decide(settings, plan_approval(settings)["id"], "approve", By("cli", "alice"), user=OWNER)
+        child = _process(tmp_path, web, settings.state_dir, script, Research())
+        assert reading.wait(60), _said(child)
+        os.kill(child.pid, signal.SIGTERM)  # what hearth stop's local launcher sends first
+        wait_for(lambda: (run_of(settings) or {}).get("status") == "interrupted", timeout=60)
+        release.set()
+        said = child.communicate(timeout=60)[0]
+    finally:
+        release.set()
+        web.close()
+    assert said.strip().splitlines()[-1] == "interrupted", said
+    with AuditStore(settings.audit_path) as audit:
+        run = audit.run("r1") or {}
+        found = {s["opens"]: s for s in audit.steps("r1") if s["opens"]}
+        stops = [s for s in audit.steps("r1") if s["kind"] == "stop"]
+        assert ready(audit, run) is None  # a stopped run is not started again
+    assert run["status"] == "interrupted" and "interrupted" in run["error"]
+    assert [s["detail"] for s in stops] == ["the research run was interrupted; it searches and reads nothing more"]
+    assert "r1/extract:S1#1" not in found and "r1/synthesis#1" not in found  # nothing asked after the stop
+
+
+def run_of(settings: Settings) -> dict[str, object] | None:
+    with AuditStore(settings.audit_path) as audit:
+        return audit.run("r1")
