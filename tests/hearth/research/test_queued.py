@@ -7,12 +7,14 @@ the run's searches are recorded refused and the report has no evidence to cite."
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
+from tests.cli_support import start_watch, stop_watch
 from tests.conftest import run_cli
 from tests.fake_ollama import FakeOllama
-from tests.queue_support import listing, rows
-from tests.research_support import Script
+from tests.queue_support import listing, rows, wait_for
+from tests.research_support import Script, phase_of
 
 ENV = {"HEARTH_SUSPEND_AFTER_S": "0", "HEARTH_SEARCH_URL": "http://127.0.0.1:9/search"}
 
@@ -72,3 +74,33 @@ def test_a_mission_under_a_profile_with_a_research_table_queues_a_research_run_w
     assert run["requested_by"] == "mission:weekly" and phases(fake) == ["plan"]
     schema = fake.requests[0]["format"]  # the profile's limit holds the planner to one sub-question
     assert schema["properties"]["sub_questions"]["maxItems"] == 1
+
+
+def test_hearth_stop_ends_a_research_run_in_the_middle_of_a_phase_and_it_does_not_go_on(state_dir: Path) -> None:
+    script, deciding, release = Script(), threading.Event(), threading.Event()
+
+    def answer(body: dict[str, object]) -> dict[str, object]:
+        if phase_of(body["messages"]) == "decide":  # type: ignore[arg-type]
+            deciding.set()  # the marker: the resumed run is in its decide phase
+            release.wait(60)
+        return script(body)  # type: ignore[arg-type]
+
+    assert run_cli("hearth", "research", "What changed in Python 3.13?", "--id", "q1").returncode == 0
+    with FakeOllama([answer], repeat_last=True) as fake:
+        watch = start_watch({"OLLAMA_HOST": fake.url, **ENV})
+        try:
+            wait_for(lambda: run_cli("hearth", "approvals", "--json").stdout.strip() not in ("", "[]"), 60)
+            [pending] = json.loads(run_cli("hearth", "approvals", "--json").stdout)
+            assert run_cli("hearth", "approve", pending["id"]).returncode == 0
+            assert deciding.wait(60), stop_watch(watch)
+            stopped = run_cli("hearth", "stop", "q1")
+            assert stopped.returncode == 0, stopped.stderr
+            wait_for(lambda: rows(state_dir, "select status from runs where id = 'q1'")[0]["status"] == "interrupted")
+        finally:
+            release.set()
+            stop_watch(watch)
+    [run] = rows(state_dir, "select status, error from runs where id = 'q1'")
+    assert run["status"] == "interrupted" and "stop" in run["error"]
+    assert phases(fake) == ["plan", "direct"]  # nothing asked after the stop, nothing asked again
+    assert rows(state_dir, "select count(*) as n from steps where run_id = 'q1' and kind = 'stop'")[0]["n"] >= 1
+    assert listing(state_dir / "queue" / "claimed") == []
