@@ -301,6 +301,7 @@ def test_builtin_gathers_every_kind_in_its_folder() -> None:
         "__init__",
         "registry",
         "args",
+        "arguments",
         "builtin",
         "gate",
         "spill",
