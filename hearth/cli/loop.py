@@ -77,6 +77,7 @@ approvals:
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
+    """`hearth-loop`'s arguments, by group, in the order `--help` shows them."""
     parser = argparse.ArgumentParser(
         prog="hearth-loop",
         description="Run one goal to completion with a local model, tools and a full audit.",
@@ -84,6 +85,17 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(parser)
+    _add_goal_arguments(parser, settings)
+    _add_policy_arguments(parser)
+    _add_model_arguments(parser, settings)
+    _add_reach_arguments(parser)
+    _add_long_work_arguments(parser)
+    _add_switches(parser)
+    return parser
+
+
+def _add_goal_arguments(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    """The goal, and what the run is: its model, name, token budget, agent profile and workspace."""
     parser.add_argument("goal", nargs="?", help="what the agent should do")
     # None means "not given": the agent profile's value applies, else hearth's default
     parser.add_argument(
@@ -102,6 +114,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument(
         "--workspace", type=Path, help="work here (made if missing; its parent must exist) instead of a fresh one"
     )
+
+
+def _add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the run may do: its mode, its iteration cap, its tools."""
     parser.add_argument(
         "--mode",
         help=f"{' | '.join(MODES)}: plan runs read-only tools, auto asks before "
@@ -122,6 +138,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="NAME,NAME",
         help="the only tools this run may use, checked before it starts (default: the profile's list, else all)",
     )
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    """The model server and what one reply and the window may hold."""
     parser.add_argument(
         "--host",
         "--ollama-host",
@@ -143,6 +163,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         default=DEFAULT_NUM_CTX,
         help=f"context window sent to Ollama (default {DEFAULT_NUM_CTX})",
     )
+
+
+def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the run may reach outside its workspace: credentials and network hosts."""
     parser.add_argument(
         "--credential",
         action="append",
@@ -157,6 +181,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
         metavar="HOST",
         help="only these hosts (or *.domain) for network tools (repeatable; default any public host)",
     )
+
+
+def _add_long_work_arguments(parser: argparse.ArgumentParser) -> None:
+    """A follow-up of an ended run, or a marathon in legs and what its done needs."""
     parser.add_argument(
         "--continue",
         dest="continue_run",
@@ -176,6 +204,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser.add_argument(
         "--check-command", metavar="CMD", help="with --marathon: done needs this command to exit 0 (in the sandbox)"
     )
+
+
+def _add_switches(parser: argparse.ArgumentParser) -> None:
+    """The on/off switches: commands' network, JSON events, the self-test."""
     parser.add_argument(
         "--network",
         action="store_true",
@@ -184,7 +216,6 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help=JSON_EVENTS_HELP)
     parser.add_argument("--self-test", action="store_true", help="prove the whole path with a scripted model")
-    return parser
 
 
 def _marathon(args: argparse.Namespace, request: GoalRequest, settings: Settings) -> Outcome:
@@ -224,48 +255,13 @@ def _main(argv: list[str]) -> int:
         print(f"hearth-loop: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parse(build_parser(settings), argv)
-    use_state_dir(args.state_dir)
-    if args.state_dir:  # read again: --state-dir is now the environment's
-        settings = Settings.from_env()
     try:
-        parse_host(args.model_host)
+        settings = _configured(args, settings)
     except ValueError as exc:
         print(f"hearth-loop: --host: {exc}", file=sys.stderr)
         return EXIT_CODES["usage"]
-    settings = Settings(**{**settings.__dict__, "model_host": args.model_host})
-    configure_logging(settings.log_level, lambda: load_redactor(settings))
     try:
-        if args.self_test:
-            from hearth.selftest import run_self_test
-
-            return run_self_test(json_lines=args.json)
-        if args.goal is None:
-            raise UsageError('no goal given; usage: hearth-loop [options] "GOAL"')
-        request = GoalRequest(
-            goal=args.goal,
-            model=args.model,
-            agent_name=args.agent_name,
-            mode=args.mode,
-            max_iters=args.max_iters,
-            workspace=args.workspace,
-            num_ctx=args.num_ctx,
-            credentials=args.credential,
-            egress=args.egress,
-            allowed_tools=tool_names(args.allowed_tools) if args.allowed_tools is not None else None,
-            continues=args.continue_run,
-            network=args.network,
-            label=args.label,
-            max_tokens=args.max_tokens,
-            reply_tokens=args.reply_tokens,
-        )
-        if args.marathon is not None or args.check_file or args.check_command:
-            outcome = _marathon(args, request, settings)
-        else:
-            _, outcome = run_goal(request, settings, json_lines=args.json)
-        # for a script, on stderr; at a terminal the run's own last line (`== status: why`) said it already
-        if outcome.status != "done" and (args.json or not sys.stdout.isatty()):
-            print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
-        return exit_code(outcome.status)
+        return _run(args, settings)
     except HearthError as exc:
         print(visible_line(f"hearth-loop: {exc}"), file=sys.stderr)
         return exc.exit_code
@@ -277,6 +273,57 @@ def _main(argv: list[str]) -> int:
             traceback.print_exc()
         print(f"hearth-loop: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
         return EXIT_CODES["internal"]
+
+
+def _configured(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings with --state-dir and --host applied, and logging set up; ValueError for a bad --host."""
+    use_state_dir(args.state_dir)
+    if args.state_dir:  # read again: --state-dir is now the environment's
+        settings = Settings.from_env()
+    parse_host(args.model_host)
+    settings = Settings(**{**settings.__dict__, "model_host": args.model_host})
+    configure_logging(settings.log_level, lambda: load_redactor(settings))
+    return settings
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    """The self-test, a marathon or one run, and its exit code."""
+    if args.self_test:
+        from hearth.selftest import run_self_test
+
+        return run_self_test(json_lines=args.json)
+    if args.goal is None:
+        raise UsageError('no goal given; usage: hearth-loop [options] "GOAL"')
+    request = _request(args)
+    if args.marathon is not None or args.check_file or args.check_command:
+        outcome = _marathon(args, request, settings)
+    else:
+        _, outcome = run_goal(request, settings, json_lines=args.json)
+    # for a script, on stderr; at a terminal the run's own last line (`== status: why`) said it already
+    if outcome.status != "done" and (args.json or not sys.stdout.isatty()):
+        print(visible_line(f"hearth-loop: {outcome.status}: {outcome.error}"), file=sys.stderr)
+    return exit_code(outcome.status)
+
+
+def _request(args: argparse.Namespace) -> GoalRequest:
+    """The run's request from the command line; None where an option was not given."""
+    return GoalRequest(
+        goal=args.goal,
+        model=args.model,
+        agent_name=args.agent_name,
+        mode=args.mode,
+        max_iters=args.max_iters,
+        workspace=args.workspace,
+        num_ctx=args.num_ctx,
+        credentials=args.credential,
+        egress=args.egress,
+        allowed_tools=tool_names(args.allowed_tools) if args.allowed_tools is not None else None,
+        continues=args.continue_run,
+        network=args.network,
+        label=args.label,
+        max_tokens=args.max_tokens,
+        reply_tokens=args.reply_tokens,
+    )
 
 
 if __name__ == "__main__":
