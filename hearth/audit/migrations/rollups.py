@@ -77,70 +77,68 @@ def m200_rollups(db: sqlite_utils.Database) -> None:
     characters) and `tool_rollup` (tool calls by the day their run started, verdict and ok). Triggers
     keep them, so every writer (a run, settle, the queue, a replay) counts alike and a report over
     a month reads a month of rows, not its runs (hearth/audit/rollups.py reads them)."""
-    db.execute(
-        f"""create table if not exists run_rollup (day text not null, status text not null, model text not null,
+    for statement in [*_TABLES, *_triggers(), *_counted_before()]:
+        db.execute(statement)
+    # a call still `started` (waiting, running or never run) is read live by /metrics: few rows
+    db.execute("create index if not exists idx_steps_started on steps(id) where verdict = 'started'")
+
+
+_TABLES = [
+    f"""create table if not exists run_rollup (day text not null, status text not null, model text not null,
             agent_name text not null, source text not null, model_reason text not null, sandbox text not null,
             kind text not null, link text not null, runs integer not null, tokens_in integer not null,
-            tokens_out integer not null, duration_ms integer not null, primary key ({_RUN_DIMS})) without rowid"""
-    )
-    db.execute(
-        """create table if not exists run_value_rollup (day text not null, status text not null,
+            tokens_out integer not null, duration_ms integer not null, primary key ({_RUN_DIMS})) without rowid""",
+    """create table if not exists run_value_rollup (day text not null, status text not null,
             measure text not null, value integer not null, runs integer not null,
-            primary key (day, status, measure, value)) without rowid"""
-    )
-    db.execute(
-        """create table if not exists run_error_rollup (day text not null, status text not null,
-            error text not null, runs integer not null, primary key (day, status, error)) without rowid"""
-    )
-    db.execute(
-        """create table if not exists tool_rollup (day text not null, tool text not null, verdict text not null,
-            ok integer not null, calls integer not null, primary key (day, tool, verdict, ok)) without rowid"""
-    )
+            primary key (day, status, measure, value)) without rowid""",
+    """create table if not exists run_error_rollup (day text not null, status text not null,
+            error text not null, runs integer not null, primary key (day, status, error)) without rowid""",
+    """create table if not exists tool_rollup (day text not null, tool text not null, verdict text not null,
+            ok integer not null, calls integer not null, primary key (day, tool, verdict, ok)) without rowid""",
+]
+
+
+def _triggers() -> list[str]:
+    """The triggers that keep the rollups as runs and steps are inserted, updated and deleted."""
     columns = (
         "started_at, status, model, agent_name, source, model_reason, sandbox, kind, link, "
         "tokens_in, tokens_out, duration_ms, iterations, error"
     )
     add, take = ";\n".join(_run_rollup_sql("new", "+")), ";\n".join(_run_rollup_sql("old", "-"))
-    db.execute(f"create trigger if not exists runs_rollup_insert after insert on runs begin {add}; end")
-    db.execute(
-        f"create trigger if not exists runs_rollup_update after update of {columns} on runs "
-        f"begin {take}; {add}; {_EMPTIED} end"
-    )
-    db.execute(f"create trigger if not exists runs_rollup_delete after delete on runs begin {take}; {_EMPTIED} end")
     tool_add, tool_take = _tool_rollup_sql("new", "+"), _tool_rollup_sql("old", "-")
-    db.execute(f"create trigger if not exists steps_rollup_insert after insert on steps begin {tool_add}; end")
-    db.execute(
+    return [
+        f"create trigger if not exists runs_rollup_insert after insert on runs begin {add}; end",
+        f"create trigger if not exists runs_rollup_update after update of {columns} on runs "
+        f"begin {take}; {add}; {_EMPTIED} end",
+        f"create trigger if not exists runs_rollup_delete after delete on runs begin {take}; {_EMPTIED} end",
+        f"create trigger if not exists steps_rollup_insert after insert on steps begin {tool_add}; end",
         "create trigger if not exists steps_rollup_update after update of kind, tool, verdict, ok on steps "
-        f"begin {tool_take}; {tool_add}; delete from tool_rollup where calls = 0; end"
-    )
-    db.execute(
+        f"begin {tool_take}; {tool_add}; delete from tool_rollup where calls = 0; end",
         "create trigger if not exists steps_rollup_delete after delete on steps "
-        f"begin {tool_take}; delete from tool_rollup where calls = 0; end"
-    )
-    # what was written before: counted once, as the triggers would have
+        f"begin {tool_take}; delete from tool_rollup where calls = 0; end",
+    ]
+
+
+def _counted_before() -> list[str]:
+    """What was written before the triggers: counted once, as the triggers would have."""
     duration = CEIL2_SQL.format(v="cast(r.duration_ms as integer)")
     day, status = _DAY.format(r="r"), "coalesce(r.status, '')"
-    db.execute(
+    values = [
+        f"""insert into run_value_rollup (day, status, measure, value, runs)
+                select {day}, {status}, '{measure}', {value}, count(*) from runs r
+                where r.{measure} is not null group by 1, 2, 4"""
+        for measure, value in (("duration_ms", duration), ("iterations", "r.iterations"))
+    ]
+    return [
         f"""insert into run_rollup ({_RUN_DIMS}, runs, tokens_in, tokens_out, duration_ms)
             select {_RUN_KEY.format(r="r")}, count(*), coalesce(sum(r.tokens_in), 0), coalesce(sum(r.tokens_out), 0),
                    coalesce(sum(r.duration_ms), 0)
-            from runs r group by 1, 2, 3, 4, 5, 6, 7, 8, 9"""
-    )
-    for measure, value in (("duration_ms", duration), ("iterations", "r.iterations")):
-        db.execute(
-            f"""insert into run_value_rollup (day, status, measure, value, runs)
-                select {day}, {status}, '{measure}', {value}, count(*) from runs r
-                where r.{measure} is not null group by 1, 2, 4"""
-        )
-    db.execute(
+            from runs r group by 1, 2, 3, 4, 5, 6, 7, 8, 9""",
+        *values,
         f"""insert into run_error_rollup (day, status, error, runs)
             select {day}, {status}, {ERROR_KEY_SQL.format(r="r")}, count(*) from runs r
-            where coalesce(r.status, '') not in ('running', 'done') group by 1, 2, 3"""
-    )
-    db.execute(
+            where coalesce(r.status, '') not in ('running', 'done') group by 1, 2, 3""",
         f"""insert into tool_rollup (day, tool, verdict, ok, calls)
             select {day}, {_TOOL_KEY.format(s="s")}, count(*)
-            from steps s left join runs r on r.id = s.run_id where s.kind = 'tool' group by 1, 2, 3, 4"""
-    )
-    # a call still `started` (waiting, running or never run) is read live by /metrics: few rows
-    db.execute("create index if not exists idx_steps_started on steps(id) where verdict = 'started'")
+            from steps s left join runs r on r.id = s.run_id where s.kind = 'tool' group by 1, 2, 3, 4""",
+    ]
