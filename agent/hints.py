@@ -88,3 +88,13 @@ def hint_for(output: str, tool: str = "") -> str | None:
         if match:
             return f"Hint: {make(match)}"
     return None
+
+
+def unusable_reply(empty: bool) -> str:
+    """The result given to a reply that was neither a call nor an answer (the loop's nudge)."""
+    what = "was empty" if empty else "looked like a tool call but could not be parsed"
+    return (
+        f"Error: your last reply {what}. To use a tool, reply with one JSON object such as "
+        '{"name": "list_files", "arguments": {"path": "."}} (or use the tool-calling format). '
+        "If the goal is complete, reply with your final summary in plain text."
+    )

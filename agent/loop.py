@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from agent import parsing
 from agent.context.compaction import Compactor, Usage
-from agent.hints import hint_for
+from agent.hints import hint_for, unusable_reply
 from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
 from agent.parsing.names import resolve_tool_name
@@ -228,7 +228,7 @@ class Loop:
             # Calls found in the text are written back as structured calls, so the history shows
             # the model the format we want and tool results follow a message that carries calls.
             wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
-            wire += [{"function": {"name": INVALID_CALL, "arguments": {}}} for _ in reply.malformed]
+            wire += [_invalid() for _ in reply.malformed]
             self._unparseable = 0
             self._said(
                 reply, {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": wire}
@@ -410,22 +410,25 @@ class Loop:
         self._keep()
 
     def _nudge(self, reply: ChatReply) -> None:
+        """The unusable reply kept as a call that could not be read, what to do its result: no user
+        message is made up, and the model sees the call format it missed."""
         self._unparseable += 1
         if self._unparseable >= MAX_UNPARSEABLE:
             self._said(reply, {"role": "assistant", "content": reply.content})
             raise RunFailed(f"the model gave {MAX_UNPARSEABLE} unusable replies in a row")
+        said = {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": [_invalid()]}
+        result = {"role": "tool", "content": unusable_reply(not reply.content.strip()), "tool_name": INVALID_CALL}
+        self._said(reply, said, result)  # kept as one: a resumed run never owes this call
         what = "was empty" if not reply.content.strip() else "looked like a tool call but could not be parsed"
-        text = (
-            f"Your last reply {what}. To use a tool, reply with one JSON object such as "
-            '{"name": "list_files", "arguments": {"path": "."}} (or use the tool-calling format). '
-            "If the goal is complete, reply with your final summary in plain text."
-        )
-        self._said(reply, {"role": "assistant", "content": reply.content}, {"role": "user", "content": text})
         self.emit(Event("nudge", self.iteration, {"reason": what, "count": self._unparseable}))
 
     def _summary(self, stop: StopRun) -> str:
         steps = "; ".join(self.done_steps[-20:]) or "no tool calls"
         return f"{stop.detail}. Steps taken: {steps}."
+
+
+def _invalid() -> dict[str, Any]:
+    return {"function": {"name": INVALID_CALL, "arguments": {}}}
 
 
 def _kept(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -310,3 +310,19 @@ def assert_roles_legal(messages: list[dict[str, Any]]) -> None:
         if m["role"] == "assistant" and m.get("tool_calls"):
             following = messages[i + 1 : i + 1 + len(m["tool_calls"])]
             assert [f["role"] for f in following] == ["tool"] * len(m["tool_calls"])
+
+
+def assert_no_synthetic_user(messages: list[dict[str, Any]]) -> None:
+    """Roles legal, and the goal the one user message: hearth never writes a user turn of its own
+    (a nudge, a repair) into a run's conversation."""
+    assert_roles_legal(messages)
+    later = [m["content"][:80] for m in messages[2:] if m["role"] == "user"]
+    assert not later, f"a user message hearth made up: {later}"
+
+
+def assert_every_request_legal(requests: list[dict[str, Any]]) -> None:
+    """Every conversation a fake was sent (its chat requests) passes assert_no_synthetic_user."""
+    chats = [body["messages"] for body in requests if body.get("messages")]
+    assert chats, "no chat request was recorded"
+    for messages in chats:
+        assert_no_synthetic_user(messages)

@@ -90,7 +90,7 @@ class Script:
         phase = phase_of(messages)
         with self.lock:
             self.asked.setdefault(phase, []).append([dict(m) for m in messages])
-            turn = sum(1 for m in messages if m["role"] == "assistant")
+            turn = int("It could not be used:" in str(messages[-1]["content"]))  # a repair: the question asked again
         if phase == "plan":
             found = self.plan
         elif phase == "decide":

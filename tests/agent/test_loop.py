@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from agent.context.prompt import render_system_prompt
-from agent.loop import MAX_UNPARSEABLE, Loop, Outcome
+from agent.loop import INVALID_CALL, MAX_UNPARSEABLE, Loop, Outcome
 from agent.model.ollama_client import OllamaClient
 from agent.safety.sandbox import SandboxPolicy
 from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import ToolRunner
-from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Raw, assert_no_synthetic_user, assert_roles_legal, final_answer, tool_call
 
 
 @pytest.fixture
@@ -87,17 +87,21 @@ def test_text_calls_and_repaired_names_run_and_unknown_names_get_a_suggestion(ws
     results = tool_results(fake.requests[-1])
     assert results[0] == "wrote 6 bytes to a.txt"
     assert results[1] == "alpha\n"
-    assert results[2].startswith("Error: file not found: missing.txt")  # Read-File -> read_file
-    assert "Hint:" in results[2]
-    assert results[4].startswith("Error: no tool named 'reed_file'; did you mean read_file?")
+    assert results[2].startswith("Error: your last reply looked like a tool call")  # the nudge, a result
+    assert results[3].startswith("Error: file not found: missing.txt")  # Read-File -> read_file
+    assert "Hint:" in results[3]
+    assert results[5].startswith("Error: no tool named 'reed_file'; did you mean read_file?")
 
 
-def test_an_unparseable_call_gets_a_nudge_as_a_user_message(ws: Workspace) -> None:
+def test_an_unparseable_call_is_nudged_on_the_tool_side_never_by_a_made_up_user_message(ws: Workspace) -> None:
     with FakeOllama(list(MIXED_SCRIPT)) as fake:
         run_loop(fake, ws)
-    nudge = fake.requests[3]["messages"][-1]
-    assert nudge["role"] == "user"
+    said, nudge = fake.requests[3]["messages"][-2:]
+    assert said["role"] == "assistant" and said["tool_calls"][0]["function"]["name"] == INVALID_CALL
+    assert nudge["role"] == "tool" and nudge["tool_name"] == INVALID_CALL
     assert "could not be parsed" in nudge["content"]
+    for request in fake.requests:
+        assert_no_synthetic_user(request["messages"])
 
 
 def test_consecutive_unparseable_replies_are_capped(ws: Workspace) -> None:

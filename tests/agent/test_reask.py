@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.context.prompt import render_system_prompt
-from agent.loop import Loop, Outcome
+from agent.loop import INVALID_CALL, Loop, Outcome
 from agent.model.backends import client_for
 from agent.model.host import ChatOptions
 from agent.reask import ANSWER, read_step, step_schema
@@ -20,7 +20,7 @@ from agent.safety.workspace import Workspace
 from agent.services import RunServices
 from agent.tools.gate import ToolRunner
 from tests.agent.test_loop import tool_results
-from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer
+from tests.fake_ollama import FakeOllama, Raw, assert_no_synthetic_user, assert_roles_legal, final_answer
 from tests.fake_openai import FakeOpenAI
 
 CUT = {"content": '<tool_call>\n{"name": "read_file", "arguments": {"path": '}  # a call cut off: unusable
@@ -74,7 +74,8 @@ def test_a_held_reply_still_unusable_or_refused_leaves_the_nudge(ws: Workspace) 
             outcome = run(fake, ws, events)
         assert outcome.status == "done"
         nudge = fake.requests[2]["messages"][-1]
-        assert nudge["role"] == "user" and "could not be parsed" in nudge["content"]
+        assert nudge["role"] == "tool" and "could not be parsed" in nudge["content"]
+        assert_no_synthetic_user(fake.requests[2]["messages"])
 
 
 def test_without_reask_an_unusable_reply_is_nudged_at_once(ws: Workspace) -> None:
@@ -127,4 +128,4 @@ def test_a_reply_that_is_only_a_calls_json_with_a_made_up_result_is_not_a_final_
     assert "format" in fake.requests[1] and tool_results(fake.requests[2]) == ["the NAS first\n"]
     with FakeOllama([made_up, STEP, final_answer("The NAS first.")]) as fake:
         run(fake, ws, [], reask=False)
-    assert fake.requests[1]["messages"][-1]["role"] == "user"  # nudged, not taken as the answer
+    assert fake.requests[1]["messages"][-1]["tool_name"] == INVALID_CALL  # nudged, not taken as the answer

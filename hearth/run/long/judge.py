@@ -3,8 +3,9 @@
 `ask_json(model, system, user, read)` sends one chat turn with no tools, reads the first JSON
 value in the reply (leniently: agent/parsing/json_repair.py, the one JSON repair in hearth) and
 validates it with `read` (pydantic). With `schema`, the server is asked to hold the reply to that
-JSON schema (Ollama's `format`, OpenAI's `response_format`); the reply is validated all the same. A reply that does not hold a valid value gets one repair
-turn that names what was wrong; a second bad reply, or a model error, is an `Answer` with no
+JSON schema (Ollama's `format`, OpenAI's `response_format`); the reply is validated all the same. A reply that does not hold a valid value gets one repair:
+the question asked again, one user message still, with the unusable answer and what was wrong
+(hearth writes no user turn of its own into a conversation); a second bad reply, or a model error, is an `Answer` with no
 value and the reason, never an exception: the caller decides what unusable means (a judge: not
 done; a planner: the swarm fails with the reason).
 """
@@ -23,8 +24,8 @@ from agent.parsing.json_repair import loads_lenient
 T = TypeVar("T")
 MAX_TEXT = 2_000
 REPAIR = (
-    "That answer could not be used: {problem}. Reply again with only the JSON value asked for, "
-    "nothing before or after it."
+    "{question}\n\nAn earlier answer to this was:\n{reply}\nIt could not be used: {problem}. "
+    "Reply again with only the JSON value asked for, nothing before or after it."
 )
 
 
@@ -65,10 +66,8 @@ def ask_json(
         answer.value, answer.problem = _read(reply.content, read)
         if answer.value is not None:
             return answer
-        messages += [
-            {"role": "assistant", "content": reply.content},
-            {"role": "user", "content": REPAIR.format(problem=answer.problem)},
-        ]
+        repair = REPAIR.format(question=user, reply=reply.content[:MAX_TEXT], problem=answer.problem)
+        messages = [messages[0], {"role": "user", "content": repair}]
     return answer
 
 

@@ -16,7 +16,7 @@ from agent.tools.spill import SPILL_DIR, spill_threshold
 from hearth.run.goal import GoalRequest
 from hearth.run.runner import run_goal
 from hearth.settings import Settings
-from tests.fake_ollama import FakeOllama, Raw, assert_roles_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Raw, assert_every_request_legal, final_answer, tool_call
 
 NUM_CTX = 4096  # small enough that twelve reads of 1,700 characters need compacting twice
 SPILL_CTX = 4096  # the smallest window that holds the prompt and tools; its spill threshold is 2,730
@@ -109,11 +109,25 @@ def test_the_prefix_breaks_only_at_a_recorded_compaction_and_holds_before_and_af
             assert_tail_is_verbatim(later["messages"][2:], tmp_path / "ws")
     # each break is the request right after a recorded compaction (request k is iteration k + 1)
     assert breaks == [step["iteration"] - 1 for step in compactions(state_dir, run_id)]
-    for request in requests:
-        assert_roles_legal(request["messages"])
+    assert_every_request_legal(requests)
     goal_message = requests[breaks[0]]["messages"][1]["content"]
     assert goal_message.startswith(f"{GOAL}\n\n{HEADING}") and SUMMARY in goal_message
     assert "reference only" in goal_message
+
+
+def test_nudges_before_and_after_a_compaction_leave_no_made_up_user_message(tmp_path: Path, state_dir: Path) -> None:
+    reads, turns = reader(12), iter(range(1_000))
+
+    def script(body: dict[str, Any]) -> Any:
+        if body.get("tools") and next(turns) in (3, 4, 14, 15):  # empty, and empty again when asked again
+            return {"content": ""}
+        return reads(body)
+
+    fake, run_id = long_run(tmp_path, state_dir, script)
+    assert compactions(state_dir, run_id)
+    conn = sqlite3.connect(state_dir / "audit.db")
+    assert conn.execute("select count(*) from steps where run_id = ? and kind = 'nudge'", [run_id]).fetchone() == (2,)
+    assert_every_request_legal(fake.requests)
 
 
 def test_the_summariser_gets_the_goal_and_the_middle_without_tools(tmp_path: Path, state_dir: Path) -> None:

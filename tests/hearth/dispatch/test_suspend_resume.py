@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.loop import INVALID_CALL
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.dispatch.launchers.local import LocalLauncher
 from hearth.dispatch.spawner import Spawner
@@ -26,7 +27,7 @@ from hearth.queue.request import Request
 from hearth.settings import Settings
 from tests.cli_support import start_watch, stop_watch
 from tests.conftest import ROOT, run_cli
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
 from tests.queue_support import listing, rows, wait_for
 from tests.web_support import Center
 
@@ -108,6 +109,7 @@ def test_a_waiting_run_suspends_then_goes_on_once_approved_with_the_same_convers
     run = run_of(state_dir, "asker")
     assert (run["status"], run["summary"]) == ("done", "said hello")
     assert len(fake.requests) == 2 and prefix_identical(fake.requests[0], fake.requests[1])
+    assert_every_request_legal(fake.requests)
     assert fake.requests[1]["messages"][-1]["content"].startswith("approved-and-ran")
     steps = kinds(state_dir, "asker")
     assert steps.count("model") == 2 and steps.count("tool") == 1  # no step recorded twice
@@ -331,6 +333,23 @@ def test_killed_between_steps_the_kept_result_is_not_asked_for_again(state_dir: 
     assert fake.requests[-1]["messages"] == blocked.bodies[0]["messages"]
     steps = kinds(state_dir, "between")
     assert steps.count("tool") == 2 and steps.count("model") == 3
+
+
+def test_killed_after_a_nudge_the_run_goes_on_from_the_nudge_with_no_user_message_made_up(state_dir: Path) -> None:
+    claimed(state_dir, "nudged")
+    blocked = Blocked()
+    with FakeOllama([{"content": ""}, {"content": ""}, blocked]) as fake:  # empty, and empty again when asked again
+        env = {"OLLAMA_HOST": fake.url, **ENV}
+        agent = start_agent("nudged", env)
+        assert blocked.reached.wait(60)  # the nudge was kept; the next reply is awaited
+        kill(agent)
+        fake.add(final_answer("nothing to do"))
+        run_cli("hearth", "spawn", "--local", env=env)
+    assert run_of(state_dir, "nudged")["status"] == "done"
+    resumed = fake.requests[-1]["messages"]
+    assert resumed == blocked.bodies[0]["messages"] and resumed[-1]["tool_name"] == INVALID_CALL
+    assert_every_request_legal(fake.requests)
+    assert kinds(state_dir, "nudged").count("nudge") == 1
 
 
 def test_a_run_that_dies_again_after_going_on_once_is_settled_interrupted_saying_so(state_dir: Path) -> None:

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
 from tests.hearth.doors.conftest import make_key
 from tests.queue_support import rows
 from tests.web_support import Center
@@ -102,6 +102,8 @@ def test_a_second_turn_continues_the_first_runs_workspace(center: Center, state_
     script = [
         tool_call("write_file", {"path": "notes.txt", "content": "turn-one-marker"}),
         final_answer("noted"),
+        {"content": ""},  # unusable, and unusable again when asked again: the nudge, in the second turn
+        {"content": ""},
         tool_call("read_file", {"path": "notes.txt"}),
         final_answer("it says turn-one-marker"),
     ]
@@ -121,6 +123,7 @@ def test_a_second_turn_continues_the_first_runs_workspace(center: Center, state_
             extra_headers={"X-Hearth-Conversation": conversation},  # type: ignore[arg-type]
         )
     assert second.parse().choices[0].message.content == "it says turn-one-marker"
+    assert_every_request_legal(fake.requests)  # the client's three messages became one goal, one user message
     assert second.headers["x-hearth-conversation"] == conversation
     one, two = first.headers["x-hearth-run"], second.headers["x-hearth-run"]
     [run] = rows(state_dir, "select * from runs where id = ?", two)

@@ -249,8 +249,11 @@ def test_a_plan_the_model_cannot_give_after_one_repair_fails_the_run_with_the_re
         == "the plan phase failed: sub_questions: list should have at least 1 item after validation, not 0"
     )
     assert [c[0] for c in model.calls] == ["plan", "plan"]  # one repair, no more
-    repair = model.script.asked["plan"][1][-1]["content"]
-    assert repair.startswith("That answer could not be used: it holds no JSON value")
+    asked, repaired = model.script.asked["plan"]
+    assert [m["role"] for m in repaired] == ["system", "user"]  # asked again, no made-up user turn
+    repair = repaired[-1]["content"]
+    assert repair.startswith(asked[-1]["content"]) and "I would search the loop_web." in repair
+    assert "It could not be used: it holds no JSON value" in repair
     assert plan_approval_missing(settings)
 
 

@@ -14,7 +14,7 @@ import pytest
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.settings import Settings
 from tests.conftest import run_cli
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
 from tests.long_support import Script, verdict, write
 from tests.queue_support import drop, rows, wait_for
 from tests.web_support import Center
@@ -38,6 +38,8 @@ def test_a_follow_up_sees_the_earlier_run_and_reuses_its_system_prompt_bytes(sta
     script = [
         tool_call("write_file", {"path": "plan.md", "content": "1. write the code\n"}),
         final_answer("Wrote plan.md with a one-step plan."),
+        {"content": ""},  # unusable, and unusable again when asked again: the nudge, inside a follow-up
+        {"content": ""},
         final_answer("Updated the docs as well."),
     ]
     with FakeOllama(script) as fake:
@@ -47,6 +49,7 @@ def test_a_follow_up_sees_the_earlier_run_and_reuses_its_system_prompt_bytes(sta
         code, _, err = loop(fake, "--continue", str(first["id"]), "yes, and also update the docs")
         assert code == 0, err
     earlier, follow_up = fake.requests[0], fake.requests[2]
+    assert_every_request_legal(fake.requests)
     assert follow_up["messages"][0]["content"] == earlier["messages"][0]["content"]  # the same bytes: cache reuse
     assert follow_up["tools"] == earlier["tools"]
     opening = follow_up["messages"][1]["content"]

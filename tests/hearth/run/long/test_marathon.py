@@ -14,7 +14,7 @@ from typing import Any
 from hearth.dispatch.stop import stop_run
 from hearth.settings import Settings
 from tests.conftest import ROOT, run_cli
-from tests.fake_ollama import FakeOllama, final_answer
+from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer
 from tests.long_support import Script, verdict, write
 from tests.queue_support import rows, wait_for
 
@@ -23,7 +23,7 @@ def test_a_marathon_goes_on_until_the_judge_says_done_and_the_deliverable_is_the
     script = Script(
         legs={
             1: [write("draft\n"), final_answer("Drafted report.md.")],
-            2: [write("draft 2\n"), final_answer("Improved the draft.")],
+            2: [{"content": ""}, write("draft 2\n"), final_answer("Improved the draft.")],  # nudged once
             3: [write("FINAL\n"), final_answer("Finished report.md.")],
         },
         judged=[
@@ -42,6 +42,7 @@ def test_a_marathon_goes_on_until_the_judge_says_done_and_the_deliverable_is_the
         assert queued.returncode == 0, queued.stderr
         spawned = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}, timeout=120)
     assert spawned.returncode == 0, spawned.stderr
+    assert_every_request_legal(fake.requests)  # the legs, the judge, and leg 2's nudge
     [marathon] = rows(state_dir, "select * from runs where id = 'mara'")
     assert (marathon["kind"], marathon["status"], marathon["iterations"]) == ("marathon", "done", 3)
     assert marathon["summary"] == "Finished report.md."
@@ -85,6 +86,7 @@ def test_a_marathon_stops_when_two_legs_in_a_row_change_nothing(state_dir: Path,
     judged = [json.loads(s["data"]) for s in rows(state_dir, "select data from steps where kind = 'judge'")]
     assert [j["changed"] for j in judged] == [False, False] and judged[0]["judge"] is None  # unusable: not done
     assert "could not be used: it holds no JSON value" in script.seen["judge"][1]["messages"][-1]["content"]
+    assert_every_request_legal(fake.requests)  # the judge's repair asks again, no made-up user turn
     assert "== marathon no_progress" in proc.stdout
 
 

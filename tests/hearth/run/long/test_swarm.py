@@ -12,7 +12,7 @@ from hearth.dispatch.stop import stop_run
 from hearth.settings import Settings
 from tests.cli_support import start_cli
 from tests.conftest import run_cli
-from tests.fake_ollama import FakeOllama, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
 from tests.queue_support import listing, rows, wait_for
 
 GOAL = "Write the three parts of the report: a.txt, b.txt and c.txt."
@@ -74,6 +74,7 @@ def test_a_swarm_of_three_runs_side_by_side_and_its_synthesis_sees_all_three(sta
             "hearth", "spawn", "--local", "--concurrency", "3", env={"OLLAMA_HOST": fake.url}, timeout=120
         )
     assert spawned.returncode == 0, spawned.stderr
+    assert_every_request_legal(fake.requests)  # the planner, each child (the third nudged), the synthesis
     [parent] = rows(state_dir, "select * from runs where id = 'sw'")
     assert (parent["kind"], parent["status"]) == ("swarm", "done")
     children = rows(state_dir, "select * from runs where parent_run = 'sw' and link = 'child' order by id")
@@ -106,6 +107,7 @@ def test_a_plan_that_is_not_a_list_of_sub_goals_fails_the_swarm_and_queues_nothi
     assert parent["error"] == "the planner's answer was unusable: it holds no JSON value; nothing was queued"
     assert len(script.seen["planner"]) == 2  # the question and one repair
     assert "could not be used: it holds no JSON value" in script.seen["planner"][1]["messages"][-1]["content"]
+    assert_every_request_legal(fake.requests)  # the repair asks the question again, no made-up user turn
     assert listing(state_dir / "agents") == ["sw"] and listing(state_dir / "queue" / "failed") == []
 
 
