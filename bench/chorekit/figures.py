@@ -34,6 +34,7 @@ class Run:
     shared: list[bool | None] = field(default_factory=list)  # another client used the server before the call
     audit_prompt: list[int] = field(default_factory=list)  # tokens_in of hearth's model steps: each prompt
     audit_cached: list[int | None] = field(default_factory=list)  # tokens_cached of hearth's model steps
+    audit_runaway: list[bool] = field(default_factory=list)  # a reply cut while it repeated: no counts came
     calls: list[dict[str, Any]] = field(default_factory=list)  # tool, arguments, ok, output (clipped)
     answer: str = ""  # the last reply (hearth: the run's summary), clipped
 

@@ -137,6 +137,7 @@ def read_audit(run: Run, path: Path) -> None:
     model_steps = [s for s in steps if s["kind"] == "model"]
     run.audit_prompt = [int(s["tokens_in"] or 0) for s in model_steps]
     run.audit_cached = [_cached(s) for s in model_steps]
+    run.audit_runaway = [bool(_data(s).get("runaway")) for s in model_steps]
     run.calls = [_call(s) for s in steps if s["kind"] == "tool"]
     run.answer = clip(row.get("summary") or "")
     if row.get("error"):
@@ -147,9 +148,13 @@ def _cached(step: dict[str, Any]) -> int | None:
     """A model step's tokens_cached: its column, or its data's (the OpenAI backend records it)."""
     if step.get("tokens_cached") is not None:
         return int(step["tokens_cached"])
-    data = json.loads(step["data"]) if step.get("data") else {}
-    value = data.get("tokens_cached") if isinstance(data, dict) else None
+    value = _data(step).get("tokens_cached")
     return int(value) if value is not None else None
+
+
+def _data(step: dict[str, Any]) -> dict[str, Any]:
+    data = json.loads(step["data"]) if step.get("data") else {}
+    return data if isinstance(data, dict) else {}
 
 
 def _call(step: dict[str, Any]) -> dict[str, Any]:

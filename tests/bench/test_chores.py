@@ -91,6 +91,7 @@ def test_through_hearth_on_an_openai_server_the_audit_and_the_tap_agree_on_the_c
     assert (run.passed, run.turns, run.model_calls) == (True, 2, 2)
     assert run.audit_cached == run.cached and run.cached[1] > 0  # hearth's tokens_cached, as the server said
     assert run.audit_prompt == run.prompt_tokens  # and each prompt's size
+    assert run.audit_runaway == [False, False]  # no reply was cut for repeating itself
     assert [body["max_tokens"] for body in fake.requests] == [300, 300]  # --reply-tokens, passed on
 
 

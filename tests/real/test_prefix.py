@@ -31,12 +31,14 @@ def test_after_the_first_call_only_the_new_messages_are_evaluated(
     assert len(shared) == len(prompts), f"the server was asked {len(shared)} times, the audit has {len(prompts)} calls"
     if len(prompts) < 2:
         pytest.skip(f"the model ended in one call ({run['status']}: {run['answer'][:80]}); nothing to compare")
-    # a call another client's request came before may find that client's prompt in the cache
-    alone = [call for call in range(1, len(prompts)) if shared[call] is not True]
+    # a call another client's request came before may find that client's prompt in the cache; a reply
+    # cut while it repeated itself is left unread, so the server's counts of it never come
+    runaway = run["audit_runaway"]
+    alone = [c for c in range(1, len(prompts)) if shared[c] is not True and not runaway[c] and not runaway[c - 1]]
     if not alone:
-        pytest.skip("another client asked the server between every two calls of the run (llama.cpp's /slots)")
-    assert None not in cached, f"a model step recorded no cached tokens: {cached}"
+        pytest.skip(f"no two calls in a row had the server to themselves (shared {shared}, cut {runaway})")
     for call in alone:
+        assert cached[call] is not None, f"call {call + 1} recorded no cached tokens: {cached}"
         evaluated, new = prompts[call] - cached[call], prompts[call] - prompts[call - 1]
         assert evaluated <= new + SLACK, (
             f"call {call + 1} evaluated {evaluated} of its {prompts[call]} prompt tokens; "

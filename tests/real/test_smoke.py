@@ -28,5 +28,7 @@ def test_a_real_model_runs_a_chore_through_hearth_to_a_recorded_end(
     assert run["status"] not in NOT_AN_END, f"{run['status']} after {run['wall_s']}s: {run['calls']}"
     assert run["turns"] >= 1 and run["model_calls"] >= run["turns"] and run["tokens_in"] > 0 and run["tokens_out"] > 0
     if real_server[0].startswith("openai+"):
-        assert run["audit_cached"] and None not in run["audit_cached"]
+        # a reply cut while it repeated itself is left unread, so the server's counts of it never come
+        counted = [cached for cached, runaway in zip(run["audit_cached"], run["audit_runaway"]) if not runaway]
+        assert counted and None not in counted, f"cached tokens per call {run['audit_cached']}"
     assert run["detail"].startswith("exit ")  # the check ran in the sandbox
