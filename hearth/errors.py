@@ -23,6 +23,8 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 │   └── Refused         a /v1 request refused in OpenAI's error shape, with its status and code
 ├── ColumnRefused       a row or change naming a table or column the audit has not, or one the audit sets itself (a row's key, a step's run); nothing written
 ├── WorkerRefused       a fleet worker's call the hub refuses (a bad token, a run not its own, a decision it may not send); its HTTP status
+├── ChannelDown       a chat platform that cannot be reached or failed on its side; the channel backs off
+├── Undeliverable     a message a chat platform refused; recorded failed and tried again
 ├── InstallError        hearth install cannot go on: a bad install.toml, a path taken by another kind of file (exit 1)
 └── WebError            a command-center request refused; it carries its HTTP status
     └── SignInNeeded    a page that needs a viewer or operator token, asked without one (401)

@@ -56,7 +56,9 @@ py.buildPythonApplication {
     ++ lib.optional (py ? sqlite-vec) py.sqlite-vec
     # runs on other boxes (hearth/fleet/, pyproject's `fleet` extra, celery[redis]): the hub sends
     # requests through a Redis broker and `hearth worker` takes them
-    ++ [ py.celery py.redis ];
+    ++ [ py.celery py.redis ]
+    # the Telegram channel (hearth/channels/telegram.py, `hearth channels`)
+    ++ [ py.python-telegram-bot ];
   pythonRemoveDeps = lib.optional (!(py ? sqlite-vec)) "sqlite-vec";
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" "sqlite-vec" ];

@@ -137,6 +137,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.dispatch.launchers.systemd",
         "hearth.report",
         "hearth.fleet",
+        "hearth.channels",
     ),  # who starts, stops and settles a waiting request (here or on a fleet's worker); the report
     # checks, demonstrations and the installer the edges offer
     18: ("hearth.doctor", "hearth.selftest", "hearth.demo", "hearth.install"),

@@ -112,6 +112,13 @@ def mcp_drift(db: Rows, limit: int = 50, since: str = "") -> list[dict[str, Any]
     )
 
 
+def progress(db: Rows, run_id: str) -> dict[str, Any]:
+    """How far a run has gone: its steps so far and the tool of its latest tool step ('' for none)."""
+    counted = db.rows("select count(*) as n from steps where run_id = ?", [run_id])
+    latest = db.rows("select tool from steps where run_id = ? and kind = 'tool' order by seq desc limit 1", [run_id])
+    return {"steps": int(counted[0]["n"]) if counted else 0, "tool": (latest[0]["tool"] or "") if latest else ""}
+
+
 def tool_steps(db: Rows, run_id: str) -> list[dict[str, Any]]:
     """A run's tool calls in order: the tool, its arguments, verdict and whether it succeeded."""
     return db.rows(

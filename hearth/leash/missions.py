@@ -10,6 +10,8 @@
         eval = "chores"                        regression watch: when it fires after the router, a profile
         eval_drop = 0.1                        or the default model changed, run that suite; a pass-rate
                                                drop beyond eval_drop is alerted (hearth/eval/watch.py)
+        deliver = "telegram:ada"               each run's answer goes to that user's chat on that channel
+                                               (hearth/channels/follow.py: delivered, retried, or missing)
 
 A timer (or `hearth watch`, on a host without systemd) calls `fire`: it enqueues the request
 through the same queue as any other, or, while the mission is paused, records a skip instead.
@@ -56,7 +58,8 @@ FIELDS = {  # mission key -> request field
     "timeout_s": "timeout_s",
     "label": "label",
 }
-KEYS = ("schedule", "timer", "eval", "eval_drop", *FIELDS)
+KEYS = ("schedule", "timer", "eval", "eval_drop", "deliver", *FIELDS)
+DELIVER = re.compile(r"^(telegram):[a-z][a-z0-9._-]{0,31}$")  # CHANNEL:USER
 EVAL_DROP = 0.1
 REQUEST_NAMES = {request: mission for mission, request in FIELDS.items()}
 
@@ -70,6 +73,7 @@ class Mission:
     calendar: Calendar | None = field(default=None, compare=False)  # None: not a schedule hearth reads
     eval: str = ""  # a suite the regression watch runs after a configuration change
     eval_drop: float = EVAL_DROP
+    deliver: str = ""  # CHANNEL:USER, whose chat gets each run's answer
 
     def request(self, *, source: str, now: datetime) -> Request:
         stamp = now.strftime("%Y%m%dT%H%M%S")
@@ -141,6 +145,9 @@ def _load(path: Path, settings: Settings) -> Mission:
     fields = {FIELDS[k]: v for k, v in data.items() if k in FIELDS}
     _check_request(fields)
     watched, drop = _eval_keys(data)
+    deliver = data.get("deliver", "")
+    if not (isinstance(deliver, str) and (deliver == "" or DELIVER.fullmatch(deliver))):
+        raise _Bad(f'deliver must be CHANNEL:USER such as "telegram:ada" (channels: telegram), got {deliver!r}')
     agent = fields.get("agent_name", "default")
     if agent not in profile_names(settings.config_dir):
         raise _Bad(f"agent {agent!r} is not a profile; profiles: {', '.join(profile_names(settings.config_dir))}")
@@ -150,7 +157,7 @@ def _load(path: Path, settings: Settings) -> Mission:
         if timer != "systemd":  # hearth watch fires it, so it must read the schedule
             raise _Bad(f"schedule: {exc}") from None
         calendar = None
-    return Mission(name, schedule.strip(), fields, timer, calendar, watched, drop)
+    return Mission(name, schedule.strip(), fields, timer, calendar, watched, drop, deliver)
 
 
 def _eval_keys(data: dict[str, Any]) -> tuple[str, float]:

@@ -66,16 +66,19 @@ ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
 CredentialName = Annotated[str, Field(pattern=CREDENTIAL_PATTERN, max_length=64)]
 ApiSource = Annotated[str, Field(pattern=r"^api:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=68)]  # a /v1 key
+ChannelSource = Annotated[str, Field(pattern=r"^channel:telegram$", max_length=16)]  # a chat channel
 
 
 def _source(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One refusal for a source that is neither a word of the list nor api:NAME (not one per half)."""
+    """One refusal for a source that is neither a word of the list, api:NAME nor channel:NAME (not one per part)."""
     try:
         return handler(value)
     except ValidationError:
         words = get_args(get_args(Request.model_fields["source"].annotation)[0])
         shown = json.dumps(value, ensure_ascii=False, default=str)[:80]
-        raise ValueError(f"should be {', '.join(repr(w) for w in words)} or 'api:NAME', got {shown}") from None
+        raise ValueError(
+            f"should be {', '.join(repr(w) for w in words)}, 'api:NAME' or 'channel:telegram', got {shown}"
+        ) from None
 
 
 class Request(BaseModel):
@@ -153,8 +156,12 @@ class Request(BaseModel):
         "never reads the raw page. Absent means the agent profile's, else on.",
     )
     source: Annotated[
-        Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource, WrapValidator(_source)
-    ] = Field("cli", description="Who dropped the request (api:NAME: a call with the `/v1` key NAME).")
+        Literal["command-center", "cli", "timer", "self-test", "eval"] | ApiSource | ChannelSource,
+        WrapValidator(_source),
+    ] = Field(
+        "cli",
+        description="Who dropped the request (api:NAME: a call with the `/v1` key NAME; channel:NAME: a chat).",
+    )
     requested_by: Annotated[str, Field(max_length=128, pattern=PRINTABLE_PATTERN)] = Field(
         "", description="The person or job that asked, for the audit."
     )

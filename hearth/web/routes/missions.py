@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from hearth.atomic import write_atomic
+from hearth.audit import channels as channel_rows
 from hearth.audit import runs
 from hearth.errors import NotFound, UsageError
 from hearth.leash import missions as leash
@@ -49,10 +50,14 @@ class MissionRefused(UsageError):
 
 def missions_data(settings: Settings, reader: Reader) -> dict[str, Any]:
     """As `hearth missions --json`, plus each mission's last runs and where the files are."""
-    _, problems = leash.load_missions(settings)
+    loaded, problems = leash.load_missions(settings)
+    deliver = {m.name: m.deliver for m in loaded}
     rows = leash.listing(settings, datetime.now())
     for row in rows:
         row["runs"] = runs.requested_by(reader, f"mission:{row['name']}", LAST_RUNS)
+        row["deliver"] = deliver.get(row["name"], "")
+        sent = channel_rows.deliveries(reader, mission=row["name"], limit=LAST_RUNS * 4)
+        row["deliveries"] = {d["subject"]: d for d in reversed(sent)}  # each run's latest
     return {
         "missions": rows,
         "problems": [p.line() for p in problems],

@@ -33,7 +33,7 @@ AREAS = (
     ("/operate/alerts", "Alerts", "where alerts go, a test send, recent deliveries and failures"),
     ("/operate/models", "Model server", "the models Ollama has pulled and those loaded in memory"),
     ("/operate/fleet", "Fleet", "a hub's workers: up or lost, their models and runs, what waits; add, remove"),
-    ("/operate/users", "Users", "who may launch, approve or only read, in which profile"),
+    ("/operate/users", "Users", "who may launch, approve or only read, in which profile; the chat channels' state"),
 )
 
 

@@ -1,4 +1,5 @@
-"""Users: who may use this hearth and what each may do (the same rows as `hearth users`).
+"""Users and channels: who may use this hearth and what each may do (the same rows as `hearth
+users`), and each chat channel's state, last error and what it still owes.
 
 Anyone signed in reads the page (tokens are never shown; only how many a user has); changing
 users is an owner's, through hearth/users/roster.py as the CLI does, each change recorded in
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, Response
 
+from hearth.audit import channels as channel_rows
 from hearth.audit.store import AuditStore, Rows
 from hearth.errors import HearthError
 from hearth.settings import Settings
@@ -28,7 +30,7 @@ ACTIONS = ("add", "grant", "revoke", "disable", "enable", "rm", "token", "link",
 
 
 def users_data(reader: Rows) -> dict[str, Any]:
-    """Every user, their rights and chat identities; never a token, only how many they have."""
+    """Every user (rights and identities, never a token) and every channel's state."""
     people = [
         {
             **asdict(listed.user),
@@ -40,7 +42,7 @@ def users_data(reader: Rows) -> dict[str, Any]:
         }
         for listed in roster.listing(reader)
     ]
-    return {"users": people}
+    return {"users": people, "channels": channel_rows.status(reader)}
 
 
 def change(settings: Settings, me: Identity, form: dict[str, str]) -> str:
@@ -116,7 +118,8 @@ async def users_submit(request: Request, me: Identity = Depends(owner)) -> Respo
 
 @router.get("/api/users", tags=["users"])
 async def api_users(request: Request, me: Identity = Depends(viewer)) -> dict[str, Any]:
-    """Every user: role, rights, chat identities and how many tokens (never a token)."""
+    """Every user (role, rights, chat identities, how many tokens: never a token) and each chat
+    channel's state, last error and deliveries owed or missing."""
     return await run_in_threadpool(users_data, web_of(request).reader)
 
 

@@ -32,7 +32,7 @@ from tests.queue_support import drop, rows, wait_for
 from tests.web_support import free_port
 
 # what prints no data: the web server, and the two that print generated scripts
-NO_JSON = {"serve", "worker", "completion", "man", "mcp serve"}  # mcp serve: stdout is the MCP protocol
+NO_JSON = {"serve", "worker", "channels run", "completion", "man", "mcp serve"}  # services; mcp serve: stdout is MCP
 SYNONYMS = [("--max-iterations", "--max-iters"), ("--allowed-tools", "--tools"), ("--agent-name", "--agent")]
 
 

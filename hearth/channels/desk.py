@@ -1,0 +1,298 @@
+"""What hearth does with what a channel received, whatever the platform.
+
+    the update     kept first, by the platform's own id: a replay is seen and acted on once
+    edited         ignored (recorded): an edit changes nothing that ran; send the message again
+    group chatter  ignored unless hearth is addressed (a command, its name, a reply to it)
+    who            the platform's sender id, mapped to a user (hearth users link); never the text.
+                   A stranger gets one short refusal per `refuse_every_s` and is recorded;
+                   nothing they write reaches a model. A disabled user is refused the same way
+    floods         past `flood_per_minute` from one sender: one "slow down", then silence
+    too long       past `max_chars`: refused with the limit
+    a button       Approve / Deny: decided once through hearth/leash/decisions.py as
+                   `channel:NAME:USER`, if that user may approve in the run's profile
+    a command      /new /status /runs /stop /pause /resume /approve ID /deny ID /help, each
+                   within the user's rights; any other is answered with the list
+    anything else  the conversation: the first message is a run under the user's default
+                   profile, the next ones follow-ups of it in its workspace; one at a time
+
+Everything said back is a delivery (hearth/audit/channels.py), sent by hearth/channels/follow.py
+once the platform acknowledges it. Each update's verdict is recorded beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from hearth.audit import approvals, runs
+from hearth.audit import channels as rows
+from hearth.audit.approvals import ApprovalClosed
+from hearth.audit.store import AuditStore, new_run_id
+from hearth.channels.config import ChannelConfig
+from hearth.channels.message import Edit, Handled, Inbound, parse_button
+from hearth.errors import HearthError, NotFound
+from hearth.settings import Settings
+from hearth.users.access import Forbidden, User, require, user_of_sender
+
+ACTIVE = ("queued", "claimed", "running", "waiting", "paused")
+HELP = {
+    "/new": "start over: your next message is a new run",
+    "/status": "how your current run is doing",
+    "/runs": "your latest runs",
+    "/stop": "stop your current run (or /stop RUN_ID)",
+    "/pause": "hold every new run in the queue",
+    "/resume": "let waiting runs start",
+    "/approve": "/approve ID: let a waiting call run",
+    "/deny": "/deny ID: refuse a waiting call",
+    "/help": "this list",
+}
+Now = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class ChannelBy:
+    """A channel acting for one of hearth's users: how the audit names who decided or stopped."""
+
+    channel: str
+    user: str
+
+    @property
+    def decider(self) -> str:
+        return f"channel:{self.channel}:{self.user}"
+
+
+class Desk:
+    def __init__(self, settings: Settings, config: ChannelConfig, now: Now = lambda: datetime.now(UTC)) -> None:
+        self.settings, self.config, self.name, self.now = settings, config, config.name, now
+        self._pending_edits: list[Edit] = []
+
+    def handle(self, inbound: Inbound) -> Handled:
+        """Record the update, act on it once, record what was made of it."""
+        with AuditStore(self.settings.audit_path) as audit:
+            row = {"channel": self.name, "update_id": inbound.update_id, "at": self._stamp(), "kind": inbound.kind}
+            row |= {"sender": inbound.sender, "chat": inbound.chat, "detail": inbound.detail[:500]}
+            if not rows.record_update(audit, row):
+                return Handled("replay")
+            self._pending_edits = []
+            handled, user, run_id = self._handle(audit, inbound)
+            if self._pending_edits:
+                handled = Handled(handled.verdict, handled.answer, [*handled.edits, *self._pending_edits])
+            fields = {"verdict": handled.verdict, "user": user, "run_id": run_id}
+            if inbound.detail:
+                fields["detail"] = inbound.detail[:500]
+            rows.settle_update(audit, self.name, inbound.update_id, fields)
+        return handled
+
+    # -- who is talking ----------------------------------------------------------------------------
+    def _handle(self, audit: AuditStore, inbound: Inbound) -> tuple[Handled, str, str]:
+        if inbound.kind == "edited":
+            return Handled("ignored: an edited message changes nothing; send it again"), "", ""
+        if inbound.kind not in ("message", "callback"):
+            return Handled("ignored"), "", ""
+        if inbound.kind == "message" and not inbound.private and not inbound.addressed:
+            return Handled("ignored: not addressed to hearth"), "", ""
+        user = user_of_sender(audit, self.name, inbound.sender) if inbound.sender else None
+        if user is None or user.disabled:
+            return self._refuse(audit, inbound, user), user.name if user else "", ""
+        if self._flooding(audit, inbound):
+            return Handled("flood", "slow down"), user.name, ""
+        if inbound.kind == "callback":
+            return self._button(audit, inbound, user), user.name, ""
+        return self._message(audit, inbound, user)
+
+    def _refuse(self, audit: AuditStore, inbound: Inbound, user: User | None) -> Handled:
+        """One short refusal per sender per `refuse_every_s`; the rest recorded only."""
+        since = self._stamp(-self.config.limits["refuse_every_s"])
+        if rows.count_from(audit, self.name, inbound.sender, since, "refused") == 0:
+            said = "You are not known to this hearth; nothing you write here is acted on."
+            if user is not None:
+                said = f"User {user.name} is disabled on this hearth; nothing you write here is acted on."
+            self._say(audit, inbound.chat, said, "refusal", inbound.update_id)
+            return Handled("refused", said)
+        return Handled("refused quietly", "refused")
+
+    def _flooding(self, audit: AuditStore, inbound: Inbound) -> bool:
+        """Past the limit a minute: one "slow down" (the first update past it), then silence."""
+        limit = self.config.limits["flood_per_minute"]
+        count = rows.count_from(audit, self.name, inbound.sender, self._stamp(-60))
+        if count == limit + 1:
+            said = f"Slow down: at most {limit} messages a minute; the rest are not acted on."
+            self._say(audit, inbound.chat, said, "refusal", inbound.update_id)
+        return count > limit
+
+    # -- buttons ----------------------------------------------------------------------------------
+    def _button(self, audit: AuditStore, inbound: Inbound, user: User) -> Handled:
+        parsed = parse_button(inbound.data)
+        if parsed is None:
+            return Handled("refused: not a button of hearth's", "This button is not hearth's.")
+        return self._verdict(audit, user, *parsed)
+
+    def _verdict(self, audit: AuditStore, user: User, verdict: str, approval_id: str) -> Handled:
+        """The one decision call, as this user through this channel; the messages to change."""
+        from hearth.leash.decisions import decide
+
+        try:
+            done = decide(self.settings, approval_id, verdict, ChannelBy(self.name, user.name), user=user).approval
+        except Forbidden as exc:
+            return Handled("refused", str(exc))
+        except (ApprovalClosed, NotFound) as exc:
+            return Handled("closed", str(exc)[:190])
+        line = f"{done.status.capitalize()} by {done.decided_by}: {done.tool} (run {done.run_id})"
+        sent = rows.approval_message(audit, self.name, approval_id)
+        return Handled(done.status, line, [Edit(row["chat"], row["message_id"], line) for row in sent])
+
+    # -- messages ---------------------------------------------------------------------------------
+    def _message(self, audit: AuditStore, inbound: Inbound, user: User) -> tuple[Handled, str, str]:
+        text = inbound.text.strip()
+        limit = self.config.limits["max_chars"]
+        if len(text) > limit:
+            said = f"That message is {len(text)} characters; at most {limit} are read. Nothing was run."
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("refused: too long"), user.name, ""
+        if not text:
+            return Handled("ignored: no text"), user.name, ""
+        if text.startswith("/"):
+            return self._command(audit, inbound, user, text), user.name, ""
+        return self._goal(audit, inbound, user, text)
+
+    def _goal(self, audit: AuditStore, inbound: Inbound, user: User, text: str) -> tuple[Handled, str, str]:
+        chat = rows.chat(audit, self.name, inbound.chat, user.name) or {}
+        earlier = chat.get("run_id") or ""
+        status = runs.status(audit, earlier) if earlier else None
+        if earlier and (status in ACTIVE or (status is None and self._queued(earlier))):
+            said = f"Run {earlier} is still going ({status or 'queued'}); wait for its answer, or /stop it."
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("busy"), user.name, earlier
+        try:
+            run_id = self._launch(user, text, earlier if status else "")
+        except HearthError as exc:
+            self._say(audit, inbound.chat, f"Not run: {exc}", "reply", inbound.update_id)
+            return Handled("refused"), user.name, ""
+        rows.set_chat(audit, self._chat_row(inbound.chat, user.name, run_id))
+        said = f"On it: run {run_id}" + (f" (a follow-up of {earlier})" if status else "") + "."
+        self._say(audit, inbound.chat, said, "progress", run_id)
+        return Handled("follow-up" if status else "run"), user.name, run_id
+
+    def _launch(self, user: User, goal: str, earlier: str) -> str:
+        from hearth.dispatch.launchers import heal
+        from hearth.queue.intake import build_request
+        from hearth.users.launch import submit_as
+
+        obj = {"id": new_run_id(), "goal": goal, "source": f"channel:{self.name}"}
+        obj |= {"requested_by": f"{self.name}:{user.name}"}
+        obj |= {"continues": earlier} if earlier else {"agent_name": user.default_profile}
+        request = build_request(obj, file_id=None).request
+        return submit_as(request, self.settings, user, requested_by=obj["requested_by"], heal=heal).id
+
+    def _queued(self, run_id: str) -> bool:
+        from hearth.queue.directory import Queue
+
+        return Queue(self.settings.queue_dir).known(run_id) is not None
+
+    def _chat_row(self, chat: str, user: str, run_id: str) -> dict[str, str]:
+        row = {"channel": self.name, "chat": chat, "user": user, "run_id": run_id}
+        return row | {"progress_id": "", "shown": "", "answered": "", "updated_at": self._stamp()}
+
+    # -- commands ---------------------------------------------------------------------------------
+    def _command(self, audit: AuditStore, inbound: Inbound, user: User, text: str) -> Handled:
+        word, _, rest = text.partition(" ")
+        word = word.split("@", 1)[0].lower()  # /stop@hearth_bot in a group
+        act = COMMANDS.get("/help" if word == "/start" else word)
+        if act is None:
+            said = f"Unknown command {word[:40]}; these exist: {' '.join(HELP)}"
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("unknown command")
+        try:
+            said = act(self, audit, inbound, user, rest.strip())
+        except HearthError as exc:
+            said = str(exc)
+        self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+        return Handled(f"command {word}")
+
+    def _help(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        lines = [f"{word}  {what}" for word, what in HELP.items()]
+        return "Write a goal and hearth runs it; reply to go on in the same workspace.\n" + "\n".join(lines)
+
+    def _new(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        rows.set_chat(audit, self._chat_row(inbound.chat, user.name, ""))
+        return f"Starting over: your next message is a new run under profile {user.default_profile}."
+
+    def _status(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        run_id = (rows.chat(audit, self.name, inbound.chat, user.name) or {}).get("run_id") or ""
+        run = runs.row(audit, run_id) if run_id else None
+        if not run_id:
+            return "No run yet: write a goal."
+        if run is None:
+            return f"Run {run_id} is queued."
+        return f"Run {run_id}: {run['status']}" + (f". {run['summary']}" if run.get("summary") else "")
+
+    def _runs(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        found = runs.requested_by(audit, f"{self.name}:{user.name}", 5)
+        return "\n".join(f"{r['id']}: {r['status']}" for r in found) or "No runs yet."
+
+    def _stop(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        from hearth.dispatch.stop import stop_as, stopped_line
+
+        run_id = rest or (rows.chat(audit, self.name, inbound.chat, user.name) or {}).get("run_id") or ""
+        if not run_id:
+            return "No run to stop."
+        return stopped_line(stop_as(self.settings, run_id[:64], user, by=ChannelBy(self.name, user.name).decider))
+
+    def _pause(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        from hearth.dispatch.pause import pause
+
+        require(user, "pause")
+        return f"hearth is {pause(self.settings, by=ChannelBy(self.name, user.name).decider).line()}."
+
+    def _resume(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        from hearth.dispatch.pause import resume
+
+        require(user, "pause")
+        was = resume(self.settings)
+        return f"Resumed (was {was.line()})." if was else "hearth was not paused."
+
+    def _approve(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        return self._replied_verdict(audit, user, "approve", rest)
+
+    def _deny(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        return self._replied_verdict(audit, user, "deny", rest)
+
+    def _replied_verdict(self, audit: AuditStore, user: User, verdict: str, rest: str) -> str:
+        ident = rest.split(maxsplit=1)[0] if rest.strip() else ""
+        if not parse_button(f"{verdict[0]}:{ident}"):
+            return f"Say which approval: /{verdict} ID (the id in its message)."
+        handled = self._verdict(audit, user, verdict, ident)
+        self._pending_edits.extend(handled.edits)
+        return handled.answer
+
+    # -- what is said back --------------------------------------------------------------------------
+    def _say(self, audit: AuditStore, chat: str, text: str, kind: str, subject: str) -> None:
+        row = {"channel": self.name, "chat": chat, "kind": kind, "subject": subject, "text": text}
+        rows.add_delivery(audit, row | {"buttons": json.dumps([]), "created_at": self._stamp()})
+
+    def _stamp(self, offset_s: float = 0) -> str:
+        return (self.now() + timedelta(seconds=offset_s)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+COMMANDS: dict[str, Callable[[Desk, AuditStore, Inbound, User, str], str]] = {
+    "/help": Desk._help,
+    "/new": Desk._new,
+    "/status": Desk._status,
+    "/runs": Desk._runs,
+    "/stop": Desk._stop,
+    "/pause": Desk._pause,
+    "/resume": Desk._resume,
+    "/approve": Desk._approve,
+    "/deny": Desk._deny,
+}
+
+
+def approval_text(approval: approvals.Approval, profile: str) -> str:
+    """What an approval's message says: the run, its profile, the exact call, until when."""
+    arguments = approval.arguments if len(approval.arguments) <= 600 else approval.arguments[:600] + " [...]"
+    return (
+        f"Approval {approval.id}: run {approval.run_id} (profile {profile}) asks to run {approval.tool} {arguments}\n"
+        f"Reason: {approval.reason or '-'}\nUntil {approval.expires_at or 'decided'}."
+    )
