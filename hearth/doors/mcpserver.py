@@ -175,7 +175,6 @@ def listed(rows: list[dict[str, Any]], empty: str) -> CallToolResult:
 
 def build(settings: Settings, role_of: RoleOf) -> MCPServer:
     """The server and its tools; `role_of` says who calls (stdio: the command's role; HTTP: the token's)."""
-    hearth = Hearth(settings)
     server = MCPServer(
         "hearth",
         instructions="hearth runs agent goals on local models, sandboxed and audited. Launch a run, "
@@ -185,9 +184,22 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         # own setting was made before and stays
         log_level="WARNING",
     )
+    hearth, call = Hearth(settings), _Caller(role_of)
+    _add_run_tools(server, hearth, call)
+    _add_approval_tools(server, hearth, call)
+    _add_knowledge_tools(server, hearth, call)
+    return server
 
-    async def call(ctx: Context, need: str, fn: Callable[..., Any], *args: Any) -> Any:
-        user, who = role_of(ctx)
+
+class _Caller:
+    """One tool's work for its caller: refused without the role it needs, run in a thread, a
+    HearthError as the tool error's one line. An operator's work is also told who asks."""
+
+    def __init__(self, role_of: RoleOf) -> None:
+        self.role_of = role_of
+
+    async def __call__(self, ctx: Context, need: str, fn: Callable[..., Any], *args: Any) -> Any:
+        user, who = self.role_of(ctx)
         if not user.name or user.disabled:
             raise ToolError(
                 "refused: a viewer or operator token is needed" + (" (this user is disabled)" * user.disabled)
@@ -198,6 +210,10 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
             return await anyio.to_thread.run_sync(lambda: fn(*args, *([user, who] if need == "operator" else [])))
         except HearthError as exc:
             raise ToolError(str(exc)) from None
+
+
+def _add_run_tools(server: MCPServer, hearth: Hearth, call: _Caller) -> None:
+    """Launch, follow, read, list and stop runs."""
 
     @server.tool()
     async def launch_run(
@@ -227,6 +243,16 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         return listed(await call(ctx, "viewer", hearth.runs, status, agent, source, limit), "no run matches")
 
     @server.tool()
+    async def stop_run(ctx: Context, run_id: str) -> dict[str, Any]:
+        """Stop a queued or running run (operator only); it ends `interrupted` and its waiting
+        approvals are cancelled. Recorded with who stopped it. Changes nothing else."""
+        return dict(await call(ctx, "operator", hearth.stop, run_id))
+
+
+def _add_approval_tools(server: MCPServer, hearth: Hearth, call: _Caller) -> None:
+    """The calls waiting for a person, and the decision on one."""
+
+    @server.tool()
     async def list_approvals(ctx: Context) -> Listed:
         """Every approval waiting for a person: the run, the exact tool call, until when. Free."""
         return listed(await call(ctx, "viewer", hearth.approvals), "no call waits for a decision")
@@ -240,18 +266,14 @@ def build(settings: Settings, role_of: RoleOf) -> MCPServer:
         Recorded with who decided. Costs nothing itself; the run then goes on."""
         return dict(await call(ctx, "operator", hearth.decide, approval_id, decision, reason))
 
+
+def _add_knowledge_tools(server: MCPServer, hearth: Hearth, call: _Caller) -> None:
+    """The knowledge base, searched."""
+
     @server.tool()
     async def search_knowledge(ctx: Context, query: str, limit: int = 5) -> Listed:
         """Search hearth's knowledge base (at most 20 hits). Free: reads the local index, no model call."""
         return listed(await call(ctx, "viewer", hearth.search, query, limit), "nothing in the knowledge base matches")
-
-    @server.tool()
-    async def stop_run(ctx: Context, run_id: str) -> dict[str, Any]:
-        """Stop a queued or running run (operator only); it ends `interrupted` and its waiting
-        approvals are cancelled. Recorded with who stopped it. Changes nothing else."""
-        return dict(await call(ctx, "operator", hearth.stop, run_id))
-
-    return server
 
 
 def stdio_role(settings: Settings, role: str) -> RoleOf:
