@@ -11,10 +11,14 @@ import getpass
 import sys
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from agent.clock import stamp
 from hearth.render import ago, print_json, table
 from hearth.settings import Settings
+
+if TYPE_CHECKING:
+    from hearth.fleet.hub import Worker
 
 EPILOG = "exit codes: 0 done, 2 a bad or taken name, or a worker that does not exist"
 
@@ -54,19 +58,7 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
         if args.fleet_action == "add":
-            token = hub.add_worker(audit, args.name, args.label, getpass.getuser())
-            if settings.launcher != "celery":
-                print(
-                    f"hearth fleet: this box is no hub (HEARTH_LAUNCHER={settings.launcher}, not celery): the worker "
-                    "is added, but no request reaches it until this box runs as one (docs/fleet.md)",
-                    file=sys.stderr,
-                )
-            if args.json:
-                print_json({"name": args.name, "token": token})
-            else:
-                print(token)
-                print(f"hearth fleet: the token of {args.name} is shown once; put it in its HEARTH_FLEET_TOKEN_FILE")
-            return 0
+            return _add(args, settings, hub.add_worker(audit, args.name, args.label, getpass.getuser()))
         if args.fleet_action == "labels":
             given = hub.set_labels(audit, args.name, args.label)
             shown = ", ".join(given) or "none"
@@ -79,6 +71,29 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
             print_json({"removed": args.name}) if args.json else print(f"removed worker {args.name}")
             return 0
         workers = hub.workers(audit)
+    return _listed(args, workers)
+
+
+def _add(args: argparse.Namespace, settings: Settings, token: str) -> int:
+    """The new worker's token, shown once; a warning when this box is no hub."""
+    if settings.launcher != "celery":
+        print(
+            f"hearth fleet: this box is no hub (HEARTH_LAUNCHER={settings.launcher}, not celery): the worker "
+            "is added, but no request reaches it until this box runs as one (docs/fleet.md)",
+            file=sys.stderr,
+        )
+    if args.json:
+        print_json({"name": args.name, "token": token})
+    else:
+        print(token)
+        print(f"hearth fleet: the token of {args.name} is shown once; put it in its HEARTH_FLEET_TOKEN_FILE")
+    return 0
+
+
+def _listed(args: argparse.Namespace, workers: list[Worker]) -> int:
+    """`hearth fleet list`: every worker as JSON or a table."""
+    from hearth.fleet import hub
+
     now = time.time()
     if args.json:
         print_json(
