@@ -213,34 +213,13 @@ def run_sandboxed(
     """
     from agent.safety import cgroups
 
-    ws = os.path.realpath(workspace)
-    if not os.path.isdir(ws):
-        raise ValueError(f"workspace {os.fspath(workspace)!r} is not a directory")
-    if timeout_s <= 0 or output_limit < 0:
-        raise ValueError(f"timeout_s must be > 0 and output_limit >= 0, got {timeout_s} and {output_limit}")
-    kind = detect(policy.kind)
-    if policy.network and kind == "landlock":
-        raise SandboxUnavailable(
-            "network was granted, but Landlock cannot confine a command's TCP to the run's proxy; "
-            "network for commands needs bwrap (user namespaces)"
-        )
-    if policy.network and kind == "bwrap" and proxy is None:
-        raise ValueError("network is granted but no proxy was given: commands reach the network only through one")
+    ws, kind = _checked(workspace, policy, timeout_s, output_limit, proxy)
     child_env = _command_env(kind, ws, policy, env)
     launch = _launch(kind, command, ws, policy, child_env)
     before, usage = cgroups.counters(policy.cgroup), resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc, listener = _start(launch, ws, child_env)
-    try:
-        if listener is not None and proxy is not None:
-            proxy.attach(listener)
-        with proc:
-            data, total, timed_out = _collect(proc, timeout_s, output_limit)
-        if kind != "bwrap":  # under bwrap the PID namespace ends with its init: nothing is left
-            cgroups.kill_all(policy.cgroup)  # what escaped the process group (setsid) goes too
-    finally:
-        if listener is not None and proxy is not None:
-            proxy.detach(listener)
+    data, total, timed_out = _waited(proc, listener, proxy, kind, policy, timeout_s, output_limit)
     after = cgroups.counters(policy.cgroup)
     output = data.decode("utf-8", errors="replace")
     if total > output_limit:
@@ -256,6 +235,56 @@ def run_sandboxed(
         forks_refused=after.pids_refused - before.pids_refused,
         cpu_s=after.cpu_s - before.cpu_s if policy.cgroup else _cpu_since(usage),
     )
+
+
+def _waited(
+    proc: subprocess.Popen[bytes],
+    listener: socket.socket | None,
+    proxy: ProxyPort | None,
+    kind: str,
+    policy: SandboxPolicy,
+    timeout_s: float,
+    output_limit: int,
+) -> tuple[bytes, int, bool]:
+    """The started command's output, its size and whether it timed out: the proxy serves it while it
+    runs, and nothing it started outlives it."""
+    from agent.safety import cgroups
+
+    try:
+        if listener is not None and proxy is not None:
+            proxy.attach(listener)
+        with proc:
+            data, total, timed_out = _collect(proc, timeout_s, output_limit)
+        if kind != "bwrap":  # under bwrap the PID namespace ends with its init: nothing is left
+            cgroups.kill_all(policy.cgroup)  # what escaped the process group (setsid) goes too
+    finally:
+        if listener is not None and proxy is not None:
+            proxy.detach(listener)
+    return data, total, timed_out
+
+
+def _checked(
+    workspace: str | os.PathLike[str],
+    policy: SandboxPolicy,
+    timeout_s: float,
+    output_limit: int,
+    proxy: ProxyPort | None,
+) -> tuple[str, str]:
+    """The workspace's real path and the sandbox kind, or why a command cannot run as asked."""
+    ws = os.path.realpath(workspace)
+    if not os.path.isdir(ws):
+        raise ValueError(f"workspace {os.fspath(workspace)!r} is not a directory")
+    if timeout_s <= 0 or output_limit < 0:
+        raise ValueError(f"timeout_s must be > 0 and output_limit >= 0, got {timeout_s} and {output_limit}")
+    kind = detect(policy.kind)
+    if policy.network and kind == "landlock":
+        raise SandboxUnavailable(
+            "network was granted, but Landlock cannot confine a command's TCP to the run's proxy; "
+            "network for commands needs bwrap (user namespaces)"
+        )
+    if policy.network and kind == "bwrap" and proxy is None:
+        raise ValueError("network is granted but no proxy was given: commands reach the network only through one")
+    return ws, kind
 
 
 def _rlimits(policy: SandboxPolicy, *, cgroup: bool) -> list[tuple[int, int]]:
