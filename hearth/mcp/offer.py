@@ -31,7 +31,7 @@ from hearth.errors import HearthError
 from hearth.leash import alerts
 from hearth.mcp.config import ServerConfig, load_servers
 from hearth.mcp.launch import connection
-from hearth.mcp.pins import APPROVED, CHANGED, REMOVED, Pin, ToolState, drifts, pinned_states, pins, states
+from hearth.mcp.pins import APPROVED, CHANGED, REMOVED, Drift, Pin, ToolState, drifts, pinned_states, pins, states
 from hearth.settings import Settings
 
 MCP = "mcp"  # the kind of the run's step about its MCP servers
@@ -68,9 +68,7 @@ def offer(
         return offered
     if not servers or not settings.audit_path.exists():
         return offered
-    with AuditStore(settings.audit_path) as audit:
-        pinned = {s.name: pins(audit, s.name) for s in servers}
-        drifted = {s.name: drifts(audit, s, pinned[s.name]) for s in servers}
+    pinned, drifted = _pins_of(settings, servers)
     for config in servers:
         if not pinned[config.name]:
             continue  # nothing approved: nothing offered, and the server is never started
@@ -87,21 +85,26 @@ def offer(
         offered.connections.append(server)
         tools = [mcp_tool(config.name, t.pin.info(), t.risk, server, config.timeout_s) for t in approved if t.pin]
         offered.tools += tools
-        refused = [_refusal(config.name, t) for t in found if t.state != APPROVED]
-        names = ", ".join(t.name for t in tools) or "none"
-        line = f"{config.name}: offered {names} as approved (the server starts on first use)"
-        line += "".join(f"; NOT offered: {r['why']}" for r in refused)
-        note(
-            MCP,
-            {
-                "server": config.name,
-                "verdict": "ok",
-                "offered": [t.name for t in tools],
-                "refused": refused,
-                "line": line,
-            },
-        )
+        note(MCP, _offered(config.name, tools, [_refusal(config.name, t) for t in found if t.state != APPROVED]))
     return offered
+
+
+def _pins_of(
+    settings: Settings, servers: list[ServerConfig]
+) -> tuple[dict[str, dict[str, Pin]], dict[str, dict[str, Drift]]]:
+    """Each server's pinned tools, and what drifted from its pins, as the audit holds them."""
+    with AuditStore(settings.audit_path) as audit:
+        pinned = {s.name: pins(audit, s.name) for s in servers}
+        drifted = {s.name: drifts(audit, s, pinned[s.name]) for s in servers}
+    return pinned, drifted
+
+
+def _offered(server: str, tools: list[Tool], refused: list[dict[str, str]]) -> dict[str, Any]:
+    """The record of what one server's tools the run offers, and which it does not and why."""
+    names = ", ".join(t.name for t in tools) or "none"
+    line = f"{server}: offered {names} as approved (the server starts on first use)"
+    line += "".join(f"; NOT offered: {r['why']}" for r in refused)
+    return {"server": server, "verdict": "ok", "offered": [t.name for t in tools], "refused": refused, "line": line}
 
 
 def _refusal(server: str, t: ToolState) -> dict[str, str]:
