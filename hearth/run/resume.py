@@ -81,8 +81,19 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
     tools = [s for s in steps if s["kind"] == "tool" and s["opens"]]
     suspension = next((s for s in reversed(steps) if s["kind"] == SUSPEND), None)
     worked = max([int(r["worked_ms"] or 0) for r in rows] + [step_data(suspension).get("worked_ms", 0)])
+    point = ResumePoint(run_id, cause, _resumed(messages, rows, steps), worked, len(tools))
+    owed = _owed(messages)
+    if not owed:
+        return point  # the model's turn is next
+    open_step = tools[-1] if tools and tools[-1]["verdict"] == "started" else None
+    _answer_owed(point, owed, open_step, _waited_on(audit, run, suspension), suspension)
+    return point
+
+
+def _resumed(messages: list[dict[str, Any]], rows: list[dict[str, Any]], steps: list[dict[str, Any]]) -> Resumed:
+    """The conversation, where its count stood, and what its model calls spent."""
     model = [s for s in steps if s["kind"] == "model"]
-    resumed = Resumed(
+    return Resumed(
         messages=messages,
         iteration=int(rows[-1]["iteration"] or 0),
         generation=int(rows[-1]["generation"] or 0),
@@ -90,13 +101,19 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
         tokens_out=sum(int(s["tokens_out"] or 0) for s in model),
         model_seconds=sum(int(s["duration_ms"] or 0) for s in model) / 1000,
     )
-    point = ResumePoint(run_id, cause, resumed, worked, len(tools))
-    owed = _owed(messages)
-    if not owed:
-        return point  # the model's turn is next
-    open_step = tools[-1] if tools and tools[-1]["verdict"] == "started" else None
-    waited = _waited_on(audit, run, suspension)
-    first = owed[0]
+
+
+def _answer_owed(
+    point: ResumePoint,
+    owed: list[dict[str, Any]],
+    open_step: dict[str, Any] | None,
+    waited: Approval | None,
+    suspension: dict[str, Any] | None,
+) -> None:
+    """What becomes of the calls the last reply made and no tool message answered: the one that
+    waited for a person runs with the decision; after a call that started and never ended, none
+    runs; else they all run as asked."""
+    resumed, first = point.resumed, owed[0]
     calls = [ToolCall(c["name"], c["arguments"]) for c in owed if c["name"] != INVALID_CALL]
     malformed = [c["name"] for c in owed if c["name"] == INVALID_CALL]
     problems = list(step_data(suspension).get("malformed", [])) if suspension else []
@@ -113,14 +130,13 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
             point.open_key, point.open_tool = open_step["opens"], first["name"]
         else:
             resumed.reopened = False
-        return point
+        return
     if open_step is not None:
         # a call started and never ended: its outcome is unknown, and nothing after it runs
         point.unknown_key = open_step["opens"]
         resumed.answered = [(first["name"], UNKNOWN)] + [(c["name"], NOT_RUN) for c in owed[1:]]
-        return point
+        return
     resumed.pending, resumed.malformed = calls, problems  # none of them started: they run as asked
-    return point
 
 
 def _owed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
