@@ -21,6 +21,7 @@ import path (a `hearth/` planted there is not imported outside the walls)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -143,42 +144,45 @@ def _networked(
     back.bind(str(where / "net"))
     back.listen(4)
     attached: list[socket.socket] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = back.accept()
-            except OSError:
-                return  # closed with the connection
-            with conn:
-                conn.settimeout(30)
-                try:
-                    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
-                except OSError:
-                    continue  # that start failed before its namespace was made: its own error says why
-            for fd in fds:
-                listener = socket.socket(fileno=fd)
-                proxy.attach(listener)
-                attached.append(listener)
-
+    serve = functools.partial(_serve_listeners, back, proxy, attached)
     threading.Thread(target=serve, name=f"mcp-{config.name}-net", daemon=True).start()
     helper = (*_NETWRAP, str(where / "net"), "--")
     server = Connection(config.name, lambda: Launch(argv=(*helper, *make()), env=_path(), cwd=str(workspace)))
     note = record or (lambda kind, detail: None)
     server.after_call = lambda: record_connections(proxy, config.name, note)
-
-    def closed() -> None:
-        try:
-            back.shutdown(socket.SHUT_RDWR)  # wakes the accept above (a close alone does not)
-        except OSError:
-            pass
-        back.close()
-        for listener in attached:
-            proxy.detach(listener)
-        shutil.rmtree(where, ignore_errors=True)
-
-    server.after_close.append(closed)
+    server.after_close.append(functools.partial(_close_back, back, proxy, attached, where))
     return server
+
+
+def _serve_listeners(back: socket.socket, proxy: CommandProxy, attached: list[socket.socket]) -> None:
+    """Each start's namespace listener, as it comes back over `back`, served by the proxy."""
+    while True:
+        try:
+            conn, _ = back.accept()
+        except OSError:
+            return  # closed with the connection
+        with conn:
+            conn.settimeout(30)
+            try:
+                _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+            except OSError:
+                continue  # that start failed before its namespace was made: its own error says why
+        for fd in fds:
+            listener = socket.socket(fileno=fd)
+            proxy.attach(listener)
+            attached.append(listener)
+
+
+def _close_back(back: socket.socket, proxy: CommandProxy, attached: list[socket.socket], where: Path) -> None:
+    """The server closed: no more listeners come back, the proxy lets go of them, the directory goes."""
+    try:
+        back.shutdown(socket.SHUT_RDWR)  # wakes _serve_listeners's accept (a close alone does not)
+    except OSError:
+        pass
+    back.close()
+    for listener in attached:
+        proxy.detach(listener)
+    shutil.rmtree(where, ignore_errors=True)
 
 
 def _landlocked(config: ServerConfig, workspace: Path, policy: SandboxPolicy, env: dict[str, str]) -> Launch:
