@@ -12,6 +12,35 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
+# the columns of `fleet_workers` as m201 made them
+_M201_WORKERS: dict[str, type] = {
+    "name": str,
+    "digest": str,
+    "labels": str,
+    "models": str,
+    "running": str,
+    "seen_at": float,
+    "created_at": str,
+    "created_by": str,
+}
+
+
+# the columns of `fleet_runs` as m201 made them
+_M201_RUNS: dict[str, type] = {
+    "run_id": str,
+    "queue": str,
+    "model": str,
+    "label": str,
+    "sent_at": float,
+    "worker": str,
+    "claimed_at": float,
+    "stop_by": str,
+    "stop_status": str,
+    "refused": int,
+    "lost": str,
+}
+
+
 def m201_fleet(db: sqlite_utils.Database) -> None:
     """Runs on other boxes (hearth/fleet/): `fleet_workers` one row per worker the hub knows (the
     SHA-256 of its token, never the token; its labels; what its last heartbeat said: the models its
@@ -23,37 +52,9 @@ def m201_fleet(db: sqlite_utils.Database) -> None:
     `fleet_door` since when the hub's /fleet door has been up, and when it last said so.
     `runs.worker` names the worker a run ran on (null: this box)."""
     db.table("runs").add_column("worker", str)
-    db.table("fleet_workers").create(
-        {
-            "name": str,
-            "digest": str,
-            "labels": str,
-            "models": str,
-            "running": str,
-            "seen_at": float,
-            "created_at": str,
-            "created_by": str,
-        },
-        pk="name",
-    )
+    db.table("fleet_workers").create(_M201_WORKERS, pk="name")
     db.table("fleet_workers").create_index(["digest"], unique=True)
-    db.table("fleet_runs").create(
-        {
-            "run_id": str,
-            "queue": str,
-            "model": str,
-            "label": str,
-            "sent_at": float,
-            "worker": str,
-            "claimed_at": float,
-            "stop_by": str,
-            "stop_status": str,
-            "refused": int,
-            "lost": str,
-        },
-        pk="run_id",
-        defaults={"refused": 0},
-    )
+    db.table("fleet_runs").create(_M201_RUNS, pk="run_id", defaults={"refused": 0})
     db.table("fleet_events").create(
         {"id": str, "run_id": str, "worker": str, "at": float, "kind": str, "lag_ms": float}, pk="id"
     )

@@ -13,54 +13,55 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
+# the columns of `runs` as m001 made them (later migrations add more)
+_M001_RUNS: dict[str, type] = {
+    "id": str,
+    "agent_name": str,
+    "model": str,
+    "goal": str,
+    "mode": str,
+    "source": str,
+    "requested_by": str,
+    "workspace": str,
+    "sandbox": str,
+    "status": str,
+    "started_at": str,
+    "ended_at": str,
+    "iterations": int,
+    "tokens_in": int,
+    "tokens_out": int,
+    "latency_ms": int,
+    "duration_ms": int,
+    "error": str,
+    "summary": str,
+}
+
+
+# the columns of `steps` as m001 made them
+_M001_STEPS: dict[str, type] = {
+    "id": int,
+    "run_id": str,
+    "seq": int,
+    "at": str,
+    "kind": str,
+    "iteration": int,
+    "tool": str,
+    "arguments": str,
+    "output": str,
+    "ok": int,
+    "duration_ms": int,
+    "verdict": str,
+    "tokens_in": int,
+    "tokens_out": int,
+    "detail": str,
+}
+
+
 def m001_runs_and_steps(db: sqlite_utils.Database) -> None:
-    db.table("runs").create(
-        {
-            "id": str,
-            "agent_name": str,
-            "model": str,
-            "goal": str,
-            "mode": str,
-            "source": str,
-            "requested_by": str,
-            "workspace": str,
-            "sandbox": str,
-            "status": str,
-            "started_at": str,
-            "ended_at": str,
-            "iterations": int,
-            "tokens_in": int,
-            "tokens_out": int,
-            "latency_ms": int,
-            "duration_ms": int,
-            "error": str,
-            "summary": str,
-        },
-        pk="id",
-    )
+    db.table("runs").create(_M001_RUNS, pk="id")
     db.table("runs").create_index(["started_at"])
     db.table("runs").create_index(["status"])
-    db.table("steps").create(
-        {
-            "id": int,
-            "run_id": str,
-            "seq": int,
-            "at": str,
-            "kind": str,
-            "iteration": int,
-            "tool": str,
-            "arguments": str,
-            "output": str,
-            "ok": int,
-            "duration_ms": int,
-            "verdict": str,
-            "tokens_in": int,
-            "tokens_out": int,
-            "detail": str,
-        },
-        pk="id",
-        foreign_keys=[("run_id", "runs", "id")],
-    )
+    db.table("steps").create(_M001_STEPS, pk="id", foreign_keys=[("run_id", "runs", "id")])
     db.table("steps").create_index(["run_id", "seq"], unique=True)
 
 
