@@ -23,7 +23,13 @@ WAYS = {"both": "text and meaning"}  # how a hit was found, as kb_search says it
 
 def register(sub: argparse._SubParsersAction) -> None:
     kb = sub.add_parser("kb", help="the knowledge base: add, search, list, remove")
-    verbs = kb.add_subparsers(dest="verb", metavar="VERB", required=True)
+    _register_kb(kb.add_subparsers(dest="verb", metavar="VERB", required=True))
+    memory = sub.add_parser("memory", help="long-term memory (lessons): list, remove")
+    _register_memory(memory.add_subparsers(dest="verb", metavar="VERB", required=True))
+
+
+def _register_kb(verbs: argparse._SubParsersAction) -> None:
+    """`hearth kb add|search|embed|reembed|list|rm`."""
     add = verbs.add_parser("add", help="add files, directories (indexed), stdin (-) or --text")
     add.add_argument("paths", nargs="*", metavar="PATH", help="a file, a directory to index, or - for stdin")
     add.add_argument("--text", help="add this text")
@@ -31,40 +37,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--source", help="source to record (default: the absolute path, or 'operator')")
     add.add_argument("--glob", help="for directories: only files matching this (e.g. *.md)")
     _scope_args(add, "store in this agent's scope instead of the global one")
+    add.set_defaults(handler=kb_add)
     search = verbs.add_parser("search", help="search the knowledge base")
     search.add_argument("query")
     search.add_argument("-k", type=int, default=5, help="how many results (default 5)")
     _scope_args(search, "search what this agent's runs see (default: everything)")
+    search.set_defaults(handler=kb_search)
     embed = verbs.add_parser("embed", help="embed chunks and lessons stored without vectors")
     embed.add_argument("--json", action="store_true")
+    embed.set_defaults(handler=kb_embed)
     reembed = verbs.add_parser("reembed", help="re-embed everything with another model (resumable)")
     reembed.add_argument("--model", help="the Ollama embedding model (default: HEARTH_EMBED_MODEL)")
     reembed.add_argument("--json", action="store_true")
+    reembed.set_defaults(handler=kb_reembed)
     listing = verbs.add_parser("list", help="list documents")
     listing.add_argument("--limit", type=positive, default=200)
     _scope_args(listing, "list what this agent's runs see (default: everything)")
+    listing.set_defaults(handler=kb_list)
     remove = verbs.add_parser("rm", help="remove a document by id or source")
     remove.add_argument("ref", help="a document id (see: hearth kb list) or its source")
     remove.add_argument("--json", action="store_true")
-    memory = sub.add_parser("memory", help="long-term memory (lessons): list, remove")
-    memory_verbs = memory.add_subparsers(dest="verb", metavar="VERB", required=True)
-    lessons = memory_verbs.add_parser("list", help="list lessons")
+    remove.set_defaults(handler=kb_rm)
+
+
+def _register_memory(verbs: argparse._SubParsersAction) -> None:
+    """`hearth memory list|rm`."""
+    lessons = verbs.add_parser("list", help="list lessons")
     lessons.add_argument("--limit", type=positive, default=200)
     _scope_args(lessons, "list what this agent's runs see (default: everything)")
-    forget = memory_verbs.add_parser("rm", help="remove a lesson by id")
+    lessons.set_defaults(handler=memory_list)
+    forget = verbs.add_parser("rm", help="remove a lesson by id")
     forget.add_argument("id", type=int)
     forget.add_argument("--json", action="store_true")
-    for parser, handler in (
-        (add, kb_add),
-        (search, kb_search),
-        (embed, kb_embed),
-        (reembed, kb_reembed),
-        (listing, kb_list),
-        (remove, kb_rm),
-        (lessons, memory_list),
-        (forget, memory_rm),
-    ):
-        parser.set_defaults(handler=handler)
+    forget.set_defaults(handler=memory_rm)
 
 
 def _scope_args(parser: argparse.ArgumentParser, agent_help: str) -> None:
