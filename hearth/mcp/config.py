@@ -88,6 +88,26 @@ def load_server(path: Path) -> ServerConfig:
     if not path.exists():
         raise ConfigError(f"{path}: no such file")
     raw = known_table(path, "the file", read_toml(path), KEYS)
+    transport, command, url = _transport(path, raw)
+    timeout = _timeout(path, raw)
+    return ServerConfig(
+        name=name,
+        path=path,
+        transport=transport,
+        command=command,
+        args=_strings(path, raw, "args"),
+        url=url,
+        env=_env(path, raw.get("env", {})),
+        headers=_headers(path, raw.get("headers", {})),
+        egress=_strings(path, raw, "egress"),
+        read=_paths(path, _strings(path, raw, "read")),
+        timeout_s=timeout,
+        tools=_tools(path, raw.get("tools", {})),
+    )
+
+
+def _transport(path: Path, raw: dict[str, Any]) -> tuple[str, str, str]:
+    """The transport, the command and the url, each only where its transport takes it."""
     transport = _text(path, raw, "transport", "stdio")
     if transport not in TRANSPORTS:
         raise ConfigError(f"{path}: transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
@@ -102,23 +122,14 @@ def load_server(path: Path) -> ServerConfig:
         raise ConfigError(f"{path}: env is for transport stdio; an http server's credentials go in headers (cred:NAME)")
     if transport == "stdio" and raw.get("headers"):
         raise ConfigError(f"{path}: headers are for transport http; a stdio server's credentials go in env")
+    return transport, command, url
+
+
+def _timeout(path: Path, raw: dict[str, Any]) -> float:
     timeout = raw.get("timeout", 30)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
         raise ConfigError(f"{path}: timeout must be a number of seconds from 1 to 600, got {timeout!r}")
-    return ServerConfig(
-        name=name,
-        path=path,
-        transport=transport,
-        command=command,
-        args=_strings(path, raw, "args"),
-        url=url,
-        env=_env(path, raw.get("env", {})),
-        headers=_headers(path, raw.get("headers", {})),
-        egress=_strings(path, raw, "egress"),
-        read=_paths(path, _strings(path, raw, "read")),
-        timeout_s=float(timeout),
-        tools=_tools(path, raw.get("tools", {})),
-    )
+    return float(timeout)
 
 
 def _text(path: Path, raw: dict[str, Any], key: str, default: str) -> str:
