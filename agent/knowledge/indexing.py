@@ -14,6 +14,7 @@ import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent.knowledge.store import KnowledgeStore, document_hash
 from agent.safety.workspace import Entry, PathRefused, Workspace
@@ -123,10 +124,7 @@ def index_directory(
     """Index (or re-index) one workspace directory; see the module docstring. `max_files` lowers
     the per-call cap (what is left of a run's allowance)."""
     limit = MAX_FILES if max_files is None else min(max_files, MAX_FILES)
-    top = ws.relpath(path)
-    if (entry := ws.stat(top)) is None or entry.kind != "dir":
-        raise PathRefused(f"{path!r} is not a directory in the workspace")
-    base = ws.root / top if top != "." else ws.root
+    top, base = _directory(ws, path)
     collection = str(base) + (f" ({glob})" if glob else "")
     matcher = glob_regex(glob) if glob else None
     known = store.collection_hashes(collection, scope)
@@ -154,6 +152,14 @@ def index_directory(
     if report.chunks_added:
         store.embed_pending()  # within its bound; what is left is embedded later (hearth kb embed, watch)
     return report
+
+
+def _directory(ws: Workspace, path: str) -> tuple[str, Path]:
+    """The directory to index, relative to the workspace and in full; PathRefused for anything else."""
+    top = ws.relpath(path)
+    if (entry := ws.stat(top)) is None or entry.kind != "dir":
+        raise PathRefused(f"{path!r} is not a directory in the workspace")
+    return top, ws.root / top if top != "." else ws.root
 
 
 def _read(ws: Workspace, rel: str, report: IndexReport) -> str | None:
