@@ -124,20 +124,10 @@ def _checks(
 ) -> list[Check]:
     steps = audit.steps(run_id)
     tools = [s for s in steps if s["kind"] == "tool"]
-    by_tool = lambda i: tools[i] if len(tools) > i else {}  # noqa: E731
-    plan = workspace / "notes" / "plan.md"
     run = audit.run(run_id) or {}
     state_file = settings.runs_state_dir / f"{run_id}.json"
     return [
-        _check("structured call with string arguments wrote the file", plan.is_file() and plan.read_text() == PLAN),
-        _check(
-            "malformed call written in text was repaired and run",
-            by_tool(1).get("tool") == "read_file"
-            and by_tool(1).get("ok") == 1
-            and "# Plan" in by_tool(1).get("output", ""),
-        ),
-        _check("path escape was refused", by_tool(2).get("ok") == 0 and "outside" in by_tool(2).get("output", "")),
-        _check("failing command earned a hint", by_tool(3).get("ok") == 0 and "Hint:" in by_tool(3).get("output", "")),
+        *_tool_checks(workspace, tools),
         _check("run ended done with a final summary", status == "done" and "Done." in (run.get("summary") or "")),
         _check(
             "audit has the run, 5 model turns and 4 tool steps",
@@ -145,7 +135,7 @@ def _checks(
         ),
         _check(
             "command approval recorded with its approver",
-            by_tool(3).get("verdict") == "approved" and "self-test" in (by_tool(3).get("detail") or ""),
+            _nth(tools, 3).get("verdict") == "approved" and "self-test" in (_nth(tools, 3).get("detail") or ""),
         ),
         _check(
             "live state said thinking mid-run and went with the run",
@@ -154,6 +144,26 @@ def _checks(
         _check("system prompt identical in every request", len({r[0]["content"] for r in model.requests}) == 1),
         _check("every request extends the previous one", _prefix_stable(model.requests)),
     ]
+
+
+def _tool_checks(workspace: Path, tools: list[dict[str, Any]]) -> list[Check]:
+    """What each of the scripted calls did: wrote, was repaired, was refused, earned a hint."""
+    plan = workspace / "notes" / "plan.md"
+    read, escape, command = _nth(tools, 1), _nth(tools, 2), _nth(tools, 3)
+    return [
+        _check("structured call with string arguments wrote the file", plan.is_file() and plan.read_text() == PLAN),
+        _check(
+            "malformed call written in text was repaired and run",
+            read.get("tool") == "read_file" and read.get("ok") == 1 and "# Plan" in read.get("output", ""),
+        ),
+        _check("path escape was refused", escape.get("ok") == 0 and "outside" in escape.get("output", "")),
+        _check("failing command earned a hint", command.get("ok") == 0 and "Hint:" in command.get("output", "")),
+    ]
+
+
+def _nth(tools: list[dict[str, Any]], i: int) -> dict[str, Any]:
+    """The i-th tool step, or an empty one when the run made fewer calls."""
+    return tools[i] if len(tools) > i else {}
 
 
 def _check(name: str, ok: bool, detail: str = "") -> Check:
