@@ -60,6 +60,28 @@ def run_services(
     and the MCP servers the run started (hearth/mcp/offer.py) are stopped.
 
     `record` keeps the network guard's and the credentials' decisions in the run's audit."""
+    services, guard = _services(plan, run_id, settings, sandbox, redactor, record)
+    # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
+    offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
+    services.tools = tuple(offered.tools) if offered else ()
+    try:
+        yield services
+    finally:
+        if offered:
+            offered.close()
+        if services.knowledge is not None:
+            services.knowledge.close()
+
+
+def _services(
+    plan: RunPlan,
+    run_id: str,
+    settings: Settings,
+    sandbox: SandboxPolicy,
+    redactor: Redactor,
+    record: Record | None,
+) -> tuple[RunServices, NetGuard]:
+    """The run's services before its MCP tools (credentials, knowledge, search), and its network guard."""
     store = credential_store(settings)
     guard = NetGuard(
         egress=plan.egress,
@@ -84,16 +106,7 @@ def run_services(
         recall_fusion=fusion_for(settings),
         search_backend=search_endpoint(settings, guard),
     )
-    # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
-    offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
-    services.tools = tuple(offered.tools) if offered else ()
-    try:
-        yield services
-    finally:
-        if offered:
-            offered.close()
-        if services.knowledge is not None:
-            services.knowledge.close()
+    return services, guard
 
 
 def search_endpoint(settings: Settings, guard: NetGuard) -> SearchEndpoint | None:
