@@ -158,6 +158,14 @@ def _swarm(
     wait_for_children(children, settings, audit, limit_s=(goal.timeout_s or 3600.0) * len(children))
     state.update("synthesis", "merging the children's work")
     collect(children, settings, audit, root)
+    return _synthesized(children, goal, holder, record, settings, out)
+
+
+def _synthesized(
+    children: list[Child], goal: RunPlan, holder: Holder, record: _Record, settings: Settings, out: TextIO
+) -> Outcome:
+    """The synthesis run over the children's merged work, and the swarm's outcome: its, with the
+    children that did not end done named."""
     synthesis = replace(
         goal.as_request(),
         run_id=derived_id(holder.id, "synthesis"),
