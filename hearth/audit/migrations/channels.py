@@ -13,6 +13,54 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
+# the columns of `channel_updates` as m232 made them
+_M232_UPDATES: dict[str, type] = {
+    "channel": str,
+    "update_id": str,
+    "at": str,
+    "kind": str,
+    "sender": str,
+    "chat": str,
+    "user": str,
+    "verdict": str,
+    "detail": str,
+    "run_id": str,
+}
+
+
+# the columns of `channel_chats` as m232 made them
+_M232_CHATS: dict[str, type] = {
+    "channel": str,
+    "chat": str,
+    "user": str,
+    "run_id": str,
+    "progress_id": str,
+    "shown": str,
+    "answered": str,
+    "updated_at": str,
+}
+
+
+# the columns of `deliveries` as m232 made them
+_M232_DELIVERIES: dict[str, type] = {
+    "id": int,
+    "channel": str,
+    "chat": str,
+    "kind": str,
+    "subject": str,
+    "text": str,
+    "buttons": str,
+    "status": str,
+    "message_id": str,
+    "attempts": int,
+    "next_at": str,
+    "last_error": str,
+    "created_at": str,
+    "delivered_at": str,
+    "mission": str,
+}
+
+
 def m232_channels(db: sqlite_utils.Database) -> None:
     """Every update a platform delivered (`channel_updates`: its own id is the key, so a replay is
     seen and acted on once; the sender, the user it mapped to, what hearth made of it), each chat's
@@ -20,55 +68,10 @@ def m232_channels(db: sqlite_utils.Database) -> None:
     message hearth sent or must send (`deliveries`: delivered only once the platform acknowledged
     it, with the platform's message id; retried with backoff), and each channel's state
     (`channel_state`: up, backing off, stopped; its last error)."""
-    db.table("channel_updates").create(
-        {
-            "channel": str,
-            "update_id": str,
-            "at": str,
-            "kind": str,
-            "sender": str,
-            "chat": str,
-            "user": str,
-            "verdict": str,
-            "detail": str,
-            "run_id": str,
-        },
-        pk=("channel", "update_id"),
-    )
+    db.table("channel_updates").create(_M232_UPDATES, pk=("channel", "update_id"))
     db.table("channel_updates").create_index(["channel", "sender", "at"])
-    db.table("channel_chats").create(
-        {
-            "channel": str,
-            "chat": str,
-            "user": str,
-            "run_id": str,
-            "progress_id": str,
-            "shown": str,
-            "answered": str,
-            "updated_at": str,
-        },
-        pk=("channel", "chat", "user"),
-    )
-    db.table("deliveries").create(
-        {
-            "id": int,
-            "channel": str,
-            "chat": str,
-            "kind": str,
-            "subject": str,
-            "text": str,
-            "buttons": str,
-            "status": str,
-            "message_id": str,
-            "attempts": int,
-            "next_at": str,
-            "last_error": str,
-            "created_at": str,
-            "delivered_at": str,
-            "mission": str,
-        },
-        pk="id",
-    )
+    db.table("channel_chats").create(_M232_CHATS, pk=("channel", "chat", "user"))
+    db.table("deliveries").create(_M232_DELIVERIES, pk="id")
     db.table("deliveries").create_index(["status", "next_at"])
     db.table("deliveries").create_index(["channel", "chat", "kind", "subject"])
     db.table("deliveries").create_index(["mission"])
