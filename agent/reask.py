@@ -13,6 +13,7 @@ that still cannot be read leaves the loop to its nudge.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,17 +46,24 @@ def _shape(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_shaped(text: str, names: list[str]) -> bool:
-    """Whether a reply is nothing but one JSON object naming one of the run's tools (fenced or not):
-    a call the parser declined (a small model adds a made-up "result" to it), never a final answer."""
+    """Whether a reply is nothing but one call's JSON (fenced or not) that the parser declined: an
+    object naming one of the run's tools (a small model adds a made-up "result" to it), one shaped
+    as a call of a tool the run lacks (a real 0.5B model called `is_even` with a schema for its
+    argument, asked to write that function), or a call begun and written broken. Never a final answer."""
     body = text.strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[-1] if "\n" in body else ""
-        body = body.rsplit("```", 1)[0]
+        body = body.rsplit("```", 1)[0].strip()
     try:
         data = json.loads(body)
     except ValueError:
+        return _CALL_BEGUN.match(body) is not None
+    if not isinstance(data, dict):
         return False
-    return isinstance(data, dict) and data.get("name") in names
+    return data.get("name") in names or (isinstance(data.get("name"), str) and isinstance(data.get("arguments"), dict))
+
+
+_CALL_BEGUN = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]{1,80}"\s*,\s*"arguments"\s*:')
 
 
 @dataclass(frozen=True)

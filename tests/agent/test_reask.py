@@ -129,3 +129,38 @@ def test_a_reply_that_is_only_a_calls_json_with_a_made_up_result_is_not_a_final_
     with FakeOllama([made_up, STEP, final_answer("The NAS first.")]) as fake:
         run(fake, ws, [], reask=False)
     assert fake.requests[1]["messages"][-1]["tool_name"] == INVALID_CALL  # nudged, not taken as the answer
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        '```json\n{\n  "name": "is_even",\n  "arguments": {\n    "n": {\n      "type": "number"\n    }\n  }\n}\n```',
+        '{"name": "report.py", "arguments": {"stock_report": "report.json"})',
+    ],
+    ids=["a tool the run lacks, its argument a schema", "a call written broken"],
+)
+def test_a_reply_that_is_only_a_call_the_parser_declined_is_asked_again_not_the_final_answer(
+    ws: Workspace, said: str
+) -> None:
+    """Two chores of the real 0.5B model ended done on such a reply: asked to add is_even(n) to a
+    file, it answered with a call of a tool named is_even; asked to fix report.py, with a call of a
+    tool named report.py whose JSON it closed with a parenthesis."""
+    with FakeOllama([{"content": said}, STEP, final_answer("The NAS first.")]) as fake:
+        outcome = run(fake, ws, [])
+    assert outcome.status == "done" and outcome.summary == "The NAS first."
+    assert "format" in fake.requests[1] and tool_results(fake.requests[2]) == ["the NAS first\n"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"debug": false, "workers": 4}',
+        'The config is now:\n```json\n{"name": "web", "port": 9090}\n```',
+        'A call looks like {"name": "read_file", "arguments": {"path": "a"}} in the text.',
+    ],
+    ids=["json that is not a call", "a fenced object named but with no arguments", "a call explained in prose"],
+)
+def test_a_final_answer_holding_json_that_is_not_a_call_ends_the_run(ws: Workspace, answer: str) -> None:
+    with FakeOllama([final_answer(answer)]) as fake:
+        outcome = run(fake, ws, [])
+    assert outcome.status == "done" and len(fake.requests) == 1
