@@ -30,25 +30,49 @@ MAX_EVENTS = 500
 
 
 def fleet_app(web: Web) -> FastAPI:
-    from hearth.web.live import budget_of  # the hub's budgets count every box's runs
-    from hearth.web.security import HEADERS
-
-    settings = web.config.settings
+    """The `/fleet` routes, each a check of the worker's body and one call of hearth/fleet/hub.py."""
+    door = _Door(web)
     app = FastAPI(title="hearth /fleet", docs_url=None, redoc_url=None, openapi_url=None)
 
-    kept = threading.local()
+    @app.post("/fleet/claim")
+    async def claim(request: Request) -> Response:
+        return await door.guarded(request, door.claim)
 
-    def store() -> AuditStore:
+    @app.post("/fleet/heartbeat")
+    async def heartbeat(request: Request) -> Response:
+        return await door.guarded(request, door.heartbeat)
+
+    @app.post("/fleet/events")
+    async def events(request: Request) -> Response:
+        return await door.guarded(request, door.events)
+
+    @app.get("/fleet/approvals/{approval_id}")
+    async def approval(request: Request, approval_id: str) -> Response:
+        return await door.answer(request, lambda audit, worker: hub.approval(audit, worker, approval_id))
+
+    return app
+
+
+class _Door:
+    """What every `/fleet` call shares: the Host check, the worker's token, the audit per thread,
+    one JSON answer; and the work of the three calls that carry a body."""
+
+    def __init__(self, web: Web) -> None:
+        self.web = web
+        self.settings = web.config.settings
+        self.kept = threading.local()
+
+    def store(self) -> AuditStore:
         """The audit through one connection per thread of the pool the calls run in (a worker calls
         several times a second; opening the file for each was a good part of the hub's work)."""
-        audit: AuditStore | None = getattr(kept, "audit", None)
+        audit: AuditStore | None = getattr(self.kept, "audit", None)
         if audit is None:
-            audit = kept.audit = AuditStore(settings.audit_path)
+            audit = self.kept.audit = AuditStore(self.settings.audit_path)
         return audit
 
-    def call(request_headers: dict[str, str], work: Any) -> tuple[int, dict[str, Any]]:
+    def call(self, request_headers: dict[str, str], work: Any) -> tuple[int, dict[str, Any]]:
         try:
-            audit = store()
+            audit = self.store()
             worker = hub.identify(audit, request_headers.get("authorization", ""))
             return 200, work(audit, worker)
         except hub.WorkerRefused as exc:
@@ -57,71 +81,60 @@ def fleet_app(web: Web) -> FastAPI:
                 body["index"] = exc.index
             return exc.status, body
 
-    async def answer(request: Request, work: Any) -> Response:
+    async def answer(self, request: Request, work: Any) -> Response:
+        from hearth.web.security import HEADERS
+
         host = request.headers.get("host", "").lower()
-        if host not in web.config.allowed_hosts:
+        if host not in self.web.config.allowed_hosts:
             status, body = (
                 400,
                 {"error": f"Host {host!r} is not one this server answers to (hearth serve --allowed-host)"},
             )
         else:
-            status, body = await asyncio.to_thread(call, dict(request.headers), work)
+            status, body = await asyncio.to_thread(self.call, dict(request.headers), work)
         return JSONResponse(body, status_code=status, headers={**HEADERS, "Cache-Control": "no-store"})
 
-    async def body_of(request: Request) -> dict[str, Any]:
-        try:
-            found = await request.json()
-        except ValueError:
-            found = None
-        if not isinstance(found, dict):
-            raise hub.WorkerRefused(400, "the body must be a JSON object")
-        return found
+    async def guarded(self, request: Request, work: Any) -> Response:
+        from hearth.web.security import HEADERS
 
-    async def guarded(request: Request, work: Any) -> Response:
         try:
-            found = await body_of(request)
+            found = await _body_of(request)
         except hub.WorkerRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=HEADERS)
-        return await answer(request, lambda audit, worker: work(audit, worker, found))
+        return await self.answer(request, lambda audit, worker: work(audit, worker, found))
 
-    @app.post("/fleet/claim")
-    async def claim(request: Request) -> Response:
-        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
-            return hub.claim(audit, worker, str(body.get("run_id")), paused=_paused(settings))
+    def claim(self, audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+        return hub.claim(audit, worker, str(body.get("run_id")), paused=_paused(self.settings))
 
-        return await guarded(request, work)
+    def heartbeat(self, audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+        from hearth.web.live import budget_of  # the hub's budgets count every box's runs
 
-    @app.post("/fleet/heartbeat")
-    async def heartbeat(request: Request) -> Response:
-        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
-            models, running = body.get("models"), body.get("running")
-            if not isinstance(models, list) or not isinstance(running, list):
-                raise hub.WorkerRefused(400, "a heartbeat is {models: [...], running: [...]}")
-            answer = hub.heartbeat(audit, worker, models, running, budget=budget_of(web.config))
-            return {**answer, "paused": _paused(settings)}
+        models, running = body.get("models"), body.get("running")
+        if not isinstance(models, list) or not isinstance(running, list):
+            raise hub.WorkerRefused(400, "a heartbeat is {models: [...], running: [...]}")
+        answer = hub.heartbeat(audit, worker, models, running, budget=budget_of(self.web.config))
+        return {**answer, "paused": _paused(self.settings)}
 
-        return await guarded(request, work)
+    def events(self, audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
+        batch = body.get("events")
+        if not isinstance(batch, list) or len(batch) > MAX_EVENTS:
+            raise hub.WorkerRefused(400, f"events must be a list of at most {MAX_EVENTS}")
+        done = hub.accept(audit, worker, batch)
+        for row in done.pop("asked"):
+            _asked(self.settings, row)
+        for run_id in done.pop("finished"):
+            _place(self.settings, audit, run_id)
+        return done
 
-    @app.post("/fleet/events")
-    async def events(request: Request) -> Response:
-        def work(audit: AuditStore, worker: hub.Worker, body: dict[str, Any]) -> dict[str, Any]:
-            batch = body.get("events")
-            if not isinstance(batch, list) or len(batch) > MAX_EVENTS:
-                raise hub.WorkerRefused(400, f"events must be a list of at most {MAX_EVENTS}")
-            done = hub.accept(audit, worker, batch)
-            for row in done.pop("asked"):
-                _asked(settings, row)
-            for run_id in done.pop("finished"):
-                _place(settings, audit, run_id)
-            return done
 
-        return await guarded(request, work)
-
-    @app.get("/fleet/approvals/{approval_id}")
-    async def approval(request: Request, approval_id: str) -> Response:
-        return await answer(request, lambda audit, worker: hub.approval(audit, worker, approval_id))
-
-    return app
+async def _body_of(request: Request) -> dict[str, Any]:
+    try:
+        found = await request.json()
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        raise hub.WorkerRefused(400, "the body must be a JSON object")
+    return found
 
 
 def _paused(settings: Any) -> bool:
