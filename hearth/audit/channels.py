@@ -155,13 +155,13 @@ def states(db: Rows) -> list[dict[str, Any]]:
 
 def status(db: Rows) -> list[dict[str, Any]]:
     """Each channel's state, how many deliveries it still owes (pending or failed) and the latest
-    it gave up on (`missing`, at most ten)."""
+    it gave up on (`missing`, newest first; the page shows the first few, the CLI counts them)."""
     owed = {s: deliveries(db, status=s, limit=1000) for s in ("pending", "failed", "missing")}
     return [
         {
             **row,
             "owed": sum(1 for s in ("pending", "failed") for d in owed[s] if d["channel"] == row["channel"]),
-            "missing": [d for d in owed["missing"] if d["channel"] == row["channel"]][:10],
+            "missing": [d for d in owed["missing"] if d["channel"] == row["channel"]],
         }
         for row in states(db)
     ]
