@@ -72,6 +72,11 @@ def test_a_change_hearth_users_would_refuse_is_refused_with_why_and_recorded(
         assert row["ok"] == 0 and words in row["detail"]
 
 
+def test_before_the_audit_exists_the_page_says_there_are_no_users_yet(guarded: Center) -> None:
+    page = guarded.client(Authorization=f"Bearer {VIEWER}").get("/operate/users")
+    assert page.status_code == 200 and 'id="no-users"' in page.text and 'id="users-table"' not in page.text
+
+
 def test_a_viewer_and_an_operator_read_the_users_but_cannot_change_them(guarded: Center) -> None:
     owner = guarded.client(Authorization=f"Bearer {OPERATOR}")
     token = owner.post_json("/api/users", {"action": "add", "name": "ada", "role": "operator"}).json()["token"]
