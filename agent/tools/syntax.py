@@ -13,7 +13,6 @@ import json
 import posixpath
 import shutil
 import subprocess
-import tomllib
 from collections.abc import Callable
 
 CHECK_LIMIT = 2_000_000  # characters: a bigger file is not checked (nothing larger is written in one call)
@@ -69,6 +68,8 @@ def _json(text: str) -> str:
 
 
 def _toml(text: str) -> str:
+    import tomllib  # only after a .toml write: every run imports this module
+
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

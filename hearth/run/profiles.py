@@ -42,15 +42,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.model import DEFAULT_REPLY_TOKENS
 from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
 from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MAX_RUN_TOKENS, MIN_REPLY_TOKENS, parse_duration
-from hearth.queue.longspec import Research
 from hearth.settings import Settings
+
+if TYPE_CHECKING:  # pydantic is loaded only for a profile with a [research] table: every run reads profiles
+    from hearth.queue.longspec import Research
 
 BUILTIN = ("default", "demo", "evolve", "self-test")
 SETTINGS_FILE = "agent.toml"
@@ -195,6 +197,8 @@ def _checked(path: Path, key: str, value: Any) -> Any:
 def _research(path: Path, value: Any) -> Research:
     """The [research] table: a request's `research` limits (hearth/queue/longspec.py), checked the same."""
     from pydantic import ValidationError
+
+    from hearth.queue.longspec import Research
 
     if not isinstance(value, dict):
         raise ConfigError(f"{path}: research must be a table of limits ([research] with max_pages = 8 ...)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +319,21 @@ def test_a_bad_tool_set_think_or_web_extract_names_the_setting(tmp_path: Path) -
         make_profile(tmp_path, name, toml=toml + "\n")
         with pytest.raises(ConfigError, match=said):
             load_profile(tmp_path, name)
+
+
+def test_a_run_whose_profiles_have_no_research_table_never_loads_pydantic(tmp_path: Path) -> None:
+    """Every run reads its profile; pydantic (a tenth of a second to import on a busy box) is for
+    the [research] table alone."""
+    script = """
+import sys
+from hearth.cli import loop
+from pathlib import Path
+from hearth.run.profiles import load_profile
+(Path(sys.argv[1]) / "agents" / "tidy").mkdir(parents=True)
+(Path(sys.argv[1]) / "agents" / "tidy" / "agent.toml").write_text("max_iterations = 5\\n")
+load_profile(Path(sys.argv[1]), "tidy")
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core")))
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
