@@ -18,13 +18,13 @@ from agent.context.compaction import Compactor, Usage
 from agent.hints import hint_for, unusable_reply
 from agent.model.reply import ChatModel, ChatReply, ModelError, ModelUnavailable, keeps_thinking
 from agent.parsing.calls import ToolCall
-from agent.parsing.names import resolve_tool_name
 from agent.reask import call_shaped, read_step, step_schema
 from agent.repeats import STUCK_AFTER, Repeats, answer
-from agent.tools.registry import ARGUMENTS_LIMIT, ToolResult, arguments_size
+from agent.steer import Steering, steer_message
+from agent.tools.registry import ToolResult
+from agent.wire import INVALID_CALL, invalid_call, kept, repaired, short_args
 
 MAX_UNPARSEABLE = 3
-INVALID_CALL = "invalid_call"  # the name a malformed call stands under in the history
 
 
 class StopRun(Exception):
@@ -133,6 +133,7 @@ class Loop:
         compactor: Compactor | None = None,
         guard: Callable[[Outcome], None] | None = None,
         reask: bool = False,
+        steering: Steering | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -153,6 +154,7 @@ class Loop:
         self.generation = 0  # compactions so far: each starts a new history
         self._kept = 0  # messages of this generation already handed on in a `messages` event
         self.owed_malformed: list[str] = []
+        self.steering = steering  # a person's steers, taken after a tool result (agent/steer.py)
 
     def run(self, goal: str, context: str = "") -> Outcome:
         first = f"{context}\n\n## Goal\n{goal}" if context else goal
@@ -227,8 +229,8 @@ class Loop:
         if calls or reply.malformed:
             # Calls found in the text are written back as structured calls, so the history shows
             # the model the format we want and tool results follow a message that carries calls.
-            wire = [{"function": {"name": c.name, "arguments": _kept(c.arguments)}} for c in calls]
-            wire += [_invalid() for _ in reply.malformed]
+            wire = [{"function": {"name": c.name, "arguments": kept(c.arguments)}} for c in calls]
+            wire += [invalid_call() for _ in reply.malformed]
             self._unparseable = 0
             self._said(
                 reply, {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": wire}
@@ -348,7 +350,7 @@ class Loop:
 
     def _calls_in(self, reply: ChatReply) -> list[ToolCall]:
         if reply.tool_calls:
-            return [_repaired(call, self.tools.names) for call in reply.tool_calls]
+            return [repaired(call, self.tools.names) for call in reply.tool_calls]
         # the parameter order names positional arguments (`read_file("a.txt")`) and checks flattened ones
         if not parsing.may_hold_a_call(reply.content):  # plain prose: the readers need not even load
             return []
@@ -367,6 +369,19 @@ class Loop:
             self._append_result(INVALID_CALL, f"{text}\n{hint_for(text) or ''}".rstrip())
         if self.repeats.stuck:
             raise Stuck(f"stopped: the model made the same call {STUCK_AFTER} times in a row with nothing changed")
+        self._take_steers()
+
+    def _take_steers(self) -> None:
+        """The steers given since the last boundary, as one user message after the tool results:
+        kept, recorded, then taken from where they waited."""
+        steers = self.steering.pending() if self.steering is not None else []
+        if not steers:
+            return
+        self.messages.append(steer_message(steers))
+        self._keep()
+        for steer in steers:
+            self.emit(Event("steer", self.iteration, {"by": steer.by, "text": steer.text, "at": steer.at}))
+        self.steering.taken(steers)  # type: ignore[union-attr]
 
     def _run_one(self, call: ToolCall, *, started: bool = False) -> str:
         written = {"called_as": call.written} if call.written else {}
@@ -386,7 +401,7 @@ class Loop:
             hint = hint_for(output, call.name)
             output = f"{output}\n{hint}" if hint else output
         shown = "ok" if result.ok else "repeated" if seen is not None else "failed"
-        self.done_steps.append(f"{call.name}({_short_args(call.arguments)}) -> {shown}")
+        self.done_steps.append(f"{call.name}({short_args(call.arguments)}) -> {shown}")
         self.emit(
             Event(
                 "tool",
@@ -416,37 +431,13 @@ class Loop:
         if self._unparseable >= MAX_UNPARSEABLE:
             self._said(reply, {"role": "assistant", "content": reply.content})
             raise RunFailed(f"the model gave {MAX_UNPARSEABLE} unusable replies in a row")
-        said = {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": [_invalid()]}
+        said = {"role": "assistant", "content": reply.content, **self._thought(reply), "tool_calls": [invalid_call()]}
         result = {"role": "tool", "content": unusable_reply(not reply.content.strip()), "tool_name": INVALID_CALL}
         self._said(reply, said, result)  # kept as one: a resumed run never owes this call
         what = "was empty" if not reply.content.strip() else "looked like a tool call but could not be parsed"
         self.emit(Event("nudge", self.iteration, {"reason": what, "count": self._unparseable}))
+        self._take_steers()
 
     def _summary(self, stop: StopRun) -> str:
         steps = "; ".join(self.done_steps[-20:]) or "no tool calls"
         return f"{stop.detail}. Steps taken: {steps}."
-
-
-def _invalid() -> dict[str, Any]:
-    return {"function": {"name": INVALID_CALL, "arguments": {}}}
-
-
-def _kept(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A call's arguments as the history keeps them: a flood (which the gate refuses) is not
-    carried into every later request."""
-    size = arguments_size(arguments, ARGUMENTS_LIMIT)
-    if size is not None and size <= ARGUMENTS_LIMIT:
-        return arguments
-    return {"omitted": f"arguments over the limit of {ARGUMENTS_LIMIT} characters (or nested too deeply)"}
-
-
-def _short_args(arguments: dict[str, Any], limit: int = 60) -> str:
-    # each value cut before repr: a flood of an argument is never copied whole
-    text = ", ".join(f"{k}={v[: limit + 1] if isinstance(v, str) else v!r}" for k, v in arguments.items())
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _repaired(call: ToolCall, names: list[str]) -> ToolCall:
-    """A structured call under its real tool's name, keeping the name the model wrote."""
-    name = resolve_tool_name(call.name, names) or call.name
-    return ToolCall(name, call.arguments, written="" if name == call.name else call.name)

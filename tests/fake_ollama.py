@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agent.steer import is_steer
+
 
 @dataclass(frozen=True)
 class Raw:
@@ -313,10 +315,14 @@ def assert_roles_legal(messages: list[dict[str, Any]]) -> None:
 
 
 def assert_no_synthetic_user(messages: list[dict[str, Any]]) -> None:
-    """Roles legal, and the goal the one user message: hearth never writes a user turn of its own
-    (a nudge, a repair) into a run's conversation."""
+    """Roles legal, and the goal the one user message but a person's steer right after a tool
+    result: hearth never writes a user turn of its own (a nudge, a repair) into a conversation."""
     assert_roles_legal(messages)
-    later = [m["content"][:80] for m in messages[2:] if m["role"] == "user"]
+    later = [
+        m["content"][:80]
+        for prev, m in zip(messages[1:], messages[2:])
+        if m["role"] == "user" and not (is_steer(m) and prev["role"] == "tool")
+    ]
     assert not later, f"a user message hearth made up: {later}"
 
 

@@ -52,7 +52,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     3: ("agent.sqlite_store", "agent.knowledge", "agent.net"),  # stores and the network
     4: ("agent.model", "agent.context"),  # the model server, the prompt and compaction
     5: ("agent.tools",),  # the tool kinds and the gate
-    6: ("agent.loop", "agent.repeats", "agent.reask"),
+    6: ("agent.loop", "agent.repeats", "agent.reask", "agent.steer", "agent.wire"),
     7: ("agent.hearth_tools", "agent.ollama_client", "agent.policy", "agent.sandbox", "agent.workspace"),  # old faces
     # the appliance
     10: (

@@ -225,6 +225,12 @@ class Recorder:
         columns = {"iteration": event.iteration, "detail": event.data["reason"]}
         self.sink.record(StepRecorded(self.run_id, "nudge", columns))
 
+    def _on_steer(self, event: Event) -> None:
+        """A person's steer, as the model read it after the tool result (agent/steer.py)."""
+        d = self.redactor.data(event.data)
+        columns = {"iteration": event.iteration, "detail": f"from {d['by']}: {d['text']}", "data": json.dumps(d)}
+        self.sink.record(StepRecorded(self.run_id, "steer", columns))
+
     def _on_compaction(self, event: Event) -> None:
         d = event.data
         sizes = {
@@ -344,6 +350,8 @@ def _human(event: Event, run_id: str) -> str | None:
         return f"[{event.iteration}] the reply repeated {', '.join(d['tools'])}, which worked: its words are the final answer"
     if event.kind == "nudge":
         return f"[{event.iteration}] reply unusable ({d['reason']}); asked again"
+    if event.kind == "steer":
+        return f"[{event.iteration}] steer from {d['by']}: {d['text']}"
     if event.kind == "notice":
         return f"[hearth] {d['message']}"
     if event.kind == "compaction":

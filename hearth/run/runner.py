@@ -55,6 +55,7 @@ from hearth.run.services import (
     run_services,
 )
 from hearth.run.state import StateFile
+from hearth.run.steers import SteerBox, steers_dir
 from hearth.run.suspend import RESUME, SUSPEND
 from hearth.run.walls import Walls, raised
 from hearth.settings import Settings
@@ -258,6 +259,7 @@ def _execute(
             start = lambda: loop.resume(point.resumed)  # noqa: E731
         spent = point.resumed.tokens_in + point.resumed.tokens_out if point else 0  # in the audit already
         loop.guard = _guard(plan, settings, run.audit, spent)
+        loop.steering = SteerBox(steers_dir(settings, run.id))
         outcome = _drive(loop, start, run.recorder, run.state, run.redactor, prompt)
     if outcome.status == "waiting":
         return outcome

@@ -28,6 +28,7 @@ MODULES = (
     "serve",
     "budget",
     "stop",
+    "steer",
     "pause",
     "alerts",
     "missions",
@@ -42,6 +43,7 @@ MODULES = (
     "research",
 )
 COMMANDS = {
+    "steer": "steer",
     "demo": "demo",
     "runs": "runs",
     "show": "runs",
