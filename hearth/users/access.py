@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -146,8 +147,13 @@ def login_user(settings: Settings) -> User:
         login = f"uid {os.getuid()}"
     if not settings.audit_path.exists():
         return cli_user(None, login)
-    audit = AuditStore.read_only(settings.audit_path)
+    try:
+        audit = AuditStore.read_only(settings.audit_path)
+    except sqlite3.DatabaseError:
+        return cli_user(None, login)  # an audit this submitter cannot read: as at a shell that writes the queue
     try:
         return cli_user(audit, login)
+    except sqlite3.DatabaseError:
+        return cli_user(None, login)
     finally:
         audit.close()

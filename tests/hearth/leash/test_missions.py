@@ -45,7 +45,7 @@ def test_hearth_missions_shows_runs_and_pauses_a_mission(state_dir: Path, tmp_pa
     listed = run_cli("hearth", "missions")
     assert listed.returncode == 0, listed.stderr
     assert re.search(
-        r"notes\s+daily\s+\d{4}-\d\d-\d\dT00:00:00\S*\s+never\s+-\s+0\s+default\s+Tidy the notes.", listed.stdout
+        r"notes\s+daily\s+in \d+ (?:h|min)(?: \d+ min)?\s+never\s+-\s+0\s+default\s+Tidy the notes.", listed.stdout
     )
     run_id = run_cli("hearth", "missions", "run", "notes").stdout.strip()
     assert run_id.startswith("notes-")

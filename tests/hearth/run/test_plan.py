@@ -38,7 +38,15 @@ CARRIED: dict[str, tuple[str, Any]] = {
     "web_extract": ("web_extract", False),
 }
 # Fields that choose how claimed.py runs the request, or that only its row keeps: never in a plan.
-NOT_A_RUNS = {"version", "created_at", "evolve", "marathon", "swarm", "worker"}  # worker: the hub routes by it
+NOT_A_RUNS = {
+    "version",
+    "created_at",
+    "evolve",
+    "marathon",
+    "swarm",
+    "research",
+    "worker",
+}  # long work and worker: routed by dispatch
 REQUEST_VALUES = {
     "allowed_tools": ["read_file", "list_files"],
     "timeout_s": 99,

@@ -93,5 +93,6 @@ def test_a_viewer_sees_the_rules_but_cannot_make_or_remove_one(guarded: Center, 
     assert f'id="rule-{rule["id"]}"' in page and "data-remove-rule" not in page and "data-always" not in page
     for path in (f"/api/approvals/{second}/always", f"/api/rules/{rule['id']}/remove"):
         answer = viewer.post(path, json={})
-        assert answer.status_code == 403 and "operator role" in answer.json()["error"], path
+        error = answer.json()["error"]  # the approval's door names the role; managing rules needs an owner
+        assert answer.status_code == 403 and ("operator role" in error or "'viewer' is a viewer" in error), path
     assert re.search(r"pending", str(rows(state_dir, "select status from approvals where id = ?", second)))
