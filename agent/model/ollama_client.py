@@ -98,35 +98,31 @@ def _read_whole(lines: Iterator[str], url: str) -> ChatReply:
 def _read_stream(
     lines: Iterator[str], url: str, started: float, on_tokens: Callable[[int], None] | None = None
 ) -> ChatReply:
-    content: list[str] = []
-    thinking: list[str] = []
     calls: list[Any] = []
     final: dict[str, Any] | None = None
-    seen_message, first = False, 0.0
-    said, thought = Runaway(), Runaway()
+    seen_message, first, chunks = False, 0.0, 0
+    said, thought = Runaway(), Runaway()  # the reply's text and thinking as they come, watched
     for line in lines:
         if not line.strip() or final is not None:
             continue  # read to the end, so the connection can be reused
         chunk = parse_json_line(line, url)
         message = chunk.get("message")
         if isinstance(message, dict):
-            seen_message, first = True, first or time.monotonic() - started
-            content.append(str(message.get("content") or ""))
-            thinking.append(str(message.get("thinking") or ""))
+            seen_message, first, chunks = True, first or time.monotonic() - started, chunks + 1
             calls.extend(message.get("tool_calls") or [])
             if on_tokens:
-                on_tokens(len(content))
-            if said.feed(content[-1]) | thought.feed(thinking[-1]):
-                return _ran_away(said, thought, calls, len(content), first)
+                on_tokens(chunks)
+            if said.feed(str(message.get("content") or "")) | thought.feed(str(message.get("thinking") or "")):
+                return _ran_away(said, thought, calls, chunks, first)
         elif not chunk.get("done"):
             raise BadReply(f"{url} sent a chunk without a message: {clip(line.strip())!r}")
         if chunk.get("done"):
             final = chunk
     if final is None:
-        raise BadReply(f"{url} ended the reply before it was done" if content else f"{url} sent an empty reply")
+        raise BadReply(f"{url} ended the reply before it was done" if chunks else f"{url} sent an empty reply")
     if not seen_message:
         raise BadReply(f"{url} sent a reply without a message")
-    merged = {"content": "".join(content), "thinking": "".join(thinking), "tool_calls": calls}
+    merged = {"content": said.text(), "thinking": thought.text(), "tool_calls": calls}
     reply = decode_message(merged, tokens_in=count(final, "prompt_eval_count"), tokens_out=count(final, "eval_count"))
     reply.first_token_s, reply.cut = first, final.get("done_reason") == "length"
     return reply

@@ -186,11 +186,9 @@ class _Pieces:
     """A streamed reply as it comes: text, reasoning, and each tool call's pieces by index."""
 
     def __init__(self) -> None:
-        self.content: list[str] = []
-        self.thinking: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish = ""
-        self.said, self.thought = Runaway(), Runaway()
+        self.said, self.thought = Runaway(), Runaway()  # the text and reasoning as they come, watched
 
     def add(self, choice: dict[str, Any]) -> bool:
         """One choice of one event; True when it carried something of the reply."""
@@ -198,10 +196,8 @@ class _Pieces:
         self.finish = str(choice.get("finish_reason") or self.finish)
         text, reasoning = delta.get("content"), _reasoning(delta)
         if text:
-            self.content.append(str(text))
             self.said.feed(str(text))
         if reasoning:
-            self.thinking.append(reasoning)
             self.thought.feed(reasoning)
         for n, piece in enumerate(delta.get("tool_calls") or []):
             if isinstance(piece, dict):

@@ -22,6 +22,7 @@ import os
 import pwd
 import sqlite3
 from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from hearth.audit import users as rows
@@ -148,12 +149,7 @@ def login_user(settings: Settings) -> User:
     if not settings.audit_path.exists():
         return cli_user(None, login)
     try:
-        audit = AuditStore.read_only(settings.audit_path)
+        with closing(AuditStore.read_only(settings.audit_path)) as audit:
+            return cli_user(audit, login)
     except sqlite3.DatabaseError:
         return cli_user(None, login)  # an audit this submitter cannot read: as at a shell that writes the queue
-    try:
-        return cli_user(audit, login)
-    except sqlite3.DatabaseError:
-        return cli_user(None, login)
-    finally:
-        audit.close()
