@@ -31,8 +31,10 @@ from tests.netfixtures import Answer, TestNet, Web
 
 # Left out of the comparison, each for a reason: `_migrations` holds when each audit file was
 # made (the replay's own time, and no record of a run); the runs_fts tables are SQLite's full-text
-# index, kept by triggers from `runs` itself (compared through `runs`).
+# index, kept by triggers from `runs` itself (compared through `runs`). The built-in users are
+# made with each audit file, so their `created_at` is that file's own time, not a run's record.
 NOT_A_RUNS_RECORD = ("_migrations",)
+MADE_WITH_THE_FILE = {"users": "created_at"}
 FETCH = "python3 -c \"import urllib.request as u; print(u.urlopen('http://notes.example/').read())\""
 COMMAND = f"cat notes.txt ~/.aws/credentials; {FETCH}; git ls-remote http://elsewhere.example/x.git"
 
@@ -49,7 +51,15 @@ def tables(audit: AuditStore) -> dict[str, list[dict[str, Any]]]:
     for name, keyed in names:
         # a rollup (m200) has no rowid: its rows in the order of its key
         rows = audit.rows(f'select * from "{name}"' + ("" if keyed else " order by rowid"))
-        found[name] = [{k: v for k, v in row.items() if not (k == "id" and isinstance(v, int))} for row in rows]
+        found[name] = [
+            {
+                k: v
+                for k, v in row.items()
+                if not (k == "id" and isinstance(v, int))
+                and not (row.get("built_in") and MADE_WITH_THE_FILE.get(name) == k)
+            }
+            for row in rows
+        ]
     return found
 
 

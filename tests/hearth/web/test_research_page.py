@@ -134,3 +134,26 @@ def test_a_research_run_page_waiting_and_reported_passes_axe_at_a_desktops_and_a
     assert page.is_visible("#caveats")
     assert looked_at(browser, page, f"research-report-{width}") == []
     browser.shot(page, f"research-report-panel-{width}", selector="#research-report")
+
+
+def test_a_plan_being_edited_stays_open_with_its_text_when_the_run_page_refreshes_itself(
+    center: Center, settings: Settings, loop_web: LoopWeb, browser: Browser
+) -> None:
+    model = PhaseModel(Script(decide=[{"reads": ["S1"], "searches": []}], extract=EXTRACT, synthesise=CLAIMS))
+    assert start(settings, loop_web, model).status == "waiting"
+    page = browser.page()
+    page.goto(f"{center.url}/runs/r1")
+    page.click("#plan-edit summary")
+    page.fill("#plan-text", json.dumps(EDITED))
+    page.fill("#plan-note", "half written")
+    # a state event arrives (another run, an approval elsewhere): the live run page swaps itself
+    swapped = page.evaluate(
+        """() => new Promise(done => {
+             document.body.addEventListener("htmx:afterSettle", () => done(true), { once: true });
+             document.body.dispatchEvent(new CustomEvent("hearth:state", { detail: {} }));
+           })"""
+    )
+    assert swapped is True
+    assert page.is_visible("#plan-text")
+    assert json.loads(page.input_value("#plan-text")) == EDITED
+    assert page.input_value("#plan-note") == "half written"
