@@ -13,7 +13,7 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 ├── ActionRefused       an alert's Approve or Deny link that is forged, used, expired or for another approval
 ├── RuleRefused         a standing rule that may not be made (the hard floor, not one simple command) or was removed already (exit 1)
 ├── NotRunning          a stop for a run that has ended already; nothing changed (exit 1)
-├── SteerRefused        a steer for a run that has ended; nothing left for it (exit 1)
+├── SteerRefused        a steer for a run that has ended, or with 20 steers unread; nothing left for it (exit 1)
 ├── Forbidden           a user's act their role and memberships do not allow, through any door; nothing changed (exit 1)
 ├── StopFailed          a run that could not be stopped: systemctl refused, no right to signal it (exit 1)
 ├── RequestRefused      a queue file or request that must not run; the reason is recorded beside it

@@ -10,10 +10,13 @@
     too long       past `max_chars`: refused with the limit
     a button       Approve / Deny: decided once through hearth/leash/decisions.py as
                    `channel:NAME:USER`, if that user may approve in the run's profile
-    a command      /new /status /runs /stop /pause /resume /approve ID /deny ID /help, each
-                   within the user's rights; any other is answered with the list
+    a command      /new /status /runs /stop /steer TEXT /pause /resume /approve ID /deny ID /help,
+                   each within the user's rights; any other is answered with the list
     anything else  the conversation: the first message is a run under the user's default
-                   profile, the next ones follow-ups of it in its workspace; one at a time
+                   profile, the next ones follow-ups of it in its workspace; one at a time: a
+                   message while the chat's run still works is a steer of it
+                   (hearth/dispatch/steer.py, as `channel:NAME:USER`, if that user may approve
+                   in the run's profile), read by its model after its next tool result
 
 Everything said back is a delivery (hearth/audit/channels.py), sent by hearth/channels/follow.py
 once the platform acknowledges it. Each update's verdict is recorded beside it.
@@ -32,6 +35,7 @@ from hearth.audit.approvals import ApprovalClosed
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.channels.config import ChannelConfig
 from hearth.channels.message import Edit, Handled, Inbound, parse_button
+from hearth.dispatch.steer import SteerRefused
 from hearth.errors import HearthError, NotFound
 from hearth.settings import Settings
 from hearth.users.access import Forbidden, User, require, user_of_sender
@@ -42,6 +46,7 @@ HELP = {
     "/status": "how your current run is doing",
     "/runs": "your latest runs",
     "/stop": "stop your current run (or /stop RUN_ID)",
+    "/steer": "/steer TEXT: tell your current run something; it reads it after its next tool result",
     "/pause": "hold every new run in the queue",
     "/resume": "let waiting runs start",
     "/approve": "/approve ID: let a waiting call run",
@@ -162,9 +167,10 @@ class Desk:
         earlier = chat.get("run_id") or ""
         status = runs.status(audit, earlier) if earlier else None
         if earlier and (status in ACTIVE or (status is None and self._queued(earlier))):
-            said = f"Run {earlier} is still going ({status or 'queued'}); wait for its answer, or /stop it."
-            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
-            return Handled("busy"), user.name, earlier
+            steered = self._steer_busy(audit, inbound, user, earlier, text)
+            if steered is not None:
+                return steered, user.name, earlier
+            status = runs.status(audit, earlier)  # it ended meanwhile: the message is its follow-up
         try:
             run_id = self._launch(user, text, earlier if status else "")
         except HearthError as exc:
@@ -174,6 +180,28 @@ class Desk:
         said = f"On it: run {run_id}" + (f" (a follow-up of {earlier})" if status else "") + "."
         self._say(audit, inbound.chat, said, "progress", run_id)
         return Handled("follow-up" if status else "run"), user.name, run_id
+
+    def _steer_busy(self, audit: AuditStore, inbound: Inbound, user: User, run_id: str, text: str) -> Handled | None:
+        """A message while the chat's run works: a steer of it; None when the run ended meanwhile."""
+        try:
+            said = self._steered(user, run_id, text)
+        except SteerRefused as exc:
+            if exc.status == "full":
+                self._say(audit, inbound.chat, str(exc), "reply", inbound.update_id)
+                return Handled("refused")
+            return None
+        except HearthError as exc:
+            said = f"Run {run_id} is still going and this was not given to it: {exc}. Wait for its answer, or /stop it."
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("refused")
+        self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+        return Handled("steer")
+
+    def _steered(self, user: User, run_id: str, text: str) -> str:
+        from hearth.dispatch.steer import give_as
+
+        give_as(self.settings, run_id, user, text, by=ChannelBy(self.name, user.name).decider)
+        return f"Told run {run_id}; it reads this after its next tool result."
 
     def _launch(self, user: User, goal: str, earlier: str) -> str:
         from hearth.dispatch.launchers import heal
@@ -189,7 +217,8 @@ class Desk:
     def _queued(self, run_id: str) -> bool:
         from hearth.queue.directory import Queue
 
-        return Queue(self.settings.queue_dir).known(run_id) is not None
+        queue = Queue(self.settings.queue_dir)  # waiting at the top, or claimed and starting (failed/ has ended)
+        return (queue.root / f"{run_id}.json").exists() or queue.known(run_id) == "claimed"
 
     def _chat_row(self, chat: str, user: str, run_id: str) -> dict[str, str]:
         row = {"channel": self.name, "chat": chat, "user": user, "run_id": run_id}
@@ -240,6 +269,19 @@ class Desk:
             return "No run to stop."
         return stopped_line(stop_as(self.settings, run_id[:64], user, by=ChannelBy(self.name, user.name).decider))
 
+    def _steer(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
+        run_id = (rows.chat(audit, self.name, inbound.chat, user.name) or {}).get("run_id") or ""
+        if not rest:
+            return "Say what to tell the run: /steer TEXT."
+        if not run_id:
+            return "No run to steer: write a goal."
+        try:
+            return self._steered(user, run_id, rest)
+        except SteerRefused as exc:
+            if exc.status == "full":
+                raise
+            return f"Run {run_id} has ended ({exc.status}): write your next message to follow up on it."
+
     def _pause(self, audit: AuditStore, inbound: Inbound, user: User, rest: str) -> str:
         from hearth.dispatch.pause import pause
 
@@ -282,6 +324,7 @@ COMMANDS: dict[str, Callable[[Desk, AuditStore, Inbound, User, str], str]] = {
     "/status": Desk._status,
     "/runs": Desk._runs,
     "/stop": Desk._stop,
+    "/steer": Desk._steer,
     "/pause": Desk._pause,
     "/resume": Desk._resume,
     "/approve": Desk._approve,

@@ -5,7 +5,8 @@ Built with the official SDK's server side (`MCPServer`). Two transports, one set
 `--role`, operator by default as the CLI is, for the CLI's user) and `/mcp` on `hearth serve`
 (streamable HTTP; the command center's tokens and users' own: hearth/doors/mount.py checks them
 before the SDK sees the request). Reading is every user's; launching, deciding and stopping are
-asked of hearth/users/access.py in the profile concerned.
+asked of hearth/users/access.py in the profile concerned (a steer, `steer_run`, as whoever may
+approve the run's calls, through hearth/dispatch/steer.py, the CLI's own function).
 
 A run launched here is an ordinary run: queued through hearth.queue.submit with source `api:mcp`
 and `requested_by` naming the caller (`mcp:USER` on stdio, `mcp:token:ROLE` over HTTP), under the
@@ -140,6 +141,13 @@ class Hearth:
 
         return vars(stop_as(self.settings, run_id, user, by=who))
 
+    def steer(self, run_id: str, text: str, user: User, who: str) -> dict[str, Any]:
+        from hearth.dispatch.steer import give_as
+
+        given = give_as(self.settings, run_id, user, text, by=who)
+        said = "its model reads it after the run's next tool result; show_run(run_id) shows it as a steer step"
+        return {"run_id": run_id, "by": given.by, "at": given.at, "next": said}
+
     def _queued(self, run_id: str) -> bool:
         """A request not yet started: in the queue, or claimed and not yet a run row."""
         from hearth.ids import ID_PATTERN
@@ -247,6 +255,14 @@ def _add_run_tools(server: MCPServer, hearth: Hearth, call: _Caller) -> None:
         """Stop a queued or running run (operator only); it ends `interrupted` and its waiting
         approvals are cancelled. Recorded with who stopped it. Changes nothing else."""
         return dict(await call(ctx, "operator", hearth.stop, run_id))
+
+    @server.tool()
+    async def steer_run(ctx: Context, run_id: str, text: str) -> dict[str, Any]:
+        """Tell a working run something (at most 4000 characters; for those who may approve its
+        calls): its model reads `text` after the run's next tool result, marked as a person's word,
+        and it is recorded as a steer step with who sent it. A run that has ended refuses it (start
+        a new run instead). Costs nothing itself; the run's next model call reads it."""
+        return dict(await call(ctx, "operator", hearth.steer, run_id, text))
 
 
 def _add_approval_tools(server: MCPServer, hearth: Hearth, call: _Caller) -> None:

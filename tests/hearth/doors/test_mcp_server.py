@@ -32,6 +32,7 @@ TOOLS = {
     "decide_approval",
     "search_knowledge",
     "stop_run",
+    "steer_run",
 }
 
 
