@@ -94,7 +94,7 @@ class Settings:
     web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
     tool_set: str = "common"  # HEARTH_TOOL_SET: common | all, when neither request nor profile lists tools
     # HEARTH_FLEET_OUTBOX: set by `hearth worker` for the watch it keeps; its runs record into this box's
-    # audit and this outbox, which the worker sends to its hub (hearth/fleet/outbox.py)
+    # audit and this outbox, which the worker sends to its hub (hearth/remote/outbox.py)
     fleet_outbox: Path | None = None
 
     @classmethod

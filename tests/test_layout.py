@@ -137,12 +137,17 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.dispatch.launchers.systemd",
         "hearth.report",
         "hearth.fleet",
+        "hearth.remote",
         "hearth.channels",
     ),  # who starts, stops and settles a waiting request (here or on a fleet's worker); the report
     # checks, demonstrations and the installer the edges offer
     18: ("hearth.doctor", "hearth.selftest", "hearth.demo", "hearth.install"),
     19: ("hearth.web",),  # the command center's parts
-    20: ("hearth.web.routes", "hearth.doors", "hearth.fleet.door"),  # the routes, and the doors (/v1, /mcp) beside them
+    20: (
+        "hearth.web.routes",
+        "hearth.doors",
+        "hearth.remote.door",
+    ),  # the routes, and the doors (/v1, /mcp) beside them
     21: ("hearth.web.app",),
     22: (
         "hearth.cli",

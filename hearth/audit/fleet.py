@@ -1,4 +1,4 @@
-"""Runs on other boxes, as the hub keeps them (hearth/fleet/hub.py decides; this module holds every
+"""Runs on other boxes, as the hub keeps them (hearth/remote/hub.py decides; this module holds every
 statement on the four tables):
 
     fleet_workers   one row per worker: its token's SHA-256, labels, what its last heartbeat said

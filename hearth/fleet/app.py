@@ -4,7 +4,7 @@ Delivered once, as the fleet promises: a worker acknowledges a request only when
 (`task_acks_late`), takes one at a time from the broker per slot (`worker_prefetch_multiplier` 1),
 and the broker hands a taken request out again only after the visibility timeout, set beyond the
 longest run. A request handed out again after its worker died is caught at the hub (its claim is
-refused, hearth/fleet/hub.py), so it is never run twice. Results are not kept: the audit is the
+refused, hearth/remote/hub.py), so it is never run twice. Results are not kept: the audit is the
 record.
 """
 
@@ -27,7 +27,7 @@ def celery_app(config: FleetConfig) -> Any:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         # a run goes on while the broker restarts: its request, handed out again meanwhile, is refused
-        # at the hub's claim (hearth/fleet/hub.py), so it is not cancelled to be run again
+        # at the hub's claim (hearth/remote/hub.py), so it is not cancelled to be run again
         worker_cancel_long_running_tasks_on_connection_loss=False,
         task_acks_on_failure_or_timeout=True,
         worker_prefetch_multiplier=1,

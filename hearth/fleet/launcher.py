@@ -6,7 +6,7 @@ was decided after it suspended) goes to `worker.<name>` of the worker holding it
 it was sent is recorded before it is sent: a worker that takes it from the broker at once must find
 it (one told "the hub sent no request" dropped it, and the request sat claimed with no run); a send
 the broker does not take puts the record back as it was. What
-happened since is in the audit (`fleet_runs`, hearth/fleet/hub.py), which is what the other methods
+happened since is in the audit (`fleet_runs`, hearth/remote/hub.py), which is what the other methods
 read: a run is alive while its request waits in the broker or its worker answers and holds it, and
 gone, "worker lost", when its worker fell silent or says it no longer holds it. A stop is asked of
 the worker at its next heartbeat and waited for here.
@@ -31,8 +31,8 @@ from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import LaunchError
 from hearth.dispatch.launchers.host import held_here
 from hearth.errors import ConfigError
-from hearth.fleet import hub
 from hearth.fleet.config import FleetConfig, queue_for
+from hearth.remote import hub
 from hearth.settings import Settings
 
 TASK = "hearth.fleet.run"

@@ -6,13 +6,13 @@ again every MODELS_S; a queue is added or cancelled when that changes), `general
 `worker.<label>` for its name and each label the hub gives it (`hearth fleet add|labels`, told at
 each heartbeat: the labels are the hub's, so they are set in one place). For each request it takes:
 
-1. it claims the run at the hub (hearth/fleet/hub.py): the first claim runs it; a request the broker
+1. it claims the run at the hub (hearth/remote/hub.py): the first claim runs it; a request the broker
    handed out again after its worker died is dropped there, never run twice;
 2. it drops the request into its own queue, `<state>/fleet/queue` (not the box's queue, which the
    box's own spawner serves: a request from the hub must run here, through the outbox), where its
    own `hearth watch` (a process it keeps, with HEARTH_FLEET_OUTBOX set) runs it as a single box
    does: its state directory, sandbox, local launcher (a run is forked from the warm watch) and
-   Ollama hosts; the run records into this box's audit and the outbox (hearth/fleet/outbox.py),
+   Ollama hosts; the run records into this box's audit and the outbox (hearth/remote/outbox.py),
    which a thread sends to the hub;
 3. when the run has ended (or suspended), the request is acknowledged to the broker (late
    acknowledgement).
@@ -40,10 +40,10 @@ from typing import Any
 from celery.signals import worker_ready
 
 from hearth.audit.reader import AuditReader
-from hearth.fleet.client import HubClient
 from hearth.fleet.config import FleetConfig
 from hearth.fleet.launcher import TASK
-from hearth.fleet.outbox import Outbox, Sender
+from hearth.remote.client import HubClient
+from hearth.remote.outbox import Outbox, Sender
 from hearth.settings import Settings
 
 log = logging.getLogger("hearth.fleet")

@@ -376,7 +376,7 @@ class SqliteRecorder:
 
 # A fleet's worker's runs record into the worker's audit and its outbox to the hub; named by import
 # path (as the launchers' table names its rows), so the stream does not import the fleet built on it.
-FLEET_RECORDER = "hearth.fleet.outbox:recorder_for"
+FLEET_RECORDER = "hearth.remote.outbox:recorder_for"
 
 
 def default_recorder(audit: AuditStore, settings: Settings) -> RunRecorder:

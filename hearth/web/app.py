@@ -93,7 +93,7 @@ def _doors(web: Web) -> dict[str, Any]:
 
     doors: dict[str, Any] = {"/v1": v1_app(web), "/mcp": McpDoor(web)}
     if fleet_hub(web.config.settings):  # a hub of several boxes: its workers' door
-        from hearth.fleet.door import fleet_app
+        from hearth.remote.door import fleet_app
 
         doors["/fleet"] = fleet_app(web)
     return doors
@@ -105,8 +105,8 @@ def fleet_hub(settings: Any) -> bool:
 
 async def _hub_alive(config: WebConfig) -> None:
     """While a hub's /fleet door is up, it says so in the audit: a worker is called lost only for
-    silence the door was there to hear (hearth/fleet/hub.py)."""
-    from hearth.fleet.hub import ALIVE_EVERY_S, door_alive
+    silence the door was there to hear (hearth/remote/hub.py)."""
+    from hearth.remote.hub import ALIVE_EVERY_S, door_alive
 
     started = time.time()
     try:

@@ -1,7 +1,7 @@
 """`hearth fleet add|list|rm` on a hub, and `hearth worker` on each box that runs its requests.
 
 A worker's token is printed once, when it is made; the hub keeps only its SHA-256
-(hearth/fleet/hub.py). docs/fleet.md is the set-up of a hub and its workers.
+(hearth/remote/hub.py). docs/fleet.md is the set-up of a hub and its workers.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hearth.render import ago, print_json, table
 from hearth.settings import Settings
 
 if TYPE_CHECKING:
-    from hearth.fleet.hub import Worker
+    from hearth.remote.hub import Worker
 
 EPILOG = "exit codes: 0 done, 2 a bad or taken name, or a worker that does not exist"
 
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def fleet(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.audit.store import AuditStore
-    from hearth.fleet import hub
+    from hearth.remote import hub
 
     settings.writable_state_dir()
     with AuditStore(settings.audit_path) as audit:
@@ -92,7 +92,7 @@ def _add(args: argparse.Namespace, settings: Settings, token: str) -> int:
 
 def _listed(args: argparse.Namespace, workers: list[Worker]) -> int:
     """`hearth fleet list`: every worker as JSON or a table."""
-    from hearth.fleet import hub
+    from hearth.remote import hub
 
     now = time.time()
     if args.json:

@@ -2,7 +2,7 @@
 one, and adding or removing a worker.
 
 Read through the web's reader from the audit's `fleet_workers` and `fleet_runs` (an audit without
-them reads as no fleet). Adding and removing are hearth/fleet/hub.py's own `add_worker` and
+them reads as no fleet). Adding and removing are hearth/remote/hub.py's own `add_worker` and
 `remove_worker`, as `hearth fleet add|rm` calls them. A new worker's token is in the answer to the
 POST that made it and nowhere else: the audit keeps its SHA-256, `operator_actions` its name and
 labels, and the answer is not kept by a browser (`no-store`, as every page) nor put in an address.
@@ -21,8 +21,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from hearth.audit import fleet
 from hearth.audit.store import AuditStore
 from hearth.errors import NotFound, UsageError
-from hearth.fleet import hub
 from hearth.fleet.launcher import waits
+from hearth.remote import hub
 from hearth.render import ago
 from hearth.settings import Settings
 from hearth.web.context import web_of

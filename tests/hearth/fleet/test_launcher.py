@@ -12,10 +12,10 @@ import pytest
 from hearth.audit.requests import FileFacts
 from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import LaunchError
-from hearth.fleet import hub
 from hearth.fleet.launcher import CeleryLauncher
 from hearth.queue.intake import build_request
 from hearth.queue.ledger import admit
+from hearth.remote import hub
 from hearth.settings import Settings
 
 

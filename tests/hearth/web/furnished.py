@@ -15,7 +15,7 @@ from agent.knowledge.store import KnowledgeStore
 from hearth.audit.evals import Item, record_eval, record_score
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.evolve import Proposal, record_proposal
-from hearth.fleet import hub
+from hearth.remote import hub
 from hearth.settings import Settings
 from tests.alert_support import write_alerts_toml
 from tests.conftest import run_cli

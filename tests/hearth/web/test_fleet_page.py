@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hearth.audit.store import AuditStore
-from hearth.fleet import hub
+from hearth.remote import hub
 from hearth.settings import Settings
 from tests.browser_support import Browser
 from tests.hearth.web.operate_support import OPERATOR, VIEWER, looked_at, signed_in

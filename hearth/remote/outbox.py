@@ -26,7 +26,7 @@ from hearth.run.events import RunEvent, SqliteRecorder, to_json
 if TYPE_CHECKING:
     from hearth.audit.approvals import Approval
     from hearth.audit.store import AuditStore
-    from hearth.fleet.client import HubClient
+    from hearth.remote.client import HubClient
     from hearth.settings import Settings
 
 log = logging.getLogger("hearth.fleet")
@@ -187,8 +187,8 @@ class FleetRecorder:
 def recorder_for(audit: AuditStore, settings: Settings) -> FleetRecorder:
     """The recorder of a run a worker started (hearth/run/events.py's `default_recorder`, where
     `settings.fleet_outbox` is set): the worker's settings for its hub come from its environment."""
-    from hearth.fleet.client import HubClient
     from hearth.fleet.config import FleetConfig
+    from hearth.remote.client import HubClient
 
     assert settings.fleet_outbox is not None
     config = FleetConfig.from_env(worker=True)

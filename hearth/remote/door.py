@@ -1,7 +1,7 @@
 """`/fleet` on the hub's `hearth serve`: where workers send their runs' events and ask what to do.
 
 Every call carries the worker's token (`Authorization: Bearer hw-...`, from `hearth fleet add`),
-the Host the command center answers to, and JSON; hearth/fleet/hub.py does the work on the audit:
+the Host the command center answers to, and JSON; hearth/remote/hub.py does the work on the audit:
 
     POST /fleet/claim       {"run_id"}                  -> {"go": run | resume | drop, ...}
     POST /fleet/heartbeat   {"models", "running"}       -> {"stop": {run_id: why}, "paused": ...}
@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse, Response
 
 from hearth.audit.store import AuditStore
-from hearth.fleet import hub
+from hearth.remote import hub
 
 if TYPE_CHECKING:
     from hearth.web.context import Web
@@ -30,7 +30,7 @@ MAX_EVENTS = 500
 
 
 def fleet_app(web: Web) -> FastAPI:
-    """The `/fleet` routes, each a check of the worker's body and one call of hearth/fleet/hub.py."""
+    """The `/fleet` routes, each a check of the worker's body and one call of hearth/remote/hub.py."""
     door = _Door(web)
     app = FastAPI(title="hearth /fleet", docs_url=None, redoc_url=None, openapi_url=None)
 

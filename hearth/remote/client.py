@@ -1,4 +1,4 @@
-"""A worker's calls to its hub's `/fleet` (hearth/fleet/door.py), with its token."""
+"""A worker's calls to its hub's `/fleet` (hearth/remote/door.py), with its token."""
 
 from __future__ import annotations
 

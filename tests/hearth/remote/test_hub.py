@@ -10,8 +10,8 @@ import pytest
 
 from hearth.audit.store import AuditStore, RunRecord
 from hearth.errors import ConfigError, NotFound, UsageError
-from hearth.fleet import hub
 from hearth.fleet.config import FleetConfig, queue_for
+from hearth.remote import hub
 from hearth.run.events import RunStarted, StepRecorded, to_json
 
 
