@@ -14,6 +14,8 @@ want systemd-analyze systemd
 want openssl openssl  # tests/agent/net/test_tls.py makes a throwaway certificate
 want chromium chromium  # tests/hearth/web/test_browser.py drives it with Playwright (its own browser download cannot work here)
 want redis-server redis-server  # tests/hearth/fleet/ start their own broker on a loopback port
+want /usr/sbin/dovecot dovecot-imapd  # tests/hearth/channels/test_email_*.py: the IMAP server mail arrives in
+/usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1 || missing="$missing python3-aiosmtpd"  # their SMTP server
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
 
 if [ -n "$missing" ]; then

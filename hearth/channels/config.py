@@ -5,6 +5,15 @@
     api_url = "https://api.telegram.org"         # a Bot API server; a local one (or a test's) works too
     poll_s = 25                                  # how long one long poll waits for updates
 
+    [email]
+    address = "hearth@example.org"               # the mailbox hearth reads and the From of what it sends
+    authserv_id = "mx.example.org"               # whose Authentication-Results to believe (docs/channels.md)
+    imap_host = "mail.example.org"               # imap_port, imap_tls = "ssl" | "starttls" | "none"
+    smtp_host = "mail.example.org"               # smtp_port, smtp_tls = "ssl" | "starttls" | "none"
+    password_file = "/etc/hearth/mail-password"  # else the credential email-password; username = address
+    poll_s = 30                                  # how often the mailbox is looked at; mailbox = "INBOX"
+    max_mail_bytes = 10000000                    # a larger mail is refused unread
+
 Limits that hold on every channel (each may be set in its table): `max_chars` of a message
 (4,000), `flood_per_minute` from one sender (20; past it, one "slow down" and nothing more runs),
 and `refuse_every_s`, how often a stranger is told they are not known (600).
@@ -24,8 +33,12 @@ FILE = "channels.toml"
 LIMITS = {"max_chars": 4000, "flood_per_minute": 20, "refuse_every_s": 600}
 KEYS = {
     "telegram": ("token_file", "api_url", "poll_s"),
+    "email": (
+        *("address", "authserv_id", "password_file", "username", "mailbox", "poll_s", "max_mail_bytes"),
+        *("imap_host", "imap_port", "imap_tls", "smtp_host", "smtp_port", "smtp_tls"),
+    ),
 }
-SECRETS = {"telegram": ("token_file", "telegram-token")}
+SECRETS = {"telegram": ("token_file", "telegram-token"), "email": ("password_file", "email-password")}
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@
     group chatter  ignored unless hearth is addressed (a command, its name, a reply to it)
     who            the platform's sender id, mapped to a user (hearth users link); never the text.
                    A stranger gets one short refusal per `refuse_every_s` and is recorded;
-                   nothing they write reaches a model. A disabled user is refused the same way
+                   nothing they write reaches a model. A disabled user is refused the same way.
+                   An update whose chat nothing vouches for (a forged e-mail From) is recorded
+                   and never answered: the answer would go to someone who never wrote
     floods         past `flood_per_minute` from one sender: one "slow down", then silence
-    too long       past `max_chars`: refused with the limit
+    too long       past `max_chars` (or what the channel refused unread, a mail too large):
+                   refused with the limit
     a button       Approve / Deny: decided once through hearth/leash/decisions.py as
                    `channel:NAME:USER`, if that user may approve in the run's profile
     a command      /new /status /runs /stop /steer TEXT /pause /resume /approve ID /deny ID /help,
@@ -16,7 +19,9 @@
                    profile, the next ones follow-ups of it in its workspace; one at a time: a
                    message while the chat's run still works is a steer of it
                    (hearth/dispatch/steer.py, as `channel:NAME:USER`, if that user may approve
-                   in the run's profile), read by its model after its next tool result
+                   in the run's profile), read by its model after its next tool result.
+                   "On it" is said where the channel edits it into the run's progress; elsewhere
+                   (mail) the answer alone comes, at the run's end
 
 Everything said back is a delivery (hearth/audit/channels.py), sent by hearth/channels/follow.py
 once the platform acknowledges it. Each update's verdict is recorded beside it.
@@ -69,8 +74,11 @@ class ChannelBy:
 
 
 class Desk:
-    def __init__(self, settings: Settings, config: ChannelConfig, now: Now = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self, settings: Settings, config: ChannelConfig, now: Now = lambda: datetime.now(UTC), progress: bool = True
+    ) -> None:
         self.settings, self.config, self.name, self.now = settings, config, config.name, now
+        self.progress = progress  # whether "On it" is said (a message the channel edits as the run goes)
         self._pending_edits: list[Edit] = []
 
     def handle(self, inbound: Inbound) -> Handled:
@@ -109,6 +117,8 @@ class Desk:
 
     def _refuse(self, audit: AuditStore, inbound: Inbound, user: User | None) -> Handled:
         """One short refusal per sender per `refuse_every_s`; the rest recorded only."""
+        if not inbound.answerable:
+            return Handled("refused quietly: the sender is not vouched for")
         since = self._stamp(-self.config.limits["refuse_every_s"])
         if rows.count_from(audit, self.name, inbound.sender, since, "refused") == 0:
             said = "You are not known to this hearth; nothing you write here is acted on."
@@ -152,6 +162,9 @@ class Desk:
     def _message(self, audit: AuditStore, inbound: Inbound, user: User) -> tuple[Handled, str, str]:
         text = inbound.text.strip()
         limit = self.config.limits["max_chars"]
+        if inbound.refusal:
+            self._say(audit, inbound.chat, inbound.refusal, "reply", inbound.update_id)
+            return Handled("refused: too large"), user.name, ""
         if len(text) > limit:
             said = f"That message is {len(text)} characters; at most {limit} are read. Nothing was run."
             self._say(audit, inbound.chat, said, "reply", inbound.update_id)
@@ -178,7 +191,8 @@ class Desk:
             return Handled("refused"), user.name, ""
         rows.set_chat(audit, self._chat_row(inbound.chat, user.name, run_id))
         said = f"On it: run {run_id}" + (f" (a follow-up of {earlier})" if status else "") + "."
-        self._say(audit, inbound.chat, said, "progress", run_id)
+        if self.progress:
+            self._say(audit, inbound.chat, said, "progress", run_id)
         return Handled("follow-up" if status else "run"), user.name, run_id
 
     def _steer_busy(self, audit: AuditStore, inbound: Inbound, user: User, run_id: str, text: str) -> Handled | None:

@@ -28,8 +28,8 @@ from hearth.audit import approvals, runs, steps
 from hearth.audit import channels as rows
 from hearth.audit import users as user_rows
 from hearth.audit.store import AuditStore
-from hearth.channels.desk import ACTIVE, approval_text
-from hearth.channels.message import Edit, buttons_for
+from hearth.channels.desk import ACTIVE, ChannelBy, approval_text
+from hearth.channels.message import Edit, buttons_for, recipient
 from hearth.channels.seam import Channel, ChannelDown, Undeliverable
 from hearth.errors import HearthError
 from hearth.settings import Settings
@@ -88,7 +88,7 @@ class Follower:
                 if not rows.delivered_before(audit, self.name, identity["address"], "approval", approval.id):
                     text = approval_text(approval, profile)
                     shown = buttons_for(approval.id) if buttons else []
-                    text += "" if buttons else self._links(approval, identity["address"])
+                    text += "" if buttons else self._links(approval, identity["user"])
                     self._say(audit, identity["address"], text, "approval", approval.id, shown)
 
     def _missions(self, audit: AuditStore) -> None:
@@ -120,9 +120,10 @@ class Follower:
         rows.set_delivery(audit, ident, {"status": "missing", "last_error": why})
         _alert_missing(self.settings, self.name, {**row, "id": ident}, why)
 
-    def _links(self, approval: approvals.Approval, address: str) -> str:
+    def _links(self, approval: approvals.Approval, user: str) -> str:
         """Where there are no buttons: the signed links (hearth/leash/actions.py) when the command
-        center has an address the reader can open, and the replies that decide."""
+        center has an address the reader can open, and the replies that decide. A link decides as
+        the user it was sent to (`channel:NAME:USER`), if they may still approve then."""
         from hearth.leash.actions import for_approval
         from hearth.leash.alerts import load_approval_alerts
 
@@ -132,7 +133,7 @@ class Follower:
             base = self.settings.web_url
         said = f"\nReply /approve {approval.id} or /deny {approval.id}."
         if base:
-            tokens = for_approval(self.settings.state_dir, approval, f"{self.name}:{address}")
+            tokens = for_approval(self.settings.state_dir, approval, ChannelBy(self.name, user).decider)
             said += (
                 f"\nApprove: {base.rstrip('/')}/act/{tokens['approve']}\nDeny: {base.rstrip('/')}/act/{tokens['deny']}"
             )
@@ -189,7 +190,7 @@ class Follower:
             return True
         with AuditStore(self.settings.audit_path) as audit:
             mapped = {i["address"] for i in user_rows.identities(audit, channel=self.name)}
-            return row["chat"] in mapped or rows.chat_known(audit, self.name, row["chat"])
+            return recipient(row["chat"]) in mapped or rows.chat_known(audit, self.name, row["chat"])
 
     def _failed(self, row: dict[str, Any], error: str) -> None:
         attempts = int(row["attempts"] or 0) + 1

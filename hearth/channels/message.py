@@ -12,12 +12,14 @@ class Attachment:
     name: str  # as the sender named it: never a path hearth trusts
     size: int
     ref: str  # the platform's handle to fetch it by
+    content_type: str = ""  # as the sender declared it (hearth checks the name's own type too)
 
 
 @dataclass(frozen=True)
 class Inbound:
-    """One update from a platform. `sender` is who the platform says sent it (a Telegram user id); '' when it
-    vouches for no one."""
+    """One update from a platform. `sender` is who the platform says sent it (a Telegram user id, an
+    e-mail address the receiving server vouched for); '' when it vouches for no one. `chat` is where
+    a reply goes: a recipient, then optionally a space and a thread (`recipient`)."""
 
     update_id: str
     kind: str  # message | edited | callback | other
@@ -31,6 +33,8 @@ class Inbound:
     message_id: str = ""  # the message a button was on
     attachments: tuple[Attachment, ...] = ()
     detail: str = ""  # what the channel itself noticed (a failed check, hidden text dropped)
+    answerable: bool = True  # False: nothing vouches the chat is the sender's (a forged From): never answered
+    refusal: str = ""  # what the channel refuses in it already (a mail too large to read), said to a known user
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,12 @@ class Handled:
     verdict: str
     answer: str = ""
     edits: list[Edit] = field(default_factory=list)
+
+
+def recipient(chat: str) -> str:
+    """Who a chat's messages go to: the chat itself, or its part before a thread (`ADDRESS <ROOT>`,
+    an e-mail conversation)."""
+    return chat.split(" ", 1)[0]
 
 
 def buttons_for(approval_id: str) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 CHANNELS: dict[str, str] = {
     "telegram": "hearth.channels.telegram:TelegramChannel",
+    "email": "hearth.channels.mail:EmailChannel",
 }
 
 

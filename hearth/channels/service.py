@@ -43,7 +43,7 @@ class ChannelService:
     def __init__(self, settings: Settings, config: ChannelConfig, channel: Channel | None = None) -> None:
         self.settings, self.config = settings, config
         self.channel = channel or channel_for(config.name, config)
-        self.desk = Desk(settings, config)
+        self.desk = Desk(settings, config, progress=self.channel.edits)
         self.follower = Follower(settings, config.name)
         self.poll_s = float(config.get("poll_s", 25))
         self.failures = 0

@@ -42,6 +42,7 @@ MAX_TOKEN = 200  # characters; anything longer is refused before it is parsed
 TOKEN = re.compile(r"([A-Za-z0-9_-]{1,64})\.([ad])\.([0-9]{1,12})\.([A-Za-z0-9_-]{1,60})\.([A-Za-z0-9_-]{43})")
 KIND = re.compile(r"[a-z0-9]{1,16}")  # TO in a link signed before destinations were named (v1)
 NAME_BYTES = 45  # of a destination's name a link carries: 60 characters of base64url
+CHANNEL_VIA = "channel:"  # a link a chat channel sent: `channel:NAME:USER` (hearth/channels/follow.py)
 
 
 class ActionRefused(HearthError):
@@ -63,8 +64,9 @@ class Action:
 
     @property
     def by(self) -> str:
-        """Who decided through this link, as the audit records it (hearth/leash/decisions.py's By)."""
-        return f"alert:{self.via}"
+        """Who decided through this link, as the audit records it (hearth/leash/decisions.py's By): a
+        link a chat channel sent to one of its users (`channel:email:ada`) decides as that user."""
+        return self.via if self.via.startswith(CHANNEL_VIA) else f"alert:{self.via}"
 
     @property
     def granted(self) -> bool:

@@ -130,7 +130,8 @@ def _profile(audit: AuditStore, ident: str) -> str | None:
 
 def _link_user_may(settings: Settings, audit: AuditStore, action: actions.Action, profile: str) -> None:
     """The link's destination acts as its `user` in alerts.toml (the built-in owner `operator`
-    unless it names one): a link sent to someone who may not approve here decides nothing."""
+    unless it names one), a chat channel's link as the user it was sent to: a link sent to someone
+    who may not approve here (or no longer may) decides nothing."""
     from hearth.leash.alerts import load_destinations
 
     try:
@@ -139,9 +140,11 @@ def _link_user_may(settings: Settings, audit: AuditStore, action: actions.Action
         raise actions.ActionRefused(
             503, f"alerts.toml cannot be read, so whose link this is is unknown: {exc}"
         ) from None
-    user = user_named(audit, names.get(action.via, "operator"))
+    who = names.get(action.via, "operator")
+    if action.via.startswith(actions.CHANNEL_VIA):
+        who = action.via.rpartition(":")[2]  # a channel's link to one of its users acts as that user
+    user = user_named(audit, who)
     if user is None or not user.may("approve", profile):
-        who = names.get(action.via, "operator")
         raise actions.ActionRefused(403, f"refused: {who!r} (this link's user) may not approve in profile {profile!r}")
 
 

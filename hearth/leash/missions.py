@@ -11,6 +11,7 @@
         eval_drop = 0.1                        or the default model changed, run that suite; a pass-rate
                                                drop beyond eval_drop is alerted (hearth/eval/watch.py)
         deliver = "telegram:ada"               each run's answer goes to that user's chat on that channel
+                                               ("email:ada": a mail to her linked address)
                                                (hearth/channels/follow.py: delivered, retried, or missing)
 
 A timer (or `hearth watch`, on a host without systemd) calls `fire`: it enqueues the request
@@ -59,7 +60,7 @@ FIELDS = {  # mission key -> request field
     "label": "label",
 }
 KEYS = ("schedule", "timer", "eval", "eval_drop", "deliver", *FIELDS)
-DELIVER = re.compile(r"^(telegram):[a-z][a-z0-9._-]{0,31}$")  # CHANNEL:USER
+DELIVER = re.compile(r"^(telegram|email):[a-z][a-z0-9._-]{0,31}$")  # CHANNEL:USER
 EVAL_DROP = 0.1
 REQUEST_NAMES = {request: mission for mission, request in FIELDS.items()}
 
@@ -147,7 +148,7 @@ def _load(path: Path, settings: Settings) -> Mission:
     watched, drop = _eval_keys(data)
     deliver = data.get("deliver", "")
     if not (isinstance(deliver, str) and (deliver == "" or DELIVER.fullmatch(deliver))):
-        raise _Bad(f'deliver must be CHANNEL:USER such as "telegram:ada" (channels: telegram), got {deliver!r}')
+        raise _Bad(f'deliver must be CHANNEL:USER such as "telegram:ada" (channels: telegram, email), got {deliver!r}')
     agent = fields.get("agent_name", "default")
     if agent not in profile_names(settings.config_dir):
         raise _Bad(f"agent {agent!r} is not a profile; profiles: {', '.join(profile_names(settings.config_dir))}")

@@ -66,7 +66,7 @@ ToolName = Annotated[str, Field(pattern=TOOL_PATTERN, max_length=64)]
 Host = Annotated[str, Field(pattern=HOST_PATTERN, max_length=253)]
 CredentialName = Annotated[str, Field(pattern=CREDENTIAL_PATTERN, max_length=64)]
 ApiSource = Annotated[str, Field(pattern=r"^api:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=68)]  # a /v1 key
-ChannelSource = Annotated[str, Field(pattern=r"^channel:telegram$", max_length=16)]  # a chat channel
+ChannelSource = Annotated[str, Field(pattern=r"^channel:(telegram|email)$", max_length=16)]  # a chat channel
 
 
 def _source(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -77,7 +77,7 @@ def _source(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         words = get_args(get_args(Request.model_fields["source"].annotation)[0])
         shown = json.dumps(value, ensure_ascii=False, default=str)[:80]
         raise ValueError(
-            f"should be {', '.join(repr(w) for w in words)}, 'api:NAME' or 'channel:telegram', got {shown}"
+            f"should be {', '.join(repr(w) for w in words)}, 'api:NAME' or 'channel:telegram|email', got {shown}"
         ) from None
 
 

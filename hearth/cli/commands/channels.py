@@ -2,7 +2,8 @@
 on NixOS and from `hearth install --systemd`), and `hearth channels status`: each channel's state,
 its last error and its deliveries not yet acknowledged.
 
-Who may talk to hearth there is `hearth users link NAME telegram ID` (docs/channels.md).
+Who may talk to hearth there is `hearth users link NAME telegram ID` or `hearth users link NAME email
+ADDRESS` (docs/channels.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ EPILOG = "exit codes: 0 stopped by SIGTERM or SIGINT, or status shown; 2 channel
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("channels", help="run the chat channels (Telegram); status: their state", epilog=EPILOG)
+    p = sub.add_parser("channels", help="run the chat channels (Telegram, e-mail); status: their state", epilog=EPILOG)
     p.set_defaults(handler=channels, json=False, channels_action="run")
     actions = p.add_subparsers(dest="channels_action", metavar="ACTION")
     actions.add_parser("run", help="run every configured channel until stopped (the default)")
@@ -41,7 +42,7 @@ def _run(settings: Settings) -> int:
 
     configs = load_channels(settings.config_dir)
     if not configs:
-        raise UsageError(f"no channel is configured: add [telegram] to {settings.config_dir / FILE}")
+        raise UsageError(f"no channel is configured: add [telegram] or [email] to {settings.config_dir / FILE}")
     settings.writable_state_dir()
     AuditStore(settings.audit_path).close()  # migrated before the loops read it
 

@@ -7,33 +7,18 @@ message hearth sent is a delivery the platform acknowledged, with its message id
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hearth.channels.service import ChannelService
-from tests.channels_support import IDS, turn, with_telegram
+from tests.channels_support import IDS, until, with_telegram
 from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.fake_telegram import FakeTelegram
 from tests.queue_support import rows
 
 ADA = IDS["ada"]
-
-
-async def until(service: ChannelService, check: Callable[[], Any], what: str) -> Any:
-    """Turn the channel until `check` holds: the runs' own progress is the marker."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        await turn(service)
-        found = check()
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def said(fake: FakeTelegram, part: str) -> list[str]:
