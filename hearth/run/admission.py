@@ -1,9 +1,10 @@
 """Admission: a request becomes a resolved plan and a recorded run, or a recorded refusal.
 
-`admit` makes the run's plan (`plan_of`: the agent's profile applied, the model routed, hearth's
-defaults for the rest; a frozen `RunPlan`, hearth/run/goal.py), records the run's row and what it
-is allowed, checks everything that can be checked before a model call (limits, tools, egress,
-credentials, the workspace), and builds what the run needs: its recorder, live state, sandbox
+`admit` makes the run's plan (`plan_of`, hearth/run/planning.py: the agent's profile applied, the
+model routed, hearth's defaults for the rest; a frozen `RunPlan`, hearth/run/goal.py), records the
+run's row and what it is allowed, checks everything that can be checked before a model call
+(limits, tools, egress, credentials, the workspace), fills a fresh workspace with what it starts
+from (hearth/run/seeding.py), and builds what the run needs: its recorder, live state, sandbox
 policy and checkpoints. A run that cannot start is recorded `rejected` and raises. From here on
 the runner, its services and its record read the plan, never the request.
 
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agent.context.prompt import PromptPart
-from agent.safety.policy import MODES
 from agent.safety.redaction import Redactor
 from agent.safety.sandbox import SandboxPolicy
 from hearth import __version__
@@ -29,15 +29,18 @@ from hearth.audit.store import AuditStore, RunRecord, new_run_id
 from hearth.credentials import check_run_credentials
 from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
-from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MIN_REPLY_TOKENS, parse_duration
+from hearth.limits import parse_duration
 from hearth.logs import install as install_log_redaction
 from hearth.run.checkpoints import Checkpoints, made_by_hearth, state_inside
-from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
-from hearth.run.goal import GoalRequest, RunPlan, think_text
-from hearth.run.profiles import Chosen, Profile, agent_for_label, apply_network, apply_profile, load_profile
-from hearth.run.prompting import config_parts
+from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated
+from hearth.run.goal import GoalRequest, RunPlan
+from hearth.run.planning import plan_of, validate
+from hearth.run.planning import resolved as resolved  # still importable from here
+from hearth.run.planning import routed as routed  # still importable from here
+from hearth.run.profiles import agent_for_label
 from hearth.run.recorder import Recorder
-from hearth.run.router import AUTO, Route, route_request
+from hearth.run.router import AUTO, Route
+from hearth.run.seeding import restore_follow_up, seed_eval_case, seed_swarm_child
 from hearth.run.services import (
     check_egress,
     credential_store,
@@ -45,7 +48,7 @@ from hearth.run.services import (
 )
 from hearth.run.state import StateFile
 from hearth.run.workdir import run_root
-from hearth.settings import Settings, check_tool_names
+from hearth.settings import Settings
 
 if TYPE_CHECKING:  # the queue's model needs pydantic; a run from hearth-loop never loads it
     from hearth.queue.request import Request
@@ -128,11 +131,11 @@ def admit(
     except HearthError as exc:
         _refuse(sink, settings, run_id, kept_goal, plan.agent_name, exc)
     if plan.link == "child":
-        _seed_child(audit, sink, plan, root, run_id, settings)
+        seed_swarm_child(audit, sink, plan, root, run_id, settings)
     if plan.restore_from:
-        _restore_follow_up(sink, plan.restore_from, root, run_id)
+        restore_follow_up(sink, plan.restore_from, root, run_id)
     if request.source == "eval":
-        _seed_eval(audit, sink, run_id, root, settings)
+        seed_eval_case(audit, sink, run_id, root, settings)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
     run = _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, chosen, json_lines=json_lines, out=out)
     _warn_unsandboxed(settings, run.recorder)
@@ -267,63 +270,6 @@ def _asked_record(request: GoalRequest, run_id: str, kept_goal: str) -> RunRecor
     )
 
 
-def _seed_child(
-    audit: AuditStore, sink: RunRecorder, plan: RunPlan, root: Path, run_id: str, settings: Settings
-) -> None:
-    """A swarm's child starts in its own new directory holding the swarm's files, restored from
-    the checkpoint the swarm made of them before queuing its children (hearth/run/history.py)."""
-    from hearth.run.history import NoHistory, restore, source_of
-
-    swarm = audit.run(plan.parent_run)
-    if swarm is None or swarm.get("kind") != "swarm":
-        return  # not a swarm's child after all: an empty workspace, as any fresh run
-    try:
-        point = source_of(swarm["id"], audit.checkpoints(swarm["id"]), settings.checkpoints_dir)
-        count = restore(point, root)
-    except (NoHistory, OSError) as exc:
-        sink.record(
-            RunFinished(run_id, "rejected", {"error": f"cannot seed the swarm's files: {exc}", "iterations": 0})
-        )
-        raise UsageError(f"cannot seed the swarm's files into {root}: {exc}") from None
-    where = (
-        f"checkpoint {point.commit[:12]} of swarm {swarm['id']}" if point else f"swarm {swarm['id']} (it had no files)"
-    )
-    seeded = {"iteration": 0, "detail": f"seeded {count} files from {where}", "ok": 1}
-    sink.record(StepRecorded(run_id, "restore", seeded))
-
-
-def _seed_eval(audit: AuditStore, sink: RunRecorder, run_id: str, root: Path, settings: Settings) -> None:
-    """An eval case's run starts from its case's workspace (hearth/eval/seed.py), else is refused."""
-    from hearth.eval.seed import seed_eval
-
-    try:
-        detail = seed_eval(audit, run_id, root, settings)
-    except UsageError as exc:
-        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
-        raise
-    if detail:
-        sink.record(StepRecorded(run_id, "restore", {"iteration": 0, "detail": detail, "ok": 1}))
-
-
-def _restore_follow_up(sink: RunRecorder, source: tuple[str, ...], root: Path, run_id: str) -> None:
-    """A follow-up's fresh directory filled from the last checkpoint of the run it continues."""
-    from hearth.run.history import Point, restore
-
-    earlier, git_dir, commit = source
-    point = Point(Path(git_dir), commit) if commit else None
-    try:
-        count = restore(point, root)
-    except OSError as exc:
-        sink.record(RunFinished(run_id, "rejected", {"error": str(exc), "iterations": 0}))
-        raise UsageError(f"cannot restore run {earlier}'s workspace into {root}: {exc}") from None
-    what = f"checkpoint {commit[:12]} ({count} files)" if point else "nothing (its workspace was empty)"
-    detail = (
-        f"restored run {earlier}'s workspace from {what} into {root}; run {earlier}'s own directory is left as it was"
-    )
-    restored = {"iteration": 0, "detail": detail, "arguments": {"run": earlier, "commit": commit, "git_dir": git_dir}}
-    sink.record(StepRecorded(run_id, "restore", {**restored, "ok": 1}))
-
-
 def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> tuple[GoalRequest, HearthError | None]:
     """A follow-up made whole from the run it continues (only a follow-up loads that code)."""
     if not request.continues:
@@ -334,111 +280,6 @@ def _continued(request: GoalRequest, settings: Settings, audit: AuditStore) -> t
         return continued(request, settings, audit), None
     except HearthError as exc:
         return replace(request, parent_run=request.continues, link="follow-up"), exc
-
-
-def plan_of(
-    request: GoalRequest, settings: Settings, pulled: list[str] | None, run_id: str
-) -> tuple[RunPlan, Route, list[PromptPart], str]:
-    """The run `request` asks for, resolved: its profile applied (hearth/run/profiles.py), its model
-    routed (hearth/run/router.py), hearth's defaults (settings) for the rest; with the route, the
-    operator's prompt parts and a warning when router.toml is broken (never a refusal). HearthError
-    when the profile cannot be applied; what else cannot run is `validate`'s to say."""
-    profile = load_profile(settings.config_dir, request.agent_name)
-    parts = config_parts(settings.config_dir, profile)
-    chosen = apply_profile(
-        profile,
-        model=request.model,
-        mode=request.mode,
-        max_iters=request.max_iters,
-        allowed_tools=request.allowed_tools,
-        defaults=settings,
-        think=request.think,
-        web_extract=request.web_extract,
-        reply_tokens=request.reply_tokens,
-    )
-    chosen = apply_network(profile, chosen, network=request.network, egress=request.egress)
-    route, warning = route_request(request, profile, chosen, settings, pulled)
-    plan = _plan(request, chosen, route.model, profile, settings.agents_dir / run_id, run_id, settings.approval_wait_s)
-    return plan, route, parts, warning
-
-
-def _plan(
-    request: GoalRequest, chosen: Chosen, model: str, profile: Profile, fresh_dir: Path, run_id: str, host_wait: float
-) -> RunPlan:
-    """The plan: what the profile settled (`chosen`), the routed model, and the request's own."""
-    return RunPlan(
-        run_id=run_id,
-        goal=request.goal,
-        agent_name=request.agent_name,
-        model=model,
-        mode=chosen.mode,
-        max_iters=chosen.max_iters,
-        every_tool=chosen.allowed_tools is None,
-        allowed_tools=chosen.allowed_tools or (),
-        network=chosen.network,
-        egress=chosen.egress,
-        credentials=tuple(request.credentials),
-        timeout_s=request.timeout_s or 0.0,
-        approval_wait_s=request.approval_wait_s
-        or (parse_duration(profile.approval_wait) if profile.approval_wait else host_wait),
-        max_tokens=request.max_tokens or profile.max_tokens or 0,
-        num_ctx=request.num_ctx,
-        workspace=request.workspace or fresh_dir,
-        fresh=request.workspace is None,
-        source=request.source,
-        requested_by=request.requested_by,
-        label=request.label or "",
-        parent_run=request.parent_run or "",
-        link=request.link or "",
-        kind=request.kind or "",
-        continues=request.continues or "",
-        preface=request.preface,
-        prompt_values=tuple((request.prompt_values or {}).items()),
-        prompt_sha256=request.prompt_sha256,
-        restore_from=request.restore_from or (),
-        config_repo=str(request.config_repo or ""),
-        tool_set=chosen.tool_set,
-        think=think_text(chosen.think),
-        web_extract=chosen.web_extract,
-        reply_tokens=chosen.reply_tokens,
-    )
-
-
-def resolved(request: GoalRequest, settings: Settings, run_id: str | None = None) -> RunPlan:
-    """The request's plan, checked as a run's would be; the error if it cannot run (nothing recorded)."""
-    return routed(request, settings, run_id, None)[0]
-
-
-def routed(
-    request: GoalRequest, settings: Settings, run_id: str | None, pulled: list[str] | None
-) -> tuple[RunPlan, Route]:
-    """`resolved`, its model resolved against `pulled` (what the model server has; None: not asked,
-    the name as given) as a run's is: a model that is not pulled is the route's `problem`, not an error."""
-    plan, route, _, _ = plan_of(request, settings, pulled, run_id or request.run_id or new_run_id())
-    reason = validate(plan)
-    if reason:
-        raise UsageError(reason)
-    return plan, route
-
-
-def validate(plan: RunPlan) -> str | None:
-    """The one-line reason a plan cannot run, or None."""
-    if not plan.goal.strip():
-        return "the goal is empty; say what the agent should do"
-    if plan.mode not in MODES:
-        return f"unknown mode {plan.mode!r}; use one of {', '.join(MODES)}"
-    if not 1 <= plan.max_iters <= MAX_ITERATIONS:
-        return f"max iterations must be between 1 and {MAX_ITERATIONS}, got {plan.max_iters}"
-    if not plan.model.strip():
-        return "no model given; pass --model NAME"
-    if not MIN_REPLY_TOKENS <= plan.reply_tokens <= MAX_REPLY_TOKENS:
-        return f"reply tokens must be between {MIN_REPLY_TOKENS} and {MAX_REPLY_TOKENS}, got {plan.reply_tokens}"
-    if plan.allowed_tools:  # [] is a run with no tools (queue-spec's no-tools); a flag refuses it
-        try:
-            check_tool_names(list(plan.allowed_tools))
-        except UsageError as exc:
-            return str(exc)
-    return None
 
 
 def _checked(plan: RunPlan, settings: Settings) -> Path:
