@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 HEARTH_STATE_DIR ?= $(CURDIR)/.hearth
 export HEARTH_STATE_DIR
 
-.PHONY: demo test test-real test-system lint bench self-test clean
+.PHONY: demo test test-real test-system lint bench self-test layout clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	VENV=$(VENV) sh scripts/bootstrap.sh
@@ -36,6 +36,10 @@ test-real: $(STAMP)
 # booted with systemd-nspawn, set up as docs/debian.md says, probed by tests/system/. Needs root.
 test-system: $(STAMP)
 	VENV=$(VENV) sh scripts/test-system.sh
+
+# docs/layout.md's floor table, drawn again from the layer table (FLOORS in tests/test_layout.py)
+layout: $(STAMP)
+	$(VENV)/bin/python scripts/layout_page.py
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done

@@ -51,7 +51,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     2: ("agent.safety", "agent.services"),  # the walls, and the services a workspace carries
     3: ("agent.sqlite_store", "agent.knowledge", "agent.net"),  # stores and the network
     4: ("agent.model", "agent.context"),  # the model server, the prompt and compaction
-    5: ("agent.tools",),  # the tool kinds and the gate
+    5: ("agent.tools", "agent.tools.mcp"),  # the tool kinds and the gate
     6: ("agent.loop", "agent.repeats", "agent.reask", "agent.steer", "agent.wire"),
     7: ("agent.hearth_tools", "agent.ollama_client", "agent.policy", "agent.sandbox", "agent.workspace"),  # old faces
     # the appliance
@@ -76,6 +76,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.settings",
         "hearth.credentials",
         "hearth.audit",
+        "hearth.audit.migrations",
         "hearth.run.state",
         "hearth.dispatch.pause",
         "hearth.knowledge",
@@ -159,6 +160,31 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.cli.runview",
         "hearth.cli.queued",
     ),  # the edges
+}
+# What stands on each floor, in a few words: docs/layout.md's floor table is drawn from FLOORS and
+# these (`make layout`, scripts/layout_page.py), so a new floor gets its words here too.
+FLOOR_ROLES: dict[int, str] = {
+    0: "the engine's leaves",
+    1: "reply text into tool calls",
+    2: "the walls, and the services a workspace carries",
+    3: "stores and the network",
+    4: "the model server, the prompt and compaction",
+    5: "the tool kinds and the gate",
+    6: "the loop",
+    7: "old faces: earlier module names, kept importable",
+    10: "the appliance's leaves",
+    11: "settings read once, and the stores",
+    12: "the leash's rules, the launcher seam, MCP servers, who may do what",
+    13: "the queue",
+    14: "one run end to end, and what a run obeys or starts from",
+    15: "long work, evals, research",
+    16: "the leash's timetable (it submits)",
+    17: "who starts, stops and settles a waiting request, here or on a worker; the report; channels",
+    18: "checks, demonstrations and the installer the edges offer",
+    19: "the command center's parts",
+    20: "the routes, and the doors beside them",
+    21: "the command center's app",
+    22: "the edges: the CLI",
 }
 ROOTS = {"agent", "hearth"}
 # Allowances, in the style of an xfail, for an arrow or a circle a later change must remove: none
