@@ -169,10 +169,6 @@ def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequ
         "direct": direct_addresses(url, local),
         "secrets": list(secrets),
     }
-    env = {k: v for k, v in os.environ.items() if k.lower() not in _PROXY_VARS}
-    # the same modules as this process (a wrapped program's path is set in its script, not the environment)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    env.update(dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), f"http://127.0.0.1:{port}"))
     try:
         done = subprocess.run(
             [sys.executable, "-P", "-m", "hearth.leash.alertsend"],  # -P: the cwd is never on its path
@@ -180,14 +176,27 @@ def send(url: str, title: str, body: str, *, local: Origin | None, secrets: Sequ
             stdout=subprocess.PIPE,
             stderr=None if os.environ.get("HEARTH_LOG_LEVEL") else subprocess.PIPE,  # its log: the journal's
             text=True,
-            env=env,
+            env=_sender_env(port),
             timeout=SEND_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         return f"the send took longer than {SEND_TIMEOUT_S:.0f} s and was ended"
     finally:
         proxy.detach(listener)
-    refused = [c.reason for c in proxy.drain() if not c.allowed and c.reason]
+    return _answer(done, [c.reason for c in proxy.drain() if not c.allowed and c.reason])
+
+
+def _sender_env(port: int) -> dict[str, str]:
+    """The child's environment: this one's, its proxy variables pointing at the guard's proxy."""
+    env = {k: v for k, v in os.environ.items() if k.lower() not in _PROXY_VARS}
+    # the same modules as this process (a wrapped program's path is set in its script, not the environment)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.update(dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), f"http://127.0.0.1:{port}"))
+    return env
+
+
+def _answer(done: subprocess.CompletedProcess[str], refused: list[str]) -> str:
+    """The child's error ('' when sent), or the guard's last refusal when it failed through one."""
     try:
         error = str(json.loads(done.stdout.strip().splitlines()[-1])["error"])
     except (ValueError, IndexError, KeyError, TypeError):
