@@ -38,7 +38,7 @@ def floor_hint(package: str, graph: dict[str, set[str]]) -> str:
     inside = {m for m in graph if m == package or m.startswith(package + ".")}
     imports = {n for m in inside for n in graph[m]} - inside
     importers = {m for m in graph if m not in inside and graph[m] & inside}
-    low = max((floor_of(n) or 0 for n in imports), default=min(FLOORS))
+    low = max((floor_of(n) or 0 for n in imports), default=floor_of(package.split(".")[0]) or 0)  # its root's lowest
     high = min((floor_of(m) or 0 for m in importers), default=None)
     above = f"; what imports it stands on floor {high} or higher" if high is not None else ""
     return f"FLOORS[{low}] (the highest floor it imports from{above})"
@@ -165,6 +165,8 @@ def test_a_package_the_layer_table_does_not_name_is_reported_with_a_floor_it_can
         "to FLOORS[14] (the highest floor it imports from; what imports it stands on floor 22 or higher), "
         "then run `make layout`"
     ]
+    alone = {"hearth.roles": set(), "hearth.roles.table": set()}
+    assert "to FLOORS[10] (the highest floor it imports from)" in unnamed_packages(["hearth.roles"], alone)[0]
 
 
 def test_a_floor_table_that_is_not_the_drawn_one_is_told_apart(tmp_path: Path) -> None:
