@@ -1,4 +1,6 @@
-"""Runs: the list (filters, goal search, pages of 50), one run step by step, and Stop."""
+"""Runs: the list (filters, goal search, pages of 50), one run step by step, Stop, and a steer
+(hearth/dispatch/steer.py, the CLI's one function: a working run's page has the form for whoever
+may approve its calls, and the text is recorded as from `web:USER`)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,17 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agent.model.backends import probe
+from agent.steer import Steer
 from hearth.dispatch.pause import paused
-from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, stop_all_as, stop_as
+from hearth.dispatch.steer import SteerRefused, give_as
+from hearth.dispatch.stop import NotRunning, StopFailed, Stopped, run_profile, stop_all_as, stop_as
 from hearth.errors import NotFound, UsageError
 from hearth.ids import ID_PATTERN
 from hearth.queue.directory import Queue
 from hearth.render import network_words
 from hearth.report import parse_since
 from hearth.run.diffs import checkpoint_range, diff_lines, history_of, workspace_diff
+from hearth.run.steers import SteerBox, steers_dir
 from hearth.users.access import Forbidden
 from hearth.web.context import web_of
 from hearth.web.live import budget_of
@@ -124,19 +129,35 @@ def _queued_goal(queue: Queue, run_id: str) -> str:
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
 def run_page(
-    request: Request, run_id: str, decided: str = "", edited: int = 0, me: Identity = Depends(viewer)
+    request: Request,
+    run_id: str,
+    decided: str = "",
+    edited: int = 0,
+    steered: int = 0,
+    me: Identity = Depends(viewer),
 ) -> HTMLResponse:
-    data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
+    data = _steering(request, _with_diff(request, run_data(request, run_id, STEP_CHARS)), me)
     line = decided_line(web_of(request).reader, decided)
     return web_of(request).pages.render(
-        request, "run.html", **data, step_cap=STEP_CHARS, decided=line, edited=max(0, edited)
+        request, "run.html", **data, step_cap=STEP_CHARS, decided=line, edited=max(0, edited), steered=steered
     )
 
 
 @router.get("/fragments/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
 def run_fragment(request: Request, run_id: str, me: Identity = Depends(viewer)) -> HTMLResponse:
-    data = _with_diff(request, run_data(request, run_id, STEP_CHARS))
+    data = _steering(request, _with_diff(request, run_data(request, run_id, STEP_CHARS)), me)
     return web_of(request).pages.render(request, "_run.html", **data, step_cap=STEP_CHARS)
+
+
+def _steering(request: Request, data: dict[str, Any], me: Identity) -> dict[str, Any]:
+    """Whether this person gets the steer form (a working run, `approve` in its profile), and the
+    steers its model has not read yet."""
+    if not data["live"]:
+        return {**data, "steer_form": False, "steers_waiting": []}
+    settings = web_of(request).config.settings
+    run_id = data["run"]["id"]
+    allowed = me.account.may("approve", data["run"].get("agent_name") or run_profile(settings, run_id))
+    return {**data, "steer_form": allowed, "steers_waiting": SteerBox(steers_dir(settings, run_id)).pending()}
 
 
 def _with_diff(request: Request, data: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +264,42 @@ async def stop_page(request: Request, run_id: str, me: Identity = Depends(operat
 async def api_stop(request: Request, run_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
     """Stop one run (recorded `interrupted`, by you); its pending approvals are cancelled."""
     return vars(await _stop(request, run_id, me))
+
+
+async def _steer(request: Request, run_id: str, me: Identity, text: str) -> Steer:
+    try:
+        settings = web_of(request).config.settings
+        return await run_in_threadpool(give_as, settings, checked_id(run_id), me.account, text, by=me.decider)
+    except Forbidden as exc:
+        raise WebError(403, str(exc)) from None
+    except NotFound as exc:
+        raise WebError(404, str(exc)) from None
+    except SteerRefused as exc:
+        raise WebError(409, str(exc)) from None
+    except UsageError as exc:
+        raise WebError(400, str(exc)) from None
+
+
+@router.post("/runs/{run_id}/steer", include_in_schema=False, dependencies=[Depends(check_csrf)])
+async def steer_page(request: Request, run_id: str, me: Identity = Depends(operator)) -> Response:
+    """The run page's steer form; the page next, saying the steer waits for the next tool result."""
+    text = (await request.form()).get("text")
+    await _steer(request, run_id, me, text if isinstance(text, str) else "")
+    return RedirectResponse(f"/runs/{run_id}?steered=1", status_code=303)
+
+
+@router.post("/api/runs/{run_id}/steer", tags=["runs"], dependencies=[Depends(check_csrf)])
+async def api_steer(request: Request, run_id: str, me: Identity = Depends(operator)) -> dict[str, Any]:
+    """Tell a working run something: `{"text": ...}` (at most 4,000 characters), read by its model
+    after the next tool result and recorded as a steer step from you. 403 without `approve` in its
+    profile, 404 no such run, 409 a run that has ended, 400 an empty or oversize text."""
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise WebError(400, 'the body is not JSON; send {"text": "..."}') from None
+    text = body.get("text") if isinstance(body, dict) else None
+    given = await _steer(request, run_id, me, text if isinstance(text, str) else "")
+    return {"run_id": run_id, "by": given.by, "at": given.at, "text": given.text}
 
 
 async def _stop_all(request: Request, me: Identity) -> list[Stopped]:
