@@ -46,6 +46,11 @@ class Follower:
                 lines.append(self.waiting_line(approval))
         return lines
 
+    def skip_said(self) -> None:
+        """Follow from here: the steps so far are not said again (an approval still waiting is)."""
+        self.poll()
+        self.shown_approvals.clear()
+
     def _step_lines(self, step: dict[str, Any]) -> list[str]:
         if step["kind"] != "tool" or not step.get("tool"):
             return []

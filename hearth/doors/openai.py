@@ -9,7 +9,10 @@ run's progress and answer shaped as OpenAI's responses (hearth/web/routes/v1.py 
                         to (`headers: X-Conversation-Id: "{{LIBRECHAT_BODY_CONVERSATIONID}}"`), or
                         in `metadata.conversation_id`; with none, an earlier assistant message
                         that carries a run's answer names the conversation. Its latest run is
-                        continued (`continues`): the same workspace and prompt
+                        continued (`continues`): the same workspace and prompt. While that run
+                        still works (queued, running, waiting for a person), the turn is a steer
+                        of it instead (hearth/dispatch/steer.py, from `api:KEY[/user]`, if the
+                        key's user may approve in its profile), and the call follows that run
     user                who asked, kept in the run's requested_by after the key (LibreChat sends it)
     tools               refused: the tools are hearth's, the profile's
 
@@ -31,12 +34,14 @@ from hearth.audit import keys as key_rows
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.doors import keys
 from hearth.doors.keys import Key, KeyRefused
+from hearth.errors import UsageError
 from hearth.settings import Settings
-from hearth.users.access import Forbidden
+from hearth.users.access import Forbidden, User
 
 AUTO = "auto"
 CONVERSATION_HEADERS = ("x-hearth-conversation", "x-openwebui-chat-id", "x-conversation-id")
 CONVERSATION_CHARS = 128
+BUSY = "run {} of this conversation is still working and this turn was not given to it as a steer"
 
 
 class Refused(KeyRefused):
@@ -159,6 +164,7 @@ class Started:
     key: Key
     model: str
     created: int
+    steered: bool = False  # the turn was a steer of the conversation's working run, `run_id`
 
 
 def identify(settings: Settings, authorization: str) -> Key:
@@ -169,13 +175,8 @@ def identify(settings: Settings, authorization: str) -> Key:
 
 
 def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str]) -> Started:
-    """Check the key may, queue the run (a follow-up when the conversation has one), count the call."""
-    from hearth.dispatch.launchers import heal
-    from hearth.queue.intake import RequestRefused, build_request
-    from hearth.queue.submit import SubmitRefused
-    from hearth.run.profiles import load_profile
-    from hearth.users.launch import submit_as
-
+    """Check the key may, then steer the conversation's run while it works, else queue a run (a
+    follow-up when the conversation has one) and count the call."""
     with AuditStore(settings.audit_path) as audit:
         agent = profile_of(body.model, settings)
         keys.admit(key, agent)
@@ -183,27 +184,74 @@ def start(settings: Settings, key: Key, body: ChatBody, headers: dict[str, str])
         conversation, earlier = _conversation(audit, key, body, headers)
         if earlier is not None:
             _may_continue(audit, key, earlier)
+            if _working(settings, audit, earlier) and _steered(settings, user, earlier, body, key):
+                return Started(earlier, conversation, None, key, body.model, int(time.time()), steered=True)
         run_id = new_run_id()
         conversation = conversation or f"conv-{run_id}"
-        own = load_profile(settings.config_dir, agent).max_tokens or 0
+        own = _own_cap(settings, agent)
         cap = keys.record(audit, key, run_id, conversation, own)
-        obj = _request(run_id, body, key, agent, cap, earlier)
-        try:
-            request = build_request(obj, file_id=None).request
-            submit_as(request, settings, user, requested_by=obj["requested_by"], heal=heal)
-        except Forbidden as exc:
-            key_rows.forget_call(audit, run_id)
-            raise Refused(403, "permission_denied", str(exc), "permission_error") from None
-        except (RequestRefused, SubmitRefused) as exc:
-            key_rows.forget_call(audit, run_id)  # no run: no turn to continue
-            status = 503 if getattr(exc, "kind", "") == "queue" else 400
-            raise Refused(
-                status,
-                "not_queued",
-                f"the run was not queued: {exc}",
-                "server_error" if status == 503 else "invalid_request_error",
-            ) from None
+        _queue(settings, audit, user, _request(run_id, body, key, agent, cap, earlier))
     return Started(run_id, conversation, earlier, key, body.model, int(time.time()))
+
+
+def _own_cap(settings: Settings, agent: str) -> int:
+    from hearth.run.profiles import load_profile
+
+    return load_profile(settings.config_dir, agent).max_tokens or 0
+
+
+def _queue(settings: Settings, audit: AuditStore, user: User, obj: dict[str, Any]) -> None:
+    """Queue the run as its key's user; a refusal forgets the call (no run: no turn to continue)."""
+    from hearth.dispatch.launchers import heal
+    from hearth.queue.intake import RequestRefused, build_request
+    from hearth.queue.submit import SubmitRefused
+    from hearth.users.launch import submit_as
+
+    try:
+        request = build_request(obj, file_id=None).request
+        submit_as(request, settings, user, requested_by=obj["requested_by"], heal=heal)
+    except Forbidden as exc:
+        key_rows.forget_call(audit, obj["id"])
+        raise Refused(403, "permission_denied", str(exc), "permission_error") from None
+    except (RequestRefused, SubmitRefused) as exc:
+        key_rows.forget_call(audit, obj["id"])
+        status = 503 if getattr(exc, "kind", "") == "queue" else 400
+        raise Refused(
+            status,
+            "not_queued",
+            f"the run was not queued: {exc}",
+            "server_error" if status == 503 else "invalid_request_error",
+        ) from None
+
+
+def _working(settings: Settings, audit: AuditStore, run_id: str) -> bool:
+    """Whether the conversation's run has not ended: its row says so, or it waits in the queue."""
+    from hearth.queue.directory import Queue
+    from hearth.run.state import FINAL_STATES
+
+    run = audit.run(run_id)
+    if run is not None:
+        return run["status"] not in FINAL_STATES
+    queue = Queue(settings.queue_dir)
+    return (queue.root / f"{run_id}.json").exists() or queue.known(run_id) == "claimed"
+
+
+def _steered(settings: Settings, user: User, run_id: str, body: ChatBody, key: Key) -> bool:
+    """The turn given to the working run as a steer (hearth/dispatch/steer.py); False when the run
+    ended meanwhile (the turn is then its follow-up). Refused: no right, too long, too many."""
+    from hearth.dispatch.steer import SteerRefused, give_as
+
+    try:
+        give_as(settings, run_id, user, goal_of(body), by=_asker(key, body))
+    except SteerRefused as exc:
+        if exc.status != "full":
+            return False
+        raise Refused(429, "steers_waiting", str(exc), "rate_limit_error") from None
+    except Forbidden as exc:
+        raise Refused(403, "permission_denied", f"{BUSY.format(run_id)}: {exc}", "permission_error") from None
+    except UsageError as exc:
+        raise Refused(400, "invalid_request", f"{BUSY.format(run_id)}: {exc}") from None
+    return True
 
 
 def _may_continue(audit: AuditStore, key: Key, earlier: str) -> None:
@@ -221,9 +269,12 @@ def _may_continue(audit: AuditStore, key: Key, earlier: str) -> None:
         )
 
 
+def _asker(key: Key, body: ChatBody) -> str:
+    return key.source + (f"/{body.user}" if body.user else "")
+
+
 def _request(run_id: str, body: ChatBody, key: Key, agent: str, cap: int | None, earlier: str | None) -> dict[str, Any]:
-    asker = key.source + (f"/{body.user}" if body.user else "")
-    obj: dict[str, Any] = {"id": run_id, "goal": goal_of(body), "source": key.source, "requested_by": asker}
+    obj: dict[str, Any] = {"id": run_id, "goal": goal_of(body), "source": key.source, "requested_by": _asker(key, body)}
     obj["agent_name"] = agent
     if body.model == AUTO:
         obj["model"] = AUTO
@@ -261,8 +312,15 @@ def completion(started: Started, content: str, usage: dict[str, int]) -> dict[st
         "model": started.model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": usage,
-        "hearth": {"run_id": started.run_id, "conversation": started.conversation},
+        "hearth": {"run_id": started.run_id, "conversation": started.conversation, "steered": started.steered},
     }
+
+
+def steered_line(started: Started) -> str:
+    return (
+        f"(given to run {started.run_id}, which is still working on this conversation: its model reads it "
+        "after its next tool result; its answer follows)"
+    )
 
 
 def chunk(started: Started, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:

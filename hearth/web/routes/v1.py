@@ -9,7 +9,8 @@ A completion queues a run (hearth/doors/openai.py) and follows it in the audit: 
 first chunk goes at once, then a line per tool call and result and per approval that waits (with
 where to decide it), then the run's answer and its tokens; without streaming, the answer when the
 run ends. The call waits at most the run's time limit; a run still going then is said so, with its
-page. A client that goes away stops the call's following (streamed or not, the audit is no longer
+page. A turn that steered the conversation's working run (hearth/doors/openai.py) follows that run
+from where it is, its stream saying first that the turn was given to it. A client that goes away stops the call's following (streamed or not, the audit is no longer
 read for it), and nothing else: the run is hearth's, and the conversation's next turn continues it.
 
 A body that is not what OpenAI's clients send (not JSON, nested past what a parser follows, of the
@@ -123,6 +124,8 @@ async def chat_completions(request: Request) -> Response:
     headers = {k.lower(): v for k, v in request.headers.items()}
     started = await run_in_threadpool(openai.start, web.config.settings, key, body, headers)
     follower = Follower(web.reader, started.run_id, _base(request))
+    if started.steered:  # the call follows the run from here: what it did before was said to earlier calls
+        await asyncio.to_thread(follower.skip_said)
     said = {"X-Hearth-Conversation": started.conversation, "X-Hearth-Run": started.run_id}
     if body.stream:  # the response hears its client go itself, and ends the stream (see _stream)
         usage = bool((body.stream_options or {}).get("include_usage"))
@@ -208,6 +211,8 @@ def _still_going(follower: Follower) -> str:
 async def _stream(web: Web, started: Started, follower: Follower, usage_chunk: bool) -> AsyncIterator[str]:
     """The run as it goes; a client that goes away cancels the response, and the following with it."""
     yield _sse(openai.chunk(started, {"role": "assistant", "content": ""}))
+    if started.steered:
+        yield _sse(openai.chunk(started, {"content": openai.steered_line(started) + "\n"}))
     queue: list[str] = []
     waiting = asyncio.create_task(_streamed(web, follower, queue.extend))
     try:
