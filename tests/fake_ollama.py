@@ -8,7 +8,8 @@ assert on exactly what was sent. Script items:
 - `Raw(status, body)`: these exact bytes, for garbage, HTTP 500, a reply with no message ...;
 - `Held(message, after, release)`: streams `after` chunks of the message, waits for the
   `release` event, then the rest (a live token count, a model still thinking);
-- a callable taking the request body and returning either of the above.
+- a callable taking the request body and returning either of the above (`Gated`: a reply held
+  until the test releases it).
 
 When the script runs out it answers HTTP 500 "script exhausted", so an overrun is loud.
 
@@ -47,6 +48,18 @@ class Held:
     message: dict[str, Any]
     after: int
     release: threading.Event
+
+
+class Gated:
+    """A reply given only once the test sets `release` (its marker: a steer accepted, a page
+    posted), so the run waits in its model call meanwhile; the bound only ends a broken test."""
+
+    def __init__(self, reply: dict[str, Any], bound_s: float = 120.0) -> None:
+        self.reply, self.bound_s, self.release = reply, bound_s, threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert self.release.wait(self.bound_s), "the test never released this reply"
+        return self.reply
 
 
 Script = dict[str, Any] | Raw | Held | Callable[[dict[str, Any]], "dict[str, Any] | Raw | Held"]

@@ -7,9 +7,7 @@ right to approve are answered with the reason and nothing is left for a run."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,31 +17,19 @@ from hearth.channels.service import ChannelService
 from hearth.users import roster
 from tests.channels_support import IDS, with_telegram
 from tests.cli_support import start_watch, stop_watch
-from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Gated, assert_every_request_legal, final_answer, tool_call
 from tests.fake_telegram import FakeTelegram
 from tests.hearth.channels.test_telegram_conversation import said, until
 from tests.queue_support import rows
 
 ADA = IDS["ada"]
-WAIT_S = 120.0  # the released reply's bound: a marker the test sets, never a pace
-
-
-class Released:
-    """The model's first reply, given once the test has seen both steers accepted (the marker)."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply, self.release = reply, threading.Event()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.release.wait(WAIT_S), "the test never released the model's first reply"
-        return self.reply
 
 
 def test_a_message_and_a_steer_command_reach_the_working_run_after_its_next_tool_result(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HEARTH_LAUNCHER", "local")
-    first = Released(tool_call("list_files", {"path": "."}))
+    first = Gated(tool_call("list_files", {"path": "."}))
     with FakeTelegram() as fake, FakeOllama([first, final_answer("Listed the top level.")]) as model:
         box, service = with_telegram(state_dir, fake)
         watch = start_watch({"OLLAMA_HOST": model.url, "HEARTH_LAUNCHER": "local"})
@@ -71,7 +57,7 @@ def test_a_message_and_a_steer_command_reach_the_working_run_after_its_next_tool
     assert not list((box.settings.state_dir / "state" / "steers" / run["id"]).iterdir())
 
 
-async def _steered(fake: FakeTelegram, service: ChannelService, model: FakeOllama, first: Released) -> None:
+async def _steered(fake: FakeTelegram, service: ChannelService, model: FakeOllama, first: Gated) -> None:
     fake.text(ADA, "list the workspace")
     await until(service, lambda: model.requests, "the run asking its model")
     fake.text(ADA, "Only the top level.")

@@ -6,9 +6,7 @@ refused in one line, and nothing is left for a run."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
 import httpx2
 from mcp import Client
@@ -18,23 +16,10 @@ from agent.steer import STEER_MARK
 from hearth.audit.store import AuditStore
 from hearth.settings import Settings
 from hearth.users import roster
-from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Gated, assert_every_request_legal, final_answer, tool_call
 from tests.hearth.doors.test_mcp_server import TOKENS, data, error, over_http, run, until
 from tests.queue_support import rows
 from tests.web_support import Center
-
-WAIT_S = 120.0  # the held reply's bound: the test's marker releases it
-
-
-class Held:
-    """The model's first reply, given once the test has seen `steer_run` answer (the marker)."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply, self.release = reply, threading.Event()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.release.wait(WAIT_S), "the test never released the model's first reply"
-        return self.reply
 
 
 def as_user(center: Center, token: str) -> Client:
@@ -50,7 +35,7 @@ def test_steer_run_reaches_the_model_after_the_next_tool_result_and_is_refused_w
     with AuditStore(settings.audit_path) as audit:
         launcher = roster.add(audit, "lena", "operator", by="test")
         roster.grant(audit, "lena", "default", "launch", by="test")  # launches there, may not approve
-    first = Held(tool_call("list_files", {"path": "."}))
+    first = Gated(tool_call("list_files", {"path": "."}))
     with FakeOllama([first, final_answer("Listed the top level.")]) as fake, Center(settings, tokens=TOKENS) as center:
         center.start_watch(fake.url)
 

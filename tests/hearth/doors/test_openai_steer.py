@@ -6,7 +6,6 @@ the run's profile, and a turn too long for a steer, are refused in OpenAI's shap
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,25 +17,14 @@ from agent.steer import STEER_MARK
 from hearth.audit.store import AuditStore
 from hearth.doors.keys import Key, add
 from hearth.users import roster
-from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Gated, assert_every_request_legal, final_answer, tool_call
 from tests.hearth.doors.conftest import make_key
 from tests.hearth.doors.test_openai_door import client
 from tests.queue_support import rows, wait_for
 from tests.web_support import Center
 
-WAIT_S = 120.0  # the held reply's bound: the test's marker releases it
+WAIT_S = 120.0  # bounds only a broken test: each wait ends on its marker
 TALK = {"X-Hearth-Conversation": "talk-1"}
-
-
-class Held:
-    """The model's first reply, given once the steering call has said it was given (the marker)."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply, self.release = reply, threading.Event()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.release.wait(WAIT_S), "the test never released the model's first reply"
-        return self.reply
 
 
 def turn(api: openai.OpenAI, text: str, **extra: Any) -> Any:
@@ -49,7 +37,7 @@ def test_a_turn_while_the_conversations_run_works_steers_it_and_answers_with_its
     center: Center, state_dir: Path
 ) -> None:
     key = make_key(state_dir)
-    first = Held(tool_call("list_files", {"path": "."}))
+    first = Gated(tool_call("list_files", {"path": "."}))
     with FakeOllama([first, final_answer("Listed the top level.")]) as fake, ThreadPoolExecutor(1) as pool:
         center.start_watch(fake.url)
         api = client(center, key)
@@ -79,7 +67,7 @@ def test_a_turn_while_the_conversations_run_works_steers_it_and_answers_with_its
     assert step["detail"] == "from api:webui/alice: Only the top level."
 
 
-def _steer(api: openai.OpenAI, first: Held) -> tuple[str, dict[str, str]]:
+def _steer(api: openai.OpenAI, first: Gated) -> tuple[str, dict[str, str]]:
     """The steering turn, streamed: the model's reply is released once it said it was given."""
     raw = api.chat.completions.with_raw_response.create(
         model="default",

@@ -7,7 +7,6 @@ profile, an ended run and an unknown one are refused, with nothing left for a ru
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +15,11 @@ from hearth.audit.store import AuditStore
 from hearth.settings import Settings
 from hearth.users import roster
 from tests.browser_support import Browser
-from tests.fake_ollama import FakeOllama, assert_every_request_legal, final_answer, tool_call
+from tests.fake_ollama import FakeOllama, Gated, assert_every_request_legal, final_answer, tool_call
 from tests.queue_support import rows, wait_for
 from tests.web_support import Center, run_status
 
-WAIT_S = 120.0  # the held reply's bound: the test's marker releases it
 TOKENS = {"operator": "operator-token-0123456789", "viewer": "viewer-token-0123456789"}
-
-
-class Held:
-    """The model's first reply, given once the test has posted its steer (the marker)."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply, self.release = reply, threading.Event()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.release.wait(WAIT_S), "the test never released the model's first reply"
-        return self.reply
 
 
 def swap(page: Any) -> None:
@@ -49,7 +36,7 @@ def swap(page: Any) -> None:
 def test_a_steer_typed_on_the_run_page_survives_a_refresh_and_reaches_the_model_after_the_next_tool_result(
     center: Center, browser: Browser, state_dir: Path
 ) -> None:
-    first = Held(tool_call("list_files", {"path": "."}))
+    first = Gated(tool_call("list_files", {"path": "."}))
     with FakeOllama([first, final_answer("Listed the top level.")]) as fake:
         try:
             center.start_watch(fake.url)
