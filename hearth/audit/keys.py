@@ -43,6 +43,11 @@ def remove_key(audit: AuditStore, name: str) -> bool:
     return audit.conn.execute("delete from api_keys where name = ?", [name]).rowcount > 0
 
 
+def update_key(audit: AuditStore, name: str, fields: dict[str, Any]) -> None:
+    """Change a key's limits, profiles or user; its id, and so its calls and budget, stay."""
+    audit.update("api_keys", name, fields, pk="name")
+
+
 def key_with_digest(db: Rows, digest: str) -> dict[str, Any] | None:
     rows = db.rows("select * from api_keys where digest = ?", [digest])
     return rows[0] if rows else None

@@ -81,6 +81,16 @@ def tokens_of(db: Rows, user: str) -> list[dict[str, Any]]:
     return db.rows("select id, user, created_at, created_by from user_tokens where user = ? order by id", [user])
 
 
+def token_digests(db: Rows, user: str, created_by: str) -> dict[str, str]:
+    """The digests of a user's tokens that `created_by` made, each to its token's id."""
+    sql = "select id, digest from user_tokens where user = ? and created_by = ?"
+    return {row["digest"]: row["id"] for row in db.rows(sql, [user, created_by])}
+
+
+def drop_token(audit: AuditStore, token_id: str) -> None:
+    audit.conn.execute("delete from user_tokens where id = ?", [token_id])
+
+
 def drop_tokens(audit: AuditStore, user: str) -> int:
     return audit.conn.execute("delete from user_tokens where user = ?", [user]).rowcount
 

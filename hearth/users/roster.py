@@ -143,7 +143,7 @@ def remove(audit: AuditStore, name: str) -> None:
 def link(audit: AuditStore, name: str, channel: str, address: str, *, by: str) -> str:
     """Map a platform's sender id to a user: the address as kept (e-mail addresses in lower case)."""
     existing(audit, name)
-    address = _address(channel, address)
+    address = checked_address(channel, address)
     row = {"channel": channel, "address": address, "user": name, "created_at": audit.clock(), "created_by": by}
     taken = rows.add_identity(audit, row)
     if taken is not None and taken != name:
@@ -153,7 +153,7 @@ def link(audit: AuditStore, name: str, channel: str, address: str, *, by: str) -
 
 def unlink(audit: AuditStore, name: str, channel: str, address: str) -> None:
     existing(audit, name)
-    address = _address(channel, address)
+    address = checked_address(channel, address)
     mapped = rows.identity_user(audit, channel, address)
     if mapped != name or not rows.remove_identity(audit, channel, address):
         raise NotFound(f"{channel}:{address} is not {name}'s; see: hearth users list")
@@ -163,7 +163,8 @@ def identities(db: Rows, channel: str) -> list[dict[str, Any]]:
     return rows.identities(db, channel=channel)
 
 
-def _address(channel: str, address: str) -> str:
+def checked_address(channel: str, address: str) -> str:
+    """The address as kept (e-mail in lower case); UsageError for an unknown channel or a bad address."""
     if channel not in CHANNELS:
         raise UsageError(f"{channel!r} is not a channel; one of: {', '.join(CHANNELS)}")
     address = address.strip().lower() if channel == "email" else address.strip()

@@ -8,6 +8,8 @@
     hearth users rm NAME              the user, their tokens, memberships and identities (what they did stays)
     hearth users token NAME           another sign-in token
     hearth users link|unlink NAME CHANNEL ADDRESS   a Telegram user id or e-mail address is theirs
+    hearth users apply FILE           make the users match a declaration (services.hearth.users,
+                                      install.toml's [users]): docs/users.md
 
 Changing users is an owner's: the CLI acts as HEARTH_USER, else as the user named as the login,
 else as the owner at the shell (hearth/users/access.py).
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hearth.render import print_json, table
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 EPILOG = (
     "exit codes: 0 done, 1 refused (not an owner, or the last owner), 2 a bad name, role, right, profile or "
-    "address, or no such user"
+    "address, no such user, or a bad declaration (apply: nothing is changed)"
 )
 
 
@@ -61,6 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("channel", choices=("telegram", "email"))
         q.add_argument("address", help="a Telegram user id (digits), or an e-mail address")
         q.add_argument("--json", action="store_true")
+    q = actions.add_parser(
+        "apply", help="make the users match a declaration file (TOML or .json); a second apply changes nothing"
+    )
+    q.add_argument("file", type=Path, help="the declaration: [users.NAME] tables (docs/users.md)")
+    q.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    q.add_argument("--json", action="store_true")
     p.set_defaults(handler=users, json=False)
 
 
@@ -152,6 +161,22 @@ def _rm(args: argparse.Namespace, audit: AuditStore, by: str) -> int:
     return _done(args, f"removed user {args.name}")
 
 
+def _apply(args: argparse.Namespace, audit: AuditStore, by: str) -> int:
+    from hearth.users import declared, sync
+
+    changes = sync.plan(audit, declared.read(args.file), args.file)
+    if not args.dry_run:
+        sync.apply(audit, changes, args.file)
+    lines = [c.line for c in changes]
+    if args.json:
+        print_json({"file": str(args.file), "dry_run": args.dry_run, "changes": lines})
+    elif not lines:
+        print(f"users match {args.file}: nothing to change")
+    else:
+        print("\n".join(("would " if args.dry_run else "") + line for line in lines))
+    return 0
+
+
 def _link(args: argparse.Namespace, audit: AuditStore, by: str) -> int:
     from hearth.users.roster import link, unlink
 
@@ -177,4 +202,5 @@ ACTIONS: dict[str, Callable[[argparse.Namespace, AuditStore, str], int]] = {
     "rm": _rm,
     "link": _link,
     "unlink": _link,
+    "apply": _apply,
 }
