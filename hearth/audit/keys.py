@@ -6,10 +6,14 @@ found by it, never by the key's name, which a later key may take."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from hearth.audit.store import AuditStore, Rows, immediate
 
+# what a key's name may be (a `/v1` run's source is api:NAME); `mcp` is hearth's own MCP server's
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RESERVED = "mcp"
 # a run that has not ended: what it may still spend is held for it (hearth/doors/follow.py's ACTIVE)
 _GOING = ("queued", "claimed", "running", "waiting", "paused")
 

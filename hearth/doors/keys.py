@@ -27,21 +27,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hearth.audit import keys as key_rows
+from hearth.audit.keys import NAME, RESERVED
 from hearth.audit.store import AuditStore
 from hearth.errors import HearthError, NotFound, UsageError
 from hearth.users.access import Forbidden, User, require, user_named
 
 PREFIX = "hk-"
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 WINDOW = timedelta(minutes=1)
-RESERVED = "mcp"  # source api:mcp is hearth/doors/mcpserver.py's
 
 
 class KeyRefused(HearthError):

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hearth.doors.keys import NAME as KEY_NAME
-from hearth.doors.keys import RESERVED
+from hearth.audit.keys import NAME as KEY_NAME
+from hearth.audit.keys import RESERVED
 from hearth.errors import ConfigError, HearthError
 from hearth.tomlcheck import known_table, read_toml
 from hearth.users.access import RIGHTS, ROLES, digest
@@ -37,6 +37,8 @@ from hearth.users.roster import NAME, PROFILE, checked_address
 USER_KEYS = ("role", "default_profile", "disabled", "memberships", "token_files", "keys", "telegram", "email")
 KEY_KEYS = ("file", "agents", "budget", "rate")
 IDENTITIES = ("telegram", "email")
+Bad = Callable[[str, str], ConfigError]  # (key, what is wrong) -> the error naming file, user and key
+Reader = Callable[[Bad], Callable[[str, str], str]]  # -> (key, a secret's path or name) -> its SHA-256
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,15 @@ def read(path: Path, credentials: Path | None = None) -> list[Declared]:
     """Every user `path` declares (TOML, or JSON for a .json file); ConfigError for the first thing wrong."""
     data = _load(path)
     known_table(path, "the file", data, ("users",))
-    table = data.get("users", {})
+    return parse(data.get("users", {}), path, credentials or _credentials_dir())
+
+
+def parse(table: Any, path: Path, credentials: Path | None, root: Path = Path("/")) -> list[Declared]:
+    """The users of a [users] table read from `path`; a secret's path is read below `root` (an
+    install into another root file system checks the files it will have)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [users] must be a table of users")
-    found = [_user(path, name, raw, credentials or _credentials_dir()) for name, raw in table.items()]
+    found = [_user(path, name, raw, _secret_reader(credentials, root)) for name, raw in table.items()]
     _unique(path, found, "identity", lambda u: [f"{c}:{a}" for c, a in u.identities])
     _unique(path, found, "key", lambda u: [k.name for k in u.keys])
     _unique(path, found, "secret", lambda u: [*u.tokens, *(k.digest for k in u.keys)])
@@ -90,7 +97,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _user(path: Path, name: str, raw: Any, credentials: Path | None) -> Declared:
+def _user(path: Path, name: str, raw: Any, reader: Reader) -> Declared:
     where = f"[users.{name}]"
     table = known_table(path, where, raw, USER_KEYS)
 
@@ -109,14 +116,11 @@ def _user(path: Path, name: str, raw: Any, credentials: Path | None) -> Declared
     if not isinstance(disabled, bool):
         raise bad("disabled", "must be true or false")
     rights = _rights(table.get("memberships", {}), role, bad)
-    secret = _secret_reader(credentials, bad)
+    secret = reader(bad)
     tokens = frozenset(secret("token_files", ref) for ref in _strings(table.get("token_files", []), "token_files", bad))
     keys = tuple(_key(k, v, secret, bad) for k, v in _table(table.get("keys", {}), "keys", bad).items())
     identities = frozenset(_identities(table, bad))
     return Declared(name, role, profile, disabled, rights, tokens, keys, identities)
-
-
-Bad = Callable[[str, str], ConfigError]
 
 
 def _table(value: Any, key: str, bad: Bad) -> dict[str, Any]:
@@ -179,13 +183,17 @@ def _key(name: str, raw: Any, secret: Callable[[str, str], str], bad: Bad) -> De
     return DeclaredKey(name, secret(f"{key}.file", table["file"]), agents, limits[0], limits[1])
 
 
-def _secret_reader(credentials: Path | None, bad: Bad) -> Callable[[str, str], str]:
-    """Reads a secret's file (a path, or a credential's name) and gives its SHA-256."""
+def _secret_reader(credentials: Path | None, root: Path) -> Reader:
+    """For one user's errors (`bad`): what reads a secret's file (a path, or a credential's name)
+    and gives its SHA-256."""
+    return lambda bad: _secret(credentials, root, bad)
 
+
+def _secret(credentials: Path | None, root: Path, bad: Bad) -> Callable[[str, str], str]:
     def read_secret(key: str, ref: str) -> str:
         if "/" not in ref and credentials is None:
             raise bad(key, f"{ref!r} is a credential's name, but $CREDENTIALS_DIRECTORY is not set; give a path")
-        source = Path(ref) if "/" in ref else credentials / ref  # type: ignore[operator]
+        source = root / ref.lstrip("/") if "/" in ref else credentials / ref  # type: ignore[operator]
         try:
             text = source.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
