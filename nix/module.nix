@@ -10,8 +10,111 @@ let
     inherit cfg;
     bin = { hearth = "${cfg.package}/bin/hearth"; hearthLoop = "${cfg.package}/bin/hearth-loop"; };
     script = pkgs.writeShellScript;
+    text = pkgs.writeText;
     ollamaLocal = cfg.ollama.enable;
   };
+
+  # services.hearth.users.<name> (hearth/users/declared.py reads what units.nix makes of it)
+  userOptions = { name, ... }: {
+    options = {
+      role = mkOption {
+        type = types.enum [ "owner" "operator" "viewer" ];
+        example = "operator";
+        description = "owner: everything; operator: what `memberships` say; viewer: read only.";
+      };
+      defaultProfile = mkOption {
+        type = types.strMatching "[A-Za-z0-9][A-Za-z0-9._-]{0,63}";
+        default = "default";
+        example = "builder";
+        description = "The agent profile this user's chats run under.";
+      };
+      disabled = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "Refuse everything this user does, through every door, keeping the user and what they did.";
+      };
+      memberships = mkOption {
+        type = types.attrsOf (types.listOf (types.enum [ "launch" "approve" ]));
+        default = { };
+        example = { builder = [ "launch" "approve" ]; "*" = [ "approve" ]; };
+        description = "An operator's rights per agent profile (`*`: every profile): launch (and continue and stop) its runs, approve their calls.";
+      };
+      tokenFiles = mkOption {
+        type = types.listOf types.path;
+        default = [ ];
+        example = [ "/run/secrets/hearth-ada-token" ];
+        description = "Files each holding one of this user's command-center sign-in tokens (16 characters or more, e.g. `openssl rand -base64 32`); passed to hearth-users.service with LoadCredential=, never in the Nix store; only their SHA-256 is kept.";
+      };
+      keys = mkOption {
+        type = types.attrsOf (types.submodule {
+          options = {
+            file = mkOption {
+              type = types.path;
+              example = "/run/secrets/hearth-ada-laptop-key";
+              description = "File holding the key's secret (a LoadCredential= credential, never in the store).";
+            };
+            agents = mkOption {
+              type = types.listOf types.str;
+              default = [ ];
+              example = [ "builder" ];
+              description = "Profiles the key may use; empty: any.";
+            };
+            budget = mkOption {
+              type = types.ints.unsigned;
+              default = 0;
+              example = 50000;
+              description = "Tokens a day (UTC) for the key's runs; 0: none of its own.";
+            };
+            rate = mkOption {
+              type = types.ints.unsigned;
+              default = 0;
+              example = 10;
+              description = "Calls a minute; 0: no limit.";
+            };
+          };
+        });
+        default = { };
+        example = literalExpression ''{ laptop.file = "/run/secrets/hearth-ada-laptop-key"; }'';
+        description = "This user's keys of the OpenAI-compatible `/v1` door, by name (as `hearth keys add`).";
+      };
+      telegram = mkOption {
+        type = types.listOf (types.strMatching "[1-9][0-9]{0,19}");
+        default = [ ];
+        example = [ "123456789" ];
+        description = "Telegram user ids that are this user (the platform says who sent a message, never its text).";
+      };
+      email = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "ada@example.org" ];
+        description = "E-mail addresses that are this user (as the receiving server checked them).";
+      };
+    };
+  };
+
+  # services.hearth.channels.<name>: channels.toml's table, its secret a credential of hearth-channels.service
+  channelOptions = what: secretOption: secretWhat: credential: example: {
+    enable = mkEnableOption "the ${what} channel of hearth-channels.service (`hearth channels`, docs/channels.md)";
+    ${secretOption} = mkOption {
+      type = types.nullOr types.path;
+      default = null;
+      example = "/run/secrets/hearth-${credential}";
+      description = "File holding ${secretWhat}; passed as the credential `${credential}` (LoadCredential=), never in the Nix store.";
+    };
+    settings = mkOption {
+      type = types.attrsOf (types.oneOf [ types.str types.int types.bool ]);
+      default = { };
+      inherit example;
+      description = "The channel's table in channels.toml (docs/channels.md: its keys, and the limits max_chars, flood_per_minute, refuse_every_s); the secret goes in `${secretOption}`.";
+    };
+  };
+  # channels.toml from the enabled channels' settings (flat tables: a JSON string, number or
+  # boolean is the same TOML value)
+  channelsToml = builtins.concatStringsSep "\n" (lib.mapAttrsToList (name: c:
+    "[${name}]\n" + builtins.concatStringsSep "" (lib.mapAttrsToList (k: v: "${k} = ${builtins.toJSON v}\n") c.settings))
+    (lib.filterAttrs (_: c: c.enable) cfg.channels));
+  channelsEnabled = builtins.any (c: c.enable) (builtins.attrValues cfg.channels);
 
   nullOrMode = mkOption {
     type = types.nullOr (types.enum modes);
@@ -474,8 +577,9 @@ let
       ++ lib.optional (cfg.sandbox == "bwrap") pkgs.bubblewrap
       ++ cfg.extraPackages;
     environment = (unit.environment or { }) // settingsEnv // cfg.environment;
-    # a switch must not kill runs in flight or re-run a oneshot
-    restartIfChanged = false;
+    # a switch must not kill runs in flight or re-run a oneshot; the channels restart with their
+    # settings (nothing they hold is lost), and the users' apply runs again on a new declaration
+    restartIfChanged = builtins.elem name [ "hearth-channels" "hearth-users" ];
   };
 
   # Several boxes (fleet.hub, worker; docs/fleet.md). The broker's URL is in the units' text, its
@@ -943,6 +1047,35 @@ in
       };
     };
 
+    users = mkOption {
+      type = types.attrsOf (types.submodule userOptions);
+      default = { };
+      example = literalExpression ''
+        {
+          ada = {
+            role = "operator";
+            defaultProfile = "builder";
+            memberships.builder = [ "launch" "approve" ];
+            tokenFiles = [ "/run/secrets/hearth-ada-token" ];
+            telegram = [ "123456789" ];
+          };
+          bea.role = "owner";
+        }
+      '';
+      description = "The users of hearth, declared (docs/users.md): hearth-users.service runs `hearth users apply` at boot and whenever this changes, which adds and changes them, and disables (never removes) every user not named here, made by hand or not; each change is recorded as done by `config`. The built-in `operator` and `viewer` are left alone unless named. Empty: users are managed by hand only (`hearth users`, the Users page).";
+    };
+
+    channels = {
+      telegram = channelOptions "Telegram (a bot, long-polled: the box needs no public address)" "tokenFile" "the bot's token from @BotFather" "telegram-token" {
+        poll_s = 25;
+      };
+      email = channelOptions "e-mail (IMAP and SMTP)" "passwordFile" "the mailbox's password" "email-password" {
+        address = "hearth@example.org";
+        imap_host = "mail.example.org";
+        smtp_host = "mail.example.org";
+      };
+    };
+
     fleet.hub = {
       enable = mkEnableOption "the hub of several boxes (docs/fleet.md): this box keeps the queue, the command center and the one audit, and sends each request through a Redis broker (Celery) to a worker (`services.hearth.worker` on the other boxes); needs `web.enable`, where the workers report";
       brokerUrl = mkOption {
@@ -1147,6 +1280,13 @@ in
           message = "services.hearth.web.listenAddress is ${cfg.web.listenAddress}: beyond loopback the command center needs operatorTokenFile or viewerTokenFile"; }
       ];
       networking.firewall.allowedTCPPorts = lib.optional cfg.web.openFirewall cfg.web.port;
+    })
+    (mkIf channelsEnabled {
+      assertions = lib.mapAttrsToList (name: c: {
+        assertion = !c.enable || (if name == "telegram" then c.tokenFile else c.passwordFile) != null;
+        message = "services.hearth.channels.${name} needs ${if name == "telegram" then "tokenFile" else "passwordFile"}: the secret is passed as a credential, never in channels.toml or the store";
+      }) cfg.channels;
+      environment.etc."hearth/channels.toml".text = channelsToml;
     })
     (mkIf cfg.ollama.enable {
       services.ollama.enable = true;

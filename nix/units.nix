@@ -21,7 +21,8 @@
 # rules, which need no namespaces, so the unit keeps RestrictNamespaces=yes, PrivateUsers and
 # every Protect* setting; under bwrap (sandbox = "bwrap", needed for commands' network) as the
 # only things mounted, which relaxes exactly what bubblewrap needs ([bwrap] in units.toml).
-{ cfg, bin, script, ollamaLocal ? false }:
+#   text    name: text: a file in the store holding `text` (pkgs.writeText): the users' declaration
+{ cfg, bin, script, ollamaLocal ? false, text ? builtins.toFile }:
 let
   inherit (builtins) attrNames concatStringsSep listToAttrs mapAttrs removeAttrs replaceStrings;
   data = builtins.fromTOML (builtins.readFile ./units.toml);
@@ -182,13 +183,55 @@ let
     };
   };
 
+  # The chat channels (services.hearth.channels): `hearth channels`, its secrets as credentials only.
+  channels = cfg.channels or { };
+  channelOn = name: (channels.${name} or { enable = false; }).enable;
+  channelSecrets = builtins.filter (c: channelOn c.channel) [
+    { channel = "telegram"; name = "telegram-token"; file = channels.telegram.tokenFile or null; }
+    { channel = "email"; name = "email-password"; file = channels.email.passwordFile or null; }
+  ];
+  channelsOn = channelSecrets != [ ];
+  channelsService = unitHead "hearth-channels" { } // {
+    inherit (data.services.hearth-channels) after;
+    inherit environment;
+    serviceConfig = serviceConfig "hearth-channels" {
+      host.LoadCredential = map (c: "${c.name}:${toString c.file}") (builtins.filter (c: c.file != null) channelSecrets);
+    };
+  };
+
+  # The declared users (services.hearth.users), as `hearth users apply` reads them (hearth/users/declared.py):
+  # each token and key file is passed as a credential, user-NAME-token-N and user-NAME-key-KEY (the
+  # names `hearth install --systemd` gives install.toml's), and the declaration names only those.
+  users = cfg.users or { };
+  tokenCredentials = name: u: builtins.genList (i: {
+    name = "user-${name}-token-${toString (i + 1)}"; file = builtins.elemAt u.tokenFiles i; }) (builtins.length u.tokenFiles);
+  keyCredentials = name: u: map (k: { name = "user-${name}-key-${k}"; file = u.keys.${k}.file; }) (attrNames u.keys);
+  userCredentials = builtins.concatLists (builtins.attrValues (mapAttrs (n: u: tokenCredentials n u ++ keyCredentials n u) users));
+  declaration = {
+    users = mapAttrs (name: u: {
+      inherit (u) role disabled memberships telegram email;
+      default_profile = u.defaultProfile;
+      token_files = map (c: c.name) (tokenCredentials name u);
+      keys = mapAttrs (k: key: { file = "user-${name}-key-${k}"; inherit (key) agents budget rate; }) u.keys;
+    }) users;
+  };
+  declarationText = builtins.toJSON declaration;
+  declarationFile = text "hearth-users.json" declarationText;
+  usersService = unitHead "hearth-users" { declaration = declarationFile; } // {
+    inherit environment;
+    serviceConfig = serviceConfig "hearth-users" {
+      extra.declaration = declarationFile;
+      host.LoadCredential = map (c: "${c.name}:${toString c.file}") userCredentials;
+    };
+  };
+
   scheduleNames = attrNames cfg.schedules;
   named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
 in
 {
-  inherit hardening bwrapRelaxations bwrapAdded environment;
+  inherit hardening bwrapRelaxations bwrapAdded environment declarationText;
   tmpfiles = fill { } data.tmpfiles.rules;
-  polkit = fill { stop = if web.enable then data.polkit.stop else ""; } data.polkit.rule;
+  polkit = fill { stop = if web.enable || channelsOn then data.polkit.stop else ""; } data.polkit.rule;
 
   scripts = listToAttrs (map (n: { name = "hearth-schedule-${n}"; value = scheduleText n; }) scheduleNames);
 
@@ -197,6 +240,8 @@ in
     hearth-spawn = spawnService;
   } // optionalAttrs (cfg.selfTest.onCalendar != null) { hearth-self-test = selfTestService; }
     // optionalAttrs web.enable { hearth-web = webService; }
+    // optionalAttrs channelsOn { hearth-channels = channelsService; }
+    // optionalAttrs (users != { }) { hearth-users = usersService; }
     // mapAttrs (_: n: scheduleService n) (named (n: "hearth-schedule-${n}") scheduleNames);
 
   paths.hearth-spawn = head "paths" "hearth-spawn" { } // {

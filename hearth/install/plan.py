@@ -9,20 +9,22 @@ prints the pending ones. The settings come from `<root>/etc/hearth/install.toml`
 
 from __future__ import annotations
 
+import json
 import secrets
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from hearth.errors import HearthError
-from hearth.install.units import CONFIG_DIR, InstallConfig, Renderer, Unit, load
+from hearth.errors import ConfigError, HearthError
+from hearth.install.units import CONFIG_DIR, USERS_FILE, InstallConfig, Renderer, Unit, declaration, load
 
 UNIT_DIR = "/etc/systemd/system"
 TMPFILES = "/etc/tmpfiles.d/hearth.conf"
 POLKIT = "/etc/polkit-1/rules.d/50-hearth.rules"
 CREDENTIALS = f"{CONFIG_DIR}/credentials"
 SETTINGS = f"{CONFIG_DIR}/install.toml"
+CHANNEL_SECRETS = ("telegram-token", "email-password")  # hearth/channels/config.py's credentials
 HEADER = "# written by `hearth install --systemd` from hearth/install/units.toml; edit install.toml, not this\n"
 
 
@@ -83,7 +85,11 @@ def read_config(root: Path, hearth: str, hearth_loop: str) -> InstallConfig:
     if unknown := sorted(set(values) - known):
         raise InstallError(f"{path}: unknown setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
     values.setdefault("schedules", _mission_calendars(root))
-    values.setdefault("credentials", _credential_files(root))
+    values.setdefault("channels", (root / CONFIG_DIR.lstrip("/") / "channels.toml").is_file())
+    values.setdefault("channel_credentials", _credential_files(root, CHANNEL_SECRETS))
+    if "users" in values:
+        _check_users(root, path, values["users"])
+    values.setdefault("credentials", _run_credentials(root, values.get("users", {})))
     if values.get("web"):
         values.setdefault("operator_token_file", f"{CREDENTIALS}/operator-token")
     if values.get("self_test_calendar") == "":  # TOML has no null: "" means no self-test timer
@@ -105,11 +111,30 @@ def _mission_calendars(root: Path) -> dict[str, str]:
     return found
 
 
-def _credential_files(root: Path) -> dict[str, str]:
-    """Every file in /etc/hearth/credentials but the command center's tokens: a run's LoadCredential=."""
+def _credential_files(root: Path, only: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The files in /etc/hearth/credentials (those named in `only`), each name to its path."""
     where = root / CREDENTIALS.lstrip("/")
     names = sorted(p.name for p in where.iterdir() if p.is_file()) if where.is_dir() else []
-    return {n: f"{CREDENTIALS}/{n}" for n in names if n not in {"operator-token", "viewer-token"}}
+    return {n: f"{CREDENTIALS}/{n}" for n in names if only is None or n in only}
+
+
+def _run_credentials(root: Path, users: dict[str, Any]) -> dict[str, str]:
+    """A run's LoadCredential=: every credential file but what is the doors' (the command center's
+    tokens, the channels' secrets, the declared users' tokens and keys)."""
+    _, theirs = declaration(users)
+    doors = {"operator-token", "viewer-token", *CHANNEL_SECRETS}
+    return {n: p for n, p in _credential_files(root).items() if n not in doors and p not in theirs.values()}
+
+
+def _check_users(root: Path, path: Path, users: Any) -> None:
+    """install.toml's [users] read as `hearth users apply` will read it, secrets' files included
+    (below `root`): a bad one stops the install before anything is written."""
+    from hearth.users.declared import parse
+
+    try:
+        parse(users, path, None, root)
+    except ConfigError as exc:
+        raise InstallError(str(exc)) from None
 
 
 def _tmpfiles_steps(lines: list[str]) -> list[Step]:
@@ -144,6 +169,8 @@ def steps(config: InstallConfig) -> list[Step]:
     ]
     if config.web and config.operator_token_file:
         found.append(File(config.operator_token_file, secrets.token_urlsafe(32) + "\n", 0o600, keep=True, secret=True))
+    if config.users:
+        found.append(File(USERS_FILE, json.dumps(declaration(config.users)[0], indent=2) + "\n"))
     if config.schedules:
         found.append(Directory(config.script_dir, 0o755))
     for name in sorted(config.schedules):
@@ -155,7 +182,7 @@ def steps(config: InstallConfig) -> list[Step]:
 
 
 def _stop(config: InstallConfig, data: dict[str, Any]) -> str:
-    return str(data["polkit"]["stop"]) if config.web else ""
+    return str(data["polkit"]["stop"]) if config.web or config.channels else ""
 
 
 def enabled(units: list[Unit]) -> list[str]:

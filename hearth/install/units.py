@@ -17,6 +17,7 @@ from typing import Any
 
 SOURCE = Path(__file__).with_name("units.toml")
 CONFIG_DIR = "/etc/hearth"
+USERS_FILE = f"{CONFIG_DIR}/users.json"  # install.toml's [users], as hearth-users.service applies it
 
 Table = dict[str, Any]
 
@@ -51,6 +52,9 @@ class InstallConfig:
     operator_token_file: str | None = None
     viewer_token_file: str | None = None
     script_dir: str = "/usr/local/lib/hearth"  # where each schedule's script is written
+    channels: bool = False  # channels.toml configures chat channels: hearth-channels.service
+    channel_credentials: dict[str, str] = field(default_factory=dict)  # telegram-token, email-password -> file
+    users: dict[str, Any] = field(default_factory=dict)  # install.toml's [users]: hearth-users.service
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,16 @@ class Renderer:
         }
         return self.service("hearth-web", "hearth-web.service", self.service_config("hearth-web", host))
 
+    def channels(self) -> Unit:
+        host = {"LoadCredential": [f"{n}:{p}" for n, p in sorted(self.config.channel_credentials.items())]}
+        return self.service("hearth-channels", "hearth-channels.service", self.service_config("hearth-channels", host))
+
+    def users(self) -> Unit:
+        _, credentials = declaration(self.config.users)
+        host = {"LoadCredential": [f"{n}:{p}" for n, p in sorted(credentials.items())]}
+        body = self.service_config("hearth-users", host, declaration=USERS_FILE)
+        return self.service("hearth-users", "hearth-users.service", body, None, declaration=USERS_FILE)
+
     def schedule_script(self, name: str) -> str:
         return str(self.fill(self.data["scripts"]["schedule"], name=name))
 
@@ -222,10 +236,33 @@ class Renderer:
             found.append(self.timer("hearth-self-test", "hearth-self-test.timer", c.self_test_calendar))
         if c.web:
             found.append(self.web())
+        if c.channels:
+            found.append(self.channels())
+        if c.users:
+            found.append(self.users())
         for name, calendar in sorted(c.schedules.items()):
             found.append(self.schedule(name))
             found.append(self.timer("hearth-schedule-", f"hearth-schedule-{name}.timer", calendar, name=name))
         return found
+
+
+def declaration(users: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """install.toml's [users] as hearth-users.service applies it: each secret's path replaced by the
+    name of the credential it is passed as (user-NAME-token-N, user-NAME-key-KEY), and those
+    credentials (name -> path). nix/units.nix names them the same way."""
+    found: dict[str, Any] = {}
+    credentials: dict[str, str] = {}
+    for name, table in users.items():
+        entry = dict(table)
+        tokens = {f"user-{name}-token-{i}": path for i, path in enumerate(table.get("token_files", []), 1)}
+        keys = {key: f"user-{name}-key-{key}" for key in table.get("keys", {})}
+        if tokens:
+            entry["token_files"] = list(tokens)
+        if keys:
+            entry["keys"] = {key: {**spec, "file": keys[key]} for key, spec in table["keys"].items()}
+        credentials |= tokens | {keys[key]: spec["file"] for key, spec in table.get("keys", {}).items()}
+        found[name] = entry
+    return {"users": found}, credentials
 
 
 def ollama_allow(url: str) -> list[str]:

@@ -3,12 +3,14 @@
 #   hearthPkg   a directory with bin/hearth and bin/hearth-loop (the test venv)
 #   scriptDir   where the test writes the scripts pkgs.writeShellScript would have made
 # Returns the resolved config the module sets, the checked services.hearth values, every option
-# declaration (for the documentation check) and the text of each generated script.
+# declaration (for the documentation check), the text of each generated script and the users'
+# declaration hearth-users.service applies.
 { userConfig, hearthPkg, scriptDir }:
 let
   lib = import ./stub-lib.nix;
   pkgs = {
     writeShellScript = name: _text: "${scriptDir}/${name}";
+    writeText = name: _text: "${scriptDir}/${name}";
     callPackage = _: _: throw "the tests always set services.hearth.package";
     bash = "/stub/bash"; coreutils = "/stub/coreutils"; git = "/stub/git"; nix = "/stub/nix";
     bubblewrap = "/stub/bubblewrap"; python3 = "/stub/python3";
@@ -21,6 +23,7 @@ let
     cfg = hearth;
     bin = { hearth = "${hearthPkg}/bin/hearth"; hearthLoop = "${hearthPkg}/bin/hearth-loop"; };
     script = pkgs.writeShellScript;
+    text = pkgs.writeText;
   };
 
   # option path -> which of the documented attributes it carries
@@ -37,5 +40,7 @@ in
   services.hearth = builtins.removeAttrs hearth [ "package" ];
   options = describe "services.hearth" module.options.services.hearth;
   scripts = units.scripts;
+  # what hearth-users.service applies (pkgs.writeText's file, at scriptDir/hearth-users.json)
+  declaration = units.declarationText;
   meta = module.meta or { };
 }

@@ -49,7 +49,9 @@ let
       between = lo: hi: mkType "integer between ${toString lo} and ${toString hi} (both inclusive)"
         (v: isInt v && v >= lo && v <= hi);
       positive = mkType "positive integer, meaning >0" (v: isInt v && v > 0);
+      unsigned = mkType "unsigned integer, meaning >=0" (v: isInt v && v >= 0);
     };
+    oneOf = ts: mkType (concatStringsSep " or " (map (t: t.name) ts)) (v: builtins.any (t: t.check v) ts);
     strMatching = re: mkType "string matching ${re}" (v: isString v && builtins.match re v != null);
     either = a: b: mkType "${a.name} or ${b.name}" (v: a.check v || b.check v);
     nullOr = t: (mkType "null or ${t.name}" (v: v == null || t.check v)) // {
@@ -106,6 +108,8 @@ in
   optional = cond: v: if cond then [ v ] else [ ];
   concatStringsSep = builtins.concatStringsSep;
   mapAttrs = builtins.mapAttrs;
+  filterAttrs = f: set: builtins.listToAttrs (map (n: { name = n; value = set.${n}; })
+    (builtins.filter (n: f n set.${n}) (attrNames set)));
   mapAttrsToList = f: set: map (n: f n set.${n}) (attrNames set);
   concatMapAttrs = f: set: foldl' (acc: n: acc // f n set.${n}) { } (attrNames set);
   hasInfix = infix: s: builtins.match ".*${builtins.replaceStrings [ "." ] [ "\\." ] infix}.*" s != null;

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from hearth.errors import UsageError
 
 if TYPE_CHECKING:  # a usage (`hearth --help`) loads none of the installer: each handler imports it
+    from hearth.install.plan import Step
     from hearth.settings import Settings
 
 INSTALL_EPILOG = (
@@ -83,7 +84,10 @@ def install(args: argparse.Namespace, settings: Settings) -> int:
     if started:
         _systemctl("daemon-reload")
         _run(["systemd-tmpfiles", "--create", TMPFILES])
-        _systemctl("start", *units)
+        again = _again(units, todo)
+        _systemctl("start", *[u for u in units if u not in again])
+        if again:
+            _systemctl("restart", *again)
     if args.json:
         changes = [describe(step) for step in todo]
         print_json(
@@ -94,6 +98,16 @@ def install(args: argparse.Namespace, settings: Settings) -> int:
     if not started and not args.dry_run and not args.json:
         print(f"start them when this root boots (they are enabled): {' '.join(units)}")
     return 0
+
+
+def _again(units: list[str], todo: list[Step]) -> list[str]:
+    """The units `start` would leave as they are but that must act on what changed: the users'
+    apply (its declaration may have changed; applying is idempotent) and the channels when their
+    unit changed (a running `hearth channels` would go on with the old one)."""
+    from hearth.install.plan import File
+
+    changed = {Path(step.path).name for step in todo if isinstance(step, File)}
+    return [u for u in units if u == "hearth-users.service" or (u == "hearth-channels.service" and u in changed)]
 
 
 def uninstall(args: argparse.Namespace, settings: Settings) -> int:

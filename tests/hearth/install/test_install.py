@@ -173,3 +173,45 @@ def test_the_polkit_rule_lets_only_hearth_start_and_stop_only_agent_units(root: 
     allowed = {k for k, v in answers.items() if v == "yes"}
     expected = {"hearth start hearth-agent@r1.service"} | ({"hearth stop hearth-agent@r1.service"} if web else set())
     assert allowed == expected
+
+
+def _users_and_channels(root: Path, users: str) -> Path:
+    where = root / "etc/hearth/credentials"
+    where.mkdir(parents=True)
+    (where / "ada-token").write_text("ada-sign-in-token-from-a-file\n")
+    (where / "telegram-token").write_text("123:bot\n")
+    (where / "github").write_text("a run's secret\n")
+    (root / "etc/hearth/channels.toml").write_text('[telegram]\napi_url = "http://127.0.0.1:8081"\n')
+    (root / "etc/hearth/install.toml").write_text(users)
+    return where
+
+
+ADA = '[users.ada]\nrole = "operator"\ntoken_files = ["/etc/hearth/credentials/ada-token"]\ntelegram = [42]\n'
+
+
+def test_install_toml_users_and_channels_toml_give_their_units_and_secrets_only_as_credentials(root: Path) -> None:
+    _users_and_channels(root, ADA)
+    install(root)
+    units = root / "etc/systemd/system"
+    users = (units / "hearth-users.service").read_text()
+    assert "ExecStart=" in users and "users apply /etc/hearth/users.json" in users
+    assert "LoadCredential=user-ada-token-1:/etc/hearth/credentials/ada-token" in users
+    declaration = json.loads((root / "etc/hearth/users.json").read_text())
+    assert declaration == {
+        "users": {"ada": {"role": "operator", "token_files": ["user-ada-token-1"], "telegram": [42]}}
+    }
+    channels = (units / "hearth-channels.service").read_text()
+    assert "LoadCredential=telegram-token:/etc/hearth/credentials/telegram-token" in channels
+    assert (units / "multi-user.target.wants/hearth-channels.service").is_symlink()
+    agent = (units / "hearth-agent@.service").read_text()
+    assert "LoadCredential=github:/etc/hearth/credentials/github" in agent
+    assert "ada-token" not in agent and "telegram-token" not in agent, "a run gets no door's secret"
+    assert 'action.lookup("verb") == "stop"' in (root / "etc/polkit-1/rules.d/50-hearth.rules").read_text()
+
+
+def test_a_bad_users_table_stops_the_install_with_one_line_and_writes_nothing(root: Path) -> None:
+    _users_and_channels(root, ADA.replace("ada-token", "nobody-token"))
+    done = run_cli("hearth", "install", "--systemd", "--root", str(root))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "install.toml: [users.ada] token_files: cannot read" in done.stderr and "nobody-token" in done.stderr
+    assert not (root / "etc/systemd").exists() and not (root / "etc/hearth/users.json").exists()

@@ -124,3 +124,36 @@ def test_every_installed_unit_names_a_source_directive_only_once_per_key_kind() 
 def test_the_model_servers_loopback_address_is_allowed_as_localhost(url: str, allow: list[str]) -> None:
     agent = Renderer(InstallConfig(ollama_url=url)).agent()
     assert agent.body["IPAddressAllow"] == allow
+
+
+def test_declared_users_and_the_telegram_channel_render_the_same_in_both(tmp_path: Path) -> None:
+    hearth = {
+        "enable": True,
+        "users": {
+            "ada": {
+                "role": "operator",
+                "tokenFiles": ["/etc/hearth/credentials/ada-token"],
+                "keys": {"laptop": {"file": "/etc/hearth/credentials/ada-laptop"}},
+            }
+        },
+        "channels": {"telegram": {"enable": True, "tokenFile": "/etc/hearth/credentials/telegram-token"}},
+    }
+    users = {
+        "ada": {
+            "role": "operator",
+            "token_files": ["/etc/hearth/credentials/ada-token"],
+            "keys": {"laptop": {"file": "/etc/hearth/credentials/ada-laptop"}},
+        }
+    }
+    ours = config_for(
+        tmp_path,
+        channels=True,
+        channel_credentials={"telegram-token": "/etc/hearth/credentials/telegram-token"},
+        users=users,
+    )
+    nix = nixos(hearth, tmp_path)
+    # the declaration is a file in the store there, /etc/hearth/users.json here
+    start = ("ExecStart", f"{VENV}/bin/hearth users apply {tmp_path}/scripts/hearth-users.json")
+    assert nix["hearth-users.service"]["Service"].pop(start) == 1
+    nix["hearth-users.service"]["Service"][("ExecStart", f"{VENV}/bin/hearth users apply /etc/hearth/users.json")] = 1
+    assert_same(nix, installed(ours))
