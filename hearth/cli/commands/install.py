@@ -18,8 +18,9 @@ if TYPE_CHECKING:  # a usage (`hearth --help`) loads none of the installer: each
 INSTALL_EPILOG = (
     "Writes the units the NixOS module renders (from the same units.toml), the hearth user and the "
     "hearth-submit group, /var/lib/hearth with its modes, /etc/hearth (install.toml: the settings; "
-    "credentials/: the secret files; missions/: the timers), the polkit rule that lets hearth start "
-    "its runs; then reloads systemd and starts the path unit and the timers. Running it again "
+    "credentials/: the secret files; missions/: the timers; channels.toml: the chat channels' unit), the "
+    "polkit rule that lets hearth start its runs; then reloads systemd, starts the path unit, the timers "
+    "and the services, and applies install.toml's [users]. Running it again "
     "changes only what differs. docs/debian.md has the whole set-up. "
     "exit codes: 0 installed (or nothing to do), 1 a step failed, 2 bad usage"
 )
