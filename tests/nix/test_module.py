@@ -226,6 +226,8 @@ REQUIRED_WITHOUT_DEFAULT = {
     "services.hearth.credentials.<name>.file",
     "services.hearth.credentials.<name>.hosts",
     "services.hearth.alerts.destinations.<name>.url",
+    "services.hearth.users.<name>.role",
+    "services.hearth.users.<name>.keys.<name>.file",
 }
 
 
