@@ -216,7 +216,8 @@ let
     }) users;
   };
   declarationText = builtins.toJSON declaration;
-  declarationFile = text "hearth-users.json" declarationText;
+  # a path string (pkgs.writeText gives a derivation), so {declaration} can be filled in like the others
+  declarationFile = "${text "hearth-users.json" declarationText}";
   usersService = unitHead "hearth-users" { declaration = declarationFile; } // {
     inherit environment;
     serviceConfig = serviceConfig "hearth-users" {
