@@ -191,8 +191,12 @@ let
     { channel = "email"; name = "email-password"; file = channels.email.passwordFile or null; }
   ];
   channelsOn = channelSecrets != [ ];
-  channelsService = unitHead "hearth-channels" { } // {
+  channelsHead = unitHead "hearth-channels" { };
+  channelsService = channelsHead // {
     inherit (data.services.hearth-channels) after;
+    # units.toml's Wants=, as NixOS takes it (an After= on network-online.target without a `wants` warns)
+    wants = [ channelsHead.unitConfig.Wants ];
+    unitConfig = removeAttrs channelsHead.unitConfig [ "Wants" ];
     inherit environment;
     serviceConfig = serviceConfig "hearth-channels" {
       host.LoadCredential = map (c: "${c.name}:${toString c.file}") (builtins.filter (c: c.file != null) channelSecrets);
