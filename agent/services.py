@@ -75,3 +75,6 @@ class RunServices:
     # the page to a no-tools model call and the agent reads only its answer
     envelope: Envelope = field(default_factory=Envelope)
     extract: Callable[[str, str, str], str] | None = None
+    # (goal, profile, directory) -> the child run's summary (agent/tools/delegate.py); the appliance
+    # gives it only to a run that can suspend while its child works (hearth/run/delegate.py)
+    delegate: Callable[[str, str, str], str] | None = None

@@ -42,6 +42,7 @@ StopRun                 the engine's ending of a run (agent/errors.py draws its 
 BaseException
 ├── Interrupted         SIGTERM or SIGINT arrived; the run is recorded interrupted (exit 130)
 └── Suspended           a queued run's approval waited long enough: recorded waiting, its process ends (exit 0)
+    └── Delegated       a queued run handed work to a child run: recorded waiting until the child ends (exit 0)
 
 Private, and so outside the tree too: `_Bad` (the mission loader's problem with one file, made
 into that file's line by its caller).

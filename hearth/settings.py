@@ -93,6 +93,10 @@ class Settings:
     daily_tokens: int | None = None  # HEARTH_DAILY_TOKENS: the box's daily budget (hearth/leash/budget.py)
     web_url: str = ""  # HEARTH_WEB_URL: the command center's address, for links in alerts
     tool_set: str = "common"  # HEARTH_TOOL_SET: common | all, when neither request nor profile lists tools
+    # delegation (hearth/run/delegate.py): how deep children of children may go (a child at the
+    # depth is not given the tool), and how many children one run may start in all
+    delegate_depth: int = 2  # HEARTH_DELEGATE_DEPTH (0: no run delegates)
+    delegate_children: int = 4  # HEARTH_DELEGATE_CHILDREN
     # HEARTH_FLEET_OUTBOX: set by `hearth worker` for the watch it keeps; its runs record into this box's
     # audit and this outbox, which the worker sends to its hub (hearth/remote/outbox.py)
     fleet_outbox: Path | None = None
@@ -141,6 +145,8 @@ class Settings:
             daily_tokens=_tokens(env, "HEARTH_DAILY_TOKENS"),
             web_url=(env.get("HEARTH_WEB_URL") or "").strip().rstrip("/"),
             tool_set=_choice(env, "HEARTH_TOOL_SET", TOOL_SETS, "common"),
+            delegate_depth=_whole(env, "HEARTH_DELEGATE_DEPTH", 2, 0, 8),
+            delegate_children=_whole(env, "HEARTH_DELEGATE_CHILDREN", 4, 1, 64),
             fleet_outbox=Path(env["HEARTH_FLEET_OUTBOX"]) if env.get("HEARTH_FLEET_OUTBOX") else None,
         )
 

@@ -4,7 +4,8 @@ Whether a run's process is gone is its launcher's word (`Launcher.alive`, hearth
 the systemd and local rows answer by the run's flocks on this host, a launcher of runs elsewhere
 by what that place says. A run the launcher calls gone and whose lock no process of this host
 holds, while its row still says `running`, died (SIGKILL, OOM, power loss). `settle()` turns that
-into an `interrupted` run and a request kept in failed/; the spawner and `hearth watch` call it
+into an `interrupted` run and a request kept in failed/, and stops the runs it started (its
+children, which nobody would wait for); the spawner and `hearth watch` call it
 on every sweep. Settling takes the request's lock (queue/locks/<id>.lock) so that one settler
 settles it, once, and a run starting on this host cannot begin meanwhile.
 
@@ -32,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.safety.display import bounded
-from hearth.audit import requests, runs
+from hearth.audit import requests, runs, steps
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.dispatch.launchers import Launcher, launcher_for
+from hearth.errors import NotFound
 from hearth.ids import ID_PATTERN
 from hearth.locks import RunLock
 from hearth.queue.directory import Queue, read_request_bytes
@@ -225,6 +227,7 @@ def settle_locked(queue: Queue, audit: AuditStore, path: Path, settings: Setting
         remove_state(settings.runs_state_dir, run["id"])  # what it last said is no longer true
         place(queue, audit, path, "interrupted", reason)
         alert_ended(audit, settings, run["id"], "interrupted", reason)
+        stop_children(audit, settings, run["id"])
         return "interrupted"
     place(queue, audit, path, run["status"], run.get("error"))
     return run["status"]
@@ -238,7 +241,23 @@ def _lost(queue: Queue, audit: AuditStore, path: Path, settings: Settings, reaso
     remove_state(settings.runs_state_dir, run_id)
     place(queue, audit, path, "interrupted", reason)
     alert_ended(audit, settings, run_id, "interrupted", reason)
+    stop_children(audit, settings, run_id)
     return "interrupted"
+
+
+def stop_children(audit: AuditStore, settings: Settings, run_id: str) -> list[str]:
+    """A run that died stops the runs it started and that may still go (a swarm's or a delegating
+    run's children, named by its `child` steps), as a stop of it would; the ids stopped."""
+    from hearth.dispatch.stop import NotRunning, StopFailed, stop_run  # only when a dead run had children
+
+    stopped = []
+    for child in steps.children(audit, run_id):
+        try:
+            stop_run(settings, child, by=f"hearth, with {run_id}, whose process was gone")
+        except (NotRunning, NotFound, StopFailed):
+            continue
+        stopped.append(child)
+    return stopped
 
 
 def _never_started(queue: Queue, audit: AuditStore, path: Path, settings: Settings) -> str:

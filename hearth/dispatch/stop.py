@@ -12,9 +12,10 @@
     stop_as(settings, run_id, user, by=...)   a person's stop: asked of hearth/users/access.py
                                            first (`stop` in the run's profile), then stop_run
 
-Runs made from the stopped one go with it: a swarm's children (queued, claimed or running; its
-`child` steps name them before they are queued) and any linked run still running (a marathon's
-leg, a synthesis), each stopped the same way with the reason naming the parent.
+Runs made from the stopped one go with it: a swarm's or a delegating run's children (queued,
+claimed or running; its `child` steps name them before they are queued) and any linked run still
+running (a marathon's leg, a synthesis), each stopped the same way with the reason naming the
+parent. A stopped child wakes the run that delegated to it, which goes on told so.
 
 A run that gets SIGTERM records itself `interrupted` and keeps its request in failed/; one that
 had to be killed, or never started, is recorded here the way a sweep would. Either way its
@@ -46,6 +47,7 @@ from hearth.locks import RunLock
 from hearth.queue.directory import Queue, read_request_bytes
 from hearth.queue.intake import RequestRefused, parse_request
 from hearth.queue.ledger import ensure_request_row
+from hearth.queue.wake import wake
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
 from hearth.users.access import EVERY, User, require
@@ -153,7 +155,17 @@ def _stop_locked(
     launcher = launcher or launcher_for(settings)
     how = _end_process(launcher, run_id, grace_s)
     stopped = _settle(settings, queue, run_id, reason, how)
-    return replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, launcher, chain))
+    stopped = replace(stopped, with_it=_stop_linked(settings, run_id, by, grace_s, launcher, chain))
+    _wake_caller(settings, run_id)
+    return stopped
+
+
+def _wake_caller(settings: Settings, run_id: str) -> None:
+    """A run that delegated to the stopped one goes on, told that it was stopped (hearth/run/delegate.py)."""
+    with AuditStore(settings.audit_path) as audit:
+        run = audit.run(run_id)
+    if run and run.get("link") == "child" and run.get("parent_run"):
+        wake(settings, str(run["parent_run"]))
 
 
 def _stop_linked(

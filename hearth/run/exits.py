@@ -39,5 +39,13 @@ class Suspended(BaseException):
         self.approval_id = approval_id
 
 
+class Delegated(Suspended):
+    """A queued run handed work to a child run: it ends its process and goes on when the child ends."""
+
+    def __init__(self, child_id: str) -> None:
+        super().__init__("")
+        self.child_id = child_id
+
+
 def exit_code(status: str) -> int:
     return EXIT_CODES.get(status, EXIT_CODES["internal"])

@@ -65,14 +65,19 @@ def source_of(run_id: str, rows: list[dict[str, Any]], histories: Path) -> Point
     raise NoHistory(f"run {run_id} left no checkpoint of its workspace to restore from")
 
 
-def restore(point: Point | None, target: Path) -> int:
-    """Write the commit's files into `target` (new and empty); how many. OSError if git cannot."""
+def restore(point: Point | None, target: Path, directory: str = ".") -> int:
+    """Write the commit's files (those under `directory` of it, at the top) into `target` (new and
+    empty); how many. OSError if git cannot."""
     if point is None:
         return 0
+    tree = point.commit if directory in ("", ".") else shlex.quote(f"{point.commit}:{directory}")
     with tempfile.TemporaryDirectory(prefix="hearth-restore-") as scratch:
         index = Path(scratch) / "index"
         script = (
-            f"g read-tree {point.commit} || exit 11\n"
+            # a directory that held no file is no tree in the commit: nothing to restore
+            f'[ "$(g cat-file -t {tree} 2>/dev/null)" = commit ] || [ "$(g cat-file -t {tree} 2>/dev/null)" = tree ] '
+            "|| { echo 0; exit 0; }\n"
+            f"g read-tree {tree} || exit 11\n"
             f"g checkout-index -a --prefix={shlex.quote(str(target))}/ || exit 12\n"
             "g ls-files | wc -l\n"
         )

@@ -7,6 +7,8 @@ What the new process owes its last reply (hearth/run/suspend.py says why it goes
 
     the call that waited for a person    runs now with the decision (its start is recorded
                                          already: the same step is completed, not a second one)
+    a delegate call                      runs again, completing its step: it is answered with its
+                                         child run's end (hearth/run/delegate.py), or waits again
     a call that started and never ended  is NOT run again: the model reads that its outcome is
                                          unknown because the run's process stopped, and decides
                                          (its step is closed `unknown`; the workspace is as the
@@ -25,11 +27,14 @@ from typing import Any
 
 from agent.loop import INVALID_CALL, Resumed
 from agent.parsing.calls import ToolCall
+from agent.tools.delegate import NAME as DELEGATE
 from hearth.audit import approvals
 from hearth.audit import steps as step_rows
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore
 from hearth.run.suspend import SUSPEND, step_data, suspended_on
+
+CHILD = "child"  # the step naming a child a run started (hearth/run/delegate.py)
 
 UNKNOWN = (
     "Error: the outcome of this call is unknown: the run's process stopped while it ran (hearth, its "
@@ -55,6 +60,7 @@ class ResumePoint:
     open_tool: str = ""
     unknown_key: str | None = None  # the open tool step to close as `unknown`
     approval: Approval | None = None  # what the waiting call was decided (or still waits on)
+    child: str = ""  # the child run the open delegate call started (its end is the call's result)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -87,6 +93,8 @@ def resume_point(audit: AuditStore, run: dict[str, Any], cause: str) -> ResumePo
         return point  # the model's turn is next
     open_step = tools[-1] if tools and tools[-1]["verdict"] == "started" else None
     _answer_owed(point, owed, open_step, _waited_on(audit, run, suspension), suspension)
+    if open_step is not None and point.open_tool == DELEGATE:
+        _owed_child(point, open_step, steps, audit)
     return point
 
 
@@ -101,6 +109,15 @@ def _resumed(messages: list[dict[str, Any]], rows: list[dict[str, Any]], steps: 
         tokens_out=sum(int(s["tokens_out"] or 0) for s in model),
         model_seconds=sum(int(s["duration_ms"] or 0) for s in model) / 1000,
     )
+
+
+def _owed_child(point: ResumePoint, open_step: dict[str, Any], steps: list[dict[str, Any]], audit: AuditStore) -> None:
+    """The child the reopened delegate call started (none: it was never queued, and the call
+    starts one), and its time, which counts as the run's own."""
+    after = [step_data(s) for s in steps if s["kind"] == CHILD and s["id"] > open_step["id"]]
+    point.child = str(after[-1].get("child") or "") if after else ""
+    ended = audit.run(point.child) if point.child else None
+    point.worked_ms += int(ended.get("duration_ms") or 0) if ended else 0
 
 
 def _answer_owed(
@@ -118,6 +135,11 @@ def _answer_owed(
     malformed = [c["name"] for c in owed if c["name"] == INVALID_CALL]
     problems = list(step_data(suspension).get("malformed", [])) if suspension else []
     problems = (problems + ["it could not be read as a call"] * len(malformed))[: len(malformed)]
+    if open_step is not None and open_step["tool"] == first["name"] == DELEGATE:
+        # a call that handed work to a child: it runs again, completing its step, answered with the child's end
+        resumed.pending, resumed.malformed, resumed.reopened = calls, problems, True
+        point.open_key, point.open_tool = open_step["opens"], DELEGATE
+        return
     if (
         waited is not None
         and first["name"] != INVALID_CALL

@@ -41,8 +41,9 @@ from hearth.leash.rules import with_rules
 from hearth.run import approvers, hosts
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
+from hearth.run.delegate import children_spent, offer
 from hearth.run.events import RunFinished, RunRecorder, RunUpdated, StepClosed, default_recorder
-from hearth.run.exits import Interrupted, Suspended
+from hearth.run.exits import Delegated, Interrupted, Suspended
 from hearth.run.goal import GoalRequest, RunPlan, think_value
 from hearth.run.liveness import hold_run
 from hearth.run.prompting import report_flags, run_system_prompt, run_values
@@ -56,7 +57,7 @@ from hearth.run.services import (
 )
 from hearth.run.state import StateFile
 from hearth.run.steers import SteerBox, steers_dir
-from hearth.run.suspend import RESUME, SUSPEND
+from hearth.run.suspend import CHILD_ENDED, RESUME, SUSPEND
 from hearth.run.walls import Walls, raised
 from hearth.settings import Settings
 
@@ -184,7 +185,7 @@ def _with_model(
     if model is None:
         model = own = model_client(run.plan, settings, run.recorder, host=run.route.host)
     try:
-        return _execute(run, settings, model, approve, hook, going.point)
+        return _execute(run, settings, model, approve, hook, going.point, going.suspend)
     except UsageError as exc:  # found once the prompt is built (a window too small for it)
         run.recorder.record(RunFinished(run.id, "rejected", {"error": str(exc), "iterations": 0}))
         run.state.remove()
@@ -211,9 +212,11 @@ def _execute(
     approve: Approver,
     configure_services: ServicesHook | None,
     point: ResumePoint | None = None,
+    suspend: bool = False,
 ) -> Outcome:
     """Checkpoint, loop, checkpoint: the run itself, recorded as it goes (a resumed run goes on
-    from its point: its first checkpoint was made by its first process)."""
+    from its point: its first checkpoint was made by its first process). A run that may suspend
+    may delegate (hearth/run/delegate.py)."""
     plan, trailers = run.plan, {"agent_name": run.plan.agent_name, "model": run.plan.model}
     points = run.checkpoints
     if point is None:
@@ -226,6 +229,9 @@ def _execute(
         if configure_services:
             configure_services(services)
         walls.connect(services)
+        # only a run that can suspend while its child works may delegate (hearth/run/delegate.py)
+        delegation = offer(run.plan, settings, run.audit, run.recorder, point) if suspend else None
+        services.delegate = delegation
         # recorded as soon as the walls stand, not at the end: a live run's page shows it, and a run
         # that suspends for a person (it returns early below) has it too
         run.recorder.record(RunUpdated(run.id, {"sandbox": _sandbox_label(settings.sandbox)}))
@@ -259,6 +265,8 @@ def _execute(
             start = lambda: loop.resume(point.resumed)  # noqa: E731
         spent = point.resumed.tokens_in + point.resumed.tokens_out if point else 0  # in the audit already
         loop.guard = _guard(plan, settings, run.audit, spent)
+        if delegation is not None:
+            delegation.bind(loop)
         loop.steering = SteerBox(steers_dir(settings, run.id))
         outcome = _drive(loop, start, run.recorder, run.state, run.redactor, prompt)
     if outcome.status == "waiting":
@@ -279,7 +287,8 @@ def _went_on(recorder: Recorder, point: ResumePoint) -> None:
     if point.unknown_key:
         closed = {"verdict": "unknown", "ok": 0, "output": UNKNOWN}
         recorder.record(StepClosed(recorder.run_id, point.unknown_key, closed))
-    data: dict[str, Any] = {"cause": "restart" if point.cause == "restart" else "approval", "why": point.cause}
+    cause = "restart" if point.cause == "restart" else "child" if point.cause == CHILD_ENDED else "approval"
+    data: dict[str, Any] = {"cause": cause, "why": point.cause}
     data |= {"iteration": point.resumed.iteration, "messages": len(point.resumed.messages)}
     data |= {"worked_ms": point.worked_ms, "approval": point.approval.id if point.approval else None}
     recorder.note(RESUME, iteration=point.resumed.iteration, detail=point.line(), data=json.dumps(data))
@@ -306,7 +315,9 @@ def _guard(plan: RunPlan, settings: Settings, audit: AuditStore, own_so_far: int
         budget = load_budget(settings.config_dir, settings.daily_tokens)
     except HearthError:
         budget = Budget()
-    guard = RunGuard(budget, audit, plan.agent_name, plan.max_tokens or None, own_so_far=own_so_far)
+    # a run's children spend from its own cap (hearth/run/delegate.py)
+    cap = max(0, plan.max_tokens - children_spent(audit, plan.run_id)[0]) if plan.max_tokens else None
+    guard = RunGuard(budget, audit, plan.agent_name, cap, own_so_far=own_so_far)
     return guard if guard.active else None
 
 
@@ -475,6 +486,9 @@ def _suspended(loop: Loop, recorder: Recorder, state: StateFile, suspended: Susp
     worked = recorder.worked_ms()
     data = {"approval": suspended.approval_id, "worked_ms": worked, "malformed": loop.owed_malformed}
     line = f"suspended while approval {suspended.approval_id} waits for a person; it goes on once decided"
+    if isinstance(suspended, Delegated):
+        data = {"child": suspended.child_id, "worked_ms": worked, "malformed": loop.owed_malformed}
+        line = f"suspended while child run {suspended.child_id} works; it goes on once the child ends"
     recorder.note(SUSPEND, iteration=loop.iteration, tool=recorder.tool or None, detail=line, data=json.dumps(data))
     totals = {"iterations": loop.iteration, "tokens_in": outcome.tokens_in, "tokens_out": outcome.tokens_out}
     recorder.record(RunUpdated(recorder.run_id, {"status": "waiting", **totals}))

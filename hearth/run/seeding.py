@@ -1,5 +1,5 @@
 """What a new run's workspace starts with, before its first model call: a swarm's child gets the
-swarm's files, a follow-up the last checkpoint of the run it continues, an eval case's run its
+swarm's files, a delegated child nothing or the directory its caller named, a follow-up the last checkpoint of the run it continues, an eval case's run its
 case's workspace. Each is recorded as a `restore` step; one that cannot be made is recorded
 `rejected` and raises (admission, hearth/run/admission.py, calls them).
 """
@@ -23,8 +23,11 @@ def seed_swarm_child(
     from hearth.run.history import NoHistory, restore, source_of
 
     swarm = audit.run(plan.parent_run)
-    if swarm is None or swarm.get("kind") != "swarm":
-        return  # not a swarm's child after all: an empty workspace, as any fresh run
+    if swarm is not None and swarm.get("kind") != "swarm":
+        seed_delegated_child(audit, sink, plan, root, run_id)
+        return
+    if swarm is None:
+        return  # its parent is not recorded: an empty workspace, as any fresh run
     try:
         point = source_of(swarm["id"], audit.checkpoints(swarm["id"]), settings.checkpoints_dir)
         count = restore(point, root)
@@ -38,6 +41,26 @@ def seed_swarm_child(
     )
     seeded = {"iteration": 0, "detail": f"seeded {count} files from {where}", "ok": 1}
     sink.record(StepRecorded(run_id, "restore", seeded))
+
+
+def seed_delegated_child(audit: AuditStore, sink: RunRecorder, plan: RunPlan, root: Path, run_id: str) -> None:
+    """A delegated child starts empty, or with a copy of the directory its caller named, restored
+    from the `seed` checkpoint the caller made of its files (hearth/run/delegate.py)."""
+    from hearth.run.delegate import child_record
+    from hearth.run.history import Point, restore
+
+    record = child_record(audit, plan.parent_run, run_id)
+    seed, directory = record.get("seed") or {}, str(record.get("directory") or "")
+    if not directory:
+        return
+    point = Point(Path(seed.get("git_dir") or ""), str(seed.get("commit"))) if seed.get("commit") else None
+    try:
+        count = restore(point, root, directory)
+    except OSError as exc:
+        sink.record(RunFinished(run_id, "rejected", {"error": f"cannot copy {directory}: {exc}", "iterations": 0}))
+        raise UsageError(f"cannot copy {directory} of run {plan.parent_run} into {root}: {exc}") from None
+    detail = f"copied {count} files of {directory} from run {plan.parent_run}'s workspace"
+    sink.record(StepRecorded(run_id, "restore", {"iteration": 0, "detail": detail, "ok": 1}))
 
 
 def seed_eval_case(audit: AuditStore, sink: RunRecorder, run_id: str, root: Path, settings: Settings) -> None:

@@ -4,6 +4,8 @@ Two ways a run goes on in a new process (hearth/run/resume.py does it):
 
     waiting  a queued run suspended while an approval waited for a person (its process ended,
              its request stays in claimed/): it goes on once the approval is decided or expires;
+             or while a child run it delegated to works (hearth/run/delegate.py): it goes on once
+             the child has ended, however it ended;
     restart  a run recorded `running` whose process is gone (hearth, its unit or the machine
              stopped): it goes on once, from its last kept message; if it dies that way again it
              is settled `interrupted`, saying so.
@@ -26,6 +28,7 @@ from hearth.audit.store import AuditStore
 
 SUSPEND = "suspend"  # the step a run records as it suspends (its detail: the approval, the time worked)
 RESUME = "resume"  # the step a resumed run records first (its detail: why and from where)
+CHILD_ENDED = "child ended"  # why a run that delegated goes on (hearth/run/delegate.py)
 AGAIN = (
     "the run's process was gone again after it had been resumed once from a restart; "
     "it is not resumed a second time (see its `resume` step)"
@@ -46,6 +49,12 @@ def suspended_on(audit: AuditStore, run_id: str) -> Approval | None:
     return approvals.from_row(found) if found else None
 
 
+def waits_on_child(audit: AuditStore, run_id: str) -> str:
+    """The child run a `waiting` run suspended on (its last suspend step's), or "" (an approval)."""
+    rows = steps.data_of(audit, run_id, SUSPEND, latest=True)
+    return str(step_data(rows[0]).get("child") or "") if rows else ""
+
+
 def resumable(audit: AuditStore, run: dict[str, Any]) -> bool:
     """Whether a new process of the run can go on from what it recorded."""
     return run.get("kind") == "research" or steps.kept_conversation(audit, run["id"])
@@ -53,9 +62,12 @@ def resumable(audit: AuditStore, run: dict[str, Any]) -> bool:
 
 def ready(audit: AuditStore, run: dict[str, Any], now: str | None = None) -> str | None:
     """Why this run should be started again now ("approval decided", "approval expired",
-    "restart"), or None: it must wait (a pending approval), or it cannot go on."""
+    "child ended", "restart"), or None: it must wait (a pending approval), or it cannot go on."""
     if not resumable(audit, run):
         return None
+    if run["status"] == "waiting" and (child := waits_on_child(audit, run["id"])):
+        ended = audit.run(child)
+        return CHILD_ENDED if ended is not None and ended["status"] not in ("running", "waiting") else None
     if run["status"] == "waiting":
         approval = suspended_on(audit, run["id"])
         if approval is None:

@@ -10,7 +10,6 @@ as its runs' (hearth/leash/budget.py) and are not made once one is spent (its `b
 
 from __future__ import annotations
 
-import hashlib
 import signal
 import time
 from collections.abc import Iterator
@@ -31,8 +30,6 @@ from hearth.run.router import Route
 from hearth.run.services import load_redactor
 from hearth.settings import Settings
 
-MAX_ID = 64
-
 
 @dataclass
 class Holder:
@@ -47,15 +44,6 @@ class Holder:
     def spent(self, tokens_in: int, tokens_out: int) -> None:
         self.tokens_in += tokens_in
         self.tokens_out += tokens_out
-
-
-def derived_id(parent: str, suffix: str) -> str:
-    """`parent-suffix`, within the 64 characters an id may have (a digest keeps cut parents apart)."""
-    full = f"{parent}-{suffix}"
-    if len(full) <= MAX_ID:
-        return full
-    digest = hashlib.sha256(parent.encode()).hexdigest()[:6]
-    return f"{parent[: MAX_ID - len(suffix) - 8]}-{digest}-{suffix}"
 
 
 def start_holder(

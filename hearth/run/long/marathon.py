@@ -40,6 +40,7 @@ from agent.safety.workspace import PathRefused, Workspace
 from hearth.audit.approvals import Approval
 from hearth.audit.store import AuditStore, new_run_id
 from hearth.errors import UsageError
+from hearth.ids import derived_id
 from hearth.leash.budget import budget_spent
 from hearth.queue.longspec import Marathon
 from hearth.run import hosts
@@ -53,7 +54,6 @@ from hearth.run.long.holding import (
     Holder,
     admit_holder,
     close_if_running,
-    derived_id,
     finish_holder,
     signals_interrupt,
 )

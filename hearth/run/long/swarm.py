@@ -38,6 +38,7 @@ from agent.loop import Outcome
 from agent.model.reply import ChatModel
 from hearth.audit.store import AuditStore
 from hearth.errors import UsageError
+from hearth.ids import derived_id
 from hearth.leash.budget import budget_spent
 from hearth.queue.request import Request
 from hearth.run import hosts
@@ -47,7 +48,6 @@ from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.long.holding import (
     Holder,
     admit_holder,
-    derived_id,
     finish_holder,
     signals_interrupt,
 )
