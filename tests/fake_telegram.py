@@ -39,7 +39,7 @@ class Failure:
 
 
 class FakeTelegram:
-    def __init__(self, token: str = TOKEN) -> None:
+    def __init__(self, token: str = TOKEN, port: int = 0) -> None:
         self.token = token
         self.calls: list[Call] = []
         self.updates: list[dict[str, Any]] = []
@@ -49,7 +49,7 @@ class FakeTelegram:
         self.changed = threading.Condition()
         self._next_update = 1
         self._next_message = 100
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())  # 0: any free port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

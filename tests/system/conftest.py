@@ -9,6 +9,7 @@ starts the fake model server on the container's loopback and runs `hearth instal
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,15 +17,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_telegram import TOKEN
 from tests.system.container import Container, copy_root
-from tests.system.support import start_fake_model
+from tests.system.support import start_fake_bot, start_fake_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = os.environ.get("HEARTH_SYSTEM_ROOT")
 WHEEL = os.environ.get("HEARTH_SYSTEM_WHEEL")
 # a mission every minute: the timer test waits for it to fire (a condition, bounded by two minutes)
 MISSION = 'schedule = "minutely"\ntimer = "systemd"\ngoal = "write hello.txt (mission)"\nmode = "auto"\n'
-INSTALL = "web = true\n"
+# a declared user (docs/debian.md): ada, who may launch in the default profile and is Telegram user
+# 4242 (tests/system/fake_bot.py writes to hearth as her); her token is a credential file
+INSTALL = """web = true
+
+[users.ada]
+role = "operator"
+memberships = { default = ["launch"] }
+token_files = ["/etc/hearth/credentials/ada-token"]
+telegram = [4242]
+"""
+# the Telegram channel against the fake Bot API in the container (tests/system/fake_bot.py)
+CHANNELS = '[telegram]\napi_url = "http://127.0.0.1:8081"\npoll_s = 2\n'
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,6 +59,8 @@ def _seed(root: Path) -> None:
     shutil.copy(ROOT / "tests/fake_ollama.py", test / "tests/fake_ollama.py")
     (test / "tests/__init__.py").write_text("")
     shutil.copy(ROOT / "tests/system/fake_model.py", test / "fake_model.py")
+    shutil.copy(ROOT / "tests/fake_telegram.py", test / "tests/fake_telegram.py")
+    shutil.copy(ROOT / "tests/system/fake_bot.py", test / "fake_bot.py")
     assert WHEEL is not None
     shutil.copy(WHEEL, test / Path(WHEEL).name)
     # what ProtectHome= must hide from every hearth unit
@@ -53,6 +68,11 @@ def _seed(root: Path) -> None:
     (root / "etc/hearth/missions").mkdir(parents=True, exist_ok=True)
     (root / "etc/hearth/missions/tick.toml").write_text(MISSION)
     (root / "etc/hearth/install.toml").write_text(INSTALL)
+    (root / "etc/hearth/channels.toml").write_text(CHANNELS)
+    credentials = root / "etc/hearth/credentials"
+    credentials.mkdir(mode=0o700, exist_ok=True)
+    (credentials / "ada-token").write_text(secrets.token_urlsafe(32) + "\n")
+    (credentials / "telegram-token").write_text(TOKEN + "\n")
 
 
 def _install(machine: Container) -> str:
@@ -84,6 +104,7 @@ def machine() -> Iterator[Container]:
     try:
         box.boot()
         start_fake_model(box)
+        start_fake_bot(box)
         box.installed = _install(box)  # type: ignore[attr-defined]
         yield box
     finally:

@@ -11,6 +11,14 @@ from tests.system.container import Container, wait_for
 
 STATE = "/var/lib/hearth"
 
+# the command center's /api/runs with a bearer token (argv[1]): prints the HTTP status
+FETCH = (
+    "import sys, urllib.request as u\n"
+    "r = u.Request('http://127.0.0.1:8770/api/runs', headers={'Authorization': 'Bearer ' + sys.argv[1]})\n"
+    "try: print(u.urlopen(r, timeout=10).status)\n"
+    "except u.HTTPError as e: print(e.code)\n"
+)
+
 
 def enqueue(machine: Container, run_id: str, goal: str, *, mode: str = "auto") -> None:
     """A request from alice, who is in hearth-submit (docs/debian.md: how people submit)."""
@@ -91,8 +99,34 @@ def exposure(text: str) -> float:
 
 def start_fake_model(machine: Container) -> None:
     """tests/system/fake_model.py as a transient unit (gone at a reboot: start it again after one)."""
-    machine.run(["systemd-run", "--unit=fake-model", "--setenv=PYTHONPATH=/opt/hearth-test",
-                 "python3", "/opt/hearth-test/fake_model.py"])  # fmt: skip
-    probe = "import socket; socket.create_connection(('127.0.0.1', 11434), 1)"
+    _start(machine, "fake-model", "fake_model.py", 11434)
+
+
+def start_fake_bot(machine: Container) -> None:
+    """tests/system/fake_bot.py, the Telegram Bot API hearth-channels.service talks to, likewise."""
+    _start(machine, "fake-bot", "fake_bot.py", 8081)
+
+
+def _start(machine: Container, unit: str, script: str, port: int) -> None:
+    machine.run(["systemd-run", f"--unit={unit}", "--setenv=PYTHONPATH=/opt/hearth-test",
+                 "python3", f"/opt/hearth-test/{script}"])  # fmt: skip
+    probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
     up = lambda: machine.run(["python3", "-c", probe], check=False).returncode == 0  # noqa: E731
-    wait_for("the fake model on 127.0.0.1:11434", up)
+    wait_for(f"{unit} on 127.0.0.1:{port}", up)
+
+
+def channel_state(machine: Container) -> str:
+    """The first channel's state as `hearth channels status` shows it ('' before it ever ran)."""
+    found = json.loads(as_hearth(machine, "channels", "status", "--json"))
+    return str(found[0]["state"]) if found else ""
+
+
+def telegram_sent(machine: Container, chat: int) -> list[str]:
+    """The texts hearth sent to a chat of the fake Bot API (tests/system/fake_bot.py records them)."""
+    lines = machine.run(["cat", "/run/hearth-test/telegram-calls.jsonl"], check=False).stdout.splitlines()
+    calls = [json.loads(line) for line in lines]
+    return [
+        str(c["params"].get("text"))
+        for c in calls
+        if c["method"] == "sendMessage" and str(c["params"].get("chat_id")) == str(chat)
+    ]

@@ -4,7 +4,8 @@ The machine is set up as docs/debian.md says (conftest.py); each test drives it 
 nsenter and waits on conditions, never on the clock. In file order: the queue -> path unit -> agent
 unit -> done path, the unit's walls probed from inside it, the command sandbox inside the unit,
 stop, pause, the mission timer, SIGKILL and going on, an approval that waits with no unit, the command center with its credential, the
-network walls, and last a reboot that must lose nothing.
+declared users and the chat channels' unit against a fake Bot API, the network walls, and last a
+reboot that must lose nothing.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import pytest
 
 from tests.system.container import Container, wait_for
 from tests.system.support import (
+    FETCH,
     STATE,
     as_hearth,
+    channel_state,
     enqueue,
     exposure,
     proc_status,
@@ -25,6 +28,7 @@ from tests.system.support import (
     show,
     start_fake_model,
     status,
+    telegram_sent,
     unit_state,
     wait_active,
     wait_status,
@@ -44,7 +48,8 @@ def rid(name: str) -> str:
 def test_install_wrote_the_units_and_started_the_path_unit(machine: Container) -> None:
     wait_for("the booted system to be running", lambda: machine.state() in {"running", "degraded"}, timeout=120)
     assert machine.state() == "running", machine.systemctl("--failed", check=False)
-    for unit in ("hearth-spawn.path", "hearth-self-test.timer", "hearth-schedule-tick.timer", "hearth-web.service"):
+    units = ("hearth-spawn.path", "hearth-self-test.timer", "hearth-schedule-tick.timer", "hearth-web.service")
+    for unit in (*units, "hearth-users.service", "hearth-channels.service"):
         assert unit_state(machine, unit) == "active", f"{unit}: {machine.systemctl('status', unit, check=False)}"
     again = machine.run(["hearth", "install", "--systemd"]).stdout
     assert "nothing to change" in again, f"a second install changed things:\n{again}"
@@ -310,20 +315,44 @@ def test_a_run_waiting_for_approval_has_no_unit_and_goes_on_when_approved(machin
 
 def test_the_command_center_answers_on_loopback_with_its_token_from_load_credential(machine: Container) -> None:
     token = machine.run(["cat", "/etc/hearth/credentials/operator-token"]).stdout.strip()
-    fetch = (
-        "import sys, urllib.request as u\n"
-        "r = u.Request('http://127.0.0.1:8770/api/runs', headers={'Authorization': 'Bearer ' + sys.argv[1]})\n"
-        "try: print(u.urlopen(r, timeout=10).status)\n"
-        "except u.HTTPError as e: print(e.code)\n"
-    )
     wait_for(
         "hearth-web to listen",
-        lambda: machine.run(["python3", "-c", fetch, token], check=False).stdout.strip() == "200",
+        lambda: machine.run(["python3", "-c", FETCH, token], check=False).stdout.strip() == "200",
         timeout=60,
     )
-    assert machine.run(["python3", "-c", fetch, "wrong-token-" + "x" * 30]).stdout.strip() == "401"
+    assert machine.run(["python3", "-c", FETCH, "wrong-token-" + "x" * 30]).stdout.strip() == "401"
     unit = machine.systemctl("cat", "hearth-web.service")
     assert "LoadCredential=operator-token:/etc/hearth/credentials/operator-token" in unit, unit
+
+
+def test_the_declared_users_are_applied_as_done_by_config_and_sign_in_with_their_token_file(machine: Container) -> None:
+    assert unit_state(machine, "hearth-users.service") == "active", machine.systemctl(
+        "status", "hearth-users", check=False
+    )
+    [ada] = [u for u in json.loads(as_hearth(machine, "users", "list", "--json")) if u["name"] == "ada"]
+    assert (ada["role"], ada["created_by"], ada["identities"], ada["tokens"]) == (
+        "operator",
+        "config",
+        "telegram:4242",
+        1,
+    )
+    token = machine.run(["cat", "/etc/hearth/credentials/ada-token"]).stdout.strip()
+    assert machine.run(["python3", "-c", FETCH, token]).stdout.strip() == "200"
+    assert "ada-token" not in machine.systemctl("cat", "hearth-agent@.service"), "a run gets no user's token"
+    machine.systemctl("restart", "hearth-users.service")
+    said = machine.run(["journalctl", "--no-pager", "-o", "cat", "-u", "hearth-users.service"]).stdout
+    assert "users match /etc/hearth/users.json: nothing to change" in said, said
+
+
+def test_the_channels_unit_is_up_against_the_fake_bot_api_and_answers_a_declared_user(machine: Container) -> None:
+    wait_for("hearth-channels to be up", lambda: channel_state(machine) == "up", timeout=120)
+    assert unit_state(machine, "hearth-channels.service") == "active"
+    unit = machine.systemctl("cat", "hearth-channels.service")
+    assert "LoadCredential=telegram-token:/etc/hearth/credentials/telegram-token" in unit, unit
+    live = machine.run(["systemd-analyze", "security", "hearth-channels.service"], check=False).stdout
+    assert exposure(live) <= AGENT_MAX_EXPOSURE
+    answered = lambda: any("done as asked" in text for text in telegram_sent(machine, 4242))  # noqa: E731
+    wait_for("ada's chat to get her run's answer", answered, timeout=180)
 
 
 def test_ip_address_deny_confines_the_agent_unit_where_the_kernel_can(machine: Container) -> None:
