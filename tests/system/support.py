@@ -112,7 +112,10 @@ def _start(machine: Container, unit: str, script: str, port: int) -> None:
                  "python3", f"/opt/hearth-test/{script}"])  # fmt: skip
     probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
     up = lambda: machine.run(["python3", "-c", probe], check=False).returncode == 0  # noqa: E731
-    wait_for(f"{unit} on 127.0.0.1:{port}", up)
+    try:  # a loaded host starts a Python in the container slowly: the bound is generous
+        wait_for(f"{unit} on 127.0.0.1:{port}", up, timeout=180)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{machine.systemctl('status', unit, check=False)}") from None
 
 
 def channel_state(machine: Container) -> str:
