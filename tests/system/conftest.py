@@ -60,6 +60,11 @@ def _seed(root: Path) -> None:
     (test / "tests/__init__.py").write_text("")
     shutil.copy(ROOT / "tests/system/fake_model.py", test / "fake_model.py")
     shutil.copy(ROOT / "tests/fake_telegram.py", test / "tests/fake_telegram.py")
+    # the fake model reads a steer as the runs write it (agent/steer.py, which needs only the
+    # standard library): the container's python3 runs it before hearth is installed
+    (test / "agent").mkdir(exist_ok=True)
+    for name in ("__init__.py", "steer.py"):
+        shutil.copy(ROOT / "agent" / name, test / "agent" / name)
     shutil.copy(ROOT / "tests/system/fake_bot.py", test / "fake_bot.py")
     assert WHEEL is not None
     shutil.copy(WHEEL, test / Path(WHEEL).name)
