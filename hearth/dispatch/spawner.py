@@ -149,7 +149,7 @@ class Spawner:
         if outcome == RESUME_NOW:
             self._resume(name.removesuffix(".json"))
         elif outcome == "waiting":
-            self.report("waiting", printable(name), "suspended until its approval is decided")
+            self.report("waiting", printable(name), "suspended until its approval is decided or its child run ends")
         elif outcome is not None:
             self.counts[outcome] += 1
             self.report("settled", printable(name), outcome)

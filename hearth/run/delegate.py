@@ -42,6 +42,7 @@ from hearth.run.goal import RunPlan
 from hearth.run.narrowing import Ceiling, narrowed, of_plan, of_profile
 from hearth.run.profiles import load_profile
 from hearth.run.recorder import Recorder
+from hearth.run.suspend import step_data
 from hearth.settings import Settings
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def children_spent(audit: AuditStore, run_id: str) -> tuple[int, int]:
 def child_record(audit: AuditStore, parent: str, child: str) -> dict[str, Any]:
     """What the caller's `child` step keeps of one child: its profile, narrowings and seed ({} if none)."""
     for row in steps.data_of(audit, parent, CHILD):
-        data = _json(row.get("data"))
+        data = step_data(row)
         if data.get("child") == child:
             return data
     return {}
@@ -245,11 +246,3 @@ def answer_of(row: dict[str, Any], record: dict[str, Any]) -> str:
     if narrowings:
         lines.append("Its walls were narrowed to yours: " + "; ".join(narrowings))
     return "\n".join(lines)
-
-
-def _json(text: Any) -> dict[str, Any]:
-    try:
-        data = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

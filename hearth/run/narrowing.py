@@ -25,7 +25,7 @@ from agent.tools import web, websearch
 from agent.tools.builtin import TOOLS, manifest_of
 from agent.tools.delegate import NAME as DELEGATE
 from hearth.run.goal import RunPlan
-from hearth.run.profiles import Profile, apply_network, apply_profile
+from hearth.run.profiles import Chosen, Profile, apply_network, apply_profile
 from hearth.settings import Settings
 
 NETWORK_TOOLS = frozenset(t.name for t in (*web.TOOLS, *websearch.TOOLS))
@@ -45,29 +45,27 @@ class Ceiling:
 
 def of_plan(plan: RunPlan) -> Ceiling:
     """The caller's ceiling: what its own plan resolved."""
-    tools = manifest_of(plan.manifest, plan.tool_set)
-    return Ceiling(
-        plan.mode,
-        None if tools is None else tuple(tools),
-        plan.network,
-        plan.egress,
-        plan.credentials,
-        plan.max_iters,
-    )
+    return _ceiling(plan, plan.manifest, plan.credentials)
 
 
 def of_profile(profile: Profile, settings: Settings) -> Ceiling:
     """The named profile's ceiling: what a run of it asking for nothing would get."""
     chosen = apply_profile(profile, model=None, mode=None, max_iters=None, allowed_tools=None, defaults=settings)
     chosen = apply_network(profile, chosen, network=None, egress=[])
-    tools = manifest_of(chosen.allowed_tools, chosen.tool_set)
+    return _ceiling(chosen, None if chosen.allowed_tools is None else list(chosen.allowed_tools), ())
+
+
+def _ceiling(resolved: RunPlan | Chosen, listed: list[str] | None, credentials: tuple[str, ...]) -> Ceiling:
+    """A ceiling from what a plan or a profile resolved: its tool list as its tool set shows it."""
+    tools = manifest_of(listed, resolved.tool_set)
+    egress = tuple(resolved.egress)
     return Ceiling(
-        chosen.mode,
+        resolved.mode,
         None if tools is None else tuple(tools),
-        chosen.network,
-        chosen.egress,
-        (),
-        chosen.max_iters,
+        resolved.network,
+        egress,
+        credentials,
+        resolved.max_iters,
     )
 
 
