@@ -182,3 +182,21 @@ def test_a_caller_whose_process_died_has_its_children_stopped_by_the_next_sweep(
     child = run_row(state_dir, "boss-d1")
     assert child["status"] == "interrupted" and "with boss, whose process was gone" in child["error"]
     assert (queue.root / "failed" / "boss-d1.json").exists()
+
+
+def test_a_child_spends_from_its_callers_token_cap(state_dir: Path) -> None:
+    """Each model call costs 120 tokens (the fake's 100 in, 20 out): of the caller's 300, the child is
+    given the 180 left; it spends 240 before its cap stops it, and the caller, whose own 120 are
+    already over the 60 left, stops before its next model call."""
+    enqueue(state_dir, "boss", "BOSS: share the budget", max_tokens=300)
+    roles = Roles(
+        caller=[tool_call("delegate", {"goal": CHILD_GOAL}), final_answer("never asked")],
+        child=[tool_call("list_files", {"path": "."}), tool_call("read_file", {"path": "x"}), final_answer("no")],
+    )
+    with FakeOllama([roles], repeat_last=True, tokens=(100, 20)) as fake:
+        spawned = run_cli("hearth", "spawn", "--local", env={"OLLAMA_HOST": fake.url}, timeout=180)
+    assert spawned.returncode == 0, spawned.stderr
+    [body] = rows(state_dir, "select body from requests where id = 'boss-d1'")
+    assert json.loads(body["body"])["max_tokens"] == 180
+    assert run_row(state_dir, "boss-d1")["status"] == "budget_exceeded"
+    assert run_row(state_dir, "boss")["status"] == "budget_exceeded" and len(roles.seen["caller"]) == 1
