@@ -14,11 +14,9 @@ ship its events through). Like systemd it owns its runs once started: the spawne
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +61,6 @@ class RemoteLauncher:
             )
         (self.pids / f"{request_id}.pid").write_text(f"{proc.pid}\n")
 
-    def free_slots(self) -> int | None:
-        return None
-
-    def wait(self, fds: Sequence[int], timeout: float | None) -> None:
-        select.select(list(fds), [], [], timeout)
-
-    def reap(self) -> list[tuple[str, int | None]]:
-        return []
-
-    def running(self) -> list[str]:
-        return []  # the other machine owns its runs; a sweep finds the ones that died
-
     def alive(self, run_id: str) -> bool:
         return held_here(self.settings, run_id) or self.pid(run_id) is not None
 
@@ -86,9 +72,6 @@ class RemoteLauncher:
         if pid is None:
             return "cancelled"
         return signal_then_kill(pid, lambda: self.pid(run_id) is not None, grace_s)
-
-    def shutdown(self) -> None:
-        pass
 
     def heal(self) -> list[str]:
         return []

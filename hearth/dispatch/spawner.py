@@ -28,7 +28,7 @@ from agent.clock import utc_now
 from agent.safety.display import bounded
 from hearth.audit.requests import FileFacts, record_unfinished
 from hearth.audit.store import AuditStore
-from hearth.dispatch.launchers import Launcher, LaunchError
+from hearth.dispatch.launchers import Launcher, LaunchError, processes_of
 from hearth.dispatch.pause import Paused, paused
 from hearth.dispatch.settle import CLAIM_GRACE_S, RESUME_NOW, reject, settle, settle_dead
 from hearth.errors import ConfigError, HearthError
@@ -88,6 +88,7 @@ class Spawner:
         self.owners = Owners.of_group(settings.submitters_group) if settings.submitters_group else None
         self.settings = settings
         self.launcher = launcher
+        self.processes = processes_of(launcher)  # its runs that are our children, and its pace
         self.report = report
         self.settle_s, self.stale_s, self.grace_s, self.clock = settle_s, stale_s, grace_s, clock
         self.audit = AuditStore(settings.audit_path)
@@ -113,10 +114,10 @@ class Spawner:
         while True:
             self.reap()
             step = self.drain()
-            busy = bool(self.launcher.running()) or step.retry_in is not None or step.blocked
+            busy = bool(self.processes.running()) or step.retry_in is not None or step.blocked
             if not busy and not (step.paused and self.clock() < held_until):
                 break
-            self.launcher.wait([], step.retry_in if step.retry_in is not None else IDLE_WAIT_S)
+            self.processes.wait([], step.retry_in if step.retry_in is not None else IDLE_WAIT_S)
         return 1 if self.counts["launch_failed"] else 0
 
     # -- dead runs ------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ class Spawner:
         """Settle every claimed request whose process is gone (not our own live children), then
         every other run whose process is gone (a `hearth-loop` killed, say); start again the runs
         that go on; alert again the approvals whose reminder is due."""
-        mine = {f"{rid}.json" for rid in self.launcher.running()}
+        mine = {f"{rid}.json" for rid in self.processes.running()}
         for name in sorted(os.listdir(self.queue.claimed)):
             if name not in mine:
                 settled = settle(
@@ -140,7 +141,7 @@ class Spawner:
 
     def reap(self) -> None:
         """Local runs that ended: a run that died without placing its request is settled now."""
-        for request_id, code in self.launcher.reap():
+        for request_id, code in self.processes.reap():
             self.report("ended", request_id, f"exit {code}")
             name = f"{request_id}.json"
             self._settled(name, settle(self.queue, self.audit, self.settings, name, self.launcher, grace_s=0.0))
@@ -180,7 +181,7 @@ class Spawner:
         except OSError:
             return
         name = f"{run_id}.json"
-        if (self.queue.claimed / name).exists() and run_id not in self.launcher.running():
+        if (self.queue.claimed / name).exists() and run_id not in self.processes.running():
             self._settled(name, settle(self.queue, self.audit, self.settings, name, self.launcher, now=self.clock))
 
     # -- arrivals -------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ class Spawner:
         for entry in batch:
             if not is_temp_name(entry.name) and paused(self.settings) is not None:
                 return Pass(retry, blocked=False, took=took, paused=True)  # paused mid-pass: the rest waits
-            slots = self.launcher.free_slots()
+            slots = self.processes.free_slots()
             if slots is not None and slots <= 0:
                 return Pass(retry, blocked=True, took=took)
             wait = self._handle(entry)

@@ -126,7 +126,7 @@ class Watch:
         finally:
             observer.stop()
             observer.join()
-            self.spawner.launcher.shutdown()
+            self.spawner.processes.shutdown()
             self.spawner.reap()
             self.waker.close()
 
@@ -151,7 +151,7 @@ class Watch:
             mission_wait = self.missions.wait_s(self.now()) if self.missions else None
             if mission_wait is not None:
                 timeout = min(timeout, mission_wait)
-            self.spawner.launcher.wait([self.waker.fd], timeout)
+            self.spawner.processes.wait([self.waker.fd], timeout)
             self.waker.clear()
             if time.monotonic() >= next_sweep and not self.stopping:
                 self.spawner.sweep()

@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from hearth.errors import ConfigError
+from hearth.remote import NAME
 
-NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+if TYPE_CHECKING:
+    from hearth.remote.hub import Worker
+
 DAY_S = 86_400.0
 
 
@@ -113,3 +117,19 @@ def queue_for(model: str | None, label: str | None) -> str:
     if model and model != "auto":
         return f"model.{model}"
     return "general"
+
+
+def waits(row: dict[str, Any], workers: Sequence[Worker]) -> str:
+    """Why a request sent to the broker has not started: the line `hearth state` and the map show."""
+    queue = str(row["queue"])
+    if queue.startswith("worker."):
+        label = queue.removeprefix("worker.")
+        if not any(label == w.name or label in w.labels for w in workers):
+            return f"waits for a worker labelled {label}: none answers now"
+    elif queue.startswith("model."):
+        model = queue.removeprefix("model.")
+        if not any(model in w.models or model.split(":")[0] + ":latest" in w.models for w in workers):
+            return f"waits for a worker with the model {model}: no worker's Ollama hosts have it pulled"
+    elif not workers:
+        return "waits for a worker: none answers now"
+    return f"waits in the broker's queue {queue} for a free worker"

@@ -31,8 +31,8 @@ from hearth.audit.store import AuditStore
 from hearth.dispatch.launchers import LaunchError
 from hearth.dispatch.launchers.host import held_here
 from hearth.errors import ConfigError
-from hearth.fleet.config import FleetConfig, queue_for
-from hearth.remote import hub
+from hearth.fleet.config import FleetConfig, queue_for, waits
+from hearth.remote import DOOR, hub
 from hearth.settings import Settings
 
 TASK = "hearth.fleet.run"
@@ -44,6 +44,8 @@ SEND_RETRY = {"max_retries": 10, "interval_start": 0.1, "interval_step": 0.25, "
 
 
 class CeleryLauncher:
+    """A Launcher that is Paced (by the broker) and Remote (its workers report through the door)."""
+
     def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
         self.settings = settings
         self._app: Any = None
@@ -134,12 +136,6 @@ class CeleryLauncher:
             timeout = DOWN_CHECK_S if timeout is None else min(timeout, DOWN_CHECK_S)
         select.select(list(fds), [], [], timeout)
 
-    def reap(self) -> list[tuple[str, int | None]]:
-        return []
-
-    def running(self) -> list[str]:
-        return []  # the workers own their runs; a sweep settles the ones that were lost
-
     def alive(self, run_id: str) -> bool:
         if held_here(self.settings, run_id):
             return True
@@ -183,14 +179,18 @@ class CeleryLauncher:
             time.sleep(0.1)
         return "killed"
 
-    def shutdown(self) -> None:
+    def heal(self) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        """Close this thread's connection to the audit (the others close as their threads end)."""
         audit: AuditStore | None = getattr(self._kept, "audit", None)
         if audit is not None:
             audit.close()
             self._kept.audit = None
 
-    def heal(self) -> list[str]:
-        return []
+    def door(self) -> str:
+        return DOOR  # the workers send their runs' events there (hearth/remote/)
 
     def live(self) -> list[dict[str, Any]]:
         """The live states the workers' heartbeats carried, and a line for each request still in
@@ -202,19 +202,3 @@ class CeleryLauncher:
             states = [{**s, "worker": w.name} for w in workers for s in w.states]
             waiting = fleet.waiting(audit)
         return states + [{"run_id": row["run_id"], "state": "queued", "detail": waits(row, workers)} for row in waiting]
-
-
-def waits(row: dict[str, Any], workers: list[hub.Worker]) -> str:
-    """Why a request sent to the broker has not started: the line `hearth state` and the map show."""
-    queue = str(row["queue"])
-    if queue.startswith("worker."):
-        label = queue.removeprefix("worker.")
-        if not any(label == w.name or label in w.labels for w in workers):
-            return f"waits for a worker labelled {label}: none answers now"
-    elif queue.startswith("model."):
-        model = queue.removeprefix("model.")
-        if not any(model in w.models or model.split(":")[0] + ":latest" in w.models for w in workers):
-            return f"waits for a worker with the model {model}: no worker's Ollama hosts have it pulled"
-    elif not workers:
-        return "waits for a worker: none answers now"
-    return f"waits in the broker's queue {queue} for a free worker"

@@ -38,10 +38,10 @@ from hearth.audit import approvals, fleet
 from hearth.audit.approvals import parse_stamp
 from hearth.audit.store import AuditStore, ColumnRefused, Rows
 from hearth.errors import HearthError, NotFound, UsageError
-from hearth.fleet.config import NAME
 from hearth.ids import ID_PATTERN
 from hearth.leash.actions import digest
 from hearth.leash.budget import Budget, local_now, refusal
+from hearth.remote import NAME
 from hearth.run.events import (
     ApprovalAsked,
     ApprovalDecided,

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
 
 from hearth.doors.mount import Doors
+from hearth.remote import DOOR
 from hearth.web.config import WebConfig
 from hearth.web.context import Web, error_response, wants_json
 from hearth.web.limits import BodyLimit
@@ -54,7 +55,7 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(web.live.run())
         reminding = asyncio.create_task(_remind(config))
-        fleet = asyncio.create_task(_hub_alive(config)) if "/fleet" in doors else None
+        fleet = asyncio.create_task(_hub_alive(config)) if DOOR in doors else None
         async with doors["/mcp"].running():  # the MCP door's sessions live as long as the app
             yield
         if fleet is not None:
@@ -88,19 +89,17 @@ def create_app(config: WebConfig, throttle: Throttle | None = None) -> FastAPI:
 
 
 def _doors(web: Web) -> dict[str, Any]:
+    from hearth.dispatch.launchers import door_for
     from hearth.doors.mount import McpDoor
     from hearth.web.routes.v1 import v1_app
 
     doors: dict[str, Any] = {"/v1": v1_app(web), "/mcp": McpDoor(web)}
-    if fleet_hub(web.config.settings):  # a hub of several boxes: its workers' door
+    door = door_for(web.config.settings)
+    if door is not None:  # the launcher runs requests on other machines: the door they report through
         from hearth.remote.door import fleet_app
 
-        doors["/fleet"] = fleet_app(web)
+        doors[door] = fleet_app(web)
     return doors
-
-
-def fleet_hub(settings: Any) -> bool:
-    return bool(settings.launcher == "celery")
 
 
 async def _hub_alive(config: WebConfig) -> None:

@@ -76,9 +76,12 @@ def fleet(args: argparse.Namespace, settings: Settings) -> int:
 
 def _add(args: argparse.Namespace, settings: Settings, token: str) -> int:
     """The new worker's token, shown once; a warning when this box is no hub."""
-    if settings.launcher != "celery":
+    from hearth.dispatch.launchers import door_for
+
+    if door_for(settings) is None:
         print(
-            f"hearth fleet: this box is no hub (HEARTH_LAUNCHER={settings.launcher}, not celery): the worker "
+            f"hearth fleet: this box is no hub (HEARTH_LAUNCHER={settings.launcher} runs no request on other "
+            "machines): the worker "
             "is added, but no request reaches it until this box runs as one (docs/fleet.md)",
             file=sys.stderr,
         )

@@ -81,7 +81,7 @@ def spawn_requests(args: argparse.Namespace, settings: Settings) -> int:
         try:
             code = spawner.run()
         except KeyboardInterrupt:
-            launcher.shutdown()
+            spawner.processes.shutdown()
             spawner.reap()
             code = 130
         summary(spawner, args.json)

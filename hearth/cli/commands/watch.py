@@ -40,7 +40,7 @@ def watch_queue(args: argparse.Namespace, settings: Settings) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: watch.stop())
         print(
-            f"hearth watch: watching {spawner.queue.root} ({launcher.free_slots()} runs at once); stop with Ctrl-C",
+            f"hearth watch: watching {spawner.queue.root} ({spawner.processes.free_slots()} runs at once); stop with Ctrl-C",
             file=sys.stderr,
             flush=True,
         )

@@ -1,12 +1,11 @@
 """The launcher seam: everything about where a run executes, behind one Protocol and one table.
 
-A claimed request becomes a run through a `Launcher`. It owns, for the runs it starts:
+A claimed request becomes a run through a `Launcher`. Every launcher does these, for the runs it
+starts, wherever they execute:
 
     start(id)            begin the run of a claimed request (LaunchError if it cannot)
-    free_slots()         how many more may start now; None: no limit here (systemd schedules)
-    wait(fds, timeout)   sleep until a run of its ends, an fd is readable or the timeout passes
-    reap()               runs of its that ended since the last call: (id, exit code)
-    running()            the runs this process waits for (the spawner stays while there are any)
+    stop(run_id, grace)  make one run's process go (`hearth stop`); how it went:
+                         systemd | signal | killed | cancelled (there was no process)
     alive(run_id)        whether a run's process may still go: what settle asks before it
                          records a run `interrupted` (hearth/dispatch/settle.py), and what
                          `hearth state` shows. A run of this host holding its flock is alive
@@ -15,13 +14,28 @@ A claimed request becomes a run through a `Launcher`. It owns, for the runs it s
                          the run's process simply went (settle resumes it once or records it
                          interrupted), or the reason it was lost where it ran (a fleet's worker
                          died), which settles it `interrupted` with that reason, never resumed
-    stop(run_id, grace)  make one run's process go (`hearth stop`); how it went:
-                         systemd | signal | killed | cancelled (there was no process)
-    shutdown()           the spawner is ending: what becomes of the runs it started
-    heal()               a request was just queued: make sure something will start it; one
-                         note per thing done (LaunchError if it cannot tell)
     live()               the live state of runs it started that this host's state directory
                          does not hold (a run on another machine); this host's own are read there
+    heal()               a request was just queued: make sure something will start it; one
+                         note per thing done (LaunchError if it cannot tell)
+
+What a launcher adds, when it is so, is its own small Protocol; the callers ask for it through
+one helper each and never by the launcher's name:
+
+    Paced                a limit on how many start now: free_slots() (None: no limit here) and
+                         wait(fds, timeout), sleeping until that may change (the local row's
+                         concurrency; a broker that does not answer, the celery row)
+    LocalProcesses       Paced, and runs that are this process's children: reap() (those that
+                         ended: id, exit code), running() (the spawner stays while there are
+                         any) and shutdown() (the spawner is ending: what becomes of them)
+    Remote               runs on other machines, which report back through the hub's door:
+                         door() is its path on the command center (hearth/remote/); the command
+                         center mounts it, and `hearth watch` hands such requests to this launcher
+
+`processes_of(launcher)` is the launcher as LocalProcesses, or `Detached` (no limit, no children,
+a plain sleep) for one that owns no process here (systemd's units, a fleet's workers), with its
+pace where it is Paced; `door_of(launcher)` is its door or None (`door_for(settings)`: the
+chosen launcher's), which is how the command center knows to mount it.
 
 The rows (`LAUNCHERS`) name a factory `(settings, concurrency) -> Launcher` by import path, so
 resolving one loads only that row's module:
@@ -37,9 +51,10 @@ local); a name not in the table is a ConfigError that lists what exists (as mini
 resolves its environments). Nothing outside this package asks which launcher runs.
 
 Adding a launcher (runs on another machine, say) is one module and one row: write a class with
-the methods above whose constructor takes `(settings, concurrency)`, and add
-`"name": "package.module:Class"` to `LAUNCHERS` (or call `register("name", ...)`, which is how
-tests/remote_launcher.py is added at test time). HEARTH_LAUNCHER=name then selects it.
+the six methods (and what it adds of the above) whose constructor takes `(settings, concurrency)`,
+and add `"name": "package.module:Class"` to `LAUNCHERS` (or call `register("name", ...)`, which is
+how tests/remote_launcher.py is added at test time). HEARTH_LAUNCHER=name then selects it.
+docs/fleet.md says how a Nomad or Kubernetes job would be one.
 """
 
 from __future__ import annotations
@@ -47,8 +62,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import select
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from hearth.errors import ConfigError, HearthError
 from hearth.settings import Settings
@@ -66,16 +82,74 @@ class Launcher(Protocol):
     """Where runs execute; each method is described in this module's docstring."""
 
     def start(self, request_id: str) -> None: ...
-    def free_slots(self) -> int | None: ...
-    def wait(self, fds: Sequence[int], timeout: float | None) -> None: ...
-    def reap(self) -> list[tuple[str, int | None]]: ...
-    def running(self) -> list[str]: ...
+    def stop(self, run_id: str, grace_s: float) -> str: ...
     def alive(self, run_id: str) -> bool: ...
     def gone(self, run_id: str) -> str | None: ...
-    def stop(self, run_id: str, grace_s: float) -> str: ...
-    def shutdown(self) -> None: ...
-    def heal(self) -> list[str]: ...
     def live(self) -> list[dict[str, Any]]: ...
+    def heal(self) -> list[str]: ...
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """A launcher with a limit on how many of its runs start now."""
+
+    def free_slots(self) -> int | None: ...
+    def wait(self, fds: Sequence[int], timeout: float | None) -> None: ...
+
+
+@runtime_checkable
+class LocalProcesses(Paced, Protocol):
+    """A launcher whose runs are this process's children."""
+
+    def reap(self) -> list[tuple[str, int | None]]: ...
+    def running(self) -> list[str]: ...
+    def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class Remote(Protocol):
+    """A launcher whose runs execute on other machines and report back through the hub's door."""
+
+    def door(self) -> str: ...
+
+
+class Detached:
+    """What the spawner needs of a launcher that owns no process here: no children to reap or
+    wait for, and no limit but the one its `pace` (when it is Paced) keeps."""
+
+    def __init__(self, pace: Paced | None = None) -> None:
+        self.pace = pace
+
+    def free_slots(self) -> int | None:
+        return self.pace.free_slots() if self.pace else None
+
+    def wait(self, fds: Sequence[int], timeout: float | None) -> None:
+        if self.pace:
+            self.pace.wait(fds, timeout)
+        else:
+            select.select(list(fds), [], [], timeout)  # with no fds: a plain sleep
+
+    def reap(self) -> list[tuple[str, int | None]]:
+        return []
+
+    def running(self) -> list[str]:
+        return []  # its runs are not ours: a sweep settles the ones that were lost
+
+    def shutdown(self) -> None:
+        pass  # they go on without the spawner
+
+
+def processes_of(launcher: Launcher) -> LocalProcesses:
+    """The launcher's runs as the spawner paces, reaps and waits for them (see `Detached`)."""
+    if isinstance(launcher, LocalProcesses):
+        return launcher
+    return Detached(launcher if isinstance(launcher, Paced) else None)
+
+
+def door_of(launcher: Launcher) -> str | None:
+    """Where the launcher's runs on other machines report back (the command center mounts it); None
+    for a launcher whose runs execute here."""
+    return launcher.door() if isinstance(launcher, Remote) else None
 
 
 Factory = Callable[[Settings, int | None], Launcher]
@@ -108,10 +182,20 @@ def launcher_for(settings: Settings, name: str | None = None, *, concurrency: in
     return factory(settings, concurrency)
 
 
+def door_for(settings: Settings) -> str | None:
+    """The door of the launcher HEARTH_LAUNCHER names (`door_of`); None too when it names none: that
+    error is said where the launcher starts runs, not by every reader that asks."""
+    try:
+        return door_of(launcher_for(settings))
+    except ConfigError:
+        return None
+
+
 def here_or_fleet(settings: Settings) -> str:
     """What `hearth watch` and `hearth serve --watch` start runs with: forked processes here (they
-    are for hosts without systemd), or, on a hub of several boxes, the fleet's workers."""
-    return "celery" if settings.launcher == "celery" else "local"
+    are for hosts without systemd), or, where the chosen launcher runs them on other machines (a
+    hub of several boxes), that launcher."""
+    return settings.launcher if door_for(settings) is not None else "local"
 
 
 def _load(name: str, path: str) -> Factory:

@@ -12,9 +12,7 @@ PATH like any program (tests put a recording fake first).
 
 from __future__ import annotations
 
-import select
 import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,23 +47,14 @@ def _must(*args: str, timeout: float = 30.0) -> None:
 
 
 class SystemdLauncher:
+    """A Launcher alone: systemd owns the runs (the spawner waits for none, the sweep finds the ones that
+    died) and schedules them (no limit here)."""
+
     def __init__(self, settings: Settings, concurrency: int | None = None) -> None:
         self.settings = settings  # systemd schedules: `concurrency` is the units' business
 
-    def free_slots(self) -> int | None:
-        return None
-
     def start(self, request_id: str) -> None:
         _must("start", "--no-block", agent_unit(request_id))
-
-    def wait(self, fds: Sequence[int], timeout: float | None) -> None:
-        select.select(list(fds), [], [], timeout)  # with no fds: a plain sleep
-
-    def reap(self) -> list[tuple[str, int | None]]:
-        return []
-
-    def running(self) -> list[str]:
-        return []  # systemd owns the runs; the sweep finds the ones that died
 
     def alive(self, run_id: str) -> bool:
         return held_here(self.settings, run_id)
@@ -76,9 +65,6 @@ class SystemdLauncher:
     def stop(self, run_id: str, grace_s: float) -> str:
         _must("stop", agent_unit(run_id), timeout=STOP_GRACE_S + 30)  # the unit's own grace applies
         return "systemd"
-
-    def shutdown(self) -> None:
-        pass  # the units go on without the spawner
 
     def heal(self) -> list[str]:
         healing = heal_spawn_units()

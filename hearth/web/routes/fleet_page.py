@@ -20,8 +20,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from hearth.audit import fleet
 from hearth.audit.store import AuditStore
+from hearth.dispatch.launchers import door_for
 from hearth.errors import NotFound, UsageError
-from hearth.fleet.launcher import waits
+from hearth.fleet.config import waits
 from hearth.remote import hub
 from hearth.render import ago
 from hearth.settings import Settings
@@ -31,13 +32,12 @@ from hearth.web.routes.operate import recent_actions, record_action
 from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
 
 router = APIRouter()
-HUB_LAUNCHER = "celery"  # HEARTH_LAUNCHER on a hub (hearth/fleet/launcher.py)
 PILLS = {"up": "st-done", "lost": "st-failed", "never seen": "st-other"}
 
 
 def fleet_data(settings: Settings, reader: Reader, now: float | None = None) -> dict[str, Any]:
     """As `hearth fleet list --json`, each worker with its runs' live states; the requests waiting in
-    the broker with why (hearth/fleet/launcher.py's `waits`), and the redeliveries refused."""
+    the broker with why (hearth/fleet/config.py's `waits`), and the redeliveries refused."""
     now = now or time.time()
     lost_s = hub.lost_after()
     found = hub.workers(reader)
@@ -46,7 +46,7 @@ def fleet_data(settings: Settings, reader: Reader, now: float | None = None) -> 
         {**row, "waits": waits(row, answering), **_seen(row["sent_at"], now, "sent")} for row in fleet.waiting(reader)
     ]
     return {
-        "hub": settings.launcher == HUB_LAUNCHER,
+        "hub": door_for(settings) is not None,
         "lost_after_s": lost_s,
         "workers": [_shown(w, now, lost_s) for w in found],
         "waiting": waiting,
@@ -153,7 +153,7 @@ async def api_fleet(request: Request, me: Identity = Depends(viewer)) -> dict[st
     """A hub's workers (as `hearth fleet list --json`: labels, up, seen_s_ago, models) with their runs'
     live states; `waiting` the requests in the broker no worker took yet, each with why (`waits`);
     `refused` the redeliveries refused (a request handed out again is never run twice); `hub` whether
-    this box sends its requests to workers (HEARTH_LAUNCHER=celery)."""
+    this box sends its requests to workers (its launcher runs them on other machines)."""
     web = web_of(request)
     return await run_in_threadpool(fleet_data, web.config.settings, web.reader)
 

@@ -67,7 +67,7 @@ def test_a_worker_that_claims_the_moment_the_request_reaches_the_broker_runs_it(
     broker = EagerBroker(settings.audit_path, queued(settings, "r1"))
     launcher = Launcher(settings, broker)
     launcher.start("r1")
-    launcher.shutdown()
+    launcher.close()
     assert broker.claims == [{"go": "run"}]
     with AuditStore(settings.audit_path) as audit:
         row = hub.fleet_run(audit, "r1")
@@ -80,6 +80,6 @@ def test_a_send_the_broker_refuses_leaves_nothing_recorded_as_sent(settings: Set
     with pytest.raises(LaunchError, match="the broker did not take request r1: ConnectionError"):
         launcher.start("r1")
     assert not launcher.alive("r1")  # not taken for a request that waits in the broker
-    launcher.shutdown()
+    launcher.close()
     with AuditStore(settings.audit_path) as audit:
         assert hub.fleet_run(audit, "r1") is None

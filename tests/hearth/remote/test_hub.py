@@ -285,6 +285,6 @@ def test_a_worker_added_on_a_box_that_is_no_hub_is_warned_about(state_dir: Path)
 
     plain = run_cli("hearth", "fleet", "add", "gpu1", env={"HEARTH_LAUNCHER": "local"})
     assert plain.returncode == 0 and len(plain.stdout.splitlines()[0]) > 20  # its token, shown once
-    assert "this box is no hub (HEARTH_LAUNCHER=local, not celery)" in plain.stderr
+    assert "this box is no hub (HEARTH_LAUNCHER=local runs no request on other machines)" in plain.stderr
     at_hub = run_cli("hearth", "fleet", "add", "gpu2", env={"HEARTH_LAUNCHER": "celery"})
     assert at_hub.returncode == 0 and "no hub" not in at_hub.stderr
