@@ -19,15 +19,13 @@ A password in HEARTH_FLEET_BROKER is refused: the URL is in units' text, the pas
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from hearth.errors import ConfigError
-from hearth.remote import NAME
+from hearth.remote.client import HubAddress, secret
 
 if TYPE_CHECKING:
     from hearth.remote.hub import Worker
@@ -59,7 +57,7 @@ class FleetConfig:
                 "HEARTH_FLEET_BROKER carries a password; put it in a file named by "
                 "HEARTH_FLEET_BROKER_PASSWORD_FILE (or the broker-password credential) instead"
             )
-        password = _secret(env, "HEARTH_FLEET_BROKER_PASSWORD_FILE", "broker-password", needed=False)
+        password = secret(env, "HEARTH_FLEET_BROKER_PASSWORD_FILE", "broker-password", needed=False)
         broker = raw
         if password:
             user = quote(parts.username or "", safe="")
@@ -68,33 +66,9 @@ class FleetConfig:
         visibility = _number(env, "HEARTH_FLEET_VISIBILITY_S", DAY_S)
         if not worker:
             return cls(broker, raw, visibility)
-        hub = env.get("HEARTH_FLEET_HUB", "").strip().rstrip("/")
-        if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", hub):
-            raise ConfigError(f"HEARTH_FLEET_HUB must be the hub's command center URL (http://hub:8770), got {hub!r}")
-        name = env.get("HEARTH_FLEET_NAME", "").strip()
-        if not NAME.fullmatch(name):
-            raise ConfigError(f"HEARTH_FLEET_NAME must be the worker's name (a-z 0-9 . _ -), got {name!r}")
-        token = _secret(env, "HEARTH_FLEET_TOKEN_FILE", "fleet-token", needed=True)
+        address = HubAddress.from_env(env)
         concurrency = int(_number(env, "HEARTH_FLEET_CONCURRENCY", 2))
-        return cls(broker, raw, visibility, hub, name, token, max(1, concurrency))
-
-
-def _secret(env: Mapping[str, str], variable: str, credential: str, *, needed: bool) -> str:
-    """A secret's text from the file `variable` names, else systemd's credential of that name."""
-    path = env.get(variable, "").strip()
-    if not path and env.get("CREDENTIALS_DIRECTORY"):
-        candidate = Path(env["CREDENTIALS_DIRECTORY"]) / credential
-        path = str(candidate) if candidate.exists() else ""
-    if not path:
-        if needed:
-            raise ConfigError(
-                f"{variable} is not set (and no {credential} credential was passed): a file with the secret"
-            )
-        return ""
-    try:
-        return Path(path).read_text().strip()
-    except OSError as exc:
-        raise ConfigError(f"{variable}: cannot read {path}: {exc.strerror or exc}") from None
+        return cls(broker, raw, visibility, address.hub, address.name, address.token, max(1, concurrency))
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:

@@ -43,7 +43,7 @@ from hearth.audit.reader import AuditReader
 from hearth.fleet.config import FleetConfig
 from hearth.fleet.launcher import TASK
 from hearth.remote.client import HubClient
-from hearth.remote.outbox import Outbox, Sender
+from hearth.remote.outbox import Outbox, Sender, closing_events, take_decisions
 from hearth.settings import Settings
 
 log = logging.getLogger("hearth.fleet")
@@ -62,7 +62,7 @@ class Worker:
         # as a unit of its own, recording nowhere but here)
         self.settings = replace(settings, queue_path=settings.state_dir / "fleet" / "queue")
         self.config = config
-        self.client = HubClient(config)
+        self.client = HubClient(config.hub, config.token)
         self.outbox_path = settings.state_dir / "fleet" / "outbox.db"
         self.outbox = Outbox(self.outbox_path)
         self.sender = Sender(self.outbox, self.client)
@@ -270,22 +270,7 @@ class Worker:
         write_atomic(queue.root / f"{run_id}.json", body.encode())  # the watch takes it from here
 
     def _decided(self, run_id: str, rows: list[dict[str, Any]]) -> None:
-        """The decisions made at the hub while the run was suspended, into this box's audit."""
-        from hearth.audit import approvals
-        from hearth.audit.store import AuditStore
-
-        given = [
-            row
-            for row in rows
-            if isinstance(row, dict) and row.get("run_id") == run_id and row.get("status") != "pending"
-        ]
-        with AuditStore(self.settings.audit_path) as audit:
-            for row in given:
-                try:
-                    approval = approvals.from_row(row)
-                except TypeError:  # not an approval's whole row: nothing to copy
-                    continue
-                approvals.copy_verdict(audit, approval)
+        take_decisions(self.settings, run_id, rows)
 
     def _run(self, run_id: str) -> str:
         """Wait for the run the watch starts to end (or suspend); what it ended as."""
@@ -333,27 +318,12 @@ class Worker:
         return runs.status(self._reads, run_id)
 
     def _closed(self, run_id: str) -> None:
-        """What the run could not say itself (the watch settled it after its process died, or it was
-        refused before its first record): its row and final status as this box's audit has them,
-        sent after its own events (at the hub a repeat changes nothing)."""
+        """What the run could not say itself, sent after its own events (hearth/remote/outbox.py)."""
         from hearth.audit.store import AuditStore
-        from hearth.run.events import RunFinished, RunStarted
 
         with AuditStore(self.settings.audit_path) as audit:
-            run = audit.run(run_id)
-        if run is None:
-            return
-        row = {k: v for k, v in run.items() if k in _RUN_COLUMNS}
-        self.outbox.keep(RunStarted(run_id, row, str(run["started_at"])))
-        if run["status"] != "waiting":
-            columns = {"error": run.get("error")}
-            self.outbox.keep(RunFinished(run_id, str(run["status"]), columns, if_running=True, at=str(run["ended_at"])))
-
-
-_RUN_COLUMNS = {
-    "id", "agent_name", "model", "goal", "mode", "source", "requested_by", "workspace", "sandbox", "status",
-    "started_at", "parent_run", "link", "kind", "label", "model_requested", "model_reason", "model_host",
-}  # fmt: skip
+            for event in closing_events(audit, run_id):
+                self.outbox.keep(event)
 
 
 def _seconds(name: str, default: float) -> float:

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hearth.run.events import RunEvent, SqliteRecorder, to_json
 
@@ -185,11 +185,51 @@ class FleetRecorder:
 
 
 def recorder_for(audit: AuditStore, settings: Settings) -> FleetRecorder:
-    """The recorder of a run a worker started (hearth/run/events.py's `default_recorder`, where
-    `settings.fleet_outbox` is set): the worker's settings for its hub come from its environment."""
-    from hearth.fleet.config import FleetConfig
-    from hearth.remote.client import HubClient
+    """The recorder of a run on a remote machine (hearth/run/events.py's `default_recorder`, where
+    `settings.fleet_outbox` is set): its hub and its token come from its environment."""
+    from hearth.remote.client import HubAddress, HubClient
 
     assert settings.fleet_outbox is not None
-    config = FleetConfig.from_env(worker=True)
-    return FleetRecorder(SqliteRecorder(audit), Outbox(settings.fleet_outbox), HubClient(config))
+    address = HubAddress.from_env()
+    return FleetRecorder(SqliteRecorder(audit), Outbox(settings.fleet_outbox), HubClient(address.hub, address.token))
+
+
+def closing_events(audit: AuditStore, run_id: str) -> list[RunEvent]:
+    """What a run could not say itself (it was settled after its process died, or refused before
+    its first record): its row and final status as this machine's audit has them, sent after its
+    own events (at the hub a repeat changes nothing)."""
+    from hearth.run.events import RunFinished, RunStarted
+
+    run = audit.run(run_id)
+    if run is None:
+        return []
+    row = {k: v for k, v in run.items() if k in RUN_COLUMNS}
+    events: list[RunEvent] = [RunStarted(run_id, row, str(run["started_at"]))]
+    if run["status"] != "waiting":
+        columns = {"error": run.get("error")}
+        events.append(RunFinished(run_id, str(run["status"]), columns, if_running=True, at=str(run["ended_at"])))
+    return events
+
+
+def take_decisions(settings: Settings, run_id: str, rows: list[dict[str, Any]]) -> None:
+    """The decisions made at the hub while the run was suspended (its claim's answer), into this
+    machine's audit, where the run finds them when it goes on."""
+    from hearth.audit import approvals
+    from hearth.audit.store import AuditStore
+
+    given = [
+        row for row in rows if isinstance(row, dict) and row.get("run_id") == run_id and row.get("status") != "pending"
+    ]
+    with AuditStore(settings.audit_path) as audit:
+        for row in given:
+            try:
+                approval = approvals.from_row(row)
+            except TypeError:  # not an approval's whole row: nothing to copy
+                continue
+            approvals.copy_verdict(audit, approval)
+
+
+RUN_COLUMNS = {
+    "id", "agent_name", "model", "goal", "mode", "source", "requested_by", "workspace", "sandbox", "status",
+    "started_at", "parent_run", "link", "kind", "label", "model_requested", "model_reason", "model_host",
+}  # fmt: skip

@@ -1,7 +1,10 @@
 """A new launcher is one module plus one table row: tests/remote_launcher.py, registered at test time,
-runs requests the way another machine would (no local flock, its own state directory), and its runs
-are submitted, shown live, stopped, settled and recorded through the seam alone (the `hearth`
-commands themselves, in this process, where the row was registered)."""
+runs requests the way a job engine on another machine would (no local flock, its own state
+directory, `python -m hearth.remote.job` in a subprocess), and its runs are submitted, shown live,
+stopped, settled and recorded through the seam alone (the `hearth` commands themselves, in this
+process, where the row was registered). What the runs did comes back through the hub's door, over
+loopback HTTP to a real command center, as a fleet's workers send theirs: the job never opens the
+hub's audit."""
 
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from hearth.run.liveness import run_lock_path
 from hearth.settings import Settings
 from tests.fake_ollama import FakeOllama, final_answer
 from tests.queue_support import Gate, listing, rows, wait_for
-from tests.remote_launcher import RemoteLauncher, elsewhere, running
+from tests.remote_launcher import HUB, LOST, MACHINE, RemoteLauncher, elsewhere, running
+from tests.web_support import Center
 
 ROOT = Path(__file__).resolve().parents[3]
 ROWS = {"hearth.dispatch.launchers.systemd", "hearth.dispatch.launchers.local", "hearth.dispatch.launchers.host"}
@@ -32,12 +36,17 @@ ROWS = {"hearth.dispatch.launchers.systemd", "hearth.dispatch.launchers.local", 
 
 @pytest.fixture
 def remote(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The `remote` row in the table and chosen by HEARTH_LAUNCHER; whatever it left running is killed."""
+    """The `remote` row in the table and chosen by HEARTH_LAUNCHER, the hub's command center serving
+    its door on loopback; whatever it left running is killed."""
     register("remote", "tests.remote_launcher:RemoteLauncher")
     monkeypatch.setenv("HEARTH_LAUNCHER", "remote")
-    there = elsewhere(Settings.from_env())
+    settings = Settings.from_env()
+    state_dir.mkdir(parents=True)
+    there = elsewhere(settings)
     try:
-        yield there
+        with Center(settings) as center:
+            monkeypatch.setenv(HUB, center.url)
+            yield there
     finally:
         LAUNCHERS.pop("remote", None)
         for pidfile in (there / "launched").glob("*.pid"):
@@ -62,8 +71,10 @@ def active(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
     return {run["id"]: run for run in json.loads(out)["active"]}
 
 
-def status(state_dir: Path, run_id: str) -> str:
-    return str(rows(state_dir, "select status from runs where id = ?", run_id)[0]["status"])
+def status(state_dir: Path, run_id: str) -> str | None:
+    """The run's status in the hub's audit (None before its first event came through the door)."""
+    found = rows(state_dir, "select status from runs where id = ?", run_id)
+    return str(found[0]["status"]) if found else None
 
 
 def start_held(
@@ -92,7 +103,8 @@ def test_a_run_elsewhere_is_shown_live_and_stopped_through_its_launcher(
             assert no_flock_here("far")  # only the launcher can say it is alive
             shown = wait_for(lambda: active(capsys).get("far"), what="the run in `hearth state`")
             assert (shown["alive"], shown["state"], shown["queued"]) == (True, "thinking", True)
-            assert status(state_dir, "far") == "running"  # `hearth state` settled first, and left it be
+            wait_for(lambda: status(state_dir, "far") == "running", what="the run's start through the door")
+            assert active(capsys)["far"]["alive"]  # `hearth state` settled first, and left it be
             code, out = hearth(capsys, "stop", "far")
         finally:
             gate.opened.set()
@@ -105,46 +117,52 @@ def test_a_run_elsewhere_is_shown_live_and_stopped_through_its_launcher(
     assert active(capsys) == {}
 
 
-def test_a_run_whose_process_elsewhere_was_killed_goes_on_by_its_launchers_word(
+def test_a_run_whose_job_elsewhere_was_killed_is_settled_lost_by_its_launchers_word(
     state_dir: Path, remote: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate = Gate()
     launcher = RemoteLauncher(Settings.from_env())
-    with FakeOllama([gate, final_answer("went on over there")]) as fake:
+    with FakeOllama([gate]) as fake:
         try:
             start_held(capsys, monkeypatch, gate, fake.url, "lost")
             assert no_flock_here("lost")
+            wait_for(lambda: status(state_dir, "lost") == "running", what="the run's start through the door")
             code, out = hearth(capsys, "runs", "--json")  # settles what is dead first
             assert code == 0 and [r["status"] for r in json.loads(out) if r["id"] == "lost"] == ["running"]
             launcher.kill("lost")
             wait_for(lambda: not launcher.alive("lost"), what="the launcher to call the run gone")
-            assert not active(capsys)["lost"]["alive"]  # gone by its launcher's word, not settled by a reader
+            assert "lost" not in active(capsys)  # settled by its launcher's word: lost where it ran
         finally:
             gate.opened.set()
-        code, out = hearth(capsys, "spawn")  # the sweep: the run goes on, through the same launcher
-        assert code == 0 and "resumed lost" in out, out
-        wait_for(lambda: status(state_dir, "lost") == "done", what="the run to go on over there and end")
-        wait_for(lambda: not launcher.alive("lost"), what="its process there to end")
-        hearth(capsys, "spawn")
-    [run] = rows(state_dir, "select status, summary from runs where id = 'lost'")
-    assert (run["status"], run["summary"]) == ("done", "went on over there")
-    assert listing(state_dir / "queue" / "claimed") == []
+        code, out = hearth(capsys, "spawn")  # the sweep: nothing to go on with, never run twice
+    assert code == 0 and "lost" not in out, out
+    [run] = rows(state_dir, "select status, error from runs where id = 'lost'")
+    assert (run["status"], run["error"]) == ("interrupted", LOST)
+    assert listing(state_dir / "queue" / "claimed") == [] and "lost.json" in listing(state_dir / "queue" / "failed")
+    assert not launcher.alive("lost")
 
 
-def test_a_run_elsewhere_that_ends_is_recorded_and_its_request_placed_by_the_next_sweep(
+def test_a_run_elsewhere_that_ends_is_recorded_at_the_hub_through_its_door_and_its_request_placed(
     state_dir: Path, remote: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    opened = state_dir.parent / "opened.txt"
+    monkeypatch.setenv("OPENED", str(opened))  # the job lists every file it opens (tests/remote_job.py)
     with FakeOllama([final_answer("done over there")]) as fake:
         monkeypatch.setenv("OLLAMA_HOST", fake.url)
         assert hearth(capsys, "enqueue", "say done", "--id", "there") == (0, "there\n")
         assert hearth(capsys, "spawn")[0] == 0
-        wait_for(lambda: not RemoteLauncher(Settings.from_env()).alive("there"), what="the run there to end")
-    assert status(state_dir, "there") == "done"
+        wait_for(opened.exists, what="the job there to end")
+    [run] = rows(state_dir, "select status, summary, worker from runs where id = 'there'")
+    assert (run["status"], run["summary"], run["worker"]) == ("done", "done over there", MACHINE)
     assert rows(state_dir, "select count(*) as n from steps where run_id = 'there'")[0]["n"] > 0
-    assert listing(state_dir / "queue" / "claimed") == ["there.json"]  # nobody here saw it end
-    code, out = hearth(capsys, "spawn")
-    assert code == 0 and "settled there.json: done" in out
-    assert listing(state_dir / "queue" / "claimed") == []
+    came = rows(state_dir, "select kind from fleet_events where run_id = 'there' and worker = ?", MACHINE)
+    assert {"RunStarted", "RunFinished"} <= {e["kind"] for e in came}  # each written by the door
+    assert listing(state_dir / "queue" / "claimed") == []  # placed by the door when its end came, no sweep
+    assert listing(state_dir / "queue" / "failed") == []
+    there = [Path(line) for line in opened.read_text().splitlines()]
+    assert remote / "audit.db" in there  # the job's own audit: the list is of what it opened
+    assert [path for path in there if path.is_relative_to(state_dir)] == []  # nothing of the hub's
+    assert rows(remote, "select status from runs where id = 'there'") == [{"status": "done"}]  # its own record
 
 
 def test_an_unknown_launcher_is_refused_with_every_row_named(
