@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 TOKEN = "123456:test-token-for-the-fake-bot-api"
 BOT = {"id": 999, "is_bot": True, "first_name": "hearth", "username": "hearth_bot"}
@@ -82,6 +82,21 @@ class FakeTelegram:
         """A message from Telegram user `sender` in their private chat (or a group's)."""
         return self.push({"message": message(sender, text, chat=chat, group=group, **extra)})
 
+    def document(self, sender: int, name: str, data: bytes, caption: str = "", size: int | None = None) -> int:
+        """User `sender` sent a file named `name` (its bytes served by getFile and the download),
+        with a caption; `size` is what Telegram declares, its length unless given."""
+        ident = f"file-{len(self.files) + 1}"
+        self.files[ident] = data
+        doc = {
+            "file_id": ident,
+            "file_unique_id": ident,
+            "file_name": name,
+            "file_size": len(data) if size is None else size,
+        }
+        sent = message(sender, "", document=doc, caption=caption)
+        del sent["text"]
+        return self.push({"message": sent})
+
     def press(self, sender: int, data: str, shown: dict[str, Any]) -> int:
         """User `sender` pressed a button whose data is `data` on the message `shown` (a sent one)."""
         query = {"id": f"cb-{len(self.updates)}", "from": person(sender), "chat_instance": "x", "data": data}
@@ -107,8 +122,8 @@ class FakeTelegram:
                 pass
 
             def do_GET(self) -> None:
-                prefix = f"/file/bot{fake.token}/"
-                body = fake.files.get(self.path[len(prefix) :]) if self.path.startswith(prefix) else None
+                prefix, path = f"/file/bot{fake.token}/", unquote(self.path)  # the client quotes the token's ':'
+                body = fake.files.get(path[len(prefix) :]) if path.startswith(prefix) else None
                 self._send(200 if body is not None else 404, body or b"not found", "application/octet-stream")
 
             def do_POST(self) -> None:

@@ -117,6 +117,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.users.launch",
         "hearth.eval.seed",
         "hearth.eval.fixture",
+        "hearth.channels.inbox",  # a chat's attachments, which admission moves into the workspace
     ),
     15: (
         "hearth.run.long",

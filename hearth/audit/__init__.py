@@ -23,6 +23,7 @@ reads included, calls the owner. tests/hearth/audit/test_owners.py holds this ta
     research_evidence, research_claims                      research.py     and its report's claims
     users, memberships, user_tokens, channel_identities     users.py        who may do what, and who a sender is
     channel_updates, channel_chats, deliveries, channel_state   channels.py   the chats: what came, what went
+    channel_attachments                                     channels.py     the files they brought
     run_rollup, run_value_rollup, run_error_rollup, tool_rollup   rollups.py   the report's per-day counts
 
 rows.py is what they all stand on (`Rows`, the `Writer` the store is, the caps); reader.py the

@@ -1,6 +1,7 @@
 """The chat channels' record: every update a platform delivered (`channel_updates`), each chat's
-conversation (`channel_chats`), every message sent or to send (`deliveries`) and each channel's
-state (`channel_state`): every statement on the four tables. hearth/channels/ decides what happens;
+conversation (`channel_chats`), every message sent or to send (`deliveries`), each channel's
+state (`channel_state`) and every attachment (`channel_attachments`): every statement on the five
+tables. hearth/channels/ decides what happens;
 this module only keeps it."""
 
 from __future__ import annotations
@@ -54,6 +55,20 @@ def updates(db: Rows, channel: str = "", limit: int = 50) -> list[dict[str, Any]
     return db.rows(
         "select * from channel_updates where (? = '' or channel = ?) order by at desc limit ?",
         [channel, channel, limit],
+    )
+
+
+def add_attachment(audit: AuditStore, row: dict[str, Any]) -> int:
+    """An attachment as it was judged (taken, renamed or refused), with its SHA-256."""
+    return audit.insert("channel_attachments", row)
+
+
+def attachments(db: Rows, *, run_id: str = "", channel: str = "", update_id: str = "") -> list[dict[str, Any]]:
+    """The attachments of a run, or of one update, in the order they came."""
+    return db.rows(
+        """select * from channel_attachments where (? = '' or run_id = ?) and (? = '' or channel = ?)
+           and (? = '' or update_id = ?) order by id""",
+        [run_id, run_id, channel, channel, update_id, update_id],
     )
 
 

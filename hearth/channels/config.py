@@ -16,7 +16,9 @@
 
 Limits that hold on every channel (each may be set in its table): `max_chars` of a message
 (4,000), `flood_per_minute` from one sender (20; past it, one "slow down" and nothing more runs),
-and `refuse_every_s`, how often a stranger is told they are not known (600).
+`refuse_every_s`, how often a stranger is told they are not known (600), and for attachments
+(hearth/channels/attachments.py) `attachment_bytes` (10,000,000), `attachments_per_message` (5)
+and `attachment_types`, the extensions taken (text, data, PDF and images by default).
 """
 
 from __future__ import annotations
@@ -30,11 +32,18 @@ from hearth.errors import ConfigError
 from hearth.tomlcheck import known_table, read_toml
 
 FILE = "channels.toml"
-LIMITS = {"max_chars": 4000, "flood_per_minute": 20, "refuse_every_s": 600}
+LIMITS = {
+    "max_chars": 4000,
+    "flood_per_minute": 20,
+    "refuse_every_s": 600,
+    "attachment_bytes": 10_000_000,
+    "attachments_per_message": 5,
+}
 KEYS = {
-    "telegram": ("token_file", "api_url", "poll_s"),
+    "telegram": ("token_file", "api_url", "poll_s", "attachment_types"),
     "email": (
         *("address", "authserv_id", "password_file", "username", "mailbox", "poll_s", "max_mail_bytes"),
+        "attachment_types",
         *("imap_host", "imap_port", "imap_tls", "smtp_host", "smtp_port", "smtp_tls"),
     ),
 }

@@ -11,6 +11,9 @@
     floods         past `flood_per_minute` from one sender: one "slow down", then silence
     too long       past `max_chars` (or what the channel refused unread, a mail too large):
                    refused with the limit
+    attachments    with a goal: checked, put in the run's inbox and named in the goal
+                   (hearth/channels/attachments.py), each refused one answered with why; alone,
+                   or while the chat's run still works: refused, nothing taken
     a button       Approve / Deny: decided once through hearth/leash/decisions.py as
                    `channel:NAME:USER`, if that user may approve in the run's profile
     a command      /new /status /runs /stop /steer TEXT /pause /resume /approve ID /deny ID /help,
@@ -38,8 +41,10 @@ from hearth.audit import approvals, runs
 from hearth.audit import channels as rows
 from hearth.audit.approvals import ApprovalClosed
 from hearth.audit.store import AuditStore, new_run_id
+from hearth.channels.attachments import Received, receive
 from hearth.channels.config import ChannelConfig
-from hearth.channels.message import Edit, Handled, Inbound, parse_button
+from hearth.channels.inbox import discard
+from hearth.channels.message import Edit, Fetched, Handled, Inbound, parse_button
 from hearth.dispatch.steer import SteerRefused
 from hearth.errors import HearthError, NotFound
 from hearth.settings import Settings
@@ -80,9 +85,12 @@ class Desk:
         self.settings, self.config, self.name, self.now = settings, config, config.name, now
         self.progress = progress  # whether "On it" is said (a message the channel edits as the run goes)
         self._pending_edits: list[Edit] = []
+        self._fetched: tuple[Fetched, ...] = ()
 
-    def handle(self, inbound: Inbound) -> Handled:
-        """Record the update, act on it once, record what was made of it."""
+    def handle(self, inbound: Inbound, fetched: tuple[Fetched, ...] = ()) -> Handled:
+        """Record the update, act on it once, record what was made of it. `fetched`: its
+        attachments as the channel fetched them (hearth/channels/attachments.py)."""
+        self._fetched = fetched
         with AuditStore(self.settings.audit_path) as audit:
             row = {"channel": self.name, "update_id": inbound.update_id, "at": self._stamp(), "kind": inbound.kind}
             row |= {"sender": inbound.sender, "chat": inbound.chat, "detail": inbound.detail[:500]}
@@ -169,6 +177,10 @@ class Desk:
             said = f"That message is {len(text)} characters; at most {limit} are read. Nothing was run."
             self._say(audit, inbound.chat, said, "reply", inbound.update_id)
             return Handled("refused: too long"), user.name, ""
+        if not text and inbound.attachments:
+            said = "Say what to do with it: send the file with a caption, or in a mail with some text. Nothing was run."
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("refused: attachments without a goal"), user.name, ""
         if not text:
             return Handled("ignored: no text"), user.name, ""
         if text.startswith("/"):
@@ -179,16 +191,27 @@ class Desk:
         chat = rows.chat(audit, self.name, inbound.chat, user.name) or {}
         earlier = chat.get("run_id") or ""
         status = runs.status(audit, earlier) if earlier else None
+        if earlier and (status in ACTIVE or (status is None and self._queued(earlier))) and self._fetched:
+            said = (
+                f"Run {earlier} is still going; files are taken with a new goal or a follow-up, once it has answered."
+            )
+            self._say(audit, inbound.chat, said, "reply", inbound.update_id)
+            return Handled("refused: busy"), user.name, earlier
         if earlier and (status in ACTIVE or (status is None and self._queued(earlier))):
             steered = self._steer_busy(audit, inbound, user, earlier, text)
             if steered is not None:
                 return steered, user.name, earlier
             status = runs.status(audit, earlier)  # it ended meanwhile: the message is its follow-up
+        run_id = new_run_id()
+        received = self._received(audit, inbound, run_id)
         try:
-            run_id = self._launch(user, text, earlier if status else "")
+            self._launch(user, text + received.note, earlier if status else "", run_id)
         except HearthError as exc:
+            discard(self.settings.state_dir, run_id)
             self._say(audit, inbound.chat, f"Not run: {exc}", "reply", inbound.update_id)
             return Handled("refused"), user.name, ""
+        if received.reply:
+            self._say(audit, inbound.chat, received.reply, "reply", inbound.update_id)
         rows.set_chat(audit, self._chat_row(inbound.chat, user.name, run_id))
         said = f"On it: run {run_id}" + (f" (a follow-up of {earlier})" if status else "") + "."
         if self.progress:
@@ -217,12 +240,18 @@ class Desk:
         give_as(self.settings, run_id, user, text, by=ChannelBy(self.name, user.name).decider)
         return f"Told run {run_id}; it reads this after its next tool result."
 
-    def _launch(self, user: User, goal: str, earlier: str) -> str:
+    def _received(self, audit: AuditStore, inbound: Inbound, run_id: str) -> Received:
+        if not self._fetched:
+            return Received("", "")
+        row = {"channel": self.name, "update_id": inbound.update_id, "run_id": run_id, "at": self._stamp()}
+        return receive(audit, self.settings.state_dir, self.config, row, self._fetched)
+
+    def _launch(self, user: User, goal: str, earlier: str, run_id: str) -> str:
         from hearth.dispatch.launchers import heal
         from hearth.queue.intake import build_request
         from hearth.users.launch import submit_as
 
-        obj = {"id": new_run_id(), "goal": goal, "source": f"channel:{self.name}"}
+        obj = {"id": run_id, "goal": goal, "source": f"channel:{self.name}"}
         obj |= {"requested_by": f"{self.name}:{user.name}"}
         obj |= {"continues": earlier} if earlier else {"agent_name": user.default_profile}
         request = build_request(obj, file_id=None).request

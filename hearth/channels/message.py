@@ -16,6 +16,15 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Fetched:
+    """An attachment as the channel fetched it: its bytes, or why they were not fetched."""
+
+    attachment: Attachment
+    data: bytes | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class Inbound:
     """One update from a platform. `sender` is who the platform says sent it (a Telegram user id, an
     e-mail address the receiving server vouched for); '' when it vouches for no one. `chat` is where

@@ -1,7 +1,8 @@
 """The seam of the chat channels: one Protocol, one table, one resolver.
 
 A channel is what hearth needs of a chat platform, and no more: receive what arrived, send a
-message (with buttons where the platform has them), edit one it sent, answer a pressed button.
+message (with buttons where the platform has them), edit one it sent, answer a pressed button,
+fetch an attachment.
 `CHANNELS` names each platform's module; `channel_for(name, config)` loads only that one and says
 which exist on a miss. Nothing outside a channel's module branches on which platform it is: what
 differs (edits, buttons) is a property of the channel.
@@ -53,6 +54,8 @@ class Channel(Protocol):
     async def edit(self, chat: str, message_id: str, text: str) -> None: ...
 
     async def answer(self, callback_id: str, text: str) -> None: ...
+
+    async def download(self, ref: str, limit: int) -> bytes: ...  # an attachment's bytes, at most `limit`
 
     async def close(self) -> None: ...
 

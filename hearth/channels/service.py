@@ -1,6 +1,7 @@
 """`hearth channels`: each configured channel's two loops, and its state for everyone to see.
 
-    receive   long-polls the platform; each update goes to the desk (hearth/channels/desk.py);
+    receive   long-polls the platform; a message's attachments are fetched, then each update goes
+              to the desk (hearth/channels/desk.py);
               a pressed button is answered at once, and the messages that carried a decided
               approval are changed to say who decided
     follow    every FOLLOW_S: progress edits, answers, approvals, then what is due is sent
@@ -26,7 +27,7 @@ from hearth.audit.store import AuditStore
 from hearth.channels.config import ChannelConfig
 from hearth.channels.desk import Desk
 from hearth.channels.follow import Follower
-from hearth.channels.message import Edit
+from hearth.channels.message import Attachment, Edit, Fetched, Inbound
 from hearth.channels.seam import Channel, ChannelDown, Undeliverable, channel_for
 from hearth.settings import Settings
 
@@ -52,11 +53,32 @@ class ChannelService:
         """One poll: each update handled, buttons answered, decided approvals' messages changed."""
         found = await self.channel.receive(self.poll_s if timeout_s is None else timeout_s)
         for inbound in found:
-            handled = await asyncio.to_thread(self.desk.handle, inbound)
+            fetched = await self._fetch(inbound)
+            handled = await asyncio.to_thread(self.desk.handle, inbound, fetched)
             if inbound.kind == "callback" and inbound.callback_id and handled.answer:
                 await self._quietly(self.channel.answer(inbound.callback_id, handled.answer))
             await self._apply(handled.edits)
         return len(found)
+
+    async def _fetch(self, inbound: Inbound) -> tuple[Fetched, ...]:
+        """A message's attachments, each fetched when its declared size and the count allow; the
+        bytes stay in memory until the desk judged them (hearth/channels/attachments.py)."""
+        limit, most = self.config.limits["attachment_bytes"], self.config.limits["attachments_per_message"]
+        found = []
+        for index, attachment in enumerate(inbound.attachments if inbound.kind == "message" else ()):
+            if index >= most:
+                found.append(Fetched(attachment, None, f"at most {most} files are taken from one message"))
+            elif attachment.size > limit:
+                found.append(Fetched(attachment, None, f"it is {attachment.size} bytes; at most {limit} are taken"))
+            else:
+                found.append(await self._download(attachment, limit))
+        return tuple(found)
+
+    async def _download(self, attachment: Attachment, limit: int) -> Fetched:
+        try:
+            return Fetched(attachment, await self.channel.download(attachment.ref, limit + 1))
+        except (ChannelDown, Undeliverable) as exc:  # the message is handled still: its update is not lost
+            return Fetched(attachment, None, f"it could not be fetched: {exc}")
 
     async def follow_once(self) -> None:
         edits = await asyncio.to_thread(self.follower.step, self.channel.edits, self.channel.buttons)

@@ -70,6 +70,15 @@ class TelegramChannel:
         async with _platform("answer a button"):
             await self.bot.answer_callback_query(callback_id, text=text[:190])
 
+    async def download(self, ref: str, limit: int) -> bytes:
+        data = b""
+        async with _platform("fetch a file"):
+            found = await self.bot.get_file(ref)
+            if (found.file_size or 0) > limit:
+                raise Undeliverable(f"the file is {found.file_size} bytes, past the limit of {limit}")
+            data = bytes(await found.download_as_bytearray())
+        return data
+
     async def close(self) -> None:
         if self.username:
             await self.bot.shutdown()
@@ -132,10 +141,12 @@ def _attachments(msg: Any) -> tuple[Attachment, ...]:
     found = []
     if msg.document is not None:
         doc = msg.document
-        found.append(Attachment(doc.file_name or "file", int(doc.file_size or 0), doc.file_id))
+        found.append(Attachment(doc.file_name or "file", int(doc.file_size or 0), doc.file_id, doc.mime_type or ""))
     if msg.photo:
         photo = max(msg.photo, key=lambda p: p.file_size or 0)
-        found.append(Attachment(f"photo-{photo.file_unique_id}.jpg", int(photo.file_size or 0), photo.file_id))
+        found.append(
+            Attachment(f"photo-{photo.file_unique_id}.jpg", int(photo.file_size or 0), photo.file_id, "image/jpeg")
+        )
     return tuple(found)
 
 

@@ -40,7 +40,7 @@ from hearth.run.planning import routed as routed  # still importable from here
 from hearth.run.profiles import agent_for_label
 from hearth.run.recorder import Recorder
 from hearth.run.router import AUTO, Route
-from hearth.run.seeding import restore_follow_up, seed_eval_case, seed_swarm_child
+from hearth.run.seeding import restore_follow_up, seed_eval_case, seed_swarm_child, take_attachments
 from hearth.run.services import (
     check_egress,
     credential_store,
@@ -136,6 +136,8 @@ def admit(
         restore_follow_up(sink, plan.restore_from, root, run_id)
     if request.source == "eval":
         seed_eval_case(audit, sink, run_id, root, settings)
+    if request.source.startswith("channel:"):
+        take_attachments(sink, settings, run_id, root)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
     run = _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, chosen, json_lines=json_lines, out=out)
     _warn_unsandboxed(settings, run.recorder)

@@ -1,6 +1,7 @@
 """What a new run's workspace starts with, before its first model call: a swarm's child gets the
-swarm's files, a delegated child nothing or the directory its caller named, a follow-up the last checkpoint of the run it continues, an eval case's run its
-case's workspace. Each is recorded as a `restore` step; one that cannot be made is recorded
+swarm's files, a delegated child nothing or the directory its caller named, a follow-up the last
+checkpoint of the run it continues, an eval case's run its case's workspace, a chat's run the
+files sent with its goal. Each is recorded as a `restore` step; one that cannot be made is recorded
 `rejected` and raises (admission, hearth/run/admission.py, calls them).
 """
 
@@ -93,3 +94,19 @@ def restore_follow_up(sink: RunRecorder, source: tuple[str, ...], root: Path, ru
     )
     restored = {"iteration": 0, "detail": detail, "arguments": {"run": earlier, "commit": commit, "git_dir": git_dir}}
     sink.record(StepRecorded(run_id, "restore", {**restored, "ok": 1}))
+
+
+def take_attachments(sink: RunRecorder, settings: Settings, run_id: str, root: Path) -> None:
+    """The files a chat sent with this run's goal, into its workspace's attachments/
+    (hearth/channels/inbox.py); one that cannot be moved is recorded, and the run goes on without it."""
+    from hearth.channels.inbox import take
+
+    try:
+        moved = take(settings.state_dir, run_id, root)
+    except OSError as exc:
+        detail = {"detail": f"could not take the chat's attachments into the workspace: {exc}", "ok": 0}
+        sink.record(StepRecorded(run_id, "restore", {"iteration": 0, **detail}))
+        return
+    if moved:
+        detail = {"detail": f"took {len(moved)} attachments into the workspace: {', '.join(moved)}", "ok": 1}
+        sink.record(StepRecorded(run_id, "restore", {"iteration": 0, **detail}))

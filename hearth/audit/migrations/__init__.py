@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from hearth.audit.migrations.alerts import m091_alerts, m122_alert_actions
 from hearth.audit.migrations.approvals import m010_approvals, m121_standing_rules
-from hearth.audit.migrations.channels import m232_channels
+from hearth.audit.migrations.channels import m232_channels, m233_channel_attachments
 from hearth.audit.migrations.evals import m180_evals
 from hearth.audit.migrations.fleet import m201_fleet
 from hearth.audit.migrations.keys import m160_api_keys, m161_api_calls, m211_api_key_ids, m231_api_key_users
@@ -90,4 +90,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m230_users,
     m231_api_key_users,
     m232_channels,
+    m233_channel_attachments,
 ]

@@ -78,3 +78,15 @@ def m232_channels(db: sqlite_utils.Database) -> None:
     db.table("channel_state").create(
         {"channel": str, "state": str, "since": str, "last_error": str, "updated_at": str}, pk="channel"
     )
+
+
+def m233_channel_attachments(db: sqlite_utils.Database) -> None:
+    """Every attachment a message brought (`channel_attachments`): the update it came with, the
+    run it went to, the name it was sent as and the one it is kept under in the workspace's
+    attachments/ ('' when refused), its size and SHA-256, and whether it was taken, renamed or
+    refused, and why."""
+    columns: dict[str, type] = {"id": int, "channel": str, "update_id": str, "run_id": str, "at": str}
+    columns |= {"sent_as": str, "name": str, "size": int, "sha256": str, "verdict": str, "reason": str}
+    db.table("channel_attachments").create(columns, pk="id")
+    db.table("channel_attachments").create_index(["run_id"])
+    db.table("channel_attachments").create_index(["channel", "update_id"])
