@@ -89,6 +89,24 @@ async def until(service: ChannelService, check: Callable[[], Any], what: str) ->
     raise AssertionError(f"gave up waiting for {what}")
 
 
+def check_conversation(state_dir: Path, channel: str) -> None:
+    """What the whole-conversation tests leave: a run under ada's profile from the channel, its
+    follow-up, the approval decided as ada through the channel, and a new run stopped."""
+    first, second, third = rows(
+        state_dir, "select id, status, agent_name, requested_by, parent_run, source from runs order by started_at"
+    )
+    assert (first["status"], first["agent_name"], first["requested_by"], first["source"]) == (
+        "done",
+        "builder",
+        f"{channel}:ada",
+        f"channel:{channel}",
+    )
+    assert (second["status"], second["parent_run"]) == ("done", first["id"])
+    assert third["status"] == "interrupted" and third["parent_run"] is None
+    [decided] = rows(state_dir, "select decided_by, status from approvals where run_id = ?", second["id"])
+    assert decided == {"decided_by": f"channel:{channel}:ada", "status": "approved"}
+
+
 def updates(state_dir: Path) -> list[dict[str, Any]]:
     return rows(state_dir, "select * from channel_updates order by cast(update_id as integer)")
 

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from hearth.channels.service import ChannelService
-from tests.channels_support import until, with_email
+from hearth.settings import Settings
+from tests.channels_support import check_conversation, until, with_email
 from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.mail_servers import MailPair, compose
@@ -46,7 +47,7 @@ def test_a_goal_a_follow_up_in_the_thread_an_approval_by_link_and_a_stop(
     ]
     with MailPair(who, PEOPLE) as pair, FakeOllama(script, repeat_last=True) as model:
         pair.passes(*(pair.address(p) for p in PEOPLE))
-        with Center(_settings(state_dir)) as center:
+        with Center(Settings.from_env()) as center:
             box, service = with_email(state_dir, pair, web_url=center.url)
             watch = start_watch({"OLLAMA_HOST": model.url, "HEARTH_LAUNCHER": "local"})
             try:
@@ -54,28 +55,10 @@ def test_a_goal_a_follow_up_in_the_thread_an_approval_by_link_and_a_stop(
             finally:
                 stop_watch(watch)
         accepted = {r["queue_id"] for r in pair.received() if r["mail_from"] == pair.address("hearth")}
-    first, second, third = rows(
-        state_dir, "select id, status, agent_name, requested_by, parent_run, source from runs order by started_at"
-    )
-    assert (first["status"], first["agent_name"], first["requested_by"], first["source"]) == (
-        "done",
-        "builder",
-        "email:ada",
-        "channel:email",
-    )
-    assert (second["status"], second["parent_run"]) == ("done", first["id"])
-    assert third["status"] == "interrupted" and third["parent_run"] is None
-    [decided] = rows(state_dir, "select decided_by, status from approvals where run_id = ?", second["id"])
-    assert decided == {"decided_by": "channel:email:ada", "status": "approved"}
+    check_conversation(state_dir, "email")
     sent = rows(state_dir, "select status, message_id from deliveries where chat like ?", f"{ADA}%")
     assert sent and all(d["status"] == "delivered" for d in sent)
     assert {re.search(r"queued as (\w+)", d["message_id"]).group(1) for d in sent} <= accepted  # type: ignore[union-attr]
-
-
-def _settings(state_dir: Path) -> Any:
-    from hearth.settings import Settings
-
-    return Settings.from_env()
 
 
 async def _conversation(pair: MailPair, service: ChannelService, center: Center) -> None:

@@ -100,14 +100,10 @@ def test_a_mail_delivered_twice_or_fetched_again_after_a_restart_is_acted_on_onc
     pair.send(goal, ADA)
     pair.send(goal, ADA)  # the same Message-ID, a second UID
     scenario(lambda: service.receive_once(0))  # handed out, not yet flagged \Seen
-    _, again = with_email_again(box, service)
+    again = ChannelService(box.settings, service.config)
     scenario(lambda: again.receive_once(0))  # a restarted channel fetches both again
     assert len(queued(box)) == 1
     assert [u["verdict"] for u in updates(state_dir)] == ["run"]
-
-
-def with_email_again(box: Box, service: ChannelService) -> tuple[Box, ChannelService]:
-    return box, ChannelService(box.settings, service.config)
 
 
 def test_a_flood_from_one_sender_is_told_once_to_slow_down(pair: MailPair, state_dir: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hearth.channels.service import ChannelService
-from tests.channels_support import IDS, until, with_telegram
+from tests.channels_support import IDS, check_conversation, until, with_telegram
 from tests.cli_support import start_watch, stop_watch
 from tests.fake_ollama import FakeOllama, final_answer, tool_call
 from tests.fake_telegram import FakeTelegram
@@ -41,20 +41,7 @@ def test_a_goal_a_follow_up_an_approval_by_button_and_a_stop(state_dir: Path, mo
             asyncio.run(_conversation(fake, service))
         finally:
             stop_watch(watch)
-    runs = rows(
-        state_dir, "select id, status, agent_name, requested_by, parent_run, source from runs order by started_at"
-    )
-    first, second, third = runs
-    assert (first["status"], first["agent_name"], first["requested_by"], first["source"]) == (
-        "done",
-        "builder",
-        "telegram:ada",
-        "channel:telegram",
-    )
-    assert (second["status"], second["parent_run"]) == ("done", first["id"])
-    assert third["status"] == "interrupted" and third["parent_run"] is None
-    [decided] = rows(state_dir, "select decided_by, status from approvals where run_id = ?", second["id"])
-    assert decided == {"decided_by": "channel:telegram:ada", "status": "approved"}
+    check_conversation(state_dir, "telegram")
     sent = rows(state_dir, "select status, message_id from deliveries where chat = ?", str(ADA))
     assert sent and all(d["status"] == "delivered" and d["message_id"] for d in sent)
 
