@@ -97,6 +97,16 @@ class FakeTelegram:
         del sent["text"]
         return self.push({"message": sent})
 
+    def photo(self, sender: int, data: bytes, caption: str = "") -> int:
+        """User `sender` sent a photo (Telegram sends its sizes; the largest is the one taken)."""
+        ident = f"file-{len(self.files) + 1}"
+        self.files[ident] = data
+        small = {"file_id": "thumb", "file_unique_id": "thumb", "width": 90, "height": 90, "file_size": 10}
+        large = {"file_id": ident, "file_unique_id": f"u{ident}", "width": 800, "height": 600, "file_size": len(data)}
+        sent = message(sender, "", photo=[small, large], caption=caption)
+        del sent["text"]
+        return self.push({"message": sent})
+
     def press(self, sender: int, data: str, shown: dict[str, Any]) -> int:
         """User `sender` pressed a button whose data is `data` on the message `shown` (a sent one)."""
         query = {"id": f"cb-{len(self.updates)}", "from": person(sender), "chat_instance": "x", "data": data}

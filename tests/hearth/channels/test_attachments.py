@@ -133,6 +133,28 @@ def test_a_telegram_file_named_as_a_path_is_renamed_and_a_refused_one_is_answere
     assert [c["file_id"] for c in fake.sent("getFile")] == ["file-1", "file-3"], "the huge one was never fetched"
 
 
+def test_a_telegram_photo_is_taken_at_its_largest_size_and_a_fake_one_is_refused(state_dir: Path) -> None:
+    jpeg = b"\xff\xd8\xff\xe0" + b"\x00" * 64
+    with FakeTelegram() as fake:
+        box, service = with_telegram(state_dir, fake)
+
+        async def work() -> None:
+            fake.photo(ADA, jpeg, caption="what is in this picture?")
+            fake.text(ADA, "/new")
+            fake.photo(ADA, b"#!/bin/sh\nrm -rf ~\n", caption="and this one?")
+            await turn(service)
+
+        scenario(work)
+    [taken, refused] = kept(state_dir)
+    assert (taken["name"], taken["verdict"], taken["sha256"]) == (
+        "photo-ufile-1.jpg",
+        "taken",
+        hashlib.sha256(jpeg).hexdigest(),
+    )
+    assert (refused["verdict"], refused["reason"]) == ("refused", "its bytes are not JPG, as its name says")
+    assert [c["file_id"] for c in fake.sent("getFile")] == ["file-1", "file-2"], "never the thumbnail"
+
+
 def test_a_file_alone_runs_nothing_and_is_answered(state_dir: Path) -> None:
     with FakeTelegram() as fake:
         box, service = with_telegram(state_dir, fake)
