@@ -27,15 +27,13 @@ WHEEL = os.environ.get("HEARTH_SYSTEM_WHEEL")
 # a mission every minute: the timer test waits for it to fire (a condition, bounded by two minutes)
 MISSION = 'schedule = "minutely"\ntimer = "systemd"\ngoal = "write hello.txt (mission)"\nmode = "auto"\n'
 # a declared user (docs/debian.md): ada, who may launch in the default profile and is Telegram user
-# 4242 (tests/system/fake_bot.py writes to hearth as her); her token is a credential file
-INSTALL = """web = true
-
-[users.ada]
-role = "operator"
-memberships = { default = ["launch"] }
-token_files = ["/etc/hearth/credentials/ada-token"]
-telegram = [4242]
-"""
+# 4242 (tests/system/fake_bot.py writes to hearth as her); her token is a credential file. One
+# line, no [table]: a test appends top-level settings (sandbox = "bwrap") to this file
+INSTALL = (
+    "web = true\n"
+    'users.ada = { role = "operator", memberships = { default = ["launch"] }, '
+    'token_files = ["/etc/hearth/credentials/ada-token"], telegram = [4242] }\n'
+)
 # the Telegram channel against the fake Bot API in the container (tests/system/fake_bot.py)
 CHANNELS = '[telegram]\napi_url = "http://127.0.0.1:8081"\npoll_s = 2\n'
 
