@@ -78,3 +78,6 @@ class RunServices:
     # (goal, profile, directory) -> the child run's summary (agent/tools/delegate.py); the appliance
     # gives it only to a run that can suspend while its child works (hearth/run/delegate.py)
     delegate: Callable[[str, str, str], str] | None = None
+    # the skills this run is offered (agent/tools/skills.py): its read-only copy, a folder per skill
+    # (None: none, and load_skill is not shown)
+    skills: Path | None = None

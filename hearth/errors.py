@@ -8,6 +8,7 @@ HearthError             anything hearth reports and exits on; .exit_code says ho
 │   ├── BudgetRefused   a budget limit the operator pages would not write, naming its field (exit 2)
 │   └── MissionRefused  a mission the operator pages would not write, naming its field (exit 2)
 ├── ConfigError         a state or config directory hearth cannot use (exit 2)
+│   └── SkillInvalid    a SKILL.md that cannot be offered, naming its file and key (exit 2)
 ├── NotFound            a run, request or record that does not exist (exit 2)
 ├── ApprovalClosed      an approval decided or expired already; nothing changed (exit 1)
 ├── ActionRefused       an alert's Approve or Deny link that is forged, used, expired or for another approval

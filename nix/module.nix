@@ -306,7 +306,7 @@ let
     };
   };
 
-  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "stuck" "model_unavailable" "denied" "mcp_drift" "eval_regression" ];
+  alertEvents = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "done" "iteration_limit" "stuck" "model_unavailable" "denied" "mcp_drift" "eval_regression" "skill_retired" ];
   destinationOptions = { name, ... }: {
     options = {
       url = mkOption {
@@ -316,7 +316,7 @@ let
       };
       events = mkOption {
         type = types.listOf (types.enum alertEvents);
-        default = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "mcp_drift" "eval_regression" ];
+        default = [ "failed" "interrupted" "budget_exceeded" "approval" "tripped" "rejected" "mcp_drift" "eval_regression" "skill_retired" ];
         example = [ "failed" "approval" ];
         description = "What this destination is told of: run statuses, `approval` (a call waits for a decision) and `rejected` (a refused request).";
       };

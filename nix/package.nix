@@ -58,7 +58,9 @@ py.buildPythonApplication {
     # requests through a Redis broker and `hearth worker` takes them
     ++ [ py.celery py.redis ]
     # the Telegram channel (hearth/channels/telegram.py, `hearth channels`)
-    ++ [ py.python-telegram-bot ];
+    ++ [ py.python-telegram-bot ]
+    # skills' SKILL.md frontmatter (hearth/skills/skill.py)
+    ++ [ py.pyyaml ];
   pythonRemoveDeps = lib.optional (!(py ? sqlite-vec)) "sqlite-vec";
   # the lower bounds in pyproject.toml follow PyPI; 24.11's versions of these pass the suite
   pythonRelaxDeps = [ "sqlite-utils" "trafilatura" "watchdog" "ddgs" "sqlite-vec" ];

@@ -101,6 +101,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.queue.directory",
         "hearth.queue.ledger",
         "hearth.queue.submit",
+        "hearth.skills",
     ),
     # one run end to end; a follow-up is one run resumed (admission reads its earlier run through
     # run/long/followup.py, which leans on nothing above this floor: its room is long work, its
@@ -118,6 +119,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.eval.seed",
         "hearth.eval.fixture",
         "hearth.channels.inbox",  # a chat's attachments, which admission moves into the workspace
+        "hearth.skills.offer",
     ),
     15: (
         "hearth.run.long",
@@ -131,7 +133,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.eval",
         "hearth.research",
     ),  # long work: runs made of runs; evals: runs judged side by side; research: a run of phases
-    16: ("hearth.leash.missions",),  # the leash's timetable: it submits
+    # the leash's timetable: it submits; a skill's check starts evals, and a learned skill is
+    # drafted from a run (hearth/skills/: what they decide stands on floor 13, what a run is offered on 14)
+    16: ("hearth.leash.missions", "hearth.skills.check", "hearth.skills.learn"),
     17: (
         "hearth.dispatch",
         "hearth.dispatch.launchers.host",
@@ -319,7 +323,7 @@ def test_the_engine_never_imports_the_appliance() -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", ["files", "search", "edit", "command", "knowledge", "web", "websearch", "system", "config_repo"]
+    "kind", ["files", "search", "edit", "command", "knowledge", "web", "websearch", "system", "config_repo", "skills"]
 )
 def test_a_tool_kind_imports_no_other_kind(kind: str) -> None:
     names = imported(ROOT / "agent" / "tools" / f"{kind}.py")

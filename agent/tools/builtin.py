@@ -1,7 +1,7 @@
 """Every tool hearth ships, gathered from the kinds in one explicit order.
 
 The one module that imports all the kinds. Each kind (files, search, edit, command, knowledge,
-web, websearch, system, config_repo, delegate) declares `TOOLS = [Tool(...), ...]` and imports only
+web, websearch, system, config_repo, delegate, skills) declares `TOOLS = [Tool(...), ...]` and imports only
 agent/tools/registry.py and agent/tools/args.py of this folder, so any kind can be imported
 first, alone. Tool names are the seed's and never change once shipped: audit rows refer to them.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.tools import command, config_repo, delegate, edit, files, knowledge, search, system, web, websearch
+from agent.tools import command, config_repo, delegate, edit, files, knowledge, search, skills, system, web, websearch
 from agent.tools.registry import TOOL_SETS, Tool
 
 __all__ = ["COMMON", "TOOLS", "TOOL_SETS", "gather", "manifest_of"]
 
-KINDS = (files, search, edit, command, knowledge, web, websearch, system, config_repo, delegate)
+KINDS = (files, search, edit, command, knowledge, web, websearch, system, config_repo, delegate, skills)
 
 
 def gather(tools: Iterable[Tool]) -> dict[str, Tool]:
@@ -42,6 +42,7 @@ COMMON = (
     "run_command",
     "web_search",
     "web_fetch",
+    "load_skill",  # shown only to a run offered a skill (agent/tools/skills.py)
 )
 
 

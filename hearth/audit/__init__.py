@@ -16,6 +16,7 @@ reads included, calls the owner. tests/hearth/audit/test_owners.py holds this ta
     api_keys, api_calls                                     keys.py         the /v1 door's keys and their calls
     fleet_workers, fleet_runs, fleet_events, fleet_door     fleet.py        the hub's workers and their runs
     eval_runs, eval_results                                 evals.py        evaluations and their cases' results
+    skill_checks                                            skills.py       skills' checks: two evals, a verdict
     mcp_pins                                                pins.py         the MCP tools an operator approved
     proposals, proposal_decisions                           proposals.py    self-evolution proposals, decisions
     operator_actions                                        operator.py     what an operator changed, or tried

@@ -38,7 +38,8 @@ ALERTS_FILE = "alerts.toml"
 # run statuses, plus `approval` (a call waits for a decision) and `test` (hearth alerts test);
 # `tripped` is a run that touched a decoy secret, `rejected` a refused request (a request the daily
 # budget refuses is `budget_exceeded`), `leg_limit` and `no_progress` a marathon's ends,
-# `eval_regression` an eval's pass rate that fell past its threshold (hearth/eval/watch.py)
+# `eval_regression` an eval's pass rate that fell past its threshold (hearth/eval/watch.py),
+# `skill_retired` a skill whose check failed after an earlier one passed (hearth/skills/state.py)
 EVENTS = (
     "failed",
     "interrupted",
@@ -55,6 +56,7 @@ EVENTS = (
     "no_progress",
     "mcp_drift",
     "eval_regression",
+    "skill_retired",
 )
 # Every way a run ends that is a failure: a destination that wants `failed` hears of each, once, so
 # a short list of events ("failed", "approval") misses none (an operator's stop, `interrupted`, and
@@ -79,6 +81,7 @@ DEFAULT_EVENTS = (
     "rejected",
     "mcp_drift",
     "eval_regression",
+    "skill_retired",
 )
 KEYS = ("name", "url", "events", "local", "user")
 APPROVAL_KEYS = ("public_url", "remind_after", "remind_before")

@@ -49,6 +49,7 @@ from hearth.run.services import (
 from hearth.run.state import StateFile
 from hearth.run.workdir import run_root
 from hearth.settings import Settings
+from hearth.skills.offer import exposed, offer_skills
 
 if TYPE_CHECKING:  # the queue's model needs pydantic; a run from hearth-loop never loads it
     from hearth.queue.request import Request
@@ -139,7 +140,11 @@ def admit(
     if request.source.startswith("channel:"):
         take_attachments(sink, settings, run_id, root)
     sink.record(RunUpdated(run_id, {"workspace": str(root)}))
+    skills = offer_skills(settings, audit, plan)  # copied now, listed once: hearth/skills/offer.py
+    parts = [*parts, *skills.parts]
     run = _ready(plan, root, audit, sink, settings, redactor, kept_goal, parts, chosen, json_lines=json_lines, out=out)
+    for problem in skills.problems:
+        run.recorder.notice("skill_invalid", f"{problem}; that skill is not offered")
     _warn_unsandboxed(settings, run.recorder)
     if warning:
         run.recorder.notice("warning", f"{warning}; the router's rules were not used")
@@ -168,7 +173,8 @@ def _ready(
     )
     recorder = Recorder(sink, state, run_id, json_lines=json_lines, out=out, redactor=redactor)
     recorder.announce()
-    sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=(str(settings.state_dir),))
+    hide, skills = (str(settings.state_dir),), exposed(settings, run_id)  # its skills' copy, read-only
+    sandbox = SandboxPolicy(kind=settings.sandbox, network=plan.network, hide=hide, expose=skills)
     exclude = state_inside(settings.state_dir, root)
     made = made_by_hearth(root, settings.agents_dir)
     checkpoints = Checkpoints(

@@ -25,6 +25,7 @@ from hearth.mcp.config import mcp_dir
 from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
+from hearth.skills.offer import exposed
 
 if TYPE_CHECKING:
     from hearth.mcp.offer import Offered
@@ -105,6 +106,7 @@ def _services(
         embed_model=settings.embed_model,
         recall_fusion=fusion_for(settings),
         search_backend=search_endpoint(settings, guard),
+        skills=Path(exposed(settings, run_id)[0]) if exposed(settings, run_id) else None,
     )
     return services, guard
 

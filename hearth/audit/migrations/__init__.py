@@ -37,6 +37,7 @@ from hearth.audit.migrations.runs import (
     m158_runs_by_requester,
     m190_run_model_host,
 )
+from hearth.audit.migrations.skills import m240_skills
 from hearth.audit.migrations.users import m230_users
 from hearth.audit.migrations.walls import (
     m050_checkpoints,
@@ -91,4 +92,5 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m231_api_key_users,
     m232_channels,
     m233_channel_attachments,
+    m240_skills,
 ]

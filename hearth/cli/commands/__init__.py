@@ -41,6 +41,7 @@ MODULES = (
     "eval",
     "fleet",
     "research",
+    "skills",
 )
 COMMANDS = {
     "steer": "steer",
@@ -79,6 +80,7 @@ COMMANDS = {
     "install": "install",
     "uninstall": "install",
     "eval": "eval",
+    "skills": "skills",
     "fleet": "fleet",
     "worker": "fleet",
     "research": "research",

@@ -2,7 +2,8 @@
 
 hearth never applies a proposal (hearth/evolve.py: only a branch is added to the config
 checkout); accepting records that a person approved it and shows the commands that apply it, to run
-by hand, and rejecting records that it should not be. A proposal whose check did not pass cannot
+by hand, and rejecting records that it should not be. A skill proposal (hearth/skills/learn.py) is
+the exception: accepting it lands its SKILL.md in skills/, offered once its check passes. A proposal whose check did not pass cannot
 be accepted; one that widens hearth's security needs the reviewer to say they read why. Each
 proposal is decided once (the audit's `proposal_decisions`); the attempt, allowed or refused, is
 also an `operator_actions` row.
@@ -21,9 +22,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from agent.clock import utc_now
 from hearth.audit import proposals as proposal_rows
 from hearth.audit.store import AuditStore
+from hearth.errors import HearthError
 from hearth.evolve import Proposal, find_proposal
 from hearth.run.diffs import diff_lines
 from hearth.settings import Settings
+from hearth.skills.learn import BRANCH, is_skill, land
 from hearth.web.context import web_of
 from hearth.web.routes.operate import record_action
 from hearth.web.security import Identity, WebError, check_csrf, owner, viewer
@@ -61,7 +64,10 @@ def proposal_data(settings: Settings, proposal_id: str) -> dict[str, Any]:
 
 
 def apply_commands(proposal: Proposal) -> list[str]:
-    """What a person runs to apply an accepted proposal (hearth runs none of it)."""
+    """What a person runs to apply an accepted proposal (hearth runs none of it); a skill lands
+    when accepted, and what follows is its check."""
+    if is_skill(asdict(proposal)):
+        return [f"hearth skills check {proposal.branch.removeprefix(BRANCH)}"]
     return [
         f"git -C {proposal.repo} diff {proposal.base_commit[:12]}..{proposal.branch}",
         f"git -C {proposal.repo} merge --ff-only {proposal.branch}",
@@ -88,6 +94,12 @@ def decide(settings: Settings, me: Identity, proposal_id: str, choice: Decision)
     if problem:
         record_action(settings, me, "proposals", choice.decision[:40], proposal.id, ok=False, detail=problem)
         raise WebError(409, problem)
+    if choice.decision == "accept" and is_skill(asdict(proposal)):
+        try:
+            land(settings, asdict(proposal))  # into skills/, before the decision: a failure decides nothing
+        except HearthError as exc:
+            record_action(settings, me, "proposals", "accept", proposal.id, ok=False, detail=str(exc))
+            raise WebError(409, str(exc)) from None
     row = {
         "proposal_id": proposal.id,
         "decision": "accepted" if choice.decision == "accept" else "rejected",
