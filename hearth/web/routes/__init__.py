@@ -27,6 +27,7 @@ from hearth.web.routes import (
     router_page,
     runs,
     security,
+    skills_page,
     users_page,
 )
 
@@ -51,6 +52,7 @@ ROUTERS: list[APIRouter] = [
     models.router,
     decisions.router,
     evals.router,
+    skills_page.router,
     mcp.router,
     fleet_page.router,
     users_page.router,
