@@ -21,7 +21,7 @@ LISTED = ["key", "state", "suite", "with", "without", "last_checked", "descripti
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("skills", help="skills: their states, their checks, skills learned from runs", epilog=EPILOG)
+    p = sub.add_parser("skills", help="skills: their states, their checks, a skill learned from a run", epilog=EPILOG)
     p.add_argument("--json", action="store_true", help="every skill and its state as JSON")
     p.set_defaults(handler=list_skills)
     actions = p.add_subparsers(dest="action", metavar="ACTION")

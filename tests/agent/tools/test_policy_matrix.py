@@ -38,6 +38,7 @@ SPEC_RISKS = {
             "git_diff",
             "nix_check",
             "delegate",  # grants nothing: the child's walls are the caller's, at most
+            "load_skill",
         ],
         "safe",
     ),
@@ -94,12 +95,15 @@ def probed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Iterator[Workspace]:
-    """A workspace whose services make every tool usable (a config repo, a NixOS-looking host),
+    """A workspace whose services make every tool usable (a config repo, a NixOS-looking host, skills),
     so the matrix sees the policy alone; hiding unusable tools is tested on its own below."""
     (tmp_path / "host" / "etc").mkdir(parents=True)
     (tmp_path / "host" / "etc" / "NIXOS").touch()
     services = RunServices(
-        config_repo=tmp_path / "repo", host_root=tmp_path / "host", delegate=lambda goal, profile, where: "handed"
+        config_repo=tmp_path / "repo",
+        host_root=tmp_path / "host",
+        delegate=lambda goal, profile, where: "handed",
+        skills=tmp_path / "skills",
     )
     with Workspace(tmp_path, services=services) as workspace:
         yield workspace
@@ -140,7 +144,7 @@ def test_policy_matrix(name: str, mode: str, kind: str, probed: list[str], ws: W
 def test_tools_a_run_cannot_use_are_not_shown(tmp_path: Path) -> None:
     bare = {t.name for t in visible_tools(None, "bypass", RunServices(host_root=tmp_path))}
     config_tools = {"read_self_config", "write_self_config", "git_status", "git_diff", "nix_check"}
-    assert not bare & (config_tools | {"current_generation", "list_generations", "delegate"})
+    assert not bare & (config_tools | {"current_generation", "list_generations", "delegate", "load_skill"})
     with_repo = {t.name for t in visible_tools(None, "bypass", RunServices(config_repo=tmp_path, host_root=tmp_path))}
     assert config_tools <= with_repo and "system_health" in bare
 
