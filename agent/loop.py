@@ -163,6 +163,14 @@ class Loop:
         self.emit(Event("run_started", 0, {"goal": goal}))
         return self._drive(lambda: None)
 
+    def carry_on(self, messages: list[dict[str, Any]], goal: str, context: str = "") -> Outcome:
+        """Run `goal` as the next turn of an earlier conversation (a role's heartbeat), or as the first
+        when `messages` is empty: its messages byte for byte, system prompt first, then the goal, all
+        kept as this run's own (the earlier run's are left as they were)."""
+        if messages:
+            self.messages = [dict(message) for message in messages]
+        return self.run(goal, context)
+
     def resume(self, resumed: Resumed) -> Outcome:
         """Go on with a conversation kept by an earlier process of this run (hearth/run/resume.py):
         the same messages, the same counts; first the answers still owed to its last reply."""

@@ -92,6 +92,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.dispatch.launchers",
         "hearth.mcp",
         "hearth.users",
+        "hearth.roles",
     ),
     # the queue: the request, its intake, the directory, its ledger in the audit, and the front door
     13: (
@@ -120,6 +121,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.eval.fixture",
         "hearth.channels.inbox",  # a chat's attachments, which admission moves into the workspace
         "hearth.skills.offer",
+        "hearth.roles.admit",
+        "hearth.roles.runs",
     ),
     15: (
         "hearth.run.long",
@@ -132,6 +135,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "hearth.evolve",
         "hearth.eval",
         "hearth.research",
+        "hearth.roles.heartbeat",
     ),  # long work: runs made of runs; evals: runs judged side by side; research: a run of phases
     # the leash's timetable: it submits; a skill's check starts evals, and a learned skill is
     # drafted from a run (hearth/skills/: what they decide stands on floor 13, what a run is offered on 14)

@@ -14,6 +14,7 @@ files.py     the state directory, the audit, the config tree, the queue, the cre
 config.py    profiles, prompt files and their placeholders, router, budget, alerts, missions
 host.py      Ollama and its models, the command sandbox, whether nobody reaches hearth's venv,
              git, systemd's hearth units
+roles.py     each role's contract: its home, record, inbox and prompts
 mcp.py       the declared MCP servers: their files, and drift of the tools approved
 recall.py    semantic recall: the embedding model pulled, sqlite-vec loadable, the vectors current
 
@@ -43,6 +44,7 @@ from hearth.doctor.host import (
 from hearth.doctor.hosts import check_hosts, named_hosts
 from hearth.doctor.mcp import check_mcp
 from hearth.doctor.recall import check_recall
+from hearth.doctor.roles import check_roles
 from hearth.errors import HearthError
 from hearth.run.profiles import Profile
 from hearth.settings import Settings
@@ -67,6 +69,7 @@ def diagnose(
         *check_audit(settings),
         *check_config_dir(settings),
         *profile_findings,
+        *check_roles(settings, profiles),
         *check_prompt_files(settings),
         *check_queue(settings),
         *check_credentials(settings),

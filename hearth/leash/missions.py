@@ -14,6 +14,10 @@
                                                ("email:ada": a mail to her linked address)
                                                (hearth/channels/follow.py: delivered, retried, or missing)
 
+A role's heartbeat (`heartbeat = "hourly"` in a role's agent.toml, docs/roles.md) is a mission too,
+named `heartbeat-ROLE`, made from the profile instead of a file: its firing is the role's
+(hearth/roles/heartbeat.py: the prompt chosen then, a turn that continues the role's conversation).
+
 A timer (or `hearth watch`, on a host without systemd) calls `fire`: it enqueues the request
 through the same queue as any other, or, while the mission is paused, records a skip instead.
 State is kept beside the audit in `<state_dir>/missions/`: NAME.paused.json (who, when) and
@@ -42,6 +46,8 @@ from hearth.leash.schedule import Calendar, CalendarError, parse_calendar
 from hearth.queue.intake import describe
 from hearth.queue.request import Request
 from hearth.queue.submit import Submitted, submit
+from hearth.roles.heartbeat import fire as heartbeat
+from hearth.roles.heartbeat import roles
 from hearth.run.profiles import profile_names
 from hearth.settings import Settings
 
@@ -75,6 +81,7 @@ class Mission:
     eval: str = ""  # a suite the regression watch runs after a configuration change
     eval_drop: float = EVAL_DROP
     deliver: str = ""  # CHANNEL:USER, whose chat gets each run's answer
+    role: str = ""  # a role's heartbeat: the role fires it (hearth/roles/heartbeat.py)
 
     def request(self, *, source: str, now: datetime) -> Request:
         stamp = now.strftime("%Y%m%dT%H%M%S")
@@ -106,6 +113,28 @@ def load_missions(settings: Settings) -> tuple[list[Mission], list[Problem]]:
             found.append(_load(path, settings))
         except _Bad as exc:
             problems.append(Problem(path, str(exc)))
+    beats, bad = _heartbeats(settings, {m.name for m in found})
+    return found + beats, problems + bad
+
+
+HEARTBEAT_GOAL = "(the role's heartbeat or strategic-review prompt, chosen when it fires)"
+
+
+def _heartbeats(settings: Settings, taken: set[str]) -> tuple[list[Mission], list[Problem]]:
+    """A mission per role with a heartbeat (a mission file of the same name wins, reported)."""
+    found, problems = [], []
+    for profile in roles(settings)[0]:
+        if not profile.heartbeat:
+            continue
+        name, path = f"heartbeat-{profile.name}", (profile.directory or settings.config_dir) / "agent.toml"
+        if name in taken or not NAME.fullmatch(name):
+            why = "a mission file has its name" if name in taken else "the role's name is too long for a mission's"
+            problems.append(Problem(path, f"the heartbeat is not scheduled: {why} ({name})"))
+            continue
+        fields = {"goal": HEARTBEAT_GOAL, "agent_name": profile.name}
+        found.append(
+            Mission(name, profile.heartbeat, fields, calendar=parse_calendar(profile.heartbeat), role=profile.name)
+        )
     return found, problems
 
 
@@ -229,11 +258,24 @@ def fire(
         seen = history(settings, mission.name)
         _note(settings, mission.name, last_skipped=utc_now(), skipped=int(seen.get("skipped", 0)) + 1)
         return None
+    if mission.role:
+        return _beat(settings, mission, source, by)
     done = submit(mission.request(source=source, now=now), settings, requested_by=by, heal=heal)
     _note(settings, mission.name, last_fired=utc_now(), last_request=done.id)
     if mission.eval:
         done.notes.append(_watch(settings, mission))
     return done
+
+
+def _beat(settings: Settings, mission: Mission, source: str, by: str) -> Submitted | None:
+    """A role's heartbeat fired as its mission: None (a skip, recorded by the role) when the role is off."""
+    fired = heartbeat(settings, mission.role, by=by, source=source)
+    if fired.path is None:
+        seen = history(settings, mission.name)
+        _note(settings, mission.name, last_skipped=utc_now(), skipped=int(seen.get("skipped", 0)) + 1)
+        return None
+    _note(settings, mission.name, last_fired=utc_now(), last_request=fired.request)
+    return Submitted(fired.request, fired.path, [f"{fired.kind}: {fired.why}"])
 
 
 def _watch(settings: Settings, mission: Mission) -> str:

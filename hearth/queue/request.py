@@ -43,7 +43,7 @@ TOOL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 HOST_PATTERN = r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$"
 CREDENTIAL_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"  # the credential store's names
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
-EXCLUSIVE = ("continues", "marathon", "swarm", "research", "evolve")  # one way to run a request, at most
+EXCLUSIVE = ("continues", "marathon", "swarm", "research", "evolve", "heartbeat")  # one way to run a request, at most
 
 # What a pattern allows, in words, for the error a sender reads.
 RULES = {
@@ -178,6 +178,11 @@ class Request(BaseModel):
         None,
         description="Research the goal as a question: a plan a person approves, recorded searches and page reads, "
         "evidence checked word for word, a report whose citations are validated (docs/research.md).",
+    )
+    heartbeat: Literal["upkeep", "strategic-review"] | None = Field(
+        None,
+        description="A role's heartbeat: one turn that continues the role's heartbeat conversation in its "
+        "home, the goal its upkeep or strategic-review prompt (docs/roles.md); agent_name names the role.",
     )
     child_of: Name | None = Field(
         None, description="The swarm this request is a sub-goal of (hearth sets it when a swarm queues its children)."

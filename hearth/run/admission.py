@@ -31,8 +31,9 @@ from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
 from hearth.limits import parse_duration
 from hearth.logs import install as install_log_redaction
+from hearth.roles.admit import role_home
 from hearth.run.checkpoints import Checkpoints, made_by_hearth, state_inside
-from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated
+from hearth.run.events import RunFinished, RunRecorder, RunStarted, RunUpdated, StepRecorded
 from hearth.run.goal import GoalRequest, RunPlan
 from hearth.run.planning import plan_of, validate
 from hearth.run.planning import resolved as resolved  # still importable from here
@@ -85,6 +86,7 @@ def goal_request(request: Request, settings: Settings, *, workspace: Path | None
         think=request.think,
         web_extract=request.web_extract,
         queued=True,
+        heartbeat=request.heartbeat or "",
     )
 
 
@@ -128,9 +130,13 @@ def admit(
     try:
         if unfollowed:
             raise unfollowed
+        made = role_home(plan, settings)
         root = _checked(plan, settings)
     except HearthError as exc:
         _refuse(sink, settings, run_id, kept_goal, plan.agent_name, exc)
+    if made:
+        line = f"made {', '.join(made)} in role {plan.role}'s home from their templates"
+        sink.record(StepRecorded(run_id, "home", {"iteration": 0, "detail": line, "ok": 1}))
     if plan.link == "child":
         seed_swarm_child(audit, sink, plan, root, run_id, settings)
     if plan.restore_from:

@@ -64,6 +64,7 @@ class GoalRequest:
     # from the queue (goal_request): its asker is only what the request says (hearth/run/long/followup.py)
     queued: bool = False
     escalate: bool = False
+    heartbeat: str = ""  # upkeep | strategic-review: a role's turn that continues its heartbeat conversation
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,8 @@ class RunPlan:
     think: str = ""  # Ollama's think as the run row keeps it: "" (not sent), true, false, low, medium, high
     web_extract: bool = False
     reply_tokens: int = 0  # the most tokens one model reply may have (0: the server's own limit)
+    role: str = ""  # the role whose home the run works in, one run at a time (hearth/roles/)
+    heartbeat: str = ""  # upkeep | strategic-review: it continues the role's heartbeat conversation
 
     @property
     def manifest(self) -> list[str] | None:
@@ -153,6 +156,7 @@ class RunPlan:
             think=think_value(self.think),
             web_extract=self.web_extract,
             reply_tokens=self.reply_tokens or None,
+            heartbeat=self.heartbeat,
         )
 
 

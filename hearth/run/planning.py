@@ -14,6 +14,7 @@ from agent.safety.policy import MODES
 from hearth.audit.store import new_run_id
 from hearth.errors import UsageError
 from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MIN_REPLY_TOKENS, parse_duration
+from hearth.roles.admit import as_role
 from hearth.run.goal import GoalRequest, RunPlan, think_text
 from hearth.run.profiles import Chosen, Profile, apply_network, apply_profile, load_profile
 from hearth.run.prompting import config_parts
@@ -29,6 +30,7 @@ def plan_of(
     operator's prompt parts and a warning when router.toml is broken (never a refusal). HearthError
     when the profile cannot be applied; what else cannot run is `validate`'s to say."""
     profile = load_profile(settings.config_dir, request.agent_name)
+    request = as_role(request, profile, settings)  # a role's run works in its home; one switched off runs nothing
     parts = config_parts(settings.config_dir, profile)
     chosen = apply_profile(
         profile,
@@ -75,7 +77,7 @@ def _plan(
         label=request.label or "",
         parent_run=request.parent_run or "",
         link=request.link or "",
-        kind=request.kind or "",
+        kind="heartbeat" if request.heartbeat else request.kind or "",
         continues=request.continues or "",
         preface=request.preface,
         prompt_values=tuple((request.prompt_values or {}).items()),
@@ -86,6 +88,8 @@ def _plan(
         think=think_text(chosen.think),
         web_extract=chosen.web_extract,
         reply_tokens=chosen.reply_tokens,
+        role=profile.name if profile.home else "",
+        heartbeat=request.heartbeat,
     )
 
 

@@ -21,6 +21,10 @@
         web_extract = true                      web_fetch answers through a no-tools extractor (default true)
         [research]                              a request under this profile is a research run
         max_pages = 8                           (docs/research.md): its limits, as a request's `research`
+        home = true                             a role: its runs work in its durable home (docs/roles.md)
+        heartbeat = "hourly"                    a role wakes on this schedule (a mission's), needs home
+        strategic_review = "24h"                a heartbeat is a strategic review once this old (default 24h)
+        enabled = false                         a role switched off: no heartbeats, its requests refused
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
 
 Precedence, per setting: a request field or a command-line flag given explicitly, then the
@@ -48,6 +52,7 @@ from agent.model import DEFAULT_REPLY_TOKENS
 from agent.safety.policy import MODES
 from agent.tools.registry import TOOL_SETS
 from hearth.errors import ConfigError, UsageError
+from hearth.leash.schedule import CalendarError, parse_calendar
 from hearth.limits import MAX_ITERATIONS, MAX_REPLY_TOKENS, MAX_RUN_TOKENS, MIN_REPLY_TOKENS, parse_duration
 from hearth.settings import Settings
 
@@ -76,6 +81,10 @@ KEYS = (
     "web_extract",
     "reply_tokens",
     "research",
+    "home",
+    "heartbeat",
+    "strategic_review",
+    "enabled",
 )
 THINK_LEVELS = ("low", "medium", "high")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -104,6 +113,10 @@ class Profile:
     web_extract: bool | None = None  # None: on
     reply_tokens: int | None = None  # None: the host's (HEARTH_REPLY_TOKENS)
     research: Research | None = None  # its runs are research runs, with these limits
+    home: bool = False  # a role: its runs work in its home (hearth/roles/home.py)
+    heartbeat: str = ""  # a role's schedule of upkeep turns (hearth/roles/heartbeat.py); "" none
+    strategic_review: str | int | None = None  # how old last_strategic_review may get; None: 24h
+    enabled: bool = True  # False: its heartbeats skip and its requests are refused
 
     @property
     def builtin(self) -> bool:
@@ -148,7 +161,9 @@ def load_profile(config_dir: Path, name: str) -> Profile:
 
 
 def _check_ceilings(profile: Profile, path: Path) -> None:
-    """A profile's own defaults stay under its ceilings."""
+    """A profile's own defaults stay under its ceilings (and a heartbeat has a home to wake in)."""
+    if profile.heartbeat and not profile.home:
+        raise ConfigError(f"{path}: heartbeat needs home = true (a role wakes in its home)")
     if profile.mode and profile.max_mode and _rank(profile.mode) > _rank(profile.max_mode):
         raise ConfigError(f"{path}: mode {profile.mode!r} is above max_mode {profile.max_mode!r}")
     outside = sorted(set(profile.allowed_tools or ()) - set(profile.max_tools or profile.allowed_tools or ()))
@@ -240,12 +255,30 @@ def _problem(key: str, value: Any) -> str | None:
         return f"must be one of {', '.join(TOOL_SETS)}"
     if key == "think" and not (isinstance(value, bool) or value in THINK_LEVELS):
         return f"must be true, false or one of {', '.join(THINK_LEVELS)}"
-    if key == "web_extract" and not isinstance(value, bool):
+    if key in ("web_extract", "home", "enabled") and not isinstance(value, bool):
         return "must be true or false"
+    if key == "heartbeat":
+        return _schedule_problem(value)
+    if key == "strategic_review":
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            return f"must be a duration ({exc})"
     if key == "reply_tokens" and not (type(value) is int and MIN_REPLY_TOKENS <= value <= MAX_REPLY_TOKENS):
         return f"must be a whole number of tokens from {MIN_REPLY_TOKENS} to {MAX_REPLY_TOKENS}"
     if key == "max_tokens" and not (type(value) is int and 1 <= value <= MAX_RUN_TOKENS):
         return f"must be a whole number of tokens from 1 to {MAX_RUN_TOKENS}"
+    return None
+
+
+def _schedule_problem(value: Any) -> str | None:
+    """A heartbeat is a mission's schedule, read here as `hearth watch` reads it."""
+    if not isinstance(value, str):
+        return "must be a schedule such as hourly or *-*-* 06:00:00"
+    try:
+        parse_calendar(value)
+    except CalendarError as exc:
+        return f"must be a schedule such as hourly ({exc})"
     return None
 
 

@@ -38,6 +38,7 @@ from hearth.errors import HearthError, UsageError
 from hearth.leash import alerts
 from hearth.leash.budget import Budget, RunGuard, load_budget
 from hearth.leash.rules import with_rules
+from hearth.roles import runs as role_runs
 from hearth.run import approvers, hosts
 from hearth.run.admission import AdmittedRun, admit
 from hearth.run.checkpoints import record_checkpoint
@@ -104,7 +105,9 @@ def run_goal(
                 else:
                     run = admit(asked, settings, audit, pulled, json_lines=json_lines, out=out, sink=sink)
                     going = Going(suspend)
-                outcome = _attempt(run, settings, model, approve, configure_services, going)
+                with role_runs.turn(run, settings):  # a role's runs take turns in its home
+                    outcome = _attempt(run, settings, model, approve, configure_services, going)
+                    role_runs.ended(run.plan, run.root, outcome.status, run.recorder)
             follow = linked_request(run.plan, run.route, outcome.status, run.id, run.root, audit)
             if follow is None:
                 return run.id, outcome
@@ -239,13 +242,15 @@ def _execute(
             values = dict(plan.prompt_values) or run_values(
                 ws.root, run.id, git=run.checkpoints.git_state(), **trailers
             )
+            heard = role_runs.carried(run.audit, plan, run.recorder)  # a heartbeat's conversation, to go on with
+            kept = str(heard[0]["content"]) if heard else None  # its system prompt: the same bytes, never rebuilt
             loop, tools = _build_loop(
-                plan, ws, model, approve, run.recorder, run.parts, values, walls, reask=settings.reask
+                plan, ws, model, approve, run.recorder, run.parts, values, walls, reask=settings.reask, prompt=kept
             )
             prompt = _prompt_record(run, loop.messages[0]["content"], values)
             recalled = recall_preface(services, plan.goal, settings, run.recorder)
             context = "\n\n".join(part for part in (plan.preface, recalled) if part)
-            start: Callable[[], Outcome] = lambda: loop.run(run.kept_goal, context=context)  # noqa: E731
+            start: Callable[[], Outcome] = lambda: loop.carry_on(heard or [], run.kept_goal, context)  # noqa: E731
         else:
             loop, tools = _build_loop(
                 plan,

@@ -42,6 +42,7 @@ MODULES = (
     "fleet",
     "research",
     "skills",
+    "roles",
 )
 COMMANDS = {
     "steer": "steer",
@@ -84,6 +85,8 @@ COMMANDS = {
     "fleet": "fleet",
     "worker": "fleet",
     "research": "research",
+    "heartbeat": "roles",
+    "roles": "roles",
 }
 
 

@@ -85,14 +85,15 @@ def _register_enqueue(sub: argparse._SubParsersAction) -> None:
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     from hearth.queue.intake import RequestRefused
+    from hearth.roles.admit import check_on
     from hearth.run.profiles import load_profile
     from hearth.users.access import login_user
     from hearth.users.launch import submit_as
 
     if args.tools is not None:
         tool_names(args.tools)  # refused now, the way hearth-loop refuses it, not at spawn
-    if args.agent_name:
-        load_profile(settings.config_dir, args.agent_name)  # an unknown profile: refused now, listing them
+    if args.agent_name:  # an unknown profile, or a role switched off: refused now, not at spawn
+        check_on(load_profile(settings.config_dir, args.agent_name), settings)
     try:
         request = _request_from_args(args)
     except RequestRefused as exc:
