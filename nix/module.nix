@@ -190,6 +190,30 @@ let
         example = false;
         description = "web_fetch answers through a no-tools extractor, so the agent never reads the raw page; null means on. Written as `web_extract`.";
       };
+      home = mkOption {
+        type = types.bool;
+        default = false;
+        example = true;
+        description = "This agent is a role: its runs work in a durable home, `stateDir`/roles/<name>, one run at a time (docs/roles.md).";
+      };
+      heartbeat = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "hourly";
+        description = "A role's heartbeat: a systemd calendar event on which a timer (hearth-schedule-heartbeat-<name>) wakes it for one upkeep turn that continues its heartbeat conversation; null means none. Needs `home`.";
+      };
+      strategicReview = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "12h";
+        description = "A heartbeat is a strategic review once the role's last one is this old; null means 24h. Written as `strategic_review`.";
+      };
+      enabled = mkOption {
+        type = types.bool;
+        default = true;
+        example = false;
+        description = "false switches the role off: its heartbeats are skipped (recorded) and its requests refused with the reason.";
+      };
     };
   };
 
@@ -483,6 +507,9 @@ let
     max_mode = a.maxMode; max_tools = a.maxTools;
     tool_set = a.toolSet; inherit (a) think; web_extract = a.webExtract;
     fallbacks = if a.fallbacks == [ ] then null else a.fallbacks;
+    home = if a.home then true else null; inherit (a) heartbeat; strategic_review = a.strategicReview;
+    enabled = if a.enabled then null else false;
+    heartbeat_timer = if a.heartbeat == null then null else "systemd";  # the timer below fires it, not hearth watch
   };
   # plan < auto < bypass, as hearth/run/profiles.py ranks them
   modeRank = m: if m == "plan" then 0 else if m == "auto" then 1 else 2;
@@ -1207,7 +1234,13 @@ in
       ] ++ lib.mapAttrsToList (name: s: {
         assertion = s.agent == "default" || cfg.agents ? ${s.agent};
         message = "services.hearth.schedules.${name}.agent is ${s.agent}, which is not in services.hearth.agents";
-      }) cfg.schedules ++ lib.mapAttrsToList (name: _: {
+      }) cfg.schedules ++ lib.mapAttrsToList (name: a: {
+        assertion = a.heartbeat == null || a.home;
+        message = "services.hearth.agents.${name}.heartbeat needs home = true (a role wakes in its home)";
+      }) cfg.agents ++ lib.mapAttrsToList (name: a: {
+        assertion = a.heartbeat == null || !(cfg.schedules ? "heartbeat-${name}");
+        message = "services.hearth.schedules.heartbeat-${name} has the name of agent ${name}'s heartbeat; rename the schedule";
+      }) cfg.agents ++ lib.mapAttrsToList (name: _: {
         assertion = builtins.match "[A-Za-z0-9_.-]+" name != null;
         message = "services.hearth.credentials.${name}: a credential name is letters, digits, '.', '_' and '-'";
       }) cfg.credentials ++ lib.mapAttrsToList (name: _: {

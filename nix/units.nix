@@ -160,7 +160,14 @@ let
     inherit environment;
     serviceConfig = serviceConfig "hearth-schedule-" {
       extra = { inherit name; };
-      host.ExecStart = script "hearth-schedule-${name}" (scheduleText name);
+      host = { ExecStart = script "hearth-schedule-${name}" (scheduleText name); }
+        # a role's heartbeat records its firing (or skip) in the audit, whose -wal and -shm SQLite
+        # makes beside it at the state directory's top level; the runs' workspaces and the
+        # credentials stay out of reach, as for the self-test
+        // optionalAttrs (builtins.elem name (map (n: "heartbeat-${n}") heartbeats)) {
+          ReadWritePaths = [ stateDir ];
+          InaccessiblePaths = [ "-${stateDir}/agents" "-${stateDir}/credentials" ];
+        };
     };
   };
 
@@ -230,7 +237,11 @@ let
     };
   };
 
-  scheduleNames = attrNames cfg.schedules;
+  # the schedules (missions) and the roles' heartbeats (a mission named heartbeat-<role>), each a timer
+  heartbeats = builtins.filter (n: (cfg.agents.${n}.heartbeat or null) != null) (attrNames (cfg.agents or { }));
+  onCalendar = listToAttrs (map (n: { name = n; value = cfg.schedules.${n}.onCalendar; }) (attrNames cfg.schedules)
+    ++ map (n: { name = "heartbeat-${n}"; value = cfg.agents.${n}.heartbeat; }) heartbeats);
+  scheduleNames = attrNames onCalendar;
   named = f: names: listToAttrs (map (n: { name = f n; value = n; }) names);
 in
 {
@@ -260,6 +271,6 @@ in
       timerConfig = data.timers.hearth-self-test.timer // { OnCalendar = cfg.selfTest.onCalendar; };
     };
   } // mapAttrs (_: n: head "timers" "hearth-schedule-" { name = n; } // {
-    timerConfig = data.timers."hearth-schedule-".timer // { OnCalendar = cfg.schedules.${n}.onCalendar; };
+    timerConfig = data.timers."hearth-schedule-".timer // { OnCalendar = onCalendar.${n}; };
   }) (named (n: "hearth-schedule-${n}") scheduleNames);
 }

@@ -132,9 +132,8 @@ def _heartbeats(settings: Settings, taken: set[str]) -> tuple[list[Mission], lis
             problems.append(Problem(path, f"the heartbeat is not scheduled: {why} ({name})"))
             continue
         fields = {"goal": HEARTBEAT_GOAL, "agent_name": profile.name}
-        found.append(
-            Mission(name, profile.heartbeat, fields, calendar=parse_calendar(profile.heartbeat), role=profile.name)
-        )
+        calendar = parse_calendar(profile.heartbeat)
+        found.append(Mission(name, profile.heartbeat, fields, profile.heartbeat_timer, calendar, role=profile.name))
     return found, problems
 
 

@@ -23,6 +23,7 @@
         max_pages = 8                           (docs/research.md): its limits, as a request's `research`
         home = true                             a role: its runs work in its durable home (docs/roles.md)
         heartbeat = "hourly"                    a role wakes on this schedule (a mission's), needs home
+        heartbeat_timer = "systemd"             a systemd timer fires the heartbeat (NixOS); hearth watch does not
         strategic_review = "24h"                a heartbeat is a strategic review once this old (default 24h)
         enabled = false                         a role switched off: no heartbeats, its requests refused
     $HEARTH_CONFIG_DIR/SOUL.md                  the voice of every agent (see hearth/run/prompting.py)
@@ -83,6 +84,7 @@ KEYS = (
     "research",
     "home",
     "heartbeat",
+    "heartbeat_timer",
     "strategic_review",
     "enabled",
 )
@@ -115,6 +117,7 @@ class Profile:
     research: Research | None = None  # its runs are research runs, with these limits
     home: bool = False  # a role: its runs work in its home (hearth/roles/home.py)
     heartbeat: str = ""  # a role's schedule of upkeep turns (hearth/roles/heartbeat.py); "" none
+    heartbeat_timer: str = ""  # "systemd": a timer fires the heartbeat, not hearth watch (a mission's `timer`)
     strategic_review: str | int | None = None  # how old last_strategic_review may get; None: 24h
     enabled: bool = True  # False: its heartbeats skip and its requests are refused
 
@@ -259,6 +262,9 @@ def _problem(key: str, value: Any) -> str | None:
         return "must be true or false"
     if key == "heartbeat":
         return _schedule_problem(value)
+    if key == "heartbeat_timer" and value != "systemd":
+        return 'must be "systemd" (or absent: hearth watch fires the heartbeat)'
+
     if key == "strategic_review":
         try:
             parse_duration(value)

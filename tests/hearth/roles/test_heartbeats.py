@@ -169,3 +169,14 @@ def test_a_role_with_a_heartbeat_is_a_mission_that_fires_it_and_skips_while_paus
     pause_mission(settings, mission, by="ada")
     assert fire(settings, mission, source="timer", by="hearth watch", now=datetime.now()) is None
     assert len(list(settings.queue_dir.glob("*.json"))) == 1
+
+
+def test_hearth_watch_fires_a_heartbeat_unless_a_systemd_timer_does(tmp_path: Path) -> None:
+    from hearth.leash.missions import Timetable
+
+    make_role(tmp_path / "config", "household", ROLE)
+    make_role(tmp_path / "config", "garden", ROLE + 'heartbeat_timer = "systemd"\n')
+    timetable = Timetable(settings_for(tmp_path), datetime(2026, 12, 7, 21, 30))
+    assert {name: at.isoformat() for name, (_, at) in timetable.next.items()} == {
+        "heartbeat-household": "2026-12-07T22:00:00"
+    }
