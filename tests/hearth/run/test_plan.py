@@ -47,6 +47,9 @@ NOT_A_RUNS = {
     "research",
     "worker",
 }  # long work and worker: routed by dispatch
+# Fields carried into the plan that exclude `continues` (a request is one way to run): each is
+# proved carried on its own below.
+CARRIED_ALONE = {"heartbeat": ("heartbeat", "upkeep")}
 REQUEST_VALUES = {
     "allowed_tools": ["read_file", "list_files"],
     "timeout_s": 99,
@@ -70,8 +73,16 @@ def _plan(request: Request, settings: Settings) -> RunPlan:
 
 
 def test_every_request_field_is_carried_into_the_plan_or_named_as_not_a_runs() -> None:
-    unaccounted = set(Request.model_fields) - set(CARRIED) - NOT_A_RUNS
+    unaccounted = set(Request.model_fields) - set(CARRIED) - set(CARRIED_ALONE) - NOT_A_RUNS
     assert not unaccounted, f"Request fields not carried into RunPlan: {sorted(unaccounted)}; copy them in goal_request"
+
+
+def test_a_heartbeat_arrives_as_a_heartbeat_of_its_role_in_the_roles_home(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, {"keeper": "home = true\n"})
+    [(field, (name, value))] = CARRIED_ALONE.items()
+    plan = _plan(Request.model_validate({"id": "hb-1", "goal": "g", "agent_name": "keeper", field: value}), settings)
+    assert (getattr(plan, name), plan.kind, plan.role, plan.fresh) == (value, "heartbeat", "keeper", False)
+    assert plan.workspace == settings.state_dir / "roles" / "keeper"
 
 
 def test_a_request_with_every_field_set_arrives_in_the_plan_with_every_value(tmp_path: Path) -> None:
