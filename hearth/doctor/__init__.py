@@ -15,6 +15,7 @@ config.py    profiles, prompt files and their placeholders, router, budget, aler
 host.py      Ollama and its models, the command sandbox, whether nobody reaches hearth's venv,
              git, systemd's hearth units
 roles.py     each role's contract: its home, record, inbox and prompts
+entities.py  the entity types' file, and each role's records: ids, required fields, declared files
 mcp.py       the declared MCP servers: their files, and drift of the tools approved
 recall.py    semantic recall: the embedding model pulled, sqlite-vec loadable, the vectors current
 
@@ -29,6 +30,7 @@ import sys
 from collections.abc import Callable
 
 from hearth.doctor.config import check_leash, check_profiles, check_prompt_files
+from hearth.doctor.entities import check_entities
 from hearth.doctor.files import check_audit, check_config_dir, check_credentials, check_queue, check_state_dir
 from hearth.doctor.finding import Finding
 from hearth.doctor.host import (
@@ -70,6 +72,7 @@ def diagnose(
         *check_config_dir(settings),
         *profile_findings,
         *check_roles(settings, profiles),
+        *check_entities(settings, profiles),
         *check_prompt_files(settings),
         *check_queue(settings),
         *check_credentials(settings),

@@ -22,6 +22,7 @@ from hearth.credentials import CredentialStore, RunCredentials
 from hearth.errors import UsageError
 from hearth.knowledge import embedder_for, fusion_for
 from hearth.mcp.config import mcp_dir
+from hearth.roles.entity_tools import role_tools
 from hearth.run.goal import RunPlan
 from hearth.run.recorder import Recorder
 from hearth.settings import Settings
@@ -64,7 +65,7 @@ def run_services(
     services, guard = _services(plan, run_id, settings, sandbox, redactor, record)
     # asked when a server starts: by then the run's walls (cgroup, decoy home) are up
     offered = mcp_tools(plan, settings, lambda: services.sandbox, record, guard)
-    services.tools = tuple(offered.tools) if offered else ()
+    services.tools = (tuple(offered.tools) if offered else ()) + role_tools(plan.role, settings.config_dir)
     try:
         yield services
     finally:

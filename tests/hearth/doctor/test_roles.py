@@ -44,3 +44,37 @@ def test_a_home_that_is_a_file_is_an_error(tmp_path: Path) -> None:
     home_of(settings, "household").write_text("not a directory")
     [finding] = check_roles(settings, [load_profile(settings.config_dir, "household")])
     assert finding.status == "error" and "is not a real directory" in finding.message
+
+
+def test_entity_records_missing_fields_files_or_with_a_borrowed_id_are_errors(tmp_path: Path) -> None:
+    from hearth.doctor.entities import check_entities
+    from tests.hearth.roles.test_entities import DEFS
+
+    make_role(tmp_path / "config", "household")
+    (tmp_path / "config" / "entity-defs").mkdir()
+    (tmp_path / "config" / "entity-defs" / "entities.md").write_text(DEFS)
+    settings = settings_for(tmp_path)
+    bills = home_of(settings, "household") / "entities" / "bills"
+    for name, front in (("2026-001-gas", "id: 2026-001-gas\npayee: Gas"), ("2026-002-gas", "id: 2026-001-gas\n")):
+        (bills / name).mkdir(parents=True)
+        (bills / name / "record.md").write_text(f"---\n{front}\n---\n")
+    (bills / "2026-001-gas" / "notes.md").write_text("")
+    found = [f.message for f in check_entities(settings, [load_profile(settings.config_dir, "household")])]
+    record = bills / "2026-002-gas" / "record.md"
+    assert found == [
+        f"{bills / '2026-001-gas' / 'record.md'}: the required field 'amount' is missing",
+        f"{record}: its id is '2026-001-gas', not its directory's",
+        f"{record}: duplicate id '2026-001-gas', also {bills / '2026-001-gas'}",
+        f"{record}: the required field 'payee' is missing",
+        f"{record}: the required field 'amount' is missing",
+        f"{bills / '2026-002-gas'}: the declared file notes.md is missing",
+    ]
+
+
+def test_a_mistake_in_the_entity_types_is_one_error_naming_the_line(tmp_path: Path) -> None:
+    from hearth.doctor.entities import check_entities
+
+    (tmp_path / "config" / "entity-defs").mkdir(parents=True)
+    (tmp_path / "config" / "entity-defs" / "entities.md").write_text("## bill\n```yaml\nlabel: Bill\n```\n")
+    [finding] = check_entities(settings_for(tmp_path), [])
+    assert finding.status == "error" and finding.message.endswith("entities.md:3: bill.directory: required, a text")
