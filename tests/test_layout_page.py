@@ -165,8 +165,8 @@ def test_a_package_the_layer_table_does_not_name_is_reported_with_a_floor_it_can
         "to FLOORS[14] (the highest floor it imports from; what imports it stands on floor 22 or higher), "
         "then run `make layout`"
     ]
-    alone = {"hearth.roles": set(), "hearth.roles.table": set()}
-    assert "to FLOORS[10] (the highest floor it imports from)" in unnamed_packages(["hearth.roles"], alone)[0]
+    alone = {"hearth.pantry": set(), "hearth.pantry.table": set()}
+    assert "to FLOORS[10] (the highest floor it imports from)" in unnamed_packages(["hearth.pantry"], alone)[0]
 
 
 def test_a_floor_table_that_is_not_the_drawn_one_is_told_apart(tmp_path: Path) -> None:
