@@ -156,12 +156,12 @@ def test_a_package_the_tree_does_not_name_is_reported_with_the_line_to_add() -> 
 
 def test_a_package_the_layer_table_does_not_name_is_reported_with_a_floor_it_can_stand_on() -> None:
     graph = {
-        "hearth.skills": set(),
-        "hearth.skills.load": {"hearth.settings", "hearth.run.goal"},
-        "hearth.cli.main": {"hearth.skills.load"},
+        "hearth.larder": set(),
+        "hearth.larder.load": {"hearth.settings", "hearth.run.goal"},
+        "hearth.cli.main": {"hearth.larder.load"},
     }
-    assert unnamed_packages(["hearth.skills", "hearth.run"], graph) == [
-        'hearth.skills (hearth/skills/) is a package FLOORS in tests/test_layout.py does not name: add "hearth.skills", '
+    assert unnamed_packages(["hearth.larder", "hearth.run"], graph) == [
+        'hearth.larder (hearth/larder/) is a package FLOORS in tests/test_layout.py does not name: add "hearth.larder", '
         "to FLOORS[14] (the highest floor it imports from; what imports it stands on floor 22 or higher), "
         "then run `make layout`"
     ]
