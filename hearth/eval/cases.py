@@ -48,5 +48,11 @@ def _name(given: str, run: dict[str, object]) -> str:
         if not NAME.fullmatch(given):
             raise UsageError(f"{given!r} cannot name a case: use 1-40 characters from A-Z a-z 0-9 . _ -")
         return given
-    words = re.findall(r"[A-Za-z0-9]+", str(run.get("label") or run["goal"]).lower())[:4]
-    return "-".join(words)[:40].strip("-") or f"run-{str(run['id'])[-6:]}"
+    return slug_of(run, 40)
+
+
+def slug_of(run: dict[str, object], width: int) -> str:
+    """A name for what a run did: the first words of its label or goal, else its id's tail
+    (a case's default name, a learned skill's)."""
+    words = re.findall(r"[a-z0-9]+", str(run.get("label") or run["goal"]).lower())[:4]
+    return "-".join(words)[:width].strip("-") or f"run-{str(run['id'])[-6:]}"

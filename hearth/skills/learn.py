@@ -20,6 +20,7 @@ from hearth.audit import proposals as proposal_rows
 from hearth.audit.steps import tool_steps
 from hearth.audit.store import AuditStore
 from hearth.errors import ConfigError, NotFound, UsageError
+from hearth.eval.cases import slug_of
 from hearth.settings import Settings
 from hearth.skills.catalog import box_dir
 from hearth.skills.skill import NAME, SKILL_FILE, SkillInvalid, read_skill
@@ -86,8 +87,7 @@ def _name(given: str, run: dict[str, Any]) -> str:
         if not NAME.fullmatch(given):
             raise UsageError(f"{given!r} cannot name a skill: use 1-64 of a-z 0-9 and -")
         return given
-    words = re.findall(r"[a-z0-9]+", str(run.get("label") or run["goal"]).lower())[:4]
-    return "-".join(words)[:64].strip("-") or f"run-{str(run['id'])[-6:]}"
+    return slug_of(run, 64)
 
 
 def _proposal(settings: Settings, run: dict[str, Any], name: str, text: str) -> dict[str, Any]:
