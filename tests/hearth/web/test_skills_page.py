@@ -53,6 +53,7 @@ def test_the_skills_page_shows_each_skills_state_and_its_checks(
     phone = browser.page(390, 844)
     phone.goto(center.url + "/evals/skills")
     assert phone.locator("table.skills tbody tr").count() == 3
+    assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # long paths wrap
     assert browser.axe(phone) == []
     browser.shot(phone, "skills-phone")
 
@@ -69,5 +70,6 @@ def test_the_skills_page_says_how_to_start_when_there_is_none(center: Center, br
     page = browser.page(390, 844)
     page.goto(center.url + "/evals/skills")
     assert "hearth skills propose RUN" in page.inner_text("main")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert browser.axe(page) == []
     browser.shot(page, "skills-empty")
