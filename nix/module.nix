@@ -1098,6 +1098,7 @@ in
       };
       email = channelOptions "e-mail (IMAP and SMTP)" "passwordFile" "the mailbox's password" "email-password" {
         address = "hearth@example.org";
+        authserv_id = "mail.example.org";
         imap_host = "mail.example.org";
         smtp_host = "mail.example.org";
       };

@@ -111,3 +111,20 @@ def test_the_users_page_adds_a_user_from_its_form_and_shows_the_token_once(guard
     viewer = signed_in(guarded, browser, VIEWER)
     viewer.goto(guarded.url + "/operate/users")
     assert viewer.locator("#add-user").count() == 0 and "read-only" in viewer.inner_text("main")
+
+
+def test_an_owner_links_an_email_address_from_the_page_kept_in_lower_case(guarded: Center) -> None:
+    owner = guarded.client(Authorization=f"Bearer {OPERATOR}")
+    assert owner.post_json("/api/users", {"action": "add", "name": "ada", "role": "operator"}).status_code == 200
+    page = owner.get("/operate/users").text
+    assert "<option>email</option>" in page.split('id="link"')[1].split("</form>")[0]
+    linked = owner.post_json(
+        "/api/users", {"action": "link", "name": "ada", "channel": "email", "address": "Ada@Example.ORG"}
+    )
+    assert linked.status_code == 200, linked.text
+    [ada] = [u for u in owner.get("/api/users").json()["users"] if u["name"] == "ada"]
+    assert ada["identities"] == ["email:ada@example.org"]
+    wrong = owner.post_json(
+        "/api/users", {"action": "link", "name": "ada", "channel": "email", "address": "not an address"}
+    )
+    assert wrong.status_code == 400
