@@ -41,9 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     off = actions.add_parser("disable", help="switch a role off: no heartbeats, its requests refused")
     off.add_argument("name", help="the role")
     off.add_argument("--reason", default="", help="why, for the record and the refusals")
+    off.add_argument("--json", action="store_true")
     off.set_defaults(handler=disable)
     on = actions.add_parser("enable", help="switch a role back on")
     on.add_argument("name", help="the role")
+    on.add_argument("--json", action="store_true")
     on.set_defaults(handler=enable)
 
 
@@ -119,7 +121,10 @@ def disable(args: argparse.Namespace, settings: Settings) -> int:
     by = f"cli:{operator_name()}"
     record = switch.disable(settings, args.name, by=by, reason=args.reason)
     record_switch(settings, args.name, by, f"disabled{': ' + args.reason if args.reason else ''}")
-    print(f"role {args.name} is switched off (by {record['by']} at {record['since']})")
+    if args.json:
+        print_json({"role": args.name, "enabled": False, **record})
+    else:
+        print(f"role {args.name} is switched off (by {record['by']} at {record['since']})")
     return 0
 
 
@@ -134,5 +139,8 @@ def enable(args: argparse.Namespace, settings: Settings) -> int:
     was = switch.enable(settings, args.name)
     record_switch(settings, args.name, f"cli:{operator_name()}", "enabled")
     still = "" if profile.enabled else "; it stays off: its agent.toml says enabled = false"
-    print(f"role {args.name} is switched on{' (it was not off)' if was is None else ''}{still}")
+    if args.json:
+        print_json({"role": args.name, "enabled": profile.enabled, "was_off": was is not None})
+    else:
+        print(f"role {args.name} is switched on{' (it was not off)' if was is None else ''}{still}")
     return 0
