@@ -48,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     accept = actions.add_parser("accept", help="accept a skill proposal: its SKILL.md lands in skills/")
     accept.add_argument("proposal", help="the proposal's id (or a unique prefix)")
     accept.add_argument("--reason", default="", help="why, for the audit")
+    accept.add_argument("--json", action="store_true", help="the accepted skill's name and path as JSON")
     accept.set_defaults(handler=accept_skill)
 
 
@@ -154,5 +155,8 @@ def accept_skill(args: argparse.Namespace, settings: Settings) -> int:
     require(login_user(settings), "manage")
     path = accept(settings, args.proposal, by=f"cli:{operator_name()}", reason=args.reason)
     name = path.parent.name
+    if args.json:
+        print_json({"skill": name, "path": str(path), "offered": False, "check": f"hearth skills check {name}"})
+        return 0
     print(visible_line(f"accepted: {path}; offered once `hearth skills check {name}` passes"))
     return 0

@@ -4,6 +4,7 @@ skills/, where it is a skill like any other: not offered until its check passes.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -40,8 +41,14 @@ def test_a_skill_drafted_from_a_run_lands_when_accepted_and_is_not_offered_unche
     assert shown.returncode == 0 and "+name: say-hello" in shown.stdout, shown.stdout + shown.stderr
     assert not (config / "skills" / "say-hello").exists()  # a proposal changes nothing yet
 
-    accepted = run_cli("hearth", "skills", "accept", proposal_id, "--reason", "useful")
+    accepted = run_cli("hearth", "skills", "accept", proposal_id, "--reason", "useful", "--json")
     assert accepted.returncode == 0, accepted.stderr
+    assert json.loads(accepted.stdout) == {
+        "skill": "say-hello",
+        "path": str(config / "skills" / "say-hello" / "SKILL.md"),
+        "offered": False,
+        "check": "hearth skills check say-hello",
+    }
     skill = read_skill(config / "skills" / "say-hello", "box")
     assert (skill.suite, skill.description) == ("chores", f"For goals like: {GOAL}")
     assert "write_file(path='hello.txt')" in skill.body and "wrote hello.txt" in skill.body
