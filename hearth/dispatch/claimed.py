@@ -30,9 +30,9 @@ from hearth.queue.ledger import ensure_request_row, recorded_request
 from hearth.queue.longspec import Research
 from hearth.queue.request import Request
 from hearth.queue.submit import submit
-from hearth.queue.wake import wake
 from hearth.render import visible_line
 from hearth.run.admission import goal_request
+from hearth.run.delegate import caller_goes_on
 from hearth.run.exits import Interrupted, exit_code
 from hearth.run.profiles import load_profile
 from hearth.run.runner import run_goal
@@ -158,7 +158,7 @@ def _run_request(
     with AuditStore(settings.audit_path) as audit:
         place(queue, audit, path, status, error)
     if request.child_of and status != "waiting":
-        wake(settings, request.child_of)  # a caller waiting on this child goes on (hearth/run/delegate.py)
+        caller_goes_on(settings, request.child_of)  # a caller waiting on this child goes on
     if request.source == "eval":  # a case of an eval: scored as it ends (hearth/eval/watch.py)
         from hearth.eval.watch import after_run
 

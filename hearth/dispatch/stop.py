@@ -47,7 +47,6 @@ from hearth.locks import RunLock
 from hearth.queue.directory import Queue, read_request_bytes
 from hearth.queue.intake import RequestRefused, parse_request
 from hearth.queue.ledger import ensure_request_row
-from hearth.queue.wake import wake
 from hearth.run.state import FINAL_STATES, read_states, remove_state
 from hearth.settings import Settings
 from hearth.users.access import EVERY, User, require
@@ -162,10 +161,12 @@ def _stop_locked(
 
 def _wake_caller(settings: Settings, run_id: str) -> None:
     """A run that delegated to the stopped one goes on, told that it was stopped (hearth/run/delegate.py)."""
+    from hearth.run.delegate import caller_goes_on  # only when a child was stopped
+
     with AuditStore(settings.audit_path) as audit:
         run = audit.run(run_id)
     if run and run.get("link") == "child" and run.get("parent_run"):
-        wake(settings, str(run["parent_run"]))
+        caller_goes_on(settings, str(run["parent_run"]))
 
 
 def _stop_linked(

@@ -36,6 +36,7 @@ from hearth.errors import HearthError
 from hearth.ids import derived_id
 from hearth.leash.budget import budget_spent
 from hearth.limits import MAX_RUN_TOKENS
+from hearth.queue.wake import wake
 from hearth.run.checkpoints import Checkpoints, keep_checkpoint, made_by_hearth, state_inside
 from hearth.run.exits import Delegated
 from hearth.run.goal import RunPlan
@@ -246,3 +247,10 @@ def answer_of(row: dict[str, Any], record: dict[str, Any]) -> str:
     if narrowings:
         lines.append("Its walls were narrowed to yours: " + "; ".join(narrowings))
     return "\n".join(lines)
+
+
+def caller_goes_on(settings: Settings, parent: str) -> None:
+    """A child ended (done, failed or stopped): the run that delegated to it goes on. Not a decision
+    (nobody approved or denied anything), so not hearth/leash/decisions.py's: the one other place
+    that wakes a run."""
+    wake(settings, parent)

@@ -125,6 +125,8 @@ def _calls(path: Path) -> list[str]:
 
 def test_nothing_but_the_one_call_gives_a_verdict_or_wakes_a_run() -> None:
     paths = [p for top in ("agent", "hearth", "bench") for p in sorted((ROOT / top).rglob("*.py"))]
-    found = [hit for p in paths if p != ROOT / "hearth" / "leash" / "decisions.py" for hit in _calls(p)]
+    # the one other waker: a delegated child's end lets its caller go on, which nobody decided
+    own = {ROOT / "hearth" / "leash" / "decisions.py", ROOT / "hearth" / "run" / "delegate.py"}
+    found = [hit for p in paths if p not in own for hit in _calls(p)]
     assert found == []
     assert _calls(ROOT / "hearth" / "leash" / "decisions.py")  # the check sees a call where there is one
